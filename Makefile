@@ -1,0 +1,58 @@
+# Garuda: `make build`, `make test` (what CI runs), `make bench`.
+GO      ?= go
+BIN     ?= bin
+VERSION ?= 0.16.0-dev
+LDFLAGS := -X github.com/garuda-dev/garuda/frontend/cli.Version=$(VERSION) -X github.com/garuda-dev/garuda/broker.Version=$(VERSION)
+BUF     ?= $(shell command -v buf 2>/dev/null || echo .tools/node_modules/.bin/buf)
+GOBIN   ?= $(shell $(GO) env GOBIN)
+PREFIX_BIN := $(if $(GOBIN),$(GOBIN),$(HOME)/.local/bin)
+
+.PHONY: build install test vet unit generate check-generated lint bench tools clean
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/garuda ./cmd/garuda
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/garuda-exec ./cmd/garuda-exec
+
+install: build
+	mkdir -p $(PREFIX_BIN)
+	install -m 0755 $(BIN)/garuda $(BIN)/garuda-exec $(PREFIX_BIN)/
+	@echo "installed garuda and garuda-exec in $(PREFIX_BIN)"
+
+# Everything CI runs.
+test: vet check-generated lint unit
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+tools: $(BUF)
+
+.tools/node_modules/.bin/buf:
+	mkdir -p .tools && cd .tools && npm install --silent --no-audit --no-fund @bufbuild/buf@1.75.0
+
+generate: tools
+	$(BUF) generate
+
+# Fails when the committed generated code differs from what the .proto files generate.
+check-generated: tools
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	$(BUF) generate -o $$tmp && \
+	if ! diff -r -q $$tmp/proto proto -x '*.proto' -x '*.md' >/dev/null; then \
+		diff -r $$tmp/proto proto -x '*.proto' -x '*.md' | head -40; \
+		echo "generated code is stale: run make generate and commit"; exit 1; \
+	fi
+	@echo "generated code is up to date"
+
+lint: tools
+	$(BUF) lint
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$$'); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+	$(GO) run ./bench/procbench -bin $(BIN)
+
+clean:
+	rm -rf $(BIN) .tools

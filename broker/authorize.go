@@ -1,0 +1,211 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode"
+
+	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/policy"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// state is the policy state of a session at this moment.
+func (s *Service) state(sess *session) *policy.State {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	st := &policy.State{
+		Root:           sess.root,
+		Home:           s.cfg.Home,
+		UserHome:       s.userHome,
+		OutputDir:      sess.outputDir,
+		Mode:           modeOf(sess.mode),
+		Team:           sess.files.team,
+		TeamErr:        sess.files.teamErr,
+		User:           sess.files.user,
+		Project:        sess.files.project,
+		ProjectTrusted: sess.files.trusted,
+		SessionRules:   append([]policy.Rule(nil), sess.rules...),
+	}
+	return st
+}
+
+func modeOf(m execv1.Mode) policy.Mode {
+	if m == execv1.Mode_MODE_PLAN {
+		return policy.ModePlan
+	}
+	return policy.ModeBuild
+}
+
+func choiceOf(c policy.Choice) execv1.Choice {
+	switch c {
+	case policy.ChoiceOnce:
+		return execv1.Choice_CHOICE_ONCE
+	case policy.ChoiceSession:
+		return execv1.Choice_CHOICE_SESSION
+	}
+	return execv1.Choice_CHOICE_DENY
+}
+
+// mutating reports whether a request changes something: its records are on disk before it goes ahead.
+func mutating(k policy.Kind) bool {
+	return k != policy.KindRead && k != policy.KindSearch
+}
+
+// authorize decides a request and, when the decision is ask, asks the question q. It returns nil when the
+// operation may go ahead, else the Result that ends the call (denied or cancelled). Every decision and every
+// answer is audited; an answer that cannot be audited is not acted on.
+func (s *Service) authorize(c *call, req policy.Request, q *execv1.Question) (*execv1.Result, error) {
+	st := s.state(c.sess)
+	d := policy.Decide(req, st)
+	rec := audit.Record{Session: c.sess.id, Event: audit.EventDecision, Op: req.Tool, Input: summary(req),
+		Verdict: d.Verdict.String(), Rule: d.Rule, Reason: d.Reason}
+	if err := s.record(rec, mutating(req.Kind)); err != nil {
+		return nil, err
+	}
+	switch d.Verdict {
+	case policy.Allow:
+		return nil, nil
+	case policy.Deny:
+		return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: "Denied: " + d.Reason + "."}, nil
+	}
+	q.Warning = joinLines(q.Warning, d.Warning)
+	if q.Preview == "" {
+		q.Preview = q.Title
+	}
+	q.Preview = joinLines(q.Preview, "Why Garuda asks: "+d.Reason)
+	q.Hidden = q.Hidden || hasHidden(q.Preview) || hasHidden(q.Title)
+	for _, ch := range d.Choices {
+		q.Choices = append(q.Choices, choiceOf(ch))
+	}
+	choice, err := c.ask(q)
+	ans := audit.Record{Session: c.sess.id, Event: audit.EventAnswer, Op: req.Tool, Input: summary(req), Rule: d.Rule}
+	switch {
+	case err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ErrShutdown) || c.ctx.Err() != nil):
+		ans.AnsweredBy = "cancel"
+		ans.Verdict = "deny"
+		if rerr := s.record(ans, true); rerr != nil {
+			return nil, rerr
+		}
+		if cause := context.Cause(c.ctx); errors.Is(cause, ErrProtocol) {
+			return nil, cause
+		}
+		return &execv1.Result{Status: execv1.Status_STATUS_CANCELLED, Content: "Cancelled."}, nil
+	case err != nil:
+		return nil, err
+	}
+	ans.AnsweredBy = "user: " + choiceName(choice)
+	ans.Verdict = "allow"
+	if choice == execv1.Choice_CHOICE_DENY {
+		ans.Verdict = "deny"
+	}
+	if err := s.record(ans, true); err != nil {
+		return nil, err
+	}
+	switch choice {
+	case execv1.Choice_CHOICE_ONCE:
+		return nil, nil
+	case execv1.Choice_CHOICE_SESSION:
+		if rule, ok := policy.SessionRule(req, st); ok {
+			c.sess.mu.Lock()
+			c.sess.rules = append(c.sess.rules, rule)
+			c.sess.mu.Unlock()
+		}
+		return nil, nil
+	}
+	return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: "The user denied this: " + q.Title + "."}, nil
+}
+
+func choiceName(c execv1.Choice) string {
+	switch c {
+	case execv1.Choice_CHOICE_ONCE:
+		return "once"
+	case execv1.Choice_CHOICE_SESSION:
+		return "session"
+	}
+	return "deny"
+}
+
+// summary is what the audit log keeps of a request: never file contents or keys; command text yes.
+func summary(req policy.Request) string {
+	switch {
+	case req.Command != "":
+		return req.Command
+	case req.Path != "":
+		return req.Path
+	case req.Host != "":
+		return req.Host
+	case req.ConsentName != "":
+		return req.ConsentKind + " " + req.ConsentName
+	}
+	return ""
+}
+
+// record writes an audit record: for actions that change something, on disk before they go ahead.
+func (s *Service) record(r audit.Record, commit bool) error {
+	log, err := s.auditLog()
+	if err != nil {
+		return fmt.Errorf("the audit log cannot be written, so nothing is done: %w", err)
+	}
+	if commit {
+		err = log.Commit(r)
+	} else {
+		err = log.Note(r)
+	}
+	if err != nil {
+		return fmt.Errorf("the audit log cannot be written, so nothing is done: %w", err)
+	}
+	return nil
+}
+
+// execution audits the end of an operation.
+func (s *Service) execution(c *call, op, input string, res *execv1.Result, started time.Time) error {
+	r := audit.Record{Session: c.sess.id, Event: audit.EventExecution, Op: op, Input: input,
+		Status: statusName(res.GetStatus()), DurationMS: time.Since(started).Milliseconds()}
+	if op == "bash" {
+		code := int(res.GetExitCode())
+		r.ExitCode = &code
+	}
+	return s.record(r, op != "read_file" && op != "glob" && op != "grep" && op != "attach_mention")
+}
+
+func statusName(st execv1.Status) string {
+	switch st {
+	case execv1.Status_STATUS_COMPLETED:
+		return "completed"
+	case execv1.Status_STATUS_FAILED:
+		return "failed"
+	case execv1.Status_STATUS_DENIED:
+		return "denied"
+	case execv1.Status_STATUS_CANCELLED:
+		return "cancelled"
+	}
+	return "unknown"
+}
+
+func joinLines(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n" + b
+}
+
+// hasHidden reports control, invisible or bidirectional characters that would let a preview look like something
+// it is not (defends against a command or an edit that shows one thing and does another).
+func hasHidden(s string) bool {
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t':
+		case unicode.IsControl(r), unicode.Is(unicode.Cf, r), unicode.Is(unicode.Bidi_Control, r),
+			r == '\u115f', r == '\u1160', r == '\u3164', r == '\uffa0', r == '\u2800', r == '\ufffc':
+			return true
+		}
+	}
+	return false
+}
+

@@ -1,0 +1,140 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// Call is the one door for everything that acts: a Start, then Questions and Progress, then a Result.
+func (s *Service) Call(stream execv1.ExecService_CallServer) error {
+	s.calls.Add(1)
+	defer s.calls.Done()
+	first, err := stream.Recv()
+	if err != nil {
+		return toStatus(fmt.Errorf("read the call's start: %w", err))
+	}
+	start := first.GetStart()
+	if start == nil {
+		return toStatus(fmt.Errorf("the first message of a call must be a start: %w", ErrProtocol))
+	}
+	sess, err := s.session(stream.Context(), start.GetSessionId())
+	if err != nil {
+		return toStatus(err)
+	}
+	if !sess.begin() {
+		return toStatus(fmt.Errorf("session %q: %w", sess.id, ErrUnknownSession))
+	}
+	defer sess.calls.Done()
+	// The call ends when its stream ends (the front end's cancel), when its session closes, or at shutdown.
+	ctx, cancel := context.WithCancelCause(stream.Context())
+	defer cancel(nil)
+	stopAfter := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
+	defer stopAfter()
+
+	c := &call{ctx: ctx, cancel: cancel, stream: stream, sess: sess, start: start, answers: make(chan *execv1.Answer, 1)}
+	go c.receive()
+	res, err := s.do(ctx, c)
+	if err != nil {
+		return toStatus(err)
+	}
+	if res.Status == execv1.Status_STATUS_UNSPECIFIED {
+		res.Status = execv1.Status_STATUS_COMPLETED
+	}
+	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, ErrProtocol) {
+		return toStatus(cause)
+	}
+	return c.send(&execv1.CallResponse{Msg: &execv1.CallResponse_Result{Result: res}})
+}
+
+// call is one running Call.
+type call struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stream execv1.ExecService_CallServer
+	sess   *session
+	start  *execv1.Start
+
+	sendMu sync.Mutex
+
+	mu       sync.Mutex
+	pending  *execv1.Question // the question waiting for its answer
+	answered []string         // ids of questions already answered
+	answers  chan *execv1.Answer
+}
+
+func (c *call) send(m *execv1.CallResponse) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	return c.stream.Send(m)
+}
+
+// receive reads the client's answers. Anything but one answer to the one open question ends the call: defends
+// against a forged "allow" for a question never asked, a second answer, and an answer for another call.
+func (c *call) receive() {
+	for {
+		m, err := c.stream.Recv()
+		if err == io.EOF {
+			return // the client closed its side; it can still be asked nothing more, so open questions deny
+		}
+		if err != nil {
+			c.cancel(err)
+			return
+		}
+		a := m.GetAnswer()
+		if a == nil {
+			c.cancel(fmt.Errorf("a second start on one call: %w", ErrProtocol))
+			return
+		}
+		c.mu.Lock()
+		q := c.pending
+		ok := q != nil && a.GetQuestionId() == q.GetQuestionId() && !slices.Contains(c.answered, a.GetQuestionId())
+		if ok {
+			c.pending = nil
+			c.answered = append(c.answered, a.GetQuestionId())
+		}
+		c.mu.Unlock()
+		if !ok {
+			c.cancel(fmt.Errorf("answer %q is not for the open question: %w", a.GetQuestionId(), ErrProtocol))
+			return
+		}
+		c.answers <- a
+	}
+}
+
+// ask sends a question and waits for its answer. A choice the question did not offer, a cancelled call or a closed
+// stream is a deny.
+func (c *call) ask(q *execv1.Question) (execv1.Choice, error) {
+	q.QuestionId = newID()
+	q.CallId = c.start.GetCallId()
+	c.mu.Lock()
+	c.pending = q
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.pending = nil
+		c.mu.Unlock()
+	}()
+	if err := c.send(&execv1.CallResponse{Msg: &execv1.CallResponse_Question{Question: q}}); err != nil {
+		return execv1.Choice_CHOICE_DENY, fmt.Errorf("send the question: %w", err)
+	}
+	select {
+	case a := <-c.answers:
+		if !slices.Contains(q.GetChoices(), a.GetChoice()) {
+			return execv1.Choice_CHOICE_DENY, nil
+		}
+		return a.GetChoice(), nil
+	case <-c.ctx.Done():
+		return execv1.Choice_CHOICE_DENY, context.Cause(c.ctx)
+	}
+}
+
+// progress streams output or a line to the front end; a failure to send is the call's end, seen through ctx.
+func (c *call) progress(p *execv1.Progress) {
+	_ = c.send(&execv1.CallResponse{Msg: &execv1.CallResponse_Progress{Progress: p}})
+}

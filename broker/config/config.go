@@ -1,0 +1,394 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// File names inside $GARUDA_HOME.
+const (
+	ModelsFile      = "models.json"
+	CredentialsFile = "credentials"
+)
+
+// Where a Resolved key comes from.
+const (
+	KeyFromEnv         = "env"         // the front end reads Resolved.APIKeyEnv
+	KeyFromCredentials = "credentials" // Resolved.APIKey, from $GARUDA_HOME/credentials
+	KeyNone            = "none"        // the provider takes no key (a local server)
+)
+
+// ErrAuthRequired means that the model or its key is missing: the user has to run `garuda setup`
+// (ACP's "auth required"). Errors that wrap it carry a message saying what is missing.
+var ErrAuthRequired = errors.New("authentication required")
+
+// authRequired is an ErrAuthRequired whose text is only the user-facing message.
+type authRequired struct{ msg string }
+
+func (e *authRequired) Error() string { return e.msg }
+func (e *authRequired) Unwrap() error { return ErrAuthRequired }
+
+// ProviderSettings is one provider, built in or from models.json.
+type ProviderSettings struct {
+	Name      string
+	Type      string
+	BaseURL   string
+	APIKeyEnv string
+	line      int // in models.json; 0 for built-ins
+}
+
+// ModelSettings is one named model, built in or from models.json.
+type ModelSettings struct {
+	Name            string
+	Provider        string
+	ID              string
+	ContextWindow   int
+	MaxOutputTokens int
+	line            int
+}
+
+// Config is the merged configuration: the built-in catalog with models.json over it, and the
+// credentials file.
+type Config struct {
+	Home            string
+	ModelsPath      string
+	CredentialsPath string
+	Default         string // from models.json; may be empty
+	Providers       map[string]ProviderSettings
+	Models          map[string]ModelSettings
+	credentials     map[string]string // provider name -> key; never printed
+	defaultLine     int
+}
+
+// Resolved is what a session needs to reach its model.
+type Resolved struct {
+	Name, Provider, Type, BaseURL, ModelID string
+	ContextWindow, MaxOutputTokens         int
+	APIKeyEnv                              string // the env var the front end should read
+	APIKey                                 string // from credentials, only when the env var is not set
+	KeySource                              string // KeyFromEnv, KeyFromCredentials or KeyNone
+}
+
+// Home returns $GARUDA_HOME, else ~/.garuda.
+func Home() (string, error) {
+	if h := os.Getenv("GARUDA_HOME"); h != "" {
+		return h, nil
+	}
+	u, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the home folder for ~/.garuda (set GARUDA_HOME): %w", err)
+	}
+	return filepath.Join(u, ".garuda"), nil
+}
+
+// Load reads models.json (absent: the catalog alone) and credentials (absent: no keys) from home.
+func Load(home string) (*Config, error) {
+	c := &Config{
+		Home:            home,
+		ModelsPath:      filepath.Join(home, ModelsFile),
+		CredentialsPath: filepath.Join(home, CredentialsFile),
+		Providers:       map[string]ProviderSettings{},
+		Models:          map[string]ModelSettings{},
+	}
+	for _, p := range builtinProviders {
+		c.Providers[p.Name] = ProviderSettings{Name: p.Name, Type: p.Type, BaseURL: p.BaseURL, APIKeyEnv: p.APIKeyEnv}
+	}
+	for _, m := range builtinModels {
+		c.Models[m.Name] = ModelSettings{Name: m.Name, Provider: m.Provider, ID: m.ID, ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens}
+	}
+	data, err := os.ReadFile(c.ModelsPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", c.ModelsPath, err)
+	default:
+		if err := c.parseModels(data); err != nil {
+			return nil, err
+		}
+	}
+	creds, err := readCredentials(c.CredentialsPath)
+	if err != nil {
+		return nil, err
+	}
+	c.credentials = creds
+	return c, nil
+}
+
+type rawModel struct {
+	ModelSettings
+	providerLine int
+}
+
+// parseModels reads models.json over the catalog already in c.
+func (c *Config) parseModels(data []byte) error {
+	p := newParser(c.ModelsPath, data)
+	userProviders := map[string]ProviderSettings{}
+	var userModels []rawModel
+	err := p.object("the file", func(key string, off int64) error {
+		switch key {
+		case "default":
+			s, soff, err := p.str(`"default"`)
+			c.Default, c.defaultLine = s, p.line(soff)
+			return err
+		case "providers":
+			return p.object(`"providers"`, func(name string, off int64) error {
+				ps := ProviderSettings{Name: name, line: p.line(off)}
+				if old, ok := c.Providers[name]; ok {
+					ps = old // a built-in provider: the file overrides what it says
+					ps.line = p.line(off)
+				}
+				what := fmt.Sprintf("provider %q", name)
+				err := p.object(what, func(k string, koff int64) error {
+					var err error
+					var voff int64
+					switch k {
+					case "type":
+						var t string
+						t, voff, err = p.str(what + ` "type"`)
+						if err == nil && t != TypeAnthropic && t != TypeOpenAI {
+							return p.errAt(voff, "%s: type %q is not known (want %q or %q)", what, t, TypeAnthropic, TypeOpenAI)
+						}
+						if t != "" {
+							ps.Type = t
+						}
+					case "base_url":
+						ps.BaseURL, voff, err = p.str(what + ` "base_url"`)
+						if err == nil && ps.BaseURL != "" && !strings.HasPrefix(ps.BaseURL, "http://") && !strings.HasPrefix(ps.BaseURL, "https://") {
+							return p.errAt(voff, "%s: base_url %q must start with http:// or https://", what, ps.BaseURL)
+						}
+					case "api_key_env":
+						ps.APIKeyEnv, _, err = p.str(what + ` "api_key_env"`)
+					default:
+						return p.errAt(koff, "%s: unknown key %q (known: type, base_url, api_key_env)", what, k)
+					}
+					return err
+				})
+				if err != nil {
+					return err
+				}
+				if ps.Type == "" {
+					return p.errAt(off, "%s: no \"type\" (want %q or %q)", what, TypeAnthropic, TypeOpenAI)
+				}
+				userProviders[name] = ps
+				return nil
+			})
+		case "models":
+			return p.object(`"models"`, func(name string, off int64) error {
+				m := rawModel{ModelSettings: ModelSettings{Name: name, line: p.line(off)}}
+				if old, ok := c.Models[name]; ok {
+					m.ModelSettings = old
+					m.line = p.line(off)
+				}
+				what := fmt.Sprintf("model %q", name)
+				err := p.object(what, func(k string, koff int64) error {
+					var err error
+					switch k {
+					case "provider":
+						var voff int64
+						var s string
+						s, voff, err = p.str(what + ` "provider"`)
+						if s != "" {
+							m.Provider, m.providerLine = s, p.line(voff)
+						}
+					case "id":
+						var s string
+						s, _, err = p.str(what + ` "id"`)
+						if s != "" {
+							m.ID = s
+						}
+					case "context_window":
+						var n int
+						n, err = p.positiveInt(what + ` "context_window"`)
+						if n > 0 {
+							m.ContextWindow = n
+						}
+					case "max_output_tokens":
+						var n int
+						n, err = p.positiveInt(what + ` "max_output_tokens"`)
+						if n > 0 {
+							m.MaxOutputTokens = n
+						}
+					default:
+						return p.errAt(koff, "%s: unknown key %q (known: provider, id, context_window, max_output_tokens)", what, k)
+					}
+					return err
+				})
+				if err != nil {
+					return err
+				}
+				if m.Provider == "" {
+					return p.errAt(off, "%s: no \"provider\"", what)
+				}
+				if m.ID == "" {
+					m.ID = name
+				}
+				userModels = append(userModels, m)
+				return nil
+			})
+		default:
+			return p.errAt(off, "unknown key %q (known: default, providers, models)", key)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if err := p.end(); err != nil {
+		return err
+	}
+	for name, ps := range userProviders {
+		c.Providers[name] = ps
+	}
+	for _, m := range userModels {
+		if _, ok := c.Providers[m.Provider]; !ok {
+			line := m.providerLine
+			if line == 0 {
+				line = m.line
+			}
+			return fmt.Errorf("%s: line %d: model %q: provider %q is not known (known: %s)", c.ModelsPath, line, m.Name, m.Provider, strings.Join(c.providerNames(), ", "))
+		}
+		if m.ContextWindow == 0 {
+			m.ContextWindow = DefaultContextWindow
+		}
+		if m.MaxOutputTokens == 0 {
+			m.MaxOutputTokens = DefaultMaxOutputTokens
+		}
+		c.Models[m.Name] = m.ModelSettings
+	}
+	return nil
+}
+
+func (c *Config) providerNames() []string {
+	names := make([]string, 0, len(c.Providers))
+	for n := range c.Providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Resolve picks the model: override (--model or GARUDA_MODEL: a NAME, or provider/model-id),
+// else the default of models.json; then its provider and key. envSet reports whether an
+// environment variable holds a non-empty value in the front end's environment.
+func (c *Config) Resolve(override string, envSet func(name string) bool) (*Resolved, error) {
+	name := strings.TrimSpace(override)
+	where := "--model or GARUDA_MODEL"
+	if name == "" {
+		name = c.Default
+		where = fmt.Sprintf("\"default\" in %s line %d", c.ModelsPath, c.defaultLine)
+	}
+	if name == "" {
+		return nil, &authRequired{"Garuda has no model. Run `garuda setup` to choose a model and enter its API key, or set GARUDA_MODEL (for example claude-sonnet-4-5) and the provider's key variable (ANTHROPIC_API_KEY or OPENAI_API_KEY)."}
+	}
+	m, err := c.lookup(name, where)
+	if err != nil {
+		return nil, err
+	}
+	p := c.Providers[m.Provider]
+	r := &Resolved{
+		Name: m.Name, Provider: p.Name, Type: p.Type, BaseURL: p.BaseURL, ModelID: m.ID,
+		ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens, APIKeyEnv: p.APIKeyEnv,
+	}
+	switch {
+	case p.APIKeyEnv != "" && envSet != nil && envSet(p.APIKeyEnv):
+		r.KeySource = KeyFromEnv
+	case c.credentials[p.Name] != "":
+		r.APIKey, r.KeySource = c.credentials[p.Name], KeyFromCredentials
+	case p.APIKeyEnv == "":
+		// A provider with no key variable (a local server) takes no key.
+		r.KeySource = KeyNone
+	default:
+		return nil, &authRequired{fmt.Sprintf("Garuda has no API key for %s (model %s): set %s, or run `garuda setup` to store a key in %s.", p.Name, m.Name, p.APIKeyEnv, c.CredentialsPath)}
+	}
+	return r, nil
+}
+
+// lookup finds a model by NAME, else as provider/model-id.
+func (c *Config) lookup(name, where string) (ModelSettings, error) {
+	if m, ok := c.Models[name]; ok {
+		return m, nil
+	}
+	if prov, id, ok := strings.Cut(name, "/"); ok && prov != "" && id != "" {
+		if _, known := c.Providers[prov]; !known {
+			return ModelSettings{}, fmt.Errorf("model %q (from %s): provider %q is not known (known: %s)", name, where, prov, strings.Join(c.providerNames(), ", "))
+		}
+		m := ModelSettings{Name: name, Provider: prov, ID: id, ContextWindow: DefaultContextWindow, MaxOutputTokens: DefaultMaxOutputTokens}
+		// A known id keeps its known limits.
+		for _, known := range c.Models {
+			if known.Provider == prov && known.ID == id {
+				m.ContextWindow, m.MaxOutputTokens = known.ContextWindow, known.MaxOutputTokens
+				break
+			}
+		}
+		return m, nil
+	}
+	names := make([]string, 0, len(c.Models))
+	for n := range c.Models {
+		names = append(names, n)
+	}
+	close := closeNames(name, names)
+	msg := fmt.Sprintf("model %q (from %s) is not known", name, where)
+	if len(close) > 0 {
+		msg += "; did you mean " + strings.Join(close, ", ") + "?"
+	} else {
+		sort.Strings(names)
+		msg += "; known models: " + strings.Join(names, ", ")
+	}
+	return ModelSettings{}, errors.New(msg + " (or write provider/model-id, for example anthropic/claude-sonnet-4-5)")
+}
+
+// closeNames returns up to 5 names near name: containing it, or a few edits away.
+func closeNames(name string, names []string) []string {
+	type cand struct {
+		n string
+		d int
+	}
+	var cs []cand
+	low := strings.ToLower(name)
+	for _, n := range names {
+		d := editDistance(low, strings.ToLower(n))
+		if strings.Contains(strings.ToLower(n), low) || strings.Contains(low, strings.ToLower(n)) {
+			d = min(d, 1)
+		}
+		if d <= max(2, len(name)/3) {
+			cs = append(cs, cand{n, d})
+		}
+	}
+	slices.SortFunc(cs, func(a, b cand) int {
+		if a.d != b.d {
+			return a.d - b.d
+		}
+		return strings.Compare(a.n, b.n)
+	})
+	var out []string
+	for i := 0; i < len(cs) && i < 5; i++ {
+		out = append(out, cs[i].n)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of two strings, by bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

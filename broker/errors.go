@@ -1,0 +1,49 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Errors of the broker's own. The gRPC layer turns them into status codes once, in toStatus.
+var (
+	ErrRootNotAbsolute = errors.New("the root must be an absolute path")
+	ErrRootNotFolder   = errors.New("the root must be an existing folder")
+	ErrUnknownSession  = errors.New("no such session")
+	ErrNotOwner        = errors.New("the session belongs to another connection")
+	ErrBadMode         = errors.New("unknown mode (build or plan)")
+	ErrProtocol        = errors.New("protocol violation")
+	ErrBadRequest      = errors.New("bad request")
+	ErrConfig          = errors.New("configuration error")
+	ErrNothing         = errors.New("nothing to do")
+)
+
+// toStatus is the one place where the broker's errors become gRPC status codes.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	code := codes.Internal
+	switch {
+	case errors.Is(err, ErrRootNotAbsolute), errors.Is(err, ErrRootNotFolder), errors.Is(err, ErrBadMode),
+		errors.Is(err, ErrProtocol), errors.Is(err, ErrBadRequest):
+		code = codes.InvalidArgument
+	case errors.Is(err, ErrConfig):
+		code = codes.FailedPrecondition
+	case errors.Is(err, ErrNothing):
+		code = codes.FailedPrecondition
+	case errors.Is(err, ErrUnknownSession):
+		code = codes.NotFound
+	case errors.Is(err, ErrNotOwner):
+		code = codes.PermissionDenied
+	case errors.Is(err, context.Canceled), errors.Is(err, ErrShutdown):
+		code = codes.Canceled
+	}
+	return status.Error(code, err.Error())
+}

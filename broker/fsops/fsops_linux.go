@@ -1,0 +1,217 @@
+//go:build linux
+
+package fsops
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Root is a project root held as a directory fd; every path the tools open is resolved by the kernel relative to
+// it, never by comparing strings.
+type Root struct {
+	fd     int
+	path   string
+	Limits Limits
+}
+
+// OpenRoot opens dir (made absolute and clean) as the root of the file tools.
+func OpenRoot(dir string) (*Root, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open root %s: %w", dir, err)
+	}
+	fd, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open root %s: %w", abs, mapErrno(err))
+	}
+	return &Root{fd: fd, path: abs, Limits: DefaultLimits}, nil
+}
+
+// Close releases the root's fd.
+func (r *Root) Close() error {
+	if r.fd < 0 {
+		return nil
+	}
+	err := unix.Close(r.fd)
+	r.fd = -1
+	if err != nil {
+		return fmt.Errorf("close root %s: %w", r.path, err)
+	}
+	return nil
+}
+
+// Path is the root's absolute path as given to OpenRoot.
+func (r *Root) Path() string { return r.path }
+
+// Abs joins p with the root when relative and cleans it; inside says whether the result is the root or below it,
+// lexically. It only picks the policy question: confinement is done by openat2 when the file is opened.
+func (r *Root) Abs(p string) (abs string, inside bool) {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(r.path, p)
+	}
+	abs = filepath.Clean(p)
+	_, inside = r.rel(abs)
+	return abs, inside
+}
+
+// rel returns abs relative to the root ("." for the root itself).
+func (r *Root) rel(abs string) (string, bool) {
+	if abs == r.path {
+		return ".", true
+	}
+	prefix := r.path
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	if !strings.HasPrefix(abs, prefix) {
+		return "", false
+	}
+	return abs[len(prefix):], true
+}
+
+const (
+	// Reads: stay beneath the base fd and never follow /proc magic links (which jump anywhere, e.g.
+	// /proc/self/root).
+	resolveRead = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
+	// Writes: also no symlink in any component, so a folder swapped for a symlink cannot redirect the write.
+	resolveWrite = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_SYMLINKS
+)
+
+// openat2 retries EAGAIN (returned under RESOLVE_BENEATH when a rename raced with the lookup) and EINTR.
+func openat2(dirfd int, p string, flags uint64, mode uint64, resolve uint64) (int, error) {
+	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: resolve}
+	var err error
+	for range 16 {
+		var fd int
+		fd, err = unix.Openat2(dirfd, p, &how)
+		if err == nil {
+			return fd, nil
+		}
+		if err != unix.EAGAIN && err != unix.EINTR {
+			break
+		}
+	}
+	return -1, err
+}
+
+// mapErrno turns the kernel's answers to openat2 into the package's sentinels.
+func mapErrno(err error) error {
+	switch {
+	case errors.Is(err, unix.EXDEV):
+		return ErrEscapes
+	case errors.Is(err, unix.ELOOP):
+		return ErrSymlink
+	case errors.Is(err, unix.ENOENT):
+		return ErrNotFound
+	case errors.Is(err, unix.ENOTDIR):
+		return fmt.Errorf("%w (a part of the path is not a folder)", ErrNotFound)
+	case errors.Is(err, unix.ENXIO), errors.Is(err, unix.ENODEV):
+		return ErrNotRegular // a socket or a device without a driver
+	case errors.Is(err, unix.EISDIR):
+		return ErrIsDir
+	}
+	return err
+}
+
+// target is where a path is opened: a base fd and a path relative to it that the kernel resolves beneath it.
+type target struct {
+	abs     string
+	base    int    // fd the path is resolved beneath
+	rel     string // path relative to base
+	closeFn func() // closes base when it is not the root's
+	outside bool
+}
+
+func (t *target) close() {
+	if t.closeFn != nil {
+		t.closeFn()
+	}
+}
+
+// resolve picks the base fd for p. Inside the root: the root's fd. Outside (only when allowed): the fd of the
+// target's folder, itself opened from "/" with the given resolve flags, so the same rules hold along the whole path.
+func (r *Root) resolve(p string, allowOutside bool, resolveFlags uint64) (*target, error) {
+	if r.fd < 0 {
+		return nil, fmt.Errorf("root %s: closed", r.path)
+	}
+	if p == "" {
+		return nil, fmt.Errorf("empty path: %w", ErrNotFound)
+	}
+	abs, inside := r.Abs(p)
+	if inside {
+		rel, _ := r.rel(abs)
+		return &target{abs: abs, base: r.fd, rel: rel}, nil
+	}
+	if !allowOutside {
+		return nil, fmt.Errorf("%s: %w", abs, ErrEscapes)
+	}
+	dir, base := filepath.Split(abs)
+	if base == "" {
+		return nil, fmt.Errorf("%s: %w", abs, ErrIsDir)
+	}
+	slash, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open /: %w", err)
+	}
+	defer unix.Close(slash)
+	rd := strings.TrimPrefix(filepath.Clean(dir), "/")
+	if rd == "" {
+		rd = "."
+	}
+	dfd, err := openat2(slash, rd, unix.O_PATH|unix.O_DIRECTORY, 0, resolveFlags)
+	if err != nil {
+		return nil, fmt.Errorf("open folder %s: %w", dir, mapErrno(err))
+	}
+	return &target{abs: abs, base: dfd, rel: base, closeFn: func() { unix.Close(dfd) }, outside: true}, nil
+}
+
+// openRegular opens t read-only without blocking (a FIFO with no writer would block a plain open) and refuses
+// anything that is not a regular file before a byte is read.
+func openRegular(t *target, resolveFlags uint64) (*os.File, *unix.Stat_t, error) {
+	fd, err := openat2(t.base, t.rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, resolveFlags)
+	if err != nil {
+		return nil, nil, mapErrno(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, nil, fmt.Errorf("fstat: %w", err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		unix.Close(fd)
+		return nil, nil, ErrIsDir
+	default:
+		unix.Close(fd)
+		return nil, nil, fmt.Errorf("%w: %s", ErrNotRegular, fileKind(st.Mode))
+	}
+	// Back to blocking reads: a regular file never blocks, and os.File then reads it directly.
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, nil, fmt.Errorf("clear O_NONBLOCK: %w", err)
+	}
+	return os.NewFile(uintptr(fd), t.abs), &st, nil
+}
+
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFLNK:
+		return "a symlink"
+	}
+	return "not a regular file"
+}

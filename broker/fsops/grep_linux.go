@@ -1,0 +1,434 @@
+//go:build linux
+
+package fsops
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+// matcher is a compiled grep pattern: lit is a literal every match contains (found with bytes.Index, which is
+// vectorised, before the regexp runs), line matches one line, multi scans a whole buffer.
+type matcher struct {
+	lit   []byte
+	line  *regexp.Regexp
+	multi *regexp.Regexp
+}
+
+func compileMatcher(pattern string, fold bool) (*matcher, error) {
+	flags := ""
+	if fold {
+		flags = "(?i)"
+	}
+	line, err := regexp.Compile(flags + pattern)
+	if err != nil {
+		return nil, fmt.Errorf("grep pattern %q: %w: %w", pattern, ErrBadPattern, err)
+	}
+	multi := regexp.MustCompile("(?m)" + flags + pattern)
+	m := &matcher{line: line, multi: multi}
+	if re, err := syntax.Parse(flags+pattern, syntax.Perl); err == nil {
+		if l := requiredLiteral(re.Simplify()); len(l) > 0 {
+			m.lit = []byte(l)
+		}
+	}
+	return m, nil
+}
+
+// requiredLiteral returns the longest case-sensitive literal that every match of re contains ("" if none known).
+func requiredLiteral(re *syntax.Regexp) string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return ""
+		}
+		return string(re.Rune)
+	case syntax.OpCapture, syntax.OpPlus:
+		return requiredLiteral(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return requiredLiteral(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		best, run := "", ""
+		for _, sub := range re.Sub {
+			if sub.Op == syntax.OpLiteral && sub.Flags&syntax.FoldCase == 0 {
+				run += string(sub.Rune)
+				continue
+			}
+			if len(run) > len(best) {
+				best = run
+			}
+			run = ""
+			if l := requiredLiteral(sub); len(l) > len(best) {
+				best = l
+			}
+		}
+		if len(run) > len(best) {
+			best = run
+		}
+		return best
+	}
+	return ""
+}
+
+// matchLines calls fn with the start and end offsets of every line of buf that matches; fn returns false to stop.
+func (m *matcher) matchLines(buf []byte, fn func(ls, le int) bool) {
+	pos := 0
+	for pos <= len(buf) {
+		var at int
+		if m.lit != nil {
+			i := bytes.Index(buf[pos:], m.lit)
+			if i < 0 {
+				return
+			}
+			at = pos + i
+		} else {
+			loc := m.multi.FindIndex(buf[pos:])
+			if loc == nil {
+				return
+			}
+			at = pos + loc[0]
+		}
+		ls := bytes.LastIndexByte(buf[pos:at], '\n') + 1 + pos
+		le := bytes.IndexByte(buf[at:], '\n')
+		if le < 0 {
+			le = len(buf)
+		} else {
+			le += at
+		}
+		if ls == len(buf) && ls > 0 {
+			return // nothing after the last newline
+		}
+		if m.line.Match(buf[ls:le]) {
+			if !fn(ls, le) {
+				return
+			}
+		}
+		pos = le + 1
+	}
+}
+
+type grepLine struct {
+	n     int
+	match bool
+	text  string
+}
+
+type grepFile struct {
+	rel   string // relative to the search folder
+	mtime int64
+	count int
+	lines []grepLine
+}
+
+// Grep is grep: RE2 syntax (Go's regexp), over the files below req.Path (the root when empty) that req.Glob
+// matches, .gitignore respected, binary files skipped, searched in parallel; capped at Limits.ListEntries with a
+// note. allow is asked (concurrently) before a file is opened; refused files are skipped and counted.
+func (r *Root) Grep(ctx context.Context, req GrepRequest, allow func(abs string) bool) (*ListResult, error) {
+	mode := req.OutputMode
+	switch mode {
+	case "":
+		mode = "files"
+	case "content", "files", "count":
+	default:
+		return nil, fmt.Errorf("grep: output_mode %q: want content, files or count", mode)
+	}
+	m, err := compileMatcher(req.Pattern, req.CaseInsensitive)
+	if err != nil {
+		return nil, err
+	}
+	var gs *globSet
+	if req.Glob != "" {
+		if gs, err = compileGlob(req.Glob, true); err != nil {
+			return nil, fmt.Errorf("grep glob %q: %w", req.Glob, err)
+		}
+	}
+	startFD, startRel, startAbs, err := r.startWalk("grep", req.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(startFD)
+
+	ctxLines := 0
+	if mode == "content" {
+		ctxLines = min(max(req.Context, 0), 20)
+	}
+	var (
+		mu      sync.Mutex
+		files   []grepFile
+		skipped atomic.Int64
+		total   atomic.Int64 // matching lines (content, count) or files (files) found so far
+		cut     atomic.Bool
+	)
+	// The search stops well past the cap: the result stays bounded whatever the pattern.
+	stopAt := int64(r.Limits.ListEntries) * 4
+	w := &walker{ctx: ctx, startFD: startFD, startRel: startRel, descend: func(string) bool { return true }}
+	w.file = func(w *walker, dir *dirRef, name, rel string) {
+		if gs != nil && !gs.matchFile(rel) {
+			return
+		}
+		if allow != nil && !allow(filepath.Join(startAbs, rel)) {
+			skipped.Add(1)
+			return
+		}
+		dir.acquire()
+		work := func() error {
+			defer dir.release()
+			if total.Load() > stopAt {
+				cut.Store(true) // a file is left unsearched: the counts are lower bounds
+				w.stop()
+				return nil
+			}
+			if w.done() {
+				return nil
+			}
+			gf, ok := searchFile(dir.fd, name, rel, m, mode, ctxLines, r.Limits.GrepLineChar)
+			if !ok {
+				return nil
+			}
+			mu.Lock()
+			files = append(files, gf)
+			mu.Unlock()
+			n := int64(gf.count)
+			if mode == "files" {
+				n = 1
+			}
+			total.Add(n)
+			return nil
+		}
+		if !w.g.TryGo(work) {
+			work()
+		}
+	}
+	if err := w.run(r.rootIgnore(startRel)); err != nil {
+		return nil, fmt.Errorf("grep %q in %s: %w", req.Pattern, startAbs, err)
+	}
+
+	if mode == "files" {
+		slices.SortFunc(files, func(a, b grepFile) int {
+			if a.mtime != b.mtime {
+				if a.mtime > b.mtime {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a.rel, b.rel)
+		})
+	} else {
+		slices.SortFunc(files, func(a, b grepFile) int { return strings.Compare(a.rel, b.rel) })
+	}
+	res := &ListResult{Skipped: int(skipped.Load()), Truncated: cut.Load()}
+	var sb strings.Builder
+	shown, found := 0, 0
+	outputFull := false
+	full := func(add int) bool {
+		if outputFull || shown >= r.Limits.ListEntries || sb.Len()+add > r.Limits.ListBytes {
+			outputFull = true
+			return true
+		}
+		return false
+	}
+outer:
+	for _, f := range files {
+		abs := filepath.Join(startAbs, f.rel)
+		disp := r.display(abs)
+		switch mode {
+		case "files":
+			found++
+			if full(len(disp) + 1) {
+				continue
+			}
+			sb.WriteString(disp)
+			sb.WriteByte('\n')
+			res.Locations = append(res.Locations, Location{Path: abs})
+			shown++
+		case "count":
+			found += f.count
+			line := disp + ":" + strconv.Itoa(f.count) + "\n"
+			if full(len(line)) {
+				continue
+			}
+			sb.WriteString(line)
+			res.Locations = append(res.Locations, Location{Path: abs})
+			shown++
+		case "content":
+			found += f.count
+			if outputFull {
+				continue
+			}
+			prev := -1
+			for _, l := range f.lines {
+				sep := "-"
+				if l.match {
+					sep = ":"
+				}
+				line := disp + sep + strconv.Itoa(l.n) + sep + l.text + "\n"
+				if ctxLines > 0 && prev >= 0 && l.n > prev+1 {
+					line = "--\n" + line
+				}
+				if full(len(line)) {
+					continue outer
+				}
+				sb.WriteString(line)
+				prev = l.n
+				if l.match {
+					res.Locations = append(res.Locations, Location{Path: abs, Line: l.n})
+					shown++
+				}
+			}
+		}
+	}
+	res.Text = sb.String()
+	res.Count = found
+	res.Truncated = res.Truncated || outputFull
+	var notes []string
+	unit := map[string]string{"files": "files", "count": "matches", "content": "matching lines"}[mode]
+	if found == 0 && !res.Truncated {
+		notes = append(notes, "no matches")
+	}
+	if res.Truncated {
+		what := strconv.Itoa(found)
+		if cut.Load() {
+			what = "more than " + what
+		}
+		notes = append(notes, fmt.Sprintf("output cut: showing %d of %s %s; narrow the pattern, the path or the glob", shown, what, unit))
+	}
+	if n := res.Skipped; n > 0 {
+		notes = append(notes, fmt.Sprintf("%d files skipped by permission rules", n))
+	}
+	res.Note = strings.Join(notes, "; ")
+	return res, nil
+}
+
+// bufPool holds read buffers so that a search over many files does not allocate one per file.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
+
+// mmapAbove is the size from which a file is mapped instead of read.
+const mmapAbove = 4 << 20
+
+// searchFile opens the file name in the folder dirfd (one component beneath it, no symlinks, no magic links;
+// non-blocking then fstat: only regular files are read) and searches it; ok is false for files without a match,
+// binary files and files it cannot read. rel is its path relative to the search folder.
+func searchFile(dirfd int, name, rel string, m *matcher, mode string, ctxLines, lineChars int) (gf grepFile, ok bool) {
+	fd, err := openat2(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, resolveWrite)
+	if err != nil {
+		return gf, false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size == 0 {
+		return gf, false
+	}
+	var buf []byte
+	if st.Size >= mmapAbove {
+		b, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ, unix.MAP_PRIVATE)
+		if err != nil {
+			return gf, false
+		}
+		defer unix.Munmap(b)
+		buf = b
+	} else {
+		bp := bufPool.Get().(*[]byte)
+		defer bufPool.Put(bp)
+		if cap(*bp) < int(st.Size)+1 {
+			*bp = make([]byte, 0, int(st.Size)+1)
+		}
+		b := (*bp)[:int(st.Size)+1]
+		n := 0
+		for n < len(b) {
+			k, err := unix.Pread(fd, b[n:], int64(n))
+			if k <= 0 || err != nil {
+				break
+			}
+			n += k
+		}
+		buf = b[:n]
+	}
+	// Binary files (a NUL byte anywhere) are skipped, as ripgrep does.
+	if bytes.IndexByte(buf, 0) >= 0 {
+		return gf, false
+	}
+	gf = grepFile{rel: rel, mtime: st.Mtim.Nano()}
+	var matched [][2]int
+	m.matchLines(buf, func(ls, le int) bool {
+		gf.count++
+		if mode == "files" {
+			return false
+		}
+		if mode == "content" {
+			matched = append(matched, [2]int{ls, le})
+		}
+		return true
+	})
+	if gf.count == 0 {
+		return gf, false
+	}
+	if mode != "content" {
+		return gf, true
+	}
+	// Line numbers: count newlines between consecutive matches (vectorised), and add context lines around them.
+	lineNo, counted := 1, 0
+	last := 0 // last line number emitted
+	for i, mr := range matched {
+		lineNo += bytes.Count(buf[counted:mr[0]], []byte{'\n'})
+		counted = mr[0]
+		if ctxLines > 0 {
+			// Lines before: walk back from the match line.
+			var before []grepLine
+			s := mr[0]
+			for n := lineNo - 1; n > last && n >= lineNo-ctxLines && s > 0; n-- {
+				e := s - 1
+				s = bytes.LastIndexByte(buf[:e], '\n') + 1
+				before = append(before, grepLine{n: n, text: cutLine(buf[s:e], lineChars)})
+			}
+			slices.Reverse(before)
+			gf.lines = append(gf.lines, before...)
+		}
+		gf.lines = append(gf.lines, grepLine{n: lineNo, match: true, text: cutLine(buf[mr[0]:mr[1]], lineChars)})
+		last = lineNo
+		if ctxLines > 0 {
+			nextMatch := len(buf)
+			if i+1 < len(matched) {
+				nextMatch = matched[i+1][0]
+			}
+			s := mr[1] + 1
+			for n := lineNo + 1; n <= lineNo+ctxLines && s < nextMatch && s < len(buf); n++ {
+				e := bytes.IndexByte(buf[s:], '\n')
+				if e < 0 {
+					e = len(buf)
+				} else {
+					e += s
+				}
+				gf.lines = append(gf.lines, grepLine{n: n, text: cutLine(buf[s:e], lineChars)})
+				last = n
+				s = e + 1
+			}
+		}
+	}
+	return gf, true
+}
+
+// cutLine makes a result line safe to show: no trailing \r, invalid UTF-8 replaced, at most n characters.
+func cutLine(b []byte, n int) string {
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	s, cut, _ := shownLine(b, n, false)
+	if cut {
+		s += " [...]"
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return s
+}

@@ -1,0 +1,182 @@
+//go:build linux
+
+package fsops
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tree writes files (path → content) under root and gives each an mtime in the order given, the last newest.
+func tree(t *testing.T, root string, files [][2]string) {
+	t.Helper()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, f := range files {
+		p := filepath.Join(root, f[0])
+		writeFile(t, p, f[1])
+		mt := base.Add(time.Duration(i) * time.Minute)
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func lines(s string) []string {
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+func TestGlobGitignoreAndOrder(t *testing.T) {
+	r, root, outside := fixture(t)
+	tree(t, root, [][2]string{
+		{".gitignore", "*.log\n!keep.log\nbuild/\n/top.txt\n"},
+		{"a.go", "package a\n"},
+		{"debug.log", "x\n"},
+		{"keep.log", "x\n"},
+		{"build/out.go", "package out\n"},
+		{"top.txt", "x\n"},
+		{"pkg/top.txt", "x\n"},
+		{"pkg/.gitignore", "secret*\n!secret-ok.txt\n"},
+		{"pkg/secret.txt", "x\n"},
+		{"pkg/secret-ok.txt", "x\n"},
+		{"pkg/b.go", "package b\n"},
+		{".git/config", "[core]\n"},
+		{".git/info/exclude", "excluded.txt\n"},
+		{"excluded.txt", "x\n"},
+		{".hidden/c.go", "package c\n"},
+	})
+	os.Symlink(outside, filepath.Join(root, "link")) // never followed by the walk
+
+	res, err := r.Glob(context.Background(), "**/*", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".hidden/c.go", "pkg/b.go", "pkg/secret-ok.txt", "pkg/.gitignore", "pkg/top.txt", "keep.log", "a.go", ".gitignore"}
+	if got := lines(res.Text); !slices.Equal(got, want) {
+		t.Fatalf("glob **/* (newest first) =\n%q\nwant\n%q", got, want)
+	}
+	if res.Locations[0].Path != filepath.Join(root, ".hidden/c.go") {
+		t.Fatalf("location %+v", res.Locations[0])
+	}
+
+	res, err = r.Glob(context.Background(), "*.go", "pkg", nil)
+	if err != nil || res.Text != "pkg/b.go\n" {
+		t.Fatalf("glob *.go in pkg = %q, %v", res.Text, err)
+	}
+	res, err = r.Glob(context.Background(), "**/*.{go,log}", "", nil)
+	if err != nil || res.Count != 4 {
+		t.Fatalf("glob with braces = %q, %v", res.Text, err)
+	}
+	res, _ = r.Glob(context.Background(), "**/nothing", "", nil)
+	if res.Note != "no files found" {
+		t.Fatalf("note %q", res.Note)
+	}
+	_, err = r.Glob(context.Background(), "**/*", "../outside", nil)
+	wantErr(t, "glob outside the root", err, ErrEscapes)
+	_, err = r.Glob(context.Background(), "**/*", "link", nil)
+	wantErr(t, "glob in a symlink to outside", err, ErrEscapes)
+}
+
+func TestGlobCapAndSkipNote(t *testing.T) {
+	r, root, _ := fixture(t)
+	var files [][2]string
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		files = append(files, [2]string{n + ".txt", n})
+	}
+	tree(t, root, files)
+	r.Limits.ListEntries = 3
+	res, err := r.Glob(context.Background(), "*.txt", "", func(abs string) bool {
+		return filepath.Base(abs) != "d.txt"
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "e.txt\nc.txt\nb.txt\n" || !res.Truncated || res.Skipped != 1 || res.Count != 4 {
+		t.Fatalf("glob cap: %+v", res)
+	}
+	if !strings.Contains(res.Note, "showing the 3 newest of 4 files") || !strings.Contains(res.Note, "1 files skipped by permission rules") {
+		t.Fatalf("note %q", res.Note)
+	}
+}
+
+func TestGrep(t *testing.T) {
+	r, root, outside := fixture(t)
+	writeFile(t, filepath.Join(outside, "leak.txt"), "needle outside\n")
+	tree(t, root, [][2]string{
+		{".gitignore", "ignored/\n"},
+		{"a.go", "package a\n\nfunc Needle() {}\n// needle in lower case\n"},
+		{"b/c.txt", "one\ntwo\nneedle here\nthree\nfour\nfive\nsix\nneedle again\n"},
+		{"ignored/x.go", "needle\n"},
+		{"bin.dat", "needle\x00binary\n"},
+		{"denied.txt", "needle\n"},
+	})
+	os.Symlink(outside, filepath.Join(root, "link"))
+	os.Symlink(filepath.Join(outside, "leak.txt"), filepath.Join(root, "leak.txt"))
+	ctx := context.Background()
+	allow := func(abs string) bool { return filepath.Base(abs) != "denied.txt" }
+
+	res, err := r.Grep(ctx, GrepRequest{Pattern: "needle", OutputMode: "content"}, allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "a.go:4:// needle in lower case\nb/c.txt:3:needle here\nb/c.txt:8:needle again\n"
+	if res.Text != want {
+		t.Fatalf("grep content =\n%s\nwant\n%s", res.Text, want)
+	}
+	if res.Skipped != 1 || !strings.Contains(res.Note, "1 files skipped by permission rules") {
+		t.Fatalf("skip note %q", res.Note)
+	}
+	if !slices.Contains(res.Locations, Location{Path: filepath.Join(root, "b/c.txt"), Line: 8}) {
+		t.Fatalf("locations %+v", res.Locations)
+	}
+
+	res, _ = r.Grep(ctx, GrepRequest{Pattern: "needle", CaseInsensitive: true, OutputMode: "count"}, allow)
+	if res.Text != "a.go:2\nb/c.txt:2\n" || res.Count != 4 {
+		t.Fatalf("grep -i count = %q (%d)", res.Text, res.Count)
+	}
+	res, _ = r.Grep(ctx, GrepRequest{Pattern: "needle", CaseInsensitive: true}, allow)
+	if res.Text != "b/c.txt\na.go\n" { // files mode, newest first
+		t.Fatalf("grep files = %q", res.Text)
+	}
+	res, _ = r.Grep(ctx, GrepRequest{Pattern: `^needle \w+$`, Glob: "*.txt", Context: 1, OutputMode: "content"}, allow)
+	want = "b/c.txt-2-two\nb/c.txt:3:needle here\nb/c.txt-4-three\n--\nb/c.txt-7-six\nb/c.txt:8:needle again\n"
+	if res.Text != want {
+		t.Fatalf("grep with context =\n%s\nwant\n%s", res.Text, want)
+	}
+	res, _ = r.Grep(ctx, GrepRequest{Pattern: "needle", Path: "b", OutputMode: "files"}, allow)
+	if res.Text != "b/c.txt\n" {
+		t.Fatalf("grep in b = %q", res.Text)
+	}
+	res, _ = r.Grep(ctx, GrepRequest{Pattern: "nothing here"}, allow)
+	if !strings.HasPrefix(res.Note, "no matches") || res.Text != "" {
+		t.Fatalf("no match: %+v", res)
+	}
+	_, err = r.Grep(ctx, GrepRequest{Pattern: "("}, nil)
+	wantErr(t, "grep with a bad pattern", err, ErrBadPattern)
+	_, err = r.Grep(ctx, GrepRequest{Pattern: "x", Path: "/etc"}, nil)
+	wantErr(t, "grep outside the root", err, ErrEscapes)
+}
+
+func TestGrepCap(t *testing.T) {
+	r, root, _ := fixture(t)
+	writeFile(t, filepath.Join(root, "many.txt"), strings.Repeat("match\n", 50))
+	r.Limits.ListEntries = 10
+	res, err := r.Grep(context.Background(), GrepRequest{Pattern: "match", OutputMode: "content"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines(res.Text)) != 10 || !res.Truncated || res.Count != 50 ||
+		!strings.Contains(res.Note, "showing 10 of 50 matching lines") {
+		t.Fatalf("grep cap: %d lines, note %q", len(lines(res.Text)), res.Note)
+	}
+	// Long lines are cut in results.
+	writeFile(t, filepath.Join(root, "long.txt"), "match"+strings.Repeat("x", 10000)+"\n")
+	res, _ = r.Grep(context.Background(), GrepRequest{Pattern: "matchx", OutputMode: "content"}, nil)
+	if len(res.Text) > 600 || !strings.Contains(res.Text, "[...]") {
+		t.Fatalf("long line not cut: %d bytes", len(res.Text))
+	}
+}

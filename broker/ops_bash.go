@@ -1,0 +1,297 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/sandbox"
+	"github.com/garuda-dev/garuda/policy"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// unsandboxedWarning is shown above the question to run a command outside the sandbox.
+const unsandboxedWarning = "Outside the sandbox: this command can use the network and write anywhere your user can."
+
+// progressEvery is how often command output is streamed to the front end at most.
+const progressEvery = 250 * time.Millisecond
+
+func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.Result, error) {
+	sess := c.sess
+	cmdText := op.GetCommand()
+	if strings.TrimSpace(cmdText) == "" {
+		return failed(errors.New("bash: the command is empty")), nil
+	}
+	req := policy.Request{Kind: policy.KindCommand, Tool: "bash", Command: cmdText, Sandboxed: !op.GetUnsandboxed(), Dir: sess.root}
+	q := &execv1.Question{Title: "$ " + cmdText, Preview: cmdText}
+	if op.GetUnsandboxed() {
+		q.Warning = unsandboxedWarning
+	}
+	if res, err := s.authorize(c, req, q); res != nil || err != nil {
+		return res, err
+	}
+	st := s.state(sess)
+	spec, err := s.commandSpec(sess, st, op)
+	if err != nil {
+		return failed(err), nil
+	}
+	protected := protectedPaths(sess.root)
+	before := sandbox.SnapshotPaths(protected)
+
+	pr := newProgress(c)
+	spec.OnOutput = pr.add
+	res, err := sandbox.Run(ctx, spec)
+	pr.stop()
+	if err != nil {
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			return failed(fmt.Errorf("%w; run `garuda-exec doctor` to see what this machine lacks", err)), nil
+		}
+		return failed(fmt.Errorf("run the command: %w", err)), nil
+	}
+	out := &execv1.Result{ExitCode: int32(res.ExitCode), Notices: res.Notices}
+	var b strings.Builder
+	b.WriteString(strings.ToValidUTF8(string(res.Output), string(utf8.RuneError)))
+	switch {
+	case res.Cancelled || ctx.Err() != nil:
+		out.Status = execv1.Status_STATUS_CANCELLED
+		b.WriteString("\n[cancelled]")
+	case res.TimedOut:
+		out.Status = execv1.Status_STATUS_FAILED
+		fmt.Fprintf(&b, "\n[timed out after %s; the command and everything it started were killed]", spec.Timeout)
+	case res.ExitCode != 0:
+		out.Status = execv1.Status_STATUS_FAILED
+		fmt.Fprintf(&b, "\n[exit code %d]", res.ExitCode)
+	}
+	for _, n := range res.Notices {
+		b.WriteString("\n" + n)
+	}
+	// A protected file cannot be covered before it exists: say so when a command created or changed one.
+	if changed := sandbox.Changed(before, sandbox.SnapshotPaths(protected)); len(changed) > 0 {
+		w := "Warning: the command created or changed protected paths: " + strings.Join(changed, ", ")
+		b.WriteString("\n" + w)
+		out.Notices = append(out.Notices, "Garuda: "+w)
+		if err := s.record(audit.Record{Session: sess.id, Event: "protected_changed", Op: "bash", Input: cmdText,
+			Detail: map[string]string{"paths": strings.Join(changed, " ")}}, true); err != nil {
+			return nil, err
+		}
+	}
+	out.Content = strings.TrimLeft(b.String(), "\n")
+	if out.Content == "" {
+		out.Content = "(no output)"
+	}
+	return out, nil
+}
+
+// commandSpec builds the sandbox's spec from the session and its policy state.
+func (s *Service) commandSpec(sess *session, st *policy.State, op *execv1.Bash) (sandbox.Spec, error) {
+	work, err := s.workDirs(sess)
+	if err != nil {
+		return sandbox.Spec{}, err
+	}
+	caches := map[string]string{}
+	for _, v := range []string{"XDG_CACHE_HOME", "GOCACHE", "npm_config_cache", "PIP_CACHE_DIR", "CARGO_TARGET_DIR_CACHE", "YARN_CACHE_FOLDER", "PNPM_HOME"} {
+		caches[v] = filepath.Join(work.cache, strings.ToLower(v))
+		os.MkdirAll(caches[v], 0o700)
+	}
+	delete(caches, "CARGO_TARGET_DIR_CACHE")
+	if err := os.MkdirAll(sess.outputDir, 0o700); err != nil {
+		return sandbox.Spec{}, fmt.Errorf("create the session's output folder: %w", err)
+	}
+	var timeout time.Duration
+	if ms := op.GetTimeoutMs(); ms > 0 {
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	spec := sandbox.Spec{
+		Command:      op.GetCommand(),
+		Dir:          sess.root,
+		Root:         sess.root,
+		ReadOnlyRoot: st.Mode == policy.ModePlan,
+		Writable:     []string{work.tmp, work.cache},
+		Hidden:       s.secrets(st),
+		Env:          sandbox.BaseEnv(s.userHome, work.tmp, caches),
+		Timeout:      timeout,
+		Unsandboxed:  op.GetUnsandboxed(),
+		AllowWeaker:  st.Team.WeakerSandboxAllowed(),
+		OutputFile:   filepath.Join(sess.outputDir, fmt.Sprintf("%s-%s.log", time.Now().UTC().Format("20060102T150405"), newID()[:6])),
+	}
+	spec.ReadOnly, spec.EnsureDirs = protectedForSandbox(sess.root)
+	return spec, nil
+}
+
+type workDirs struct{ tmp, cache string }
+
+// workDirs are the session's private temp and cache folders, writable by its commands: outside $GARUDA_HOME,
+// which commands cannot see.
+func (s *Service) workDirs(sess *session) (workDirs, error) {
+	base := filepath.Join(os.TempDir(), fmt.Sprintf("garuda-%d", os.Getuid()))
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return workDirs{}, fmt.Errorf("create %s: %w", base, err)
+	}
+	// Defends against another user who made the folder first to watch or plant files in it.
+	fi, err := os.Lstat(base)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || !ownedByMe(fi) {
+		return workDirs{}, fmt.Errorf("%s is not a private folder of this user; remove it", base)
+	}
+	w := workDirs{tmp: filepath.Join(base, sess.id, "tmp"), cache: filepath.Join(base, sess.id, "cache")}
+	for _, d := range []string{w.tmp, w.cache} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return workDirs{}, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	return w, nil
+}
+
+// secrets are hidden from commands: Garuda's own home, the usual credential stores, and what read-deny rules name.
+func (s *Service) secrets(st *policy.State) []string {
+	out := []string{s.cfg.Home}
+	if s.userHome != "" {
+		for _, p := range []string{".ssh", ".aws", ".config/gh", ".netrc", ".docker", ".gnupg", ".kube", ".git-credentials", ".config/gcloud", ".azure", ".npmrc", ".pypirc"} {
+			out = append(out, filepath.Join(s.userHome, p))
+		}
+	}
+	for _, p := range policy.ReadDenyPatterns(st) {
+		if strings.ContainsAny(p, "*?[") {
+			matches, _ := filepath.Glob(p)
+			out = append(out, matches...)
+			continue
+		}
+		out = append(out, p)
+	}
+	var existing []string
+	for _, p := range out {
+		if _, err := os.Lstat(p); err == nil {
+			existing = append(existing, p)
+		}
+	}
+	return existing
+}
+
+// maxProtectedWalk bounds the search for nested repositories' protected paths.
+const maxProtectedWalk = 50000
+
+// protectedPaths lists the protected paths of root (the one list in policy/) that exist, nested repositories
+// included, plus the protected names that do not exist yet, to compare before and after a command.
+func protectedPaths(root string) []string {
+	dirs, files := policy.ProtectedNames()
+	var out []string
+	for _, base := range repoRoots(root) {
+		for _, n := range append(append([]string(nil), dirs...), files...) {
+			out = append(out, filepath.Join(base, n))
+		}
+	}
+	return out
+}
+
+// protectedForSandbox splits the protected paths into those to make read-only and the folders to create first.
+func protectedForSandbox(root string) (readOnly, ensure []string) {
+	dirs, files := policy.ProtectedNames()
+	for _, base := range repoRoots(root) {
+		for _, n := range files {
+			readOnly = append(readOnly, filepath.Join(base, n))
+		}
+		for _, n := range dirs {
+			p := filepath.Join(base, n)
+			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+				readOnly = append(readOnly, p)
+				continue
+			}
+			// .git/hooks and .git/info are created so that they can be covered; other folders are not made in the
+			// user's project, and a command that creates one is named by the compare after it.
+			if strings.HasPrefix(n, ".git/") {
+				if fi, err := os.Lstat(filepath.Join(base, ".git")); err == nil && fi.IsDir() {
+					ensure = append(ensure, p)
+				}
+			}
+		}
+	}
+	return readOnly, ensure
+}
+
+// repoRoots is root and every folder below it that holds a .git (nested repositories, submodules, worktrees).
+func repoRoots(root string) []string {
+	out := []string{root}
+	n := 0
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		n++
+		if err != nil || n > maxProtectedWalk {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		switch d.Name() {
+		case ".git":
+			if p != filepath.Join(root, ".git") {
+				out = append(out, filepath.Dir(p))
+			}
+			return filepath.SkipDir
+		case "node_modules", ".cache", "target", "vendor":
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return out
+}
+
+// progress streams command output to the front end a few times a second at most.
+type progress struct {
+	c    *call
+	mu   sync.Mutex
+	buf  []byte
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// maxProgressChunk bounds what one progress message carries; the rest of a burst is in the result and the file.
+const maxProgressChunk = 16 << 10
+
+func newProgress(c *call) *progress {
+	p := &progress{c: c, done: make(chan struct{})}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				p.flush()
+			case <-p.done:
+				p.flush()
+				return
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progress) add(b []byte) {
+	p.mu.Lock()
+	if len(p.buf) < maxProgressChunk {
+		p.buf = append(p.buf, b[:min(len(b), maxProgressChunk-len(p.buf))]...)
+	}
+	p.mu.Unlock()
+}
+
+func (p *progress) flush() {
+	p.mu.Lock()
+	b := p.buf
+	p.buf = nil
+	p.mu.Unlock()
+	if len(b) > 0 {
+		p.c.progress(&execv1.Progress{Output: b})
+	}
+}
+
+func (p *progress) stop() {
+	close(p.done)
+	p.wg.Wait()
+}

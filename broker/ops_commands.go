@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/commands"
+	"github.com/garuda-dev/garuda/policy"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// commandSet loads the session's custom commands and skills afresh: the project's through a confined os.Root.
+func (s *Service) commandSet(sess *session) (*commands.Set, error) {
+	proj, err := os.OpenRoot(sess.root)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", sess.root, err)
+	}
+	defer proj.Close()
+	var user *os.Root
+	if r, err := os.OpenRoot(s.cfg.Home); err == nil {
+		user = r
+		defer r.Close()
+	}
+	var userFS = emptyFS()
+	if user != nil {
+		userFS = user.FS()
+	}
+	return commands.Load(proj.FS(), userFS)
+}
+
+func (s *Service) commandList(sess *session) []*execv1.CommandInfo {
+	set, err := s.commandSet(sess)
+	if err != nil {
+		s.cfg.Log.Warn("commands not loaded", "err", err)
+		return nil
+	}
+	var out []*execv1.CommandInfo
+	for _, c := range set.List() {
+		out = append(out, &execv1.CommandInfo{Name: c.Name, Description: c.Description, ArgumentHint: c.ArgumentHint, Source: c.Source})
+	}
+	return out
+}
+
+// ListCommands lists the session's custom commands and skills, with warnings for malformed ones.
+func (s *Service) ListCommands(ctx context.Context, req *execv1.ListCommandsRequest) (*execv1.ListCommandsResponse, error) {
+	sess, err := s.session(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	set, err := s.commandSet(sess)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	res := &execv1.ListCommandsResponse{Notices: set.Warnings()}
+	for _, c := range set.List() {
+		res.Commands = append(res.Commands, &execv1.CommandInfo{Name: c.Name, Description: c.Description, ArgumentHint: c.ArgumentHint, Source: c.Source})
+	}
+	return res, nil
+}
+
+// resolveCommand resolves a prompt that starts with "/": a project's own command or skill needs a consent the
+// first time, pinned by its content hash.
+func (s *Service) resolveCommand(ctx context.Context, c *call, op *execv1.ResolveCommand) (*execv1.Result, error) {
+	set, err := s.commandSet(c.sess)
+	if err != nil {
+		return failed(err), nil
+	}
+	r := set.Resolve(op.GetText())
+	switch r.Kind {
+	case commands.KindNotCommand:
+		return &execv1.Result{Resolved: &execv1.Resolved{Kind: execv1.Resolved_KIND_NOT_COMMAND}}, nil
+	case commands.KindMessage:
+		return &execv1.Result{Content: r.Message, Resolved: &execv1.Resolved{Kind: execv1.Resolved_KIND_MESSAGE, Message: r.Message}}, nil
+	}
+	if res, err := s.consent(c, r.Command); res != nil || err != nil {
+		return res, err
+	}
+	return &execv1.Result{Content: r.Prompt, Resolved: &execv1.Resolved{Kind: execv1.Resolved_KIND_PROMPT, Prompt: r.Prompt}}, nil
+}
+
+// loadSkill gives the model a skill's body, with the same consent as /name.
+func (s *Service) loadSkill(ctx context.Context, c *call, op *execv1.LoadSkill) (*execv1.Result, error) {
+	set, err := s.commandSet(c.sess)
+	if err != nil {
+		return failed(err), nil
+	}
+	sk, ok := set.Skill(op.GetName())
+	if !ok {
+		return failed(fmt.Errorf("no skill named %q", op.GetName())), nil
+	}
+	if res, err := s.consent(c, sk); res != nil || err != nil {
+		return res, err
+	}
+	return &execv1.Result{Content: sk.Body}, nil
+}
+
+// consent asks, once per content hash, before a project's own command or skill is used: defends against a
+// repository that plants instructions the user never chose to run.
+func (s *Service) consent(c *call, cmd *commands.Command) (*execv1.Result, error) {
+	if cmd == nil || !commands.NeedsConsent(cmd) {
+		return nil, nil
+	}
+	kind := "command"
+	if cmd.Skill {
+		kind = "skill"
+	}
+	path := filepath.Join(s.cfg.Home, "consents.json")
+	s.consentMu.Lock()
+	defer s.consentMu.Unlock()
+	cons, err := s.loadConsents(path)
+	if err != nil {
+		return nil, err
+	}
+	if cons.Granted(kind, cmd.Name, c.sess.root, cmd.Hash) {
+		return nil, nil
+	}
+	req := policy.Request{Kind: policy.KindConsent, Tool: kind, ConsentKind: kind, ConsentName: cmd.Name}
+	q := &execv1.Question{
+		Title:   fmt.Sprintf("Use the project's %s /%s?", kind, cmd.Name),
+		Preview: fmt.Sprintf("%s (from %s) will be sent to the model as instructions:\n\n%s", cmd.Name, cmd.Path, cmd.Body),
+		Consent: true,
+	}
+	if res, err := s.authorize(c, req, q); res != nil || err != nil {
+		return res, err
+	}
+	cons.Grant(kind, cmd.Name, c.sess.root, cmd.Hash)
+	if err := s.record(audit.Record{Session: c.sess.id, Event: audit.EventConsent, Op: kind, Input: cmd.Name,
+		Detail: map[string]string{"hash": cmd.Hash, "root": c.sess.root}}, true); err != nil {
+		return nil, err
+	}
+	if err := writeHomeFile(path, cons.Marshal()); err != nil {
+		return nil, fmt.Errorf("save the consent: %w", err)
+	}
+	return nil, nil
+}
+
+func (s *Service) loadConsents(path string) (*commands.Consents, error) {
+	data, err := readHomeFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if data == nil {
+		return commands.ParseConsents(nil)
+	}
+	return commands.ParseConsents(data)
+}

@@ -1,0 +1,76 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// readInRoot reads a regular file below dir, confined to dir by os.Root (no .., no symlink out of it), without
+// blocking on a FIFO and at most max bytes: defends against a hostile repository's settings or instructions.
+func readInRoot(dir, rel string, max int64) ([]byte, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", rel)
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s is over %d bytes", rel, max)
+	}
+	return io.ReadAll(io.LimitReader(f, max))
+}
+
+// maxInstructions caps the project's instructions file.
+const maxInstructions = 64 << 10
+
+// instructions finds the project's AGENTS.md, the nearest from the root up to the repository's top, else CLAUDE.md.
+func (s *Service) instructions(sess *session) (text, file string) {
+	var dirs []string
+	for d := sess.root; ; d = filepath.Dir(d) {
+		dirs = append(dirs, d)
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil || d == filepath.Dir(d) {
+			break
+		}
+	}
+	// Without a repository above the root, only the root itself counts.
+	if _, err := os.Lstat(filepath.Join(dirs[len(dirs)-1], ".git")); err != nil {
+		dirs = dirs[:1]
+	}
+	for _, name := range []string{"AGENTS.md", "CLAUDE.md"} {
+		for _, d := range dirs {
+			data, err := readInRoot(d, name, maxInstructions)
+			if err == nil {
+				return string(data), filepath.Join(d, name)
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				s.cfg.Log.Warn("project instructions skipped", "file", filepath.Join(d, name), "err", err)
+			}
+		}
+	}
+	return "", ""
+}
+
+// emptyFS is a file system with nothing in it (a home folder that does not exist yet).
+func emptyFS() fs.FS { return fstestEmpty{} }
+
+type fstestEmpty struct{}
+
+func (fstestEmpty) Open(name string) (fs.File, error) {
+	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+}

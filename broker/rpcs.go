@@ -1,0 +1,290 @@
+package broker
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/config"
+	"github.com/garuda-dev/garuda/broker/fsops"
+	"github.com/garuda-dev/garuda/broker/sessionlog"
+	"github.com/garuda-dev/garuda/broker/undo"
+	"github.com/garuda-dev/garuda/policy"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// Prepare reads models.json and the credentials afresh, so that a `garuda setup` takes effect without a restart.
+func (s *Service) Prepare(ctx context.Context, req *execv1.PrepareRequest) (*execv1.PrepareResponse, error) {
+	cfg, err := config.Load(s.cfg.Home)
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %v", ErrConfig, err))
+	}
+	set := map[string]bool{}
+	for _, k := range req.GetEnvKeys() {
+		set[k] = true
+	}
+	r, err := cfg.Resolve(req.GetModel(), func(name string) bool { return set[name] })
+	if errors.Is(err, config.ErrAuthRequired) {
+		return &execv1.PrepareResponse{Outcome: &execv1.PrepareResponse_AuthRequired{AuthRequired: err.Error()}}, nil
+	}
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %v", ErrConfig, err))
+	}
+	return &execv1.PrepareResponse{Outcome: &execv1.PrepareResponse_Ready{Ready: &execv1.ModelSettings{
+		Name: r.Name, Provider: r.Provider, Type: r.Type, BaseUrl: r.BaseURL, ModelId: r.ModelID,
+		ContextWindow: int32(r.ContextWindow), MaxOutputTokens: int32(r.MaxOutputTokens),
+		ApiKeyEnv: r.APIKeyEnv, ApiKey: r.APIKey,
+	}}}, nil
+}
+
+// SetupOptions lists what `garuda setup` offers.
+func (s *Service) SetupOptions(ctx context.Context, _ *execv1.SetupOptionsRequest) (*execv1.SetupOptionsResponse, error) {
+	res := &execv1.SetupOptionsResponse{Home: s.cfg.Home}
+	if cfg, err := config.Load(s.cfg.Home); err == nil {
+		res.CurrentDefault = cfg.Default
+	}
+	models := map[string][]string{}
+	for _, m := range config.Catalog() {
+		models[m.Provider] = append(models[m.Provider], m.Name)
+	}
+	for _, p := range config.Providers() {
+		ms := models[p.Name]
+		// The provider's recommended model first.
+		sort.SliceStable(ms, func(i, j int) bool { return ms[i] == p.DefaultModel && ms[j] != p.DefaultModel })
+		res.Providers = append(res.Providers, &execv1.SetupProvider{Name: p.Name, KeyEnv: p.APIKeyEnv, Models: ms})
+	}
+	return res, nil
+}
+
+// Setup stores the key (0600) and the default model.
+func (s *Service) Setup(ctx context.Context, req *execv1.SetupRequest) (*execv1.SetupResponse, error) {
+	if err := config.WriteSetup(s.cfg.Home, req.GetProvider(), req.GetModel(), req.GetApiKey()); err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %v", ErrConfig, err))
+	}
+	if err := s.record(audit.Record{Event: "setup", Input: req.GetProvider() + " " + req.GetModel()}, true); err != nil {
+		return nil, toStatus(err)
+	}
+	return &execv1.SetupResponse{CredentialsPath: filepath.Join(s.cfg.Home, config.CredentialsFile),
+		ModelsPath: filepath.Join(s.cfg.Home, config.ModelsFile)}, nil
+}
+
+// InspectTrust shows a project's settings that loosen safety.
+func (s *Service) InspectTrust(ctx context.Context, req *execv1.InspectTrustRequest) (*execv1.InspectTrustResponse, error) {
+	dir, err := checkRoot(req.GetDir())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	root, err := fsops.OpenRoot(dir)
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%s: %w", dir, ErrRootNotFolder))
+	}
+	defer root.Close()
+	res := &execv1.InspectTrustResponse{SettingsPath: filepath.Join(dir, projectSettingsPath)}
+	data, err := readInRoot(root.Path(), projectSettingsPath, maxSettings)
+	if errors.Is(err, fs.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %v", ErrConfig, err))
+	}
+	set, err := policy.ParseSettings(res.SettingsPath, data)
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %v", ErrConfig, err))
+	}
+	res.Exists = true
+	res.Hash = policy.TrustHash(data)
+	res.Trusted = s.trusted(dir, res.Hash)
+	res.Loosening = set.Loosening()
+	return res, nil
+}
+
+// PinTrust pins the hash the user saw; a file changed since is refused.
+func (s *Service) PinTrust(ctx context.Context, req *execv1.PinTrustRequest) (*execv1.PinTrustResponse, error) {
+	cur, err := s.InspectTrust(ctx, &execv1.InspectTrustRequest{Dir: req.GetDir()})
+	if err != nil {
+		return nil, err
+	}
+	if !cur.Exists || cur.Hash != req.GetHash() {
+		return nil, toStatus(fmt.Errorf("%s changed since it was shown; run garuda trust again: %w", cur.SettingsPath, ErrBadRequest))
+	}
+	path := filepath.Join(s.cfg.Home, "trust.json")
+	t := &policy.Trust{}
+	if data, err := readHomeFile(path); err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %v", ErrConfig, err))
+	} else if data != nil {
+		if t, err = policy.ParseTrust(data); err != nil {
+			return nil, toStatus(fmt.Errorf("%w: %s: %v", ErrConfig, path, err))
+		}
+	}
+	t.Pin(filepath.Clean(req.GetDir()), req.GetHash())
+	if err := s.record(audit.Record{Event: audit.EventConsent, Op: "trust", Input: req.GetDir(), Detail: map[string]string{"hash": req.GetHash()}}, true); err != nil {
+		return nil, toStatus(err)
+	}
+	if err := writeHomeFile(path, t.Marshal()); err != nil {
+		return nil, toStatus(err)
+	}
+	return &execv1.PinTrustResponse{TrustPath: path}, nil
+}
+
+// writeHomeFile writes a file of $GARUDA_HOME atomically, 0600.
+func writeHomeFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Record appends to the session's file.
+func (s *Service) Record(ctx context.Context, req *execv1.RecordRequest) (*execv1.RecordResponse, error) {
+	sess, err := s.session(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := sess.log.Append(req.GetKind(), req.GetData()); err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %v", ErrBadRequest, err))
+	}
+	return &execv1.RecordResponse{}, nil
+}
+
+// Undo restores the last change of a session, or lists its changes.
+func (s *Service) Undo(ctx context.Context, req *execv1.UndoRequest) (*execv1.UndoResponse, error) {
+	id := req.GetSessionId()
+	if id == "" {
+		ids, err := s.undos.Sessions()
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		if len(ids) == 0 {
+			return nil, toStatus(fmt.Errorf("no session has changes to undo: %w", ErrNothing))
+		}
+		id = ids[0]
+	}
+	if err := sessionlog.ValidID(id); err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %v", ErrBadRequest, err))
+	}
+	res := &execv1.UndoResponse{SessionId: id}
+	if req.GetList() {
+		es, err := s.undos.List(id)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		for _, e := range es {
+			res.Entries = append(res.Entries, undoEntry(e))
+		}
+		return res, nil
+	}
+	e, err := s.undos.Undo(id, restoreFile, currentFile)
+	if err != nil {
+		if errors.Is(err, undo.ErrNothing) || errors.Is(err, undo.ErrChanged) {
+			return nil, toStatus(fmt.Errorf("%w: %v", ErrNothing, err))
+		}
+		return nil, toStatus(err)
+	}
+	if err := s.record(audit.Record{Session: id, Event: audit.EventExecution, Op: "undo", Input: e.Path, Status: "completed"}, true); err != nil {
+		return nil, toStatus(err)
+	}
+	res.Restored = undoEntry(*e)
+	return res, nil
+}
+
+func undoEntry(e undo.Entry) *execv1.UndoEntry {
+	return &execv1.UndoEntry{Id: e.ID, Path: e.Path, Time: e.Time.Format("2006-01-02 15:04:05"), Created: !e.Existed}
+}
+
+// restoreFile writes a pre-image back through the confined file operations, relative to the file's folder.
+func restoreFile(abs string, content []byte, existed bool) error {
+	dir, base := filepath.Split(abs)
+	if !existed {
+		r, err := os.OpenRoot(dir)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		return r.Remove(base)
+	}
+	r, err := fsops.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	p, err := r.PrepareWrite(base, content)
+	if err != nil {
+		return err
+	}
+	return r.Commit(p, nil)
+}
+
+// currentFile hashes a file as it is now, without following a symlink out of its folder.
+func currentFile(abs string) ([32]byte, bool, error) {
+	dir, base := filepath.Split(abs)
+	r, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return [32]byte{}, false, nil
+	}
+	if err != nil {
+		return [32]byte{}, false, err
+	}
+	defer r.Close()
+	data, err := r.ReadFile(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return [32]byte{}, false, nil
+	}
+	if err != nil {
+		return [32]byte{}, false, err
+	}
+	return sha256.Sum256(data), true, nil
+}
+
+// VerifyAudit checks the hash chain of the audit log's files; only files of the audit folder are read.
+func (s *Service) VerifyAudit(ctx context.Context, req *execv1.VerifyAuditRequest) (*execv1.VerifyAuditResponse, error) {
+	dir := filepath.Join(s.cfg.Home, "audit")
+	if team, err := s.teamPolicy(); err == nil && team != nil && team.AuditDir != "" {
+		dir = team.AuditDir
+	}
+	var files []string
+	if f := req.GetFile(); f != "" {
+		if !filepath.IsAbs(f) || filepath.Dir(filepath.Clean(f)) != filepath.Clean(dir) {
+			return nil, toStatus(fmt.Errorf("%s is not a file of the audit folder %s: %w", f, dir, ErrBadRequest))
+		}
+		files = []string{filepath.Clean(f)}
+	} else {
+		m, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+		files = m
+		if len(files) == 0 {
+			return nil, toStatus(fmt.Errorf("the audit folder %s has no log yet: %w", dir, ErrNothing))
+		}
+	}
+	res := &execv1.VerifyAuditResponse{}
+	for _, f := range files {
+		n, err := audit.Verify(f)
+		c := &execv1.AuditFileCheck{File: f, Records: int64(n), Ok: err == nil}
+		if err != nil {
+			c.Error = strings.TrimPrefix(err.Error(), "verify audit log: ")
+		}
+		res.Files = append(res.Files, c)
+	}
+	return res, nil
+}

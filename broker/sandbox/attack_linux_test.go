@@ -1,0 +1,139 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// attackArg makes the test binary an attack tool inside the sandbox: $TESTBIN __attack NAME ARGS...
+// It prints "OK ..." and exits 0 when the attack worked, "DENIED ..." and exits 1 when it did not.
+const attackArg = "__attack"
+
+func runAttack(args []string) int {
+	ok := func(f string, a ...any) int { fmt.Printf("OK "+f+"\n", a...); return 0 }
+	denied := func(err error) int { fmt.Printf("DENIED %v\n", err); return 1 }
+	switch args[0] {
+	case "tcp": // connect to ADDR
+		c, err := net.DialTimeout("tcp", args[1], 2*time.Second)
+		if err != nil {
+			return denied(err)
+		}
+		c.Close()
+		return ok("connected to %s", args[1])
+	case "udp": // send a datagram to ADDR (success of sendto proves nothing: the receiver checks)
+		c, err := net.Dial("udp", args[1])
+		if err != nil {
+			return denied(err)
+		}
+		if _, err := c.Write([]byte("exfil")); err != nil {
+			return denied(err)
+		}
+		return ok("sent")
+	case "dns": // resolve a name through the DNS server at ADDR
+		r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "udp", args[1])
+		}}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := r.LookupHost(ctx, "exfil.example.com"); err != nil {
+			return denied(err)
+		}
+		return ok("resolved")
+	case "unix", "abstract": // connect to a unix socket by path, or to an abstract one (@name)
+		name := args[1]
+		if args[0] == "abstract" {
+			name = "@" + name
+		}
+		c, err := net.Dial("unix", name)
+		if err != nil {
+			return denied(err)
+		}
+		c.Close()
+		return ok("connected to %s", name)
+	case "kill": // SIGTERM to PID
+		pid, _ := strconv.Atoi(args[1])
+		if err := unix.Kill(pid, unix.SIGTERM); err != nil {
+			return denied(err)
+		}
+		return ok("signalled %d", pid)
+	case "environ": // read /proc/PID/environ and look for NEEDLE
+		b, err := os.ReadFile("/proc/" + args[1] + "/environ")
+		if err != nil {
+			return denied(err)
+		}
+		if strings.Contains(string(b), args[2]) {
+			return ok("found %s", args[2])
+		}
+		return denied(fmt.Errorf("%s not in /proc/%s/environ", args[2], args[1]))
+	case "tiocsti": // push a byte into stdin's terminal; arg 1: set high bits of the request
+		req := uint64(unix.TIOCSTI)
+		if args[1] == "1" {
+			req |= 1 << 32
+		}
+		c := byte('x')
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, 0, uintptr(req), uintptr(unsafe.Pointer(&c)))
+		fmt.Printf("ERRNO %v\n", errno)
+		if errno == 0 {
+			return ok("TIOCSTI accepted")
+		}
+		return denied(errno)
+	case "mknod": // create the character device /dev/null (1,3) at PATH
+		if err := unix.Mknod(args[1], unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+			return denied(err)
+		}
+		return ok("made %s", args[1])
+	case "iouring":
+		var params [120]byte
+		fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&params[0])), 0)
+		if errno != 0 {
+			return denied(errno)
+		}
+		unix.Close(int(fd))
+		return ok("io_uring ring created")
+	case "serve": // listen on 127.0.0.1 and talk to ourselves
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return denied(err)
+		}
+		go func() {
+			if c, err := l.Accept(); err == nil {
+				c.Write([]byte("pong"))
+				c.Close()
+			}
+		}()
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			return denied(err)
+		}
+		buf := make([]byte, 4)
+		n, _ := c.Read(buf)
+		return ok("local server answered %q", buf[:n])
+	case "procs": // start up to N sleeping processes; report how many started
+		n, _ := strconv.Atoi(args[1])
+		started := 0
+		var err error
+		for ; started < n; started++ {
+			c := exec.Command("sleep", "30")
+			if err = c.Start(); err != nil {
+				break
+			}
+		}
+		fmt.Printf("STARTED %d %v\n", started, err)
+		if started == n {
+			return ok("all %d started", n)
+		}
+		return denied(err)
+	}
+	fmt.Fprintf(os.Stderr, "unknown attack %v\n", args)
+	return 2
+}

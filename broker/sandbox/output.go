@@ -1,0 +1,102 @@
+package sandbox
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// outputSink keeps the head and a ring of the tail of a command's output in bounded memory, saves the full output
+// to a file and streams every chunk. Bounding memory defends the broker against a command that prints gigabytes.
+type outputSink struct {
+	head     []byte
+	tail     []byte // ring buffer of tailCap bytes
+	tailPos  int
+	tailFull bool
+	total    int64
+	file     *os.File
+	fileErr  error
+	onOutput func([]byte)
+}
+
+const headCap, tailCap = KeepOutput / 2, KeepOutput / 2
+
+func newOutputSink(path string, onOutput func([]byte)) (*outputSink, error) {
+	s := &outputSink{onOutput: onOutput, tail: make([]byte, tailCap)}
+	if path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("create output file %s: %w", path, err)
+		}
+		s.file = f
+	}
+	return s, nil
+}
+
+func (s *outputSink) write(p []byte) {
+	s.total += int64(len(p))
+	if s.onOutput != nil {
+		s.onOutput(append([]byte(nil), p...))
+	}
+	if s.file != nil && s.fileErr == nil {
+		_, s.fileErr = s.file.Write(p)
+	}
+	if n := min(headCap-len(s.head), len(p)); n > 0 {
+		s.head = append(s.head, p[:n]...)
+		p = p[n:]
+	}
+	for len(p) > 0 {
+		n := copy(s.tail[s.tailPos:], p)
+		p = p[n:]
+		s.tailPos += n
+		if s.tailPos == tailCap {
+			s.tailPos, s.tailFull = 0, true
+		}
+	}
+}
+
+// copyFrom reads r to EOF into the sink.
+func (s *outputSink) copyFrom(r io.Reader) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			s.write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// finish closes the file and returns the kept output, whether bytes were cut, and a notice if saving failed.
+func (s *outputSink) finish(path string) (out []byte, truncated bool, notice string) {
+	if s.file != nil {
+		if err := s.file.Close(); err != nil && s.fileErr == nil {
+			s.fileErr = err
+		}
+		if s.fileErr != nil {
+			notice = fmt.Sprintf("saving the full output to %s failed: %v", path, s.fileErr)
+			path = ""
+		}
+	}
+	var tail []byte
+	if s.tailFull {
+		tail = append(append(tail, s.tail[s.tailPos:]...), s.tail[:s.tailPos]...)
+	} else {
+		tail = s.tail[:s.tailPos]
+	}
+	kept := int64(len(s.head) + len(tail))
+	if s.total <= kept {
+		return append(append([]byte(nil), s.head...), tail...), false, notice
+	}
+	cut := s.total - kept
+	where := ""
+	if path != "" {
+		where = "; full output in " + path
+	}
+	out = append([]byte(nil), s.head...)
+	out = append(out, fmt.Sprintf("\n[... %d bytes cut%s ...]\n", cut, where)...)
+	out = append(out, tail...)
+	return out, true, notice
+}

@@ -1,0 +1,137 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// probeResult is what the probe stage of the helper found inside fresh namespaces ("" means it worked).
+type probeResult struct {
+	PidOne   bool
+	Mount    string
+	Proc     string
+	Loopback string
+	NNP      string
+	Caps     string
+	Seccomp  string
+}
+
+// runProbe tries, inside the namespaces it was cloned into, each step a sandboxed command needs, then exits.
+func runProbe() {
+	var r probeResult
+	errStr := func(err error) string {
+		if err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+	r.PidOne = os.Getpid() == 1
+	if !r.PidOne {
+		// Never touch the mounts of a namespace that was not made for the probe.
+		_ = json.NewEncoder(os.Stdout).Encode(probeResult{Mount: "probe is not pid 1 of a new pid namespace"})
+		os.Exit(1)
+	}
+	r.Mount = errStr(unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""))
+	if r.Mount == "" {
+		r.Proc = errStr(unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""))
+	}
+	if len(os.Args) > 3 && os.Args[3] == "net" {
+		r.Loopback = errStr(loopbackUp())
+	} else {
+		r.Loopback = "not in a network namespace"
+	}
+	runtime.LockOSThread()
+	r.NNP = errStr(unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+	r.Caps = errStr(dropCaps())
+	r.Seccomp = errStr(installSeccomp(false))
+	_ = json.NewEncoder(os.Stdout).Encode(r)
+	os.Exit(0)
+}
+
+func runProbeHelper(netns bool) (*probeResult, error) {
+	hs := &helperSpec{NetNS: netns}
+	cmd := exec.Command("/proc/self/exe", HelperArg, "probe")
+	if netns {
+		cmd.Args = append(cmd.Args, "net")
+	}
+	cmd.Env = []string{}
+	cmd.SysProcAttr = sysProcAttr(hs)
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("start probe (namespaces %s): %w", nsNames(cmd.SysProcAttr.Cloneflags), err)
+	}
+	var r probeResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		return nil, fmt.Errorf("read probe result %q: %w", out, err)
+	}
+	return &r, nil
+}
+
+// Probe reports what the sandbox enforces on this machine (for `garuda-exec doctor` and the broker's Hello). It
+// starts a short-lived helper in fresh namespaces, so the answer is what a command would really get.
+func Probe() Report {
+	var fs []Feature
+	add := func(name string, ok bool, detail string) { fs = append(fs, Feature{Name: name, Enforced: ok, Detail: detail}) }
+	abi := landlockABI()
+	switch {
+	case abi >= minLandlockABI:
+		add("landlock", true, fmt.Sprintf("ABI %d: writes only in the root, temp and cache folders; abstract sockets and signals scoped", abi))
+	case abi > 0:
+		add("landlock", false, fmt.Sprintf("ABI %d, need %d for scoping of abstract sockets and signals", abi, minLandlockABI))
+	default:
+		add("landlock", false, "not in this kernel or disabled at boot (lsm=landlock)")
+	}
+	root := os.Geteuid() == 0
+	netns := true
+	r, err := runProbeHelper(true)
+	if err != nil {
+		netns = false
+		r, err = runProbeHelper(false)
+	}
+	if !root {
+		add("user namespace", err == nil, map[bool]string{true: "the command runs as root of its own user namespace", false: fmt.Sprint(err)}[err == nil])
+	}
+	if err != nil {
+		for _, n := range []string{"pid namespace", "mount namespace", "network namespace", "seccomp", "no_new_privs", "capabilities dropped"} {
+			add(n, false, err.Error())
+		}
+	} else {
+		add("pid namespace", r.PidOne && r.Proc == "", orDetail(r.Proc, "every process of a command ends with it"))
+		add("mount namespace", r.Mount == "", orDetail(r.Mount, "protected paths read-only, secrets hidden"))
+		switch {
+		case netns && r.Loopback == "":
+			add("network namespace", true, "only the command's own loopback")
+		case netns:
+			add("network namespace", false, "loopback: "+r.Loopback)
+		default:
+			add("network namespace", false, "refused by the kernel: fallback is seccomp AF_UNIX-only sockets and Landlock TCP rules, so local servers cannot listen")
+		}
+		add("seccomp", r.Seccomp == "", orDetail(r.Seccomp, "io_uring, ptrace, bpf, keyctl, mount API, new user namespaces, TIOCSTI denied"))
+		add("no_new_privs", r.NNP == "", orDetail(r.NNP, "set before exec"))
+		add("capabilities dropped", r.Caps == "", orDetail(r.Caps, "every set and the bounding set cleared"))
+	}
+	if root {
+		cg, err := newPidsCgroup(ProcessLimit)
+		if err == nil {
+			cg.remove()
+			add("process limit", true, fmt.Sprintf("cgroup v1 pids.max %d", ProcessLimit))
+		} else {
+			add("process limit", false, "as root RLIMIT_NPROC is not enforced and no pids cgroup: "+err.Error())
+		}
+	} else {
+		add("process limit", err == nil, fmt.Sprintf("RLIMIT_NPROC %d in the command's user namespace", ProcessLimit))
+	}
+	return Report{Features: fs}
+}
+
+func orDetail(errText, ok string) string {
+	if errText != "" {
+		return errText
+	}
+	return ok
+}

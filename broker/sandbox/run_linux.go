@@ -1,0 +1,371 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Run runs s.Command and waits for it and every process it started to end. Cancelling ctx sends SIGTERM to every
+// process of the command, then SIGKILL to the whole pid namespace after TermGrace; with context.Cause(ctx) ==
+// ErrShutdown the kill is immediate. A missing protection yields ErrUnavailable unless s.AllowWeaker.
+func Run(ctx context.Context, s Spec) (*Result, error) {
+	start := time.Now()
+	hs, notices, err := plan(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := EnsureProtectedDirs(s.EnsureDirs); err != nil {
+		return nil, err
+	}
+	sink, err := newOutputSink(s.OutputFile, s.OnOutput)
+	if err != nil {
+		return nil, err
+	}
+	var cg *pidsCgroup
+	if !s.Unsandboxed && os.Geteuid() == 0 {
+		cg, err = newPidsCgroup(ProcessLimit)
+		if err != nil {
+			if !s.AllowWeaker {
+				sink.finish("")
+				return nil, fmt.Errorf("run %q: process limit: %v; run `garuda-exec doctor`: %w", s.Command, err, ErrUnavailable)
+			}
+			notices = append(notices, "weaker sandbox: no process limit ("+err.Error()+")")
+		} else {
+			defer cg.remove()
+		}
+	}
+	h, err := startHelper(hs, cg)
+	if err != nil && hs.NetNS && !s.Unsandboxed {
+		// The kernel refused a network namespace: fall back to Landlock TCP rules and AF_UNIX-only sockets.
+		hs.NetNS = false
+		if h, err = startHelper(hs, cg); err == nil {
+			notices = append(notices, "no network namespace here: IP sockets are refused (seccomp) and TCP is denied (Landlock); local servers cannot listen")
+		}
+	}
+	if err != nil {
+		sink.finish("")
+		return nil, fmt.Errorf("run %q: %v; run `garuda-exec doctor`: %w", s.Command, err, ErrUnavailable)
+	}
+
+	outDone := make(chan struct{})
+	go func() { sink.copyFrom(h.out); h.out.Close(); close(outDone) }()
+	stDone := make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(h.status); h.status.Close(); stDone <- b }()
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- h.cmd.Wait() }()
+
+	tctx, cancel := context.WithTimeout(ctx, effectiveTimeout(s.Timeout))
+	defer cancel()
+	res := &Result{Notices: notices}
+	var waitErr error
+	select {
+	case waitErr = <-waitDone:
+	case <-tctx.Done():
+		res.Cancelled = ctx.Err() != nil
+		res.TimedOut = !res.Cancelled
+		if shutdownRequested(ctx) {
+			_ = h.cmd.Process.Signal(unix.SIGKILL)
+		} else {
+			_ = h.cmd.Process.Signal(unix.SIGTERM) // the helper forwards it to every process of the namespace
+			grace := time.NewTimer(TermGrace)
+			select {
+			case waitErr = <-waitDone:
+				grace.Stop()
+			case <-grace.C:
+				// Killing pid 1 makes the kernel kill every process of the namespace.
+				_ = h.cmd.Process.Signal(unix.SIGKILL)
+			}
+		}
+		if waitErr == nil {
+			waitErr = <-waitDone
+		}
+	}
+	<-outDone
+	stBytes := <-stDone
+	res.Duration = time.Since(start)
+	if s.OutputFile != "" {
+		res.OutputPath = s.OutputFile
+	}
+	out, truncated, notice := sink.finish(s.OutputFile)
+	res.Output, res.Truncated = out, truncated
+	if notice != "" {
+		res.Notices = append(res.Notices, notice)
+	}
+	var st helperStatus
+	if len(stBytes) == 0 || json.Unmarshal(stBytes, &st) != nil {
+		// The helper died before reporting (killed): the whole namespace died with it.
+		res.Signaled, res.ExitCode = true, 128+int(unix.SIGKILL)
+		if ee := (*exec.ExitError)(nil); errors.As(waitErr, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				res.ExitCode = 128 + int(ws.Signal())
+			}
+		}
+		return res, nil
+	}
+	if st.SetupError != "" {
+		return res, fmt.Errorf("run %q: sandbox set-up: %s; run `garuda-exec doctor`: %w", s.Command, strings.TrimSpace(st.SetupError), ErrUnavailable)
+	}
+	res.ExitCode, res.Signaled = st.Exit, st.Signal != 0
+	return res, nil
+}
+
+// plan checks s and what the kernel offers, and builds what the helper needs.
+func plan(s Spec) (*helperSpec, []string, error) {
+	hs := &helperSpec{
+		Command: s.Command, Dir: s.Dir, Root: s.Root, ReadOnlyRoot: s.ReadOnlyRoot, Env: s.Env,
+		Unsandboxed: s.Unsandboxed, NetNS: !s.Unsandboxed,
+	}
+	if hs.Env == nil {
+		hs.Env = []string{}
+	}
+	clean := func(what string, ps []string) ([]string, error) {
+		var out []string
+		for _, p := range ps {
+			if !filepath.IsAbs(p) {
+				return nil, fmt.Errorf("sandbox %s path %q is not absolute", what, p)
+			}
+			out = append(out, filepath.Clean(p))
+		}
+		return out, nil
+	}
+	var err error
+	if hs.Root == "" && s.Unsandboxed {
+		hs.Root = "/"
+	}
+	if !filepath.IsAbs(hs.Root) {
+		return nil, nil, fmt.Errorf("sandbox root %q is not absolute", s.Root)
+	}
+	hs.Root = filepath.Clean(hs.Root)
+	if hs.Dir == "" {
+		hs.Dir = hs.Root
+	}
+	if !filepath.IsAbs(hs.Dir) {
+		return nil, nil, fmt.Errorf("sandbox working folder %q is not absolute", s.Dir)
+	}
+	if hs.Writable, err = clean("writable", s.Writable); err != nil {
+		return nil, nil, err
+	}
+	if hs.ReadOnly, err = clean("read-only", append(append([]string{}, s.ReadOnly...), s.EnsureDirs...)); err != nil {
+		return nil, nil, err
+	}
+	if hs.Hidden, err = clean("hidden", s.Hidden); err != nil {
+		return nil, nil, err
+	}
+	if s.Unsandboxed {
+		return hs, nil, nil
+	}
+	var notices, missing []string
+	abi := landlockABI()
+	switch {
+	case abi >= minLandlockABI:
+		hs.Landlock = true
+	case abi > 0:
+		hs.Landlock = true
+		missing = append(missing, fmt.Sprintf("Landlock ABI %d < %d (no scoping of abstract sockets and signals)", abi, minLandlockABI))
+	default:
+		missing = append(missing, "Landlock (not in this kernel or disabled at boot)")
+	}
+	hs.Seccomp = seccompArchSupported
+	if !hs.Seccomp {
+		missing = append(missing, "seccomp filter (no syscall table for this architecture)")
+	}
+	if os.Geteuid() != 0 {
+		hs.Nproc = ProcessLimit
+	}
+	if len(missing) > 0 {
+		if !s.AllowWeaker {
+			return nil, nil, fmt.Errorf("run %q: missing %s; run `garuda-exec doctor`: %w", s.Command, strings.Join(missing, ", "), ErrUnavailable)
+		}
+		for _, m := range missing {
+			notices = append(notices, "weaker sandbox (team policy allows it): no "+m)
+		}
+	}
+	hs.Sockets = hostUnixSockets()
+	return hs, notices, nil
+}
+
+// hostUnixSockets lists the pathname unix sockets bound in the caller's network namespace.
+func hostUnixSockets() []string {
+	f, err := os.Open("/proc/self/net/unix")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 8 && strings.HasPrefix(fields[7], "/") && !seen[fields[7]] {
+			seen[fields[7]] = true
+			out = append(out, fields[7])
+		}
+	}
+	return out
+}
+
+type helper struct {
+	cmd    *exec.Cmd
+	out    *os.File
+	status *os.File
+}
+
+// startHelper starts the init stage in new namespaces, puts it in cg, and hands it the spec.
+func startHelper(hs *helperSpec, cg *pidsCgroup) (*helper, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("output pipe: %w", err)
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("spec pipe: %w", err)
+	}
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		specR.Close()
+		specW.Close()
+		return nil, fmt.Errorf("status pipe: %w", err)
+	}
+	cmd := exec.Command("/proc/self/exe", HelperArg, "init")
+	cmd.Args[0] = "garuda-sandbox"
+	cmd.Env = []string{} // the broker's environment (provider keys) never reaches the helper
+	cmd.Stdout, cmd.Stderr = outW, outW
+	cmd.ExtraFiles = []*os.File{specR, stW}
+	cmd.SysProcAttr = sysProcAttr(hs)
+	err = cmd.Start()
+	outW.Close()
+	specR.Close()
+	stW.Close()
+	if err != nil {
+		outR.Close()
+		specW.Close()
+		stR.Close()
+		return nil, fmt.Errorf("start sandbox helper (namespaces %s): %w", nsNames(cmd.SysProcAttr.Cloneflags), err)
+	}
+	fail := func(err error) (*helper, error) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		outR.Close()
+		specW.Close()
+		stR.Close()
+		return nil, err
+	}
+	if cg != nil {
+		if err := cg.add(cmd.Process.Pid); err != nil {
+			return fail(err)
+		}
+	}
+	if err := json.NewEncoder(specW).Encode(hs); err != nil {
+		return fail(fmt.Errorf("send sandbox spec: %w", err))
+	}
+	specW.Close()
+	return &helper{cmd: cmd, out: outR, status: stR}, nil
+}
+
+// sysProcAttr gives the helper its namespaces. As root the helper stays in the host user namespace (so it can use
+// the pids cgroup and mount freely) and the command drops every capability; otherwise a user namespace maps the
+// caller to root inside, which gives the helper the rights to mount and makes RLIMIT_NPROC count only the command.
+func sysProcAttr(hs *helperSpec) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{
+		Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS,
+		Pdeathsig:  unix.SIGKILL, // the command dies with the broker
+		Setsid:     true,         // no controlling terminal
+	}
+	if hs.NetNS {
+		a.Cloneflags |= unix.CLONE_NEWNET
+	}
+	if os.Geteuid() != 0 {
+		a.Cloneflags |= unix.CLONE_NEWUSER
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		a.GidMappingsEnableSetgroups = false
+	}
+	return a
+}
+
+func nsNames(flags uintptr) string {
+	var n []string
+	for _, f := range []struct {
+		bit  uintptr
+		name string
+	}{{unix.CLONE_NEWUSER, "user"}, {unix.CLONE_NEWPID, "pid"}, {unix.CLONE_NEWNS, "mount"}, {unix.CLONE_NEWNET, "network"}} {
+		if flags&f.bit != 0 {
+			n = append(n, f.name)
+		}
+	}
+	return strings.Join(n, "+")
+}
+
+// pidsCgroup is a cgroup v1 pids group holding one command: a fork bomb stops at its pids.max.
+type pidsCgroup struct{ dir string }
+
+var cgroupSeq atomic.Uint64
+
+func pidsCgroupBase() (string, error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", fmt.Errorf("read /proc/self/cgroup: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && parts[1] == "pids" {
+			return filepath.Join("/sys/fs/cgroup/pids", parts[2]), nil
+		}
+	}
+	return "", errors.New("no cgroup v1 pids controller (cgroup v2 delegation is not supported yet)")
+}
+
+func newPidsCgroup(limit int) (*pidsCgroup, error) {
+	base, err := pidsCgroupBase()
+	if err != nil {
+		return nil, err
+	}
+	parent := filepath.Join(base, "garuda")
+	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("create pids cgroup %s: %w", parent, err)
+	}
+	dir := filepath.Join(parent, strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(cgroupSeq.Add(1), 10))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create pids cgroup %s: %w", dir, err)
+	}
+	cg := &pidsCgroup{dir: dir}
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(limit)), 0o644); err != nil {
+		cg.remove()
+		return nil, fmt.Errorf("set pids.max in %s: %w", dir, err)
+	}
+	return cg, nil
+}
+
+func (c *pidsCgroup) add(pid int) error {
+	if err := os.WriteFile(filepath.Join(c.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		return fmt.Errorf("put sandbox helper %d in pids cgroup %s: %w", pid, c.dir, err)
+	}
+	return nil
+}
+
+func (c *pidsCgroup) remove() {
+	for i := 0; i < 50; i++ {
+		if err := os.Remove(c.dir); err == nil || errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		time.Sleep(2 * time.Millisecond) // the last tasks of a dead namespace may still be leaving the group
+	}
+}

@@ -1,0 +1,93 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// HelperArg is the hidden first argument with which the broker re-executes itself as the sandbox helper.
+const HelperArg = "__garuda-sandbox-helper"
+
+// Default and maximum wall-clock limits of a command.
+const (
+	DefaultTimeout = 2 * time.Minute
+	MaxTimeout     = 10 * time.Minute
+	// KeepOutput is how many bytes of output Result.Output keeps (head and tail together).
+	KeepOutput = 30000
+	// TermGrace is how long a cancelled command has between SIGTERM and SIGKILL.
+	TermGrace = 2 * time.Second
+	// ProcessLimit is the most processes and threads one command may have at once.
+	ProcessLimit = 1024
+)
+
+var (
+	// ErrUnavailable means the kernel lacks a protection the sandbox requires; the command was not run.
+	ErrUnavailable = errors.New("sandbox unavailable")
+	// ErrShutdown, given as the cause of the context passed to Run, kills the command at once with no grace.
+	ErrShutdown = errors.New("broker shutting down")
+)
+
+// Spec says what to run and how to confine it. The caller decides policy; the sandbox only enforces it.
+type Spec struct {
+	Command      string        // run as: bash -c Command (/bin/sh when /bin/bash is absent)
+	Dir          string        // working folder (the project root or below)
+	Root         string        // project root: writable unless ReadOnlyRoot
+	ReadOnlyRoot bool          // plan mode: the root is read-only too
+	Writable     []string      // extra writable folders (private TMPDIR, cache folders); must exist
+	ReadOnly     []string      // protected paths (files or folders) made read-only; missing ones are skipped
+	EnsureDirs   []string      // protected folders created empty if missing, then made read-only
+	Hidden       []string      // secrets replaced by an empty read-only tmpfs (folders) or /dev/null (files)
+	Env          []string      // the command's exact environment (see BaseEnv)
+	Timeout      time.Duration // 0: DefaultTimeout; capped at MaxTimeout
+	Unsandboxed  bool          // sandbox:false: scrubbed env and own pid namespace, no other confinement
+	AllowWeaker  bool          // team policy allows running with what this kernel has (each gap becomes a Notice)
+	OnOutput     func(chunk []byte)
+	OutputFile   string // where the full output is saved (0600); empty: not saved
+}
+
+// Result is what a command did.
+type Result struct {
+	ExitCode   int
+	Signaled   bool   // the command was ended by a signal (ExitCode is then 128+signal)
+	Output     []byte // head and tail of stdout+stderr, with a note where bytes were cut
+	Truncated  bool
+	OutputPath string
+	Duration   time.Duration
+	TimedOut   bool
+	Cancelled  bool
+	Notices    []string // weaker-sandbox and fallback notices, one line each
+}
+
+// Feature is one protection and whether this machine enforces it.
+type Feature struct {
+	Name     string
+	Enforced bool
+	Detail   string
+}
+
+// Report says what the sandbox enforces on this machine.
+type Report struct{ Features []Feature }
+
+// Missing names the protections that are not enforced, with their details.
+func (r Report) Missing() []string {
+	var out []string
+	for _, f := range r.Features {
+		if !f.Enforced {
+			out = append(out, f.Name+" ("+f.Detail+")")
+		}
+	}
+	return out
+}
+
+func effectiveTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultTimeout
+	}
+	return min(d, MaxTimeout)
+}
+
+// shutdownRequested reports whether ctx was cancelled for a broker shutdown.
+func shutdownRequested(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), ErrShutdown)
+}

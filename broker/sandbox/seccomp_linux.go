@@ -1,0 +1,103 @@
+package sandbox
+
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	retAllow = unix.SECCOMP_RET_ALLOW
+	retEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	retNOSYS = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+	retKill  = unix.SECCOMP_RET_KILL_PROCESS
+	// Offsets in struct seccomp_data; arguments are 64-bit, their low half first (little endian).
+	offNr   = 0
+	offArch = 4
+	offArg0 = 16
+	offArg1 = 24
+	// Terminal ioctls that push input to, or act on, a terminal (linux/ioctls.h).
+	ioctlTIOCSTI   = 0x5412
+	ioctlTIOCLINUX = 0x541C
+)
+
+// buildSeccomp assembles the filter: other architectures are killed; the listed syscalls fail with EPERM;
+// clone/unshare asking for a new user namespace fail with EPERM; clone3 (whose flags a filter cannot read) fails
+// with ENOSYS so that libc falls back to clone; TIOCSTI and TIOCLINUX fail with EPERM. Only the low 32 bits of an
+// ioctl request are compared because the kernel truncates it to 32 bits (defends against high-bit bypasses).
+// onlyUnixSockets also refuses every socket but AF_UNIX (the fallback where no network namespace exists).
+func buildSeccomp(onlyUnixSockets bool) ([]unix.SockFilter, error) {
+	if !seccompArchSupported {
+		return nil, fmt.Errorf("seccomp: no syscall table for this architecture")
+	}
+	prog := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: offArch, Size: 4},
+		// Another ABI (i386 via int 0x80) would reach syscalls under other numbers: kill it.
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: seccompArch, SkipTrue: 1},
+		bpf.RetConstant{Val: retKill},
+		bpf.LoadAbsolute{Off: offNr, Size: 4},
+	}
+	if x32Bit != 0 {
+		// x32 syscall numbers alias the x86_64 ones with this bit set: refuse them all.
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1}, bpf.RetConstant{Val: retEPERM})
+	}
+	for _, nr := range deniedSyscalls {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 1}, bpf.RetConstant{Val: retEPERM})
+	}
+	prog = append(prog,
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE3, SkipFalse: 1},
+		bpf.RetConstant{Val: retNOSYS},
+	)
+	for _, nr := range []uint32{unix.SYS_CLONE, unix.SYS_UNSHARE} {
+		prog = append(prog,
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: 4},
+			bpf.LoadAbsolute{Off: offArg0, Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.CLONE_NEWUSER, SkipFalse: 1},
+			bpf.RetConstant{Val: retEPERM},
+			bpf.RetConstant{Val: retAllow},
+		)
+	}
+	if onlyUnixSockets {
+		prog = append(prog,
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SOCKET, SkipFalse: 4},
+			bpf.LoadAbsolute{Off: offArg0, Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipFalse: 1},
+			bpf.RetConstant{Val: retAllow},
+			bpf.RetConstant{Val: retEPERM},
+		)
+	}
+	prog = append(prog,
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_IOCTL, SkipFalse: 6},
+		bpf.LoadAbsolute{Off: offArg1, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: ioctlTIOCSTI, SkipFalse: 1},
+		bpf.RetConstant{Val: retEPERM},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: ioctlTIOCLINUX, SkipFalse: 1},
+		bpf.RetConstant{Val: retEPERM},
+		bpf.RetConstant{Val: retAllow},
+		bpf.RetConstant{Val: retAllow}, // every other syscall
+	)
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: assemble filter: %w", err)
+	}
+	out := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	return out, nil
+}
+
+// installSeccomp loads the filter on the calling thread (no TSYNC: the thread execs right after).
+func installSeccomp(onlyUnixSockets bool) error {
+	filter, err := buildSeccomp(onlyUnixSockets)
+	if err != nil {
+		return err
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+		return fmt.Errorf("seccomp: install filter: %w", errno)
+	}
+	return nil
+}

@@ -1,0 +1,12 @@
+//go:build linux && !amd64
+
+package sandbox
+
+// No syscall table is kept for this architecture: seccomp is reported missing and commands fail closed.
+const (
+	seccompArchSupported = false
+	seccompArch          = 0
+	x32Bit               = 0
+)
+
+var deniedSyscalls []uint32

@@ -1,0 +1,262 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/fsops"
+	"github.com/garuda-dev/garuda/broker/peercred"
+	"github.com/garuda-dev/garuda/broker/sandbox"
+	"github.com/garuda-dev/garuda/broker/sessionlog"
+	"github.com/garuda-dev/garuda/broker/undo"
+	"github.com/garuda-dev/garuda/policy"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// Config is what the broker takes once, from its flags and environment, before any client speaks.
+type Config struct {
+	Version string
+	// Home is $GARUDA_HOME (default ~/.garuda).
+	Home string
+	// ManagedPolicy is the team's managed policy file.
+	ManagedPolicy string
+	Log           *slog.Logger
+}
+
+// Service implements the broker API.
+type Service struct {
+	execv1.UnimplementedExecServiceServer
+	cfg Config
+
+	mu       sync.Mutex
+	sessions map[string]*session
+
+	// done ends with Shutdown; every session's context derives from it.
+	done context.Context
+	end  context.CancelCauseFunc
+	// calls counts the running calls, so that Shutdown waits for every command to be gone.
+	calls sync.WaitGroup
+
+	id       string // this broker instance, in every audit record
+	userHome string
+
+	auditMu sync.Mutex
+	audit   *audit.Log
+
+	undos *undo.Store
+
+	consentMu sync.Mutex // one read-modify-write of consents.json at a time
+}
+
+// ErrShutdown is the cause of everything the broker ends when it shuts down: commands are killed at once, without
+// the grace a user's cancel gets.
+var ErrShutdown = sandbox.ErrShutdown
+
+// NewService makes the broker service.
+func NewService(cfg Config) *Service {
+	ctx, end := context.WithCancelCause(context.Background())
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	uh, _ := os.UserHomeDir()
+	return &Service{cfg: cfg, sessions: map[string]*session{}, done: ctx, end: end, id: newID()[:8], userHome: uh,
+		undos: undo.Open(filepath.Join(cfg.Home, "undo"))}
+}
+
+// Shutdown ends every session and waits until every call, and so every command, is over.
+func (s *Service) Shutdown() {
+	s.end(ErrShutdown)
+	s.calls.Wait()
+	s.mu.Lock()
+	for id, sess := range s.sessions {
+		sess.end(ErrShutdown)
+		sess.close()
+		delete(s.sessions, id)
+	}
+	s.mu.Unlock()
+	s.auditMu.Lock()
+	if s.audit != nil {
+		s.audit.Close()
+	}
+	s.auditMu.Unlock()
+}
+
+type session struct {
+	id    string
+	root  string
+	owner peercred.Peer
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	calls  sync.WaitGroup // the session's running calls
+
+	fs        *fsops.Root
+	files     policyFiles
+	outputDir string // full command outputs: $GARUDA_HOME/sessions/<id>/
+	log       *sessionlog.Writer
+
+	mu      sync.Mutex
+	mode    execv1.Mode
+	rules   []policy.Rule // "Allow for this session": in memory, never beyond the session
+	closing bool
+}
+
+// begin counts a call of the session, unless the session is closing.
+func (s *session) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.calls.Add(1)
+	return true
+}
+
+// end stops new calls, cancels the running ones and waits for them.
+func (s *session) end(cause error) {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.cancel(cause)
+	s.calls.Wait()
+}
+
+// close releases what the session holds; its calls have ended (its context is cancelled first).
+func (s *session) close() {
+	s.fs.Close()
+	s.log.Close()
+}
+
+func (s *session) currentMode() execv1.Mode {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mode
+}
+
+func newID() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Hello reports versions and the sandbox.
+func (s *Service) Hello(ctx context.Context, req *execv1.HelloRequest) (*execv1.HelloResponse, error) {
+	p, _ := peercred.FromContext(ctx)
+	_ = p
+	feats, ready := probeSandbox()
+	return &execv1.HelloResponse{
+		BrokerVersion: s.cfg.Version,
+		ApiVersion:    "v1",
+		Pid:           uint32(os.Getpid()),
+		Uid:           uint32(os.Getuid()),
+		Home:          s.cfg.Home,
+		Sandbox:       feats,
+		SandboxReady:  ready,
+	}, nil
+}
+
+// OpenSession opens a session on a root folder; the broker mints the id.
+func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionRequest) (*execv1.OpenSessionResponse, error) {
+	p, _ := peercred.FromContext(ctx)
+	root, err := checkRoot(req.GetRoot())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	mode := req.GetMode()
+	if mode == execv1.Mode_MODE_UNSPECIFIED {
+		mode = execv1.Mode_MODE_BUILD
+	}
+	fsroot, err := fsops.OpenRoot(root)
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("root %s: %w: %v", root, ErrRootNotFolder, err))
+	}
+	sctx, cancel := context.WithCancelCause(s.done)
+	id := newID()
+	sess := &session{id: id, root: root, owner: p, ctx: sctx, cancel: cancel, mode: mode, fs: fsroot,
+		outputDir: filepath.Join(s.cfg.Home, "sessions", id),
+		log:       sessionlog.Open(filepath.Join(s.cfg.Home, "sessions"), id)}
+	sess.files = s.loadPolicy(fsroot)
+	notices := append([]string(nil), sess.files.notices...)
+	if n := policy.UntrustedNotice(s.state(sess)); n != "" {
+		notices = append(notices, n)
+	}
+	notices = append(notices, sandboxNotices(sess.files.team)...)
+	instr, instrFile := s.instructions(sess)
+	s.mu.Lock()
+	s.sessions[sess.id] = sess
+	s.mu.Unlock()
+	s.cfg.Log.Info("session opened", "session", sess.id, "root", root, "uid", p.UID)
+	return &execv1.OpenSessionResponse{SessionId: sess.id, Root: root, Notices: notices,
+		Instructions: instr, InstructionsFile: instrFile, Commands: s.commandList(sess)}, nil
+}
+
+// checkRoot accepts an absolute path of an existing folder.
+func checkRoot(root string) (string, error) {
+	if root == "" || !filepath.IsAbs(root) {
+		return "", fmt.Errorf("root %q: %w", root, ErrRootNotAbsolute)
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return "", fmt.Errorf("root %s: %w", root, ErrRootNotFolder)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("root %s: %w", root, ErrRootNotFolder)
+	}
+	return filepath.Clean(root), nil
+}
+
+// session finds a session of the calling connection; defends against a client using another client's session.
+func (s *Service) session(ctx context.Context, id string) (*session, error) {
+	p, _ := peercred.FromContext(ctx)
+	s.mu.Lock()
+	sess := s.sessions[id]
+	s.mu.Unlock()
+	if sess == nil {
+		return nil, fmt.Errorf("session %q: %w", id, ErrUnknownSession)
+	}
+	if sess.owner.Conn != p.Conn || sess.owner.UID != p.UID {
+		return nil, fmt.Errorf("session %q: %w", id, ErrNotOwner)
+	}
+	return sess, nil
+}
+
+// CloseSession ends a session and kills its commands.
+func (s *Service) CloseSession(ctx context.Context, req *execv1.CloseSessionRequest) (*execv1.CloseSessionResponse, error) {
+	sess, err := s.session(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	s.mu.Lock()
+	delete(s.sessions, sess.id)
+	s.mu.Unlock()
+	sess.end(ErrShutdown)
+	sess.close()
+	return &execv1.CloseSessionResponse{}, nil
+}
+
+// SetMode changes the mode of a session.
+func (s *Service) SetMode(ctx context.Context, req *execv1.SetModeRequest) (*execv1.SetModeResponse, error) {
+	sess, err := s.session(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	switch req.GetMode() {
+	case execv1.Mode_MODE_BUILD, execv1.Mode_MODE_PLAN:
+	default:
+		return nil, toStatus(fmt.Errorf("mode %v: %w", req.GetMode(), ErrBadMode))
+	}
+	sess.mu.Lock()
+	sess.mode = req.GetMode()
+	sess.mu.Unlock()
+	return &execv1.SetModeResponse{}, nil
+}

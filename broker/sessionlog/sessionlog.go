@@ -1,0 +1,166 @@
+package sessionlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Kinds of entries.
+const (
+	KindPrompt     = "prompt"
+	KindMessage    = "message"
+	KindToolCall   = "tool_call"
+	KindToolResult = "tool_result"
+	KindStop       = "stop"
+	KindMode       = "mode"
+)
+
+var (
+	// ErrBadID is returned for a session id that is not [A-Za-z0-9_-]{1,128}.
+	ErrBadID = errors.New("invalid session id")
+	// ErrClosed is returned by Append after Close.
+	ErrClosed = errors.New("session file closed")
+)
+
+// validID keeps a hostile session id from naming another path ("../x", "/etc/passwd", NUL...).
+var validID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// validKind keeps kinds short identifiers so that a reader can switch on them.
+var validKind = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+
+// ValidID reports whether id may name a session file.
+func ValidID(id string) error {
+	if !validID.MatchString(id) {
+		return fmt.Errorf("session id %q: %w", id, ErrBadID)
+	}
+	return nil
+}
+
+// Entry is one line of a session file.
+type Entry struct {
+	Time time.Time       `json:"time"`
+	Kind string          `json:"kind"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// Writer appends to one session's file. It is safe for concurrent use.
+type Writer struct {
+	dir, id string
+	now     func() time.Time
+
+	mu     sync.Mutex
+	f      *os.File
+	closed bool
+}
+
+// Open returns a writer for <dir>/<sessionID>.jsonl. Nothing is created before the first Append; an invalid id
+// makes every Append fail with ErrBadID.
+func Open(dir string, sessionID string) *Writer {
+	return &Writer{dir: dir, id: sessionID, now: time.Now}
+}
+
+// Path is the session file's path.
+func (w *Writer) Path() string { return filepath.Join(w.dir, w.id+".jsonl") }
+
+// Append writes one line {"time":...,"kind":...,"data":...}. data must be valid JSON (or empty); it is compacted onto
+// the line. Each line is one write to the file, not fsynced; Close fsyncs.
+func (w *Writer) Append(kind string, data json.RawMessage) error {
+	if err := ValidID(w.id); err != nil {
+		return err
+	}
+	if !validKind.MatchString(kind) {
+		return fmt.Errorf("session %s: entry kind %q is not a short lower-case name", w.id, kind)
+	}
+	var compact bytes.Buffer
+	if len(data) > 0 {
+		// Compacting drops the newlines JSON allows between tokens: one entry, one line.
+		if err := json.Compact(&compact, data); err != nil {
+			return fmt.Errorf("session %s: %s entry: data is not valid JSON: %w", w.id, kind, err)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	line, err := json.Marshal(Entry{Time: w.now().UTC(), Kind: kind, Data: compact.Bytes()})
+	if err != nil {
+		return fmt.Errorf("session %s: encode %s entry: %w", w.id, kind, err)
+	}
+	if w.f == nil {
+		if err := os.MkdirAll(w.dir, 0o700); err != nil {
+			return fmt.Errorf("create the sessions folder: %w", err)
+		}
+		// O_NOFOLLOW: a symlink planted in the sessions folder must not redirect the write.
+		f, err := os.OpenFile(w.Path(), os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return fmt.Errorf("open session file: %w", err)
+		}
+		w.f = f
+	}
+	if _, err := w.f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("write session file %s: %w", w.Path(), err)
+	}
+	return nil
+}
+
+// Close fsyncs and closes the file (if one was created). Later Appends fail with ErrClosed.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.f == nil {
+		return nil
+	}
+	err := w.f.Sync()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("close session file %s: %w", w.Path(), err)
+	}
+	return nil
+}
+
+// Read returns the entries of a session file. On a broken line it returns the entries before it and an error naming
+// the line (a torn last line is what a crash leaves).
+func Read(path string) ([]Entry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read session file: %w", err)
+	}
+	defer f.Close()
+	rd := bufio.NewReaderSize(f, 64<<10)
+	var out []Entry
+	for n := 1; ; n++ {
+		line, rerr := rd.ReadBytes('\n')
+		if len(line) == 0 && errors.Is(rerr, io.EOF) {
+			return out, nil
+		}
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			return out, fmt.Errorf("read session file %s: line %d: %w", path, n, rerr)
+		}
+		if rerr != nil {
+			return out, fmt.Errorf("read session file %s: line %d: incomplete (no newline at the end)", path, n)
+		}
+		var e Entry
+		if err := json.Unmarshal(line, &e); err != nil {
+			return out, fmt.Errorf("read session file %s: line %d: %w", path, n, err)
+		}
+		out = append(out, e)
+	}
+}

@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/fsops"
+	"github.com/garuda-dev/garuda/policy"
+)
+
+// policyFiles are the settings a session is decided by, read when it opens.
+type policyFiles struct {
+	team    *policy.Settings
+	teamErr error
+	user    *policy.Settings
+	project *policy.Settings
+	trusted bool
+	notices []string
+}
+
+// maxSettings caps a settings file; a larger one is malformed.
+const maxSettings = 1 << 20
+
+// readHomeFile reads a file of the broker's own configuration; absent is (nil, nil).
+func readHomeFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Size() > maxSettings {
+		return nil, fmt.Errorf("%s is over %d bytes", path, maxSettings)
+	}
+	data := make([]byte, fi.Size())
+	_, err = f.ReadAt(data, 0)
+	if err != nil && fi.Size() > 0 {
+		return nil, err
+	}
+	return data, nil
+}
+
+func parseFile(path string) (*policy.Settings, error) {
+	data, err := readHomeFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if data == nil {
+		return nil, nil
+	}
+	return policy.ParseSettings(path, data)
+}
+
+// teamPolicy reads the managed file and $GARUDA_HOME/policy.json. Any error fails closed: the caller denies all
+// that team policy could govern.
+func (s *Service) teamPolicy() (*policy.Settings, error) {
+	managed, err := parseFile(s.cfg.ManagedPolicy)
+	if err != nil {
+		return nil, err
+	}
+	home, err := parseFile(filepath.Join(s.cfg.Home, "policy.json"))
+	if err != nil {
+		return nil, err
+	}
+	if managed == nil && home == nil {
+		return nil, nil
+	}
+	return policy.MergeTeam(managed, home), nil
+}
+
+// projectSettingsPath is the project's settings file, relative to the root.
+const projectSettingsPath = ".garuda/settings.json"
+
+// loadPolicy reads every settings file for a session on root. The project's file is read through the confined
+// file operations (a hostile repository cannot point it elsewhere).
+func (s *Service) loadPolicy(root *fsops.Root) policyFiles {
+	var pf policyFiles
+	pf.team, pf.teamErr = s.teamPolicy()
+	if pf.teamErr != nil {
+		pf.notices = append(pf.notices, fmt.Sprintf("Garuda: team policy could not be read, so every action is refused: %v", pf.teamErr))
+	}
+	var err error
+	if pf.user, err = parseFile(filepath.Join(s.cfg.Home, "settings.json")); err != nil {
+		// A broken user file is ignored with a notice: it can only have loosened or tightened the user's own choices,
+		// and team policy still applies. Its deny rules are lost, so say so plainly.
+		pf.notices = append(pf.notices, fmt.Sprintf("Garuda: your settings are ignored until fixed: %v", err))
+	}
+	data, err := readInRoot(root.Path(), projectSettingsPath, maxSettings)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		pf.notices = append(pf.notices, fmt.Sprintf("Garuda: %s is ignored: %v", projectSettingsPath, err))
+	default:
+		name := filepath.Join(root.Path(), projectSettingsPath)
+		if pf.project, err = policy.ParseSettings(name, data); err != nil {
+			pf.notices = append(pf.notices, fmt.Sprintf("Garuda: %v; the project's settings are ignored.", err))
+			pf.project = nil
+		} else {
+			pf.trusted = s.trusted(root.Path(), policy.TrustHash(data))
+		}
+	}
+	return pf
+}
+
+// trusted reports whether the project settings' hash is pinned in trust.json.
+func (s *Service) trusted(dir, hash string) bool {
+	data, err := readHomeFile(filepath.Join(s.cfg.Home, "trust.json"))
+	if err != nil || data == nil {
+		return false
+	}
+	t, err := policy.ParseTrust(data)
+	return err == nil && t.Pinned(dir, hash)
+}
+
+// auditLog opens the audit log at first use, in the folder team policy names or $GARUDA_HOME/audit.
+func (s *Service) auditLog() (*audit.Log, error) {
+	s.auditMu.Lock()
+	defer s.auditMu.Unlock()
+	if s.audit != nil {
+		return s.audit, nil
+	}
+	dir := filepath.Join(s.cfg.Home, "audit")
+	team, err := s.teamPolicy()
+	if err != nil {
+		return nil, fmt.Errorf("team policy: %w", err)
+	}
+	if team != nil && team.AuditDir != "" {
+		dir = team.AuditDir
+	}
+	log, err := audit.Open(dir, audit.Options{Broker: s.id})
+	if err != nil {
+		return nil, err
+	}
+	s.audit = log
+	return log, nil
+}

@@ -1,0 +1,108 @@
+package acpagent
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// mention is a file the user linked inside the root: "@rel" in the text, its content attached through the broker.
+type mention struct {
+	rel string
+}
+
+// promptText turns the editor's content blocks into Garuda's prompt text: text as is; a file:// link inside the
+// root as @relative/path (listed in mentions, to attach); any other link as its name and URI; an embedded resource
+// as a fenced block labelled with its URI.
+func promptText(blocks []acp.ContentBlock, root string) (string, []mention) {
+	var b strings.Builder
+	var mentions []mention
+	// sep keeps inline pieces apart without doubling the user's own spacing.
+	sep := func() {
+		if s := b.String(); s != "" && !strings.HasSuffix(s, " ") && !strings.HasSuffix(s, "\n") {
+			b.WriteByte(' ')
+		}
+	}
+	for _, blk := range blocks {
+		switch {
+		case blk.Text != nil:
+			b.WriteString(blk.Text.Text)
+		case blk.ResourceLink != nil:
+			l := blk.ResourceLink
+			sep()
+			if rel, ok := inRoot(l.Uri, root); ok {
+				b.WriteString("@" + rel)
+				mentions = append(mentions, mention{rel: rel})
+			} else {
+				fmt.Fprintf(&b, "%s (%s)", l.Name, l.Uri)
+			}
+		case blk.Resource != nil:
+			r := blk.Resource.Resource
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+				b.WriteByte('\n')
+			}
+			switch {
+			case r.TextResourceContents != nil:
+				fence := fenceFor(r.TextResourceContents.Text)
+				text := strings.TrimSuffix(r.TextResourceContents.Text, "\n")
+				fmt.Fprintf(&b, "%s%s\n%s\n%s\n", fence, r.TextResourceContents.Uri, text, fence)
+			case r.BlobResourceContents != nil:
+				fmt.Fprintf(&b, "(binary content of %s, not included)\n", r.BlobResourceContents.Uri)
+			}
+		case blk.Image != nil:
+			sep()
+			b.WriteString("(an image, not included: images are not supported in this version)")
+		case blk.Audio != nil:
+			sep()
+			b.WriteString("(audio, not included: audio is not supported in this version)")
+		}
+	}
+	return b.String(), mentions
+}
+
+// fenceFor is a code fence longer than any run of backticks in text, so the block cannot be closed early.
+func fenceFor(text string) string {
+	longest, run := 0, 0
+	for _, r := range text {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
+}
+
+// inRoot returns the path of a file:// URI relative to root, if it is inside it.
+func inRoot(uri, root string) (string, bool) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
+		return "", false
+	}
+	p := u.Path
+	if p == "" || !filepath.IsAbs(p) {
+		return "", false
+	}
+	rel, err := filepath.Rel(root, filepath.Clean(p))
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// commandName returns the name of a prompt that starts with "/name" (a name without another "/").
+func commandName(text string) (string, bool) {
+	if !strings.HasPrefix(text, "/") {
+		return "", false
+	}
+	name, _, _ := strings.Cut(strings.TrimPrefix(text, "/"), " ")
+	name, _, _ = strings.Cut(name, "\n")
+	if name == "" || strings.Contains(name, "/") {
+		return "", false
+	}
+	return name, true
+}

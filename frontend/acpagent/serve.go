@@ -1,0 +1,273 @@
+package acpagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/garuda-dev/garuda/frontend/model"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// Options is what `garuda acp` passes to Serve.
+type Options struct {
+	// Broker is the connection to garuda-exec; BrokerDone closes when the broker is gone.
+	Broker     execv1.ExecServiceClient
+	BrokerDone <-chan struct{}
+	// Version is the binary's version, shown to the editor as agentInfo.version.
+	Version string
+	// Model is --model or GARUDA_MODEL; empty means the default of models.json.
+	Model string
+	// Getenv reads the front end's environment (provider keys); nil means os.Getenv.
+	Getenv func(string) string
+	// NewModel makes the model client of a session; nil means model.New.
+	NewModel func(ms *execv1.ModelSettings, apiKey string) (model.Client, error)
+	// Log receives diagnostics (stderr); nil means the default logger.
+	Log *slog.Logger
+}
+
+// ErrBrokerGone is what Serve returns when the broker exits under it.
+var ErrBrokerGone = errors.New("the broker (garuda-exec) exited unexpectedly")
+
+// closeTimeout bounds how long shutdown waits for the broker to close each session and for prompts to end.
+const closeTimeout = 10 * time.Second
+
+// Serve speaks ACP on in and out until in closes (every session is then closed through the broker, and Serve returns
+// nil), ctx ends (the same), or the broker is gone (running prompts fail with a JSON-RPC error that says so, and
+// Serve returns ErrBrokerGone).
+func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.NewModel == nil {
+		opts.NewModel = newModel
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Broker == nil {
+		return errors.New("acp: no broker connection")
+	}
+	hw := newHookWriter(out)
+	srv := &server{opts: opts, out: hw, sessions: map[string]*session{}, base: context.WithoutCancel(ctx)}
+	conn := acp.NewAgentSideConnection(srv, hw, in)
+	conn.SetLogger(opts.Log)
+	srv.conn = conn
+
+	var err error
+	select {
+	case <-conn.Done():
+	case <-ctx.Done():
+	case <-opts.BrokerDone:
+		err = ErrBrokerGone
+		srv.brokerGone(hw)
+	}
+	srv.shutdown(err == nil)
+	return err
+}
+
+// newModel is the default Options.NewModel.
+func newModel(ms *execv1.ModelSettings, apiKey string) (model.Client, error) {
+	return model.New(model.ProviderConfig{
+		Type:            ms.GetType(),
+		BaseURL:         ms.GetBaseUrl(),
+		APIKey:          apiKey,
+		Model:           ms.GetModelId(),
+		MaxOutputTokens: int(ms.GetMaxOutputTokens()),
+	})
+}
+
+// server is the ACP agent of one connection.
+type server struct {
+	opts Options
+	conn *acp.AgentSideConnection
+	out  *hookWriter
+	// base outlives every request: updates sent after a cancel use it (the SDK cancels the prompt's own context).
+	base context.Context
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	closing  bool
+	prompts  sync.WaitGroup
+}
+
+var _ acp.Agent = (*server)(nil)
+
+func (s *server) lookup(id acp.SessionId) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[string(id)]
+	if sess == nil {
+		return nil, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown session %q", string(id))})
+	}
+	return sess, nil
+}
+
+// brokerGone fails every running prompt with a clear error and waits (bounded) until those answers are written.
+func (s *server) brokerGone(hw *hookWriter) {
+	s.mu.Lock()
+	s.closing = true
+	var written []<-chan struct{}
+	for _, sess := range s.sessions {
+		if w := sess.abort(errBrokerExited); w != nil {
+			written = append(written, hw.watch(brokerGoneMarker(sess.id)))
+		}
+	}
+	s.mu.Unlock()
+	tm := time.NewTimer(closeTimeout)
+	defer tm.Stop()
+	for _, w := range written {
+		select {
+		case <-w:
+		case <-tm.C:
+			return
+		}
+	}
+}
+
+// shutdown ends every turn and, when the broker is still there, closes every broker session (which kills its
+// commands).
+func (s *server) shutdown(closeBroker bool) {
+	s.mu.Lock()
+	s.closing = true
+	sessions := make([]*session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		sessions = append(sessions, sess)
+	}
+	s.sessions = map[string]*session{}
+	s.mu.Unlock()
+	for _, sess := range sessions {
+		sess.abort(errShutdown)
+	}
+	if closeBroker {
+		ctx, cancel := context.WithTimeout(s.base, closeTimeout)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, sess := range sessions {
+			wg.Go(func() {
+				if _, err := s.opts.Broker.CloseSession(ctx, &execv1.CloseSessionRequest{SessionId: sess.id}); err != nil {
+					s.opts.Log.Warn("close the broker session", "session", sess.id, "err", err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	done := make(chan struct{})
+	go func() { s.prompts.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeTimeout):
+		s.opts.Log.Warn("prompts still running at shutdown")
+	}
+	for _, sess := range sessions {
+		sess.closeRecords()
+	}
+}
+
+// Initialize answers exactly as the spec: protocol 1, no session loading, embedded context, no editor MCP servers,
+// and Terminal Auth when the editor can run it.
+func (s *server) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
+	caps := p.ClientCapabilities
+	terminal := caps.Auth.Terminal || caps.Meta["terminal-auth"] == true
+	methods := []acp.AuthMethod{}
+	if terminal && runtime.GOOS != "windows" {
+		methods = append(methods, acp.AuthMethod{Terminal: &acp.AuthMethodTerminalInline{
+			Type:        "terminal",
+			Id:          "garuda-setup",
+			Name:        "Set up Garuda",
+			Description: acp.Ptr("Choose a model and enter its API key."),
+			Args:        []string{"setup"},
+		}})
+	}
+	return acp.InitializeResponse{
+		ProtocolVersion: acp.ProtocolVersion(1),
+		AgentInfo:       &acp.Implementation{Name: "garuda", Title: acp.Ptr("Garuda"), Version: s.opts.Version},
+		AgentCapabilities: acp.AgentCapabilities{
+			LoadSession:        false,
+			PromptCapabilities: acp.PromptCapabilities{Image: false, Audio: false, EmbeddedContext: true},
+			McpCapabilities:    acp.McpCapabilities{Http: false, Sse: false},
+		},
+		AuthMethods: methods,
+	}, nil
+}
+
+// Authenticate answers {}: the one method is a terminal method, which editors run themselves.
+func (s *server) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, nil
+}
+
+// Cancel aborts the session's running turn.
+func (s *server) Cancel(ctx context.Context, p acp.CancelNotification) error {
+	sess, err := s.lookup(p.SessionId)
+	if err != nil {
+		return nil // a cancel for a session that is gone has nothing to stop
+	}
+	sess.abort(errCancelled)
+	return nil
+}
+
+// SetSessionMode changes the mode from the next turn on.
+func (s *server) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	sess, err := s.lookup(p.SessionId)
+	if err != nil {
+		return acp.SetSessionModeResponse{}, err
+	}
+	if err := sess.setMode(ctx, string(p.ModeId)); err != nil {
+		return acp.SetSessionModeResponse{}, err
+	}
+	return acp.SetSessionModeResponse{}, nil
+}
+
+// The methods below are not offered in this version.
+
+func (s *server) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
+}
+
+func (s *server) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	return acp.ListSessionsResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionList)
+}
+
+func (s *server) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
+}
+
+func (s *server) SetSessionConfigOption(ctx context.Context, p acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
+}
+
+// brokerGoneMarker is a piece of the JSON of a prompt's error response when the broker is gone, unique per session.
+func brokerGoneMarker(sessionID string) string {
+	return fmt.Sprintf(`"reason":"broker_exited","sessionId":%q`, sessionID)
+}
+
+// providerKeyNames lists the provider key variables Garuda knows; any other *_API_KEY of the environment is added.
+var providerKeyNames = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
+
+// envKeys names the provider key variables that are set (names only: the values never leave the front end).
+func envKeys(getenv func(string) string) []string {
+	names := append([]string(nil), providerKeyNames...)
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasSuffix(name, "_API_KEY") && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	var set []string
+	for _, n := range names {
+		if getenv(n) != "" {
+			set = append(set, n)
+		}
+	}
+	return set
+}

@@ -1,0 +1,365 @@
+package acpagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/garuda-dev/garuda/frontend/agent"
+	"github.com/garuda-dev/garuda/frontend/tools"
+	"github.com/garuda-dev/garuda/frontend/visible"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// Causes of a turn's end other than the model's.
+var (
+	errCancelled    = errors.New("the editor cancelled the turn")
+	errShutdown     = errors.New("the agent is shutting down")
+	errBrokerExited = ErrBrokerGone
+)
+
+// Mode ids, as the editor sees them.
+const (
+	modeBuild = "build"
+	modePlan  = "plan"
+)
+
+// modes is the session modes state of the spec.
+func modes(current string) *acp.SessionModeState {
+	return &acp.SessionModeState{
+		CurrentModeId: acp.SessionModeId(current),
+		AvailableModes: []acp.SessionMode{
+			{Id: modeBuild, Name: "Build", Description: acp.Ptr("Edits ask first; commands run in the sandbox.")},
+			{Id: modePlan, Name: "Plan", Description: acp.Ptr("Reads and plans. No edits; commands cannot write the project.")},
+		},
+	}
+}
+
+func brokerMode(m string) execv1.Mode {
+	if m == modePlan {
+		return execv1.Mode_MODE_PLAN
+	}
+	return execv1.Mode_MODE_BUILD
+}
+
+// authRequired is ACP's "auth required" (-32000) with Garuda's message, so the editor can offer its sign-in.
+func authRequired(msg string) *acp.RequestError {
+	return &acp.RequestError{Code: -32000, Message: "Authentication required: " + msg, Data: map[string]any{"message": msg}}
+}
+
+// requestError is a plain JSON-RPC error whose message is the failure's own.
+func requestError(msg string) *acp.RequestError {
+	return &acp.RequestError{Code: -32603, Message: msg, Data: map[string]any{"error": msg}}
+}
+
+// statusMessage is the message of a broker error, without gRPC's decoration.
+func statusMessage(err error) string {
+	if st, ok := status.FromError(err); ok && st != nil {
+		return st.Message()
+	}
+	return err.Error()
+}
+
+// NewSession reads the configuration afresh through the broker, opens a broker session on cwd and answers with the
+// modes; the / menu follows once the response is on the wire.
+func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	if p.Cwd == "" || !filepath.IsAbs(p.Cwd) {
+		return acp.NewSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd must be an absolute path to a folder, got %q", p.Cwd)})
+	}
+	b := s.opts.Broker
+	prep, err := b.Prepare(ctx, &execv1.PrepareRequest{Model: s.opts.Model, EnvKeys: envKeys(s.opts.Getenv)})
+	if err != nil {
+		return acp.NewSessionResponse{}, requestError("prepare the session: " + statusMessage(err))
+	}
+	if msg := prep.GetAuthRequired(); msg != "" {
+		return acp.NewSessionResponse{}, authRequired(msg)
+	}
+	ms := prep.GetReady()
+	if ms == nil {
+		return acp.NewSessionResponse{}, requestError("prepare the session: the broker gave no model settings")
+	}
+	key := ms.GetApiKey()
+	if env := ms.GetApiKeyEnv(); env != "" && s.opts.Getenv(env) != "" {
+		key = s.opts.Getenv(env)
+	}
+	client, err := s.opts.NewModel(ms, key)
+	if err != nil {
+		return acp.NewSessionResponse{}, requestError(fmt.Sprintf("set up the model %s: %v", ms.GetName(), err))
+	}
+	open, err := b.OpenSession(ctx, &execv1.OpenSessionRequest{Root: filepath.Clean(p.Cwd), Mode: execv1.Mode_MODE_BUILD})
+	if err != nil {
+		if status.Code(err) == codes.InvalidArgument {
+			return acp.NewSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": "cwd must be an absolute path to a folder: " + statusMessage(err)})
+		}
+		return acp.NewSessionResponse{}, requestError("open the session: " + statusMessage(err))
+	}
+	root := open.GetRoot()
+	if root == "" {
+		root = filepath.Clean(p.Cwd)
+	}
+	sess := &session{
+		srv:              s,
+		id:               open.GetSessionId(),
+		root:             root,
+		mode:             modeBuild,
+		instructions:     open.GetInstructions(),
+		instructionsFile: open.GetInstructionsFile(),
+		records:          make(chan record, 256),
+		recordsDone:      make(chan struct{}),
+	}
+	sess.notices = append(sess.notices, prep.GetNotices()...)
+	sess.notices = append(sess.notices, open.GetNotices()...)
+	if names := mcpNames(p.McpServers); len(names) > 0 {
+		sess.notices = append(sess.notices, fmt.Sprintf("the editor's MCP servers are not started in this version: %s. Garuda's own servers (~/.garuda/mcp.json) work as in the terminal.", strings.Join(names, ", ")))
+	}
+	sess.runner = &tools.Runner{Client: b, SessionID: sess.id, Approver: &approver{sess: sess}}
+	sess.ag = &agent.Session{
+		Model:           client,
+		Tools:           sess.runner,
+		System:          sess.systemPrompt,
+		ContextWindow:   int(ms.GetContextWindow()),
+		MaxOutputTokens: int(ms.GetMaxOutputTokens()),
+		Record:          sess.record,
+	}
+	go sess.writeRecords()
+
+	commands := open.GetCommands()
+	if lc, err := b.ListCommands(ctx, &execv1.ListCommandsRequest{SessionId: sess.id}); err == nil {
+		commands = lc.GetCommands()
+		sess.notices = append(sess.notices, lc.GetNotices()...)
+	} else if status.Code(err) != codes.Unimplemented {
+		s.opts.Log.Warn("list the commands", "session", sess.id, "err", err)
+	}
+
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		go b.CloseSession(context.WithoutCancel(ctx), &execv1.CloseSessionRequest{SessionId: sess.id})
+		return acp.NewSessionResponse{}, requestError("the agent is shutting down")
+	}
+	s.sessions[sess.id] = sess
+	s.mu.Unlock()
+
+	// The update must not overtake the response: it is sent once the response (the only message naming this new
+	// session so far) is written.
+	onWire := s.out.watch(fmt.Sprintf(`"sessionId":%q`, sess.id))
+	go func() {
+		select {
+		case <-onWire:
+		case <-s.conn.Done():
+			return
+		}
+		sess.update(s.base, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: availableCommands(commands)}})
+	}()
+	return acp.NewSessionResponse{SessionId: acp.SessionId(sess.id), Modes: modes(modeBuild)}, nil
+}
+
+func availableCommands(cmds []*execv1.CommandInfo) []acp.AvailableCommand {
+	out := []acp.AvailableCommand{}
+	for _, c := range cmds {
+		ac := acp.AvailableCommand{Name: visible.OneLine(c.GetName()), Description: visible.OneLine(c.GetDescription())}
+		if h := c.GetArgumentHint(); h != "" {
+			ac.Input = &acp.AvailableCommandInput{Unstructured: &acp.UnstructuredCommandInput{Hint: visible.OneLine(h)}}
+		}
+		out = append(out, ac)
+	}
+	return out
+}
+
+func mcpNames(servers []acp.McpServer) []string {
+	var names []string
+	for _, m := range servers {
+		switch {
+		case m.Stdio != nil:
+			names = append(names, m.Stdio.Name)
+		case m.Http != nil:
+			names = append(names, m.Http.Name)
+		case m.Sse != nil:
+			names = append(names, m.Sse.Name)
+		case m.Acp != nil:
+			names = append(names, m.Acp.Name)
+		}
+	}
+	for i, n := range names {
+		names[i] = visible.OneLine(n)
+	}
+	return names
+}
+
+// session is one ACP session: one broker session and one conversation.
+type session struct {
+	srv              *server
+	id               string
+	root             string
+	instructions     string
+	instructionsFile string
+	runner           *tools.Runner
+	ag               *agent.Session
+
+	mu          sync.Mutex
+	turn        *turn // the running turn, nil between turns
+	mode        string
+	pendingMode string   // a mode set during a turn, applied when it ends
+	turnMode    string   // the mode of the running turn, for its system prompt
+	notices     []string // lines that wait for the first prompt
+	open        []openCall
+	questions   int
+
+	recMu       sync.Mutex
+	recClosed   bool
+	records     chan record
+	recordsDone chan struct{}
+	recordsOnce sync.Once
+}
+
+// openCall is a tool call the editor shows as not ended.
+type openCall struct{ id, title string }
+
+func (s *session) systemPrompt() string {
+	s.mu.Lock()
+	mode := s.turnMode
+	s.mu.Unlock()
+	if mode == "" {
+		mode = modeBuild
+	}
+	return agent.SystemPrompt(agent.PromptInfo{
+		Root:             s.root,
+		Mode:             mode,
+		Date:             time.Now().Format("2006-01-02"),
+		Tools:            s.runner.Specs(),
+		Instructions:     s.instructions,
+		InstructionsFile: s.instructionsFile,
+	})
+}
+
+// update sends one session/update. ctx must outlive a cancel: the final updates of a cancelled turn go out too.
+func (s *session) update(ctx context.Context, u acp.SessionUpdate) {
+	if err := s.srv.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: acp.SessionId(s.id), Update: u}); err != nil {
+		s.srv.opts.Log.Debug("send a session update", "session", s.id, "err", err)
+	}
+}
+
+// message sends an agent_message_chunk.
+func (s *session) message(ctx context.Context, text string) {
+	s.update(ctx, acp.UpdateAgentMessageText(text))
+}
+
+// notice sends a line from Garuda, on a line of its own.
+func (s *session) notice(ctx context.Context, line string) {
+	line = visible.Visible(line)
+	if !strings.HasPrefix(line, "Garuda:") {
+		line = "Garuda: " + line
+	}
+	s.message(ctx, "\n"+line+"\n")
+}
+
+// abort ends the running turn with cause; it returns the turn or nil when none runs.
+func (s *session) abort(cause error) *turn {
+	s.mu.Lock()
+	t := s.turn
+	s.mu.Unlock()
+	if t != nil {
+		t.cancel(cause)
+	}
+	return t
+}
+
+// setMode changes the mode: at once when no turn runs, else when the running turn ends.
+func (s *session) setMode(ctx context.Context, mode string) error {
+	if mode != modeBuild && mode != modePlan {
+		return acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown mode %q (build or plan)", mode)})
+	}
+	s.mu.Lock()
+	if s.turn != nil {
+		s.pendingMode = mode
+		s.mu.Unlock()
+		s.record("mode", mode)
+		return nil
+	}
+	s.mu.Unlock()
+	if _, err := s.srv.opts.Broker.SetMode(ctx, &execv1.SetModeRequest{SessionId: s.id, Mode: brokerMode(mode)}); err != nil {
+		return requestError("set the mode: " + statusMessage(err))
+	}
+	s.mu.Lock()
+	s.mode = mode
+	s.mu.Unlock()
+	s.record("mode", mode)
+	return nil
+}
+
+// applyPendingMode gives the broker a mode set during the turn that just ended.
+func (s *session) applyPendingMode(ctx context.Context) {
+	s.mu.Lock()
+	mode := s.pendingMode
+	s.pendingMode = ""
+	s.mu.Unlock()
+	if mode == "" {
+		return
+	}
+	if _, err := s.srv.opts.Broker.SetMode(ctx, &execv1.SetModeRequest{SessionId: s.id, Mode: brokerMode(mode)}); err != nil {
+		s.srv.opts.Log.Warn("set the mode after the turn", "session", s.id, "err", err)
+		return
+	}
+	s.mu.Lock()
+	s.mode = mode
+	s.mu.Unlock()
+}
+
+// record is one entry of the session file, written by the broker.
+type record struct {
+	kind string
+	data []byte
+}
+
+// record queues an entry of the session file; entries are written in order, off the turn's path.
+func (s *session) record(kind string, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		s.srv.opts.Log.Warn("encode a session record", "kind", kind, "err", err)
+		return
+	}
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	if s.recClosed {
+		return // a record after the session closed is dropped
+	}
+	select {
+	case s.records <- record{kind: kind, data: data}:
+	default:
+		s.srv.opts.Log.Warn("session records are behind; one dropped", "session", s.id, "kind", kind)
+	}
+}
+
+func (s *session) writeRecords() {
+	defer close(s.recordsDone)
+	for r := range s.records {
+		ctx, cancel := context.WithTimeout(s.srv.base, 5*time.Second)
+		_, err := s.srv.opts.Broker.Record(ctx, &execv1.RecordRequest{SessionId: s.id, Kind: r.kind, Data: r.data})
+		cancel()
+		if err != nil && status.Code(err) != codes.Unimplemented {
+			s.srv.opts.Log.Debug("record", "session", s.id, "kind", r.kind, "err", err)
+		}
+	}
+}
+
+func (s *session) closeRecords() {
+	s.recordsOnce.Do(func() {
+		s.recMu.Lock()
+		s.recClosed = true
+		close(s.records)
+		s.recMu.Unlock()
+		select {
+		case <-s.recordsDone:
+		case <-time.After(closeTimeout):
+		}
+	})
+}

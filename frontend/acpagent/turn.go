@@ -1,0 +1,313 @@
+package acpagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/garuda-dev/garuda/frontend/agent"
+	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/frontend/tools"
+	"github.com/garuda-dev/garuda/frontend/visible"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// Prompt runs one turn of a session.
+func (s *server) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	sess, err := s.lookup(p.SessionId)
+	if err != nil {
+		return acp.PromptResponse{}, err
+	}
+	s.prompts.Add(1)
+	defer s.prompts.Done()
+	return sess.prompt(p.Prompt)
+}
+
+// stopReasons maps the agent's stops to ACP's.
+var stopReasons = map[agent.Stop]acp.StopReason{
+	agent.StopDone:          acp.StopReasonEndTurn,
+	agent.StopMaxTokens:     acp.StopReasonMaxTokens,
+	agent.StopRefusal:       acp.StopReasonRefusal,
+	agent.StopMaxSteps:      acp.StopReasonMaxTurnRequests,
+	agent.StopTokenBudget:   acp.StopReasonMaxTurnRequests,
+	agent.StopRepeatedCalls: acp.StopReasonMaxTurnRequests,
+	agent.StopCancelled:     acp.StopReasonCancelled,
+}
+
+// prompt runs a turn. Its context is its own, not the request's: the SDK cancels a prompt's context when a second
+// prompt of the session arrives, and that second prompt must fail, not stop the first.
+func (s *session) prompt(blocks []acp.ContentBlock) (acp.PromptResponse, error) {
+	tctx, cancel := context.WithCancelCause(s.srv.base)
+	t := &turn{s: s, ctx: tctx, cancel: cancel, calls: map[string]*callState{}}
+	s.mu.Lock()
+	if s.turn != nil {
+		s.mu.Unlock()
+		cancel(nil)
+		return acp.PromptResponse{}, requestError("a prompt is already running in this session; wait for it to end or cancel it")
+	}
+	s.turn = t
+	s.turnMode = s.mode
+	notices := s.notices
+	s.notices = nil
+	s.mu.Unlock()
+	stopWatch := context.AfterFunc(tctx, t.markStop)
+	defer func() {
+		stopWatch()
+		cancel(nil)
+		s.mu.Lock()
+		s.turn = nil
+		s.mu.Unlock()
+		s.applyPendingMode(s.srv.base)
+	}()
+	// Updates use a context that a cancel does not end: the final lines of a cancelled turn must go out.
+	uctx := s.srv.base
+
+	for _, n := range notices {
+		s.notice(uctx, n)
+	}
+	text, mentions := promptText(blocks, s.root)
+
+	if name, ok := commandName(text); ok {
+		res, err := s.runner.Call(tctx, &execv1.Start{Op: &execv1.Start_ResolveCommand{ResolveCommand: &execv1.ResolveCommand{Text: text}}}, nil)
+		switch {
+		case err != nil && tctx.Err() != nil:
+			return t.end(uctx, agent.StopCancelled, nil)
+		case err != nil:
+			s.record("prompt", text)
+			s.notice(uctx, fmt.Sprintf("/%s could not be resolved: %v", name, err))
+			return t.end(uctx, agent.StopDone, nil)
+		}
+		r := res.GetResolved()
+		switch r.GetKind() {
+		case execv1.Resolved_KIND_MESSAGE:
+			// Built-in chat commands and unknown names never reach the model.
+			s.record("prompt", text)
+			s.notice(uctx, r.GetMessage())
+			s.record("stop", agent.StopDone)
+			return t.end(uctx, agent.StopDone, nil)
+		case execv1.Resolved_KIND_PROMPT:
+			text = r.GetPrompt()
+		}
+	}
+
+	full := text
+	for _, m := range mentions {
+		res, err := s.runner.Call(tctx, &execv1.Start{Op: &execv1.Start_AttachMention{AttachMention: &execv1.AttachMention{Path: m.rel}}}, nil)
+		if tctx.Err() != nil {
+			return t.end(uctx, agent.StopCancelled, nil)
+		}
+		switch {
+		case err != nil:
+			s.notice(uctx, fmt.Sprintf("@%s was not attached: %v", m.rel, err))
+		case res.GetStatus() != execv1.Status_STATUS_COMPLETED:
+			reason := res.GetContent()
+			if reason == "" {
+				reason = strings.ToLower(strings.TrimPrefix(res.GetStatus().String(), "STATUS_"))
+			}
+			s.notice(uctx, fmt.Sprintf("@%s was not attached: %s", m.rel, reason))
+		default:
+			full += fmt.Sprintf("\n\nContents of @%s:\n%s", m.rel, res.GetContent())
+			for _, n := range res.GetNotices() {
+				s.notice(uctx, n)
+			}
+		}
+	}
+
+	s.record("prompt", full)
+	stop, err := s.ag.RunTurn(tctx, full, t.emit)
+	return t.end(uctx, stop, err)
+}
+
+// end closes the turn: every tool call still open ends failed, a cancel names what it stopped, and the stop or the
+// error becomes the response.
+func (t *turn) end(uctx context.Context, stop agent.Stop, err error) (acp.PromptResponse, error) {
+	s := t.s
+	t.mu.Lock()
+	t.closed = true
+	stopped := t.stopped || stop == agent.StopCancelled
+	for _, id := range t.order {
+		c := t.calls[id]
+		if c.ended {
+			continue
+		}
+		c.ended = true
+		t.updateCall(uctx, id, acp.ToolCallStatusFailed, "Cancelled.")
+		if !stopped {
+			continue
+		}
+		if !slices.Contains(t.atStop, id) {
+			t.atStop = append(t.atStop, id)
+		}
+	}
+	var lines []string
+	if stopped {
+		for _, id := range t.atStop {
+			lines = append(lines, fmt.Sprintf("Garuda: %s cancelled.", t.calls[id].title))
+		}
+		if len(lines) == 0 {
+			lines = append(lines, "Garuda: the turn was cancelled.")
+		}
+	}
+	t.mu.Unlock()
+
+	cause := context.Cause(t.ctx)
+	if errors.Is(cause, errBrokerExited) {
+		s.record("stop", "error")
+		return acp.PromptResponse{}, &acp.RequestError{Code: -32603, Message: ErrBrokerGone.Error(),
+			Data: map[string]any{"reason": "broker_exited", "sessionId": s.id}}
+	}
+	if err != nil && !stopped {
+		s.record("stop", "error")
+		if errors.Is(err, model.ErrAuth) {
+			return acp.PromptResponse{}, authRequired(err.Error() + ". Check the key, or run garuda setup.")
+		}
+		return acp.PromptResponse{}, requestError(err.Error())
+	}
+	if stopped {
+		for _, l := range lines {
+			s.message(uctx, "\n"+l+"\n")
+		}
+		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+	}
+	reason, ok := stopReasons[stop]
+	if !ok {
+		reason = acp.StopReasonEndTurn
+	}
+	return acp.PromptResponse{StopReason: reason}, nil
+}
+
+// turn maps one turn's agent events to session/updates and knows its tool calls.
+type turn struct {
+	s      *session
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	calls   map[string]*callState
+	order   []string
+	stopped bool     // the editor's stop (or a shutdown) came
+	atStop  []string // the calls open when it came
+	closed  bool     // the response is decided: later events are dropped
+}
+
+type callState struct {
+	title string
+	ended bool
+}
+
+// markStop notes the calls running when the turn was stopped: they end failed, whatever their result.
+func (t *turn) markStop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	t.stopped = true
+	for _, id := range t.order {
+		if !t.calls[id].ended {
+			t.atStop = append(t.atStop, id)
+		}
+	}
+}
+
+// updateCall sends a tool_call_update with a status and a text content; t.mu is held.
+func (t *turn) updateCall(ctx context.Context, id string, st acp.ToolCallStatus, text string, locs ...acp.ToolCallLocation) {
+	u := &acp.SessionToolCallUpdate{ToolCallId: acp.ToolCallId(id), Status: acp.Ptr(st), Locations: locs}
+	if text != "" {
+		u.Content = []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(visible.Visible(text)))}
+	}
+	t.s.update(ctx, acp.SessionUpdate{ToolCallUpdate: u})
+}
+
+// emit turns one agent event into session/updates, as the spec's table says.
+func (t *turn) emit(e agent.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return // a late event of a turn that has answered
+	}
+	s, uctx := t.s, t.s.srv.base
+	switch e.Type {
+	case agent.EventTextDelta:
+		s.message(uctx, visible.Visible(e.Text))
+	case agent.EventThinkingDelta:
+		s.update(uctx, acp.UpdateAgentThoughtText(visible.Visible(e.Text)))
+	case agent.EventToolCall:
+		c := e.Call
+		title, kind := toolTitle(c.Name, c.Input)
+		if _, dup := t.calls[c.ID]; !dup {
+			t.order = append(t.order, c.ID)
+		}
+		t.calls[c.ID] = &callState{title: title}
+		s.update(uctx, acp.SessionUpdate{ToolCall: &acp.SessionUpdateToolCall{
+			ToolCallId: acp.ToolCallId(c.ID),
+			Title:      title,
+			Kind:       kind,
+			Status:     acp.ToolCallStatusPending,
+			Locations:  toolLocations(c.Name, c.Input, s.root),
+			RawInput:   visibleJSON(c.Input),
+		}})
+		s.record("tool_call", map[string]any{"id": c.ID, "name": c.Name, "input": c.Input, "title": title})
+	case agent.EventToolProgress:
+		if c := t.calls[e.Call.ID]; c != nil && !c.ended && e.Text != "" {
+			t.updateCall(uctx, e.Call.ID, acp.ToolCallStatusInProgress, e.Text)
+		}
+	case agent.EventToolResult:
+		c := t.calls[e.Call.ID]
+		if c == nil || c.ended {
+			return
+		}
+		c.ended = true
+		r := e.Result
+		st := acp.ToolCallStatusFailed
+		// A call that ends after the stop is failed even when its command returned a result.
+		if r.Status == agent.StatusCompleted && !(t.stopped && slices.Contains(t.atStop, e.Call.ID)) {
+			st = acp.ToolCallStatusCompleted
+		}
+		text := r.Content
+		if text == "" && st == acp.ToolCallStatusFailed {
+			text = "Cancelled."
+			if r.Status == agent.StatusDenied {
+				text = "Denied."
+			}
+		}
+		t.updateCall(uctx, e.Call.ID, st, text, resultLocations(r.Locations, s.root)...)
+		s.record("tool_result", map[string]any{"id": e.Call.ID, "status": r.Status, "content": r.Content})
+	case agent.EventNotice, agent.EventCompaction, agent.EventModelRetry:
+		s.notice(uctx, e.Text)
+	case agent.EventStepEnd:
+	}
+}
+
+// visibleJSON is a tool input for the editor, with every string made visible.
+func visibleJSON(raw json.RawMessage) any {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return visible.Visible(string(raw))
+	}
+	var walk func(any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			return visible.Visible(x)
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+		case map[string]any:
+			for k, e := range x {
+				x[k] = walk(e)
+			}
+		}
+		return v
+	}
+	return walk(v)
+}
+
+var _ tools.Approver = (*approver)(nil)

@@ -1,0 +1,432 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/garuda-dev/garuda/frontend/model"
+)
+
+// EventType names what an Event reports. The ACP layer maps each to a session/update.
+type EventType string
+
+const (
+	EventTextDelta     EventType = "text_delta"
+	EventThinkingDelta EventType = "thinking_delta"
+	EventToolCall      EventType = "tool_call"     // Call is set; the call is about to run
+	EventToolResult    EventType = "tool_result"   // Call and Result are set
+	EventToolProgress  EventType = "tool_progress" // Call is set; Text is one progress line
+	EventNotice        EventType = "notice"        // Text is a line for the user, starting with "Garuda:"
+	EventCompaction    EventType = "compaction"    // Text is a line for the user, starting with "Garuda:"
+	EventModelRetry    EventType = "model_retry"   // Text is a line for the user, starting with "Garuda:"
+	EventStepEnd       EventType = "step_end"
+)
+
+// Event is one thing that happened during a turn.
+type Event struct {
+	Type   EventType
+	Text   string
+	Call   *ToolCall
+	Result *ToolResult
+}
+
+// ToolCall is one tool use asked for by the model.
+type ToolCall struct {
+	ID    string
+	Name  string
+	Input json.RawMessage
+}
+
+// Status is how a tool call ended.
+type Status string
+
+const (
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+	StatusDenied    Status = "denied"
+	StatusCancelled Status = "cancelled"
+)
+
+// Location is a place in a file that a tool call touched.
+type Location struct {
+	Path string
+	Line int
+}
+
+// ToolResult is the outcome of one tool call. Content is the text the model receives; for a denied or failed call
+// it is the reason.
+type ToolResult struct {
+	CallID    string
+	Status    Status
+	Content   string
+	Locations []Location
+}
+
+// Tools runs tool calls; in Garuda it is the broker, reached over gRPC.
+type Tools interface {
+	// Specs returns the tools offered to the model.
+	Specs() []model.ToolSpec
+	// ReadOnly reports whether calls of the tool may run in parallel with each other within one step.
+	ReadOnly(name string) bool
+	// Run runs one call. It must return soon after ctx is cancelled; progress may be called from any goroutine
+	// until Run returns.
+	Run(ctx context.Context, call ToolCall, progress func(line string)) ToolResult
+}
+
+// Stop is why a turn ended.
+type Stop string
+
+const (
+	StopDone          Stop = "done"
+	StopMaxTokens     Stop = "max_tokens"
+	StopRefusal       Stop = "refusal"
+	StopMaxSteps      Stop = "max_steps"
+	StopTokenBudget   Stop = "token_budget"
+	StopRepeatedCalls Stop = "repeated_calls"
+	StopCancelled     Stop = "cancelled"
+)
+
+// Limits bound one turn. A zero field takes its default.
+type Limits struct {
+	MaxSteps     int           // model requests per turn; default 50
+	MaxTokens    int           // input plus output tokens per turn, summed over its requests; default 2,000,000
+	RepeatWarn   int           // the same call this many times in the window: the model is warned; default 3
+	RepeatStop   int           // ... this many times: the turn stops; default 5
+	RepeatWindow int           // the window, in steps; default 10
+	Retries      int           // retries of a broken model stream; default 4
+	RetryBase    time.Duration // first retry delay, doubled each time (with jitter, at most 30 s); default 1 s
+}
+
+// Defaults of Limits.
+const (
+	DefaultMaxSteps     = 50
+	DefaultMaxTokens    = 2_000_000
+	DefaultRepeatWarn   = 3
+	DefaultRepeatStop   = 5
+	DefaultRepeatWindow = 10
+	DefaultRetries      = 4
+	DefaultRetryBase    = time.Second
+	// DefaultMaxOutputTokens is the output limit of a request when Session.MaxOutputTokens is zero.
+	DefaultMaxOutputTokens = 8192
+
+	maxRetryDelay = 30 * time.Second
+)
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxSteps, DefaultMaxSteps)
+	def(&l.MaxTokens, DefaultMaxTokens)
+	def(&l.RepeatWarn, DefaultRepeatWarn)
+	def(&l.RepeatStop, DefaultRepeatStop)
+	def(&l.RepeatWindow, DefaultRepeatWindow)
+	def(&l.Retries, DefaultRetries)
+	if l.RetryBase <= 0 {
+		l.RetryBase = DefaultRetryBase
+	}
+	return l
+}
+
+// Session is the conversation of one ACP session. RunTurn is not safe for concurrent use: one turn at a time.
+type Session struct {
+	Model  model.Client
+	Tools  Tools
+	System func() string // the system prompt, asked for before every request (the mode may change between turns)
+	Limits Limits
+	// ContextWindow is the model's context in tokens; zero turns off compaction by estimate.
+	ContextWindow   int
+	MaxOutputTokens int // per request; default DefaultMaxOutputTokens
+	ThinkingBudget  int // passed in every request of a turn (not in summary requests); zero: no extended thinking
+	// History is the conversation. Between turns every tool_use is followed by its tool_result.
+	History []model.Message
+	// Record, if set, receives what a session file keeps: ("message", model.Message) for every message added to
+	// History, ("compaction", Compaction), ("stop", Stop).
+	Record func(kind string, v any)
+
+	// The usage of the last response covers History[:usageMark]; the estimate adds only what came after.
+	usage     model.Usage
+	usageMark int
+}
+
+// Compaction is what Record receives when older turns were summarised.
+type Compaction struct {
+	Summary          string
+	MessagesBefore   int
+	MessagesAfter    int
+	TokensBefore     int // estimated
+	TokensAfter      int // estimated
+	DroppedToolBytes int // bytes of tool output left out of the summary request
+}
+
+// settleDelay is how long a cancelled turn waits for a running tool call to report before it ends the call itself
+// (more than the broker's 2 s kill grace). A variable so that tests of a stuck tool need not wait.
+var settleDelay = 3 * time.Second
+
+// turn is the state of one RunTurn.
+type turn struct {
+	s       *Session
+	lim     Limits
+	mu      sync.Mutex // serialises emit: progress of parallel calls arrives on several goroutines
+	emitFn  func(Event)
+	tokens  int
+	repeats *repeats
+}
+
+func (t *turn) emit(e Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.emitFn(e)
+}
+
+func (t *turn) notice(format string, args ...any) {
+	t.emit(Event{Type: EventNotice, Text: "Garuda: " + fmt.Sprintf(format, args...)})
+}
+
+func (s *Session) record(kind string, v any) {
+	if s.Record != nil {
+		s.Record(kind, v)
+	}
+}
+
+func (s *Session) appendMessage(m model.Message) {
+	s.History = append(s.History, m)
+	s.record("message", m)
+}
+
+// RunTurn runs one prompt of the user to its end. emit receives the events, from one goroutine at a time. A cancelled
+// ctx ends the turn with StopCancelled and a nil error; any other failure (the model refused the key, a stream error
+// that cannot be retried, retries used up) is returned as an error, wrapping *model.StreamError, model.ErrAuth or
+// model.ErrContextTooLong where one is the cause. Whatever the outcome, History stays valid for the next turn.
+func (s *Session) RunTurn(ctx context.Context, prompt string, emit func(Event)) (Stop, error) {
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	t := &turn{s: s, lim: s.Limits.withDefaults(), emitFn: emit}
+	t.repeats = newRepeats(t.lim)
+	stop, err := t.run(ctx, prompt)
+	if err == nil {
+		s.record("stop", stop)
+	}
+	return stop, err
+}
+
+func (t *turn) run(ctx context.Context, prompt string) (Stop, error) {
+	s := t.s
+	s.appendMessage(model.Message{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: prompt}}})
+	for step := 1; ; step++ {
+		if ctx.Err() != nil {
+			return StopCancelled, nil
+		}
+		if step > t.lim.MaxSteps {
+			t.notice("the turn stopped after %d model steps, the limit per turn. Send a message to go on.", t.lim.MaxSteps)
+			return StopMaxSteps, nil
+		}
+		if t.tokens >= t.lim.MaxTokens {
+			t.notice("the turn stopped after using %d tokens, the limit per turn is %d. Send a message to go on.", t.tokens, t.lim.MaxTokens)
+			return StopTokenBudget, nil
+		}
+		resp, err := t.modelStep(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return StopCancelled, nil
+			}
+			return "", fmt.Errorf("model step %d: %w", step, err)
+		}
+		t.tokens += resp.Usage.Total()
+		msg := resp.Message
+		msg.Role = model.RoleAssistant
+		calls := toolCalls(msg)
+		if len(msg.Content) > 0 {
+			s.appendMessage(msg)
+			s.usage, s.usageMark = resp.Usage, len(s.History)
+		}
+		switch resp.StopReason {
+		case model.StopMaxTokens, model.StopRefusal:
+			// A cut-off or refused answer is not acted on; its calls get results so History stays valid.
+			reason := "Not run: the answer reached the output token limit."
+			stop := StopMaxTokens
+			if resp.StopReason == model.StopRefusal {
+				reason, stop = "Not run: the model refused.", StopRefusal
+			}
+			for i := range calls {
+				t.emit(Event{Type: EventToolCall, Call: &calls[i]})
+			}
+			t.closeUnrun(calls, nil, StatusFailed, reason)
+			t.emit(Event{Type: EventStepEnd})
+			return stop, nil
+		}
+		if len(calls) == 0 {
+			t.emit(Event{Type: EventStepEnd})
+			return StopDone, nil
+		}
+		repeated := t.runTools(ctx, calls)
+		t.emit(Event{Type: EventStepEnd})
+		if ctx.Err() != nil {
+			return StopCancelled, nil
+		}
+		if repeated != "" {
+			t.notice("the turn stopped: the model called %s with the same input %d times in its last %d steps.", repeated, t.lim.RepeatStop, t.lim.RepeatWindow)
+			return StopRepeatedCalls, nil
+		}
+	}
+}
+
+// toolCalls lists the tool_use blocks of an assistant message, in order.
+func toolCalls(m model.Message) []ToolCall {
+	var calls []ToolCall
+	for _, b := range m.Content {
+		if b.Type != model.BlockToolUse {
+			continue
+		}
+		in := b.Input
+		if len(in) == 0 {
+			in = json.RawMessage("{}")
+		}
+		calls = append(calls, ToolCall{ID: b.ToolUseID, Name: b.Name, Input: in})
+	}
+	return calls
+}
+
+// modelStep sends the next request, compacting the history first when it would pass 85% of the context window,
+// or after the provider said the context is too long.
+func (t *turn) modelStep(ctx context.Context) (*model.Response, error) {
+	s := t.s
+	compactions := 0
+	if s.ContextWindow > 0 && s.estimate(s.buildRequest()) > s.ContextWindow*85/100 {
+		done, err := t.compact(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			compactions++
+		}
+	}
+	h := deltaHandler{t}
+	for {
+		resp, err := t.stream(ctx, s.buildRequest(), h)
+		if err != nil && errors.Is(err, model.ErrContextTooLong) && ctx.Err() == nil && compactions < 2 {
+			done, cerr := t.compact(ctx)
+			if cerr != nil {
+				return nil, cerr
+			}
+			if done {
+				compactions++
+				continue
+			}
+		}
+		return resp, err
+	}
+}
+
+type deltaHandler struct{ t *turn }
+
+func (h deltaHandler) Delta(kind model.DeltaKind, text string) {
+	typ := EventTextDelta
+	if kind == model.DeltaThinking {
+		typ = EventThinkingDelta
+	}
+	h.t.emit(Event{Type: typ, Text: text})
+}
+
+type discardHandler struct{}
+
+func (discardHandler) Delta(model.DeltaKind, string) {}
+
+// stream sends one request, retrying a retryable stream failure with backoff.
+func (t *turn) stream(ctx context.Context, req model.Request, h model.Handler) (*model.Response, error) {
+	attempts := t.lim.Retries + 1
+	for attempt := 1; ; attempt++ {
+		resp, err := t.s.Model.Stream(ctx, req, h)
+		if err == nil && resp == nil {
+			err = errors.New("the model client returned no response and no error")
+		}
+		if err == nil {
+			return resp, nil
+		}
+		var se *model.StreamError
+		if ctx.Err() != nil || !errors.As(err, &se) || !se.Retryable || attempt >= attempts {
+			if se != nil && se.Retryable && attempt >= attempts {
+				return nil, fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+			}
+			return nil, err
+		}
+		what := "the model did not answer"
+		if se.Started {
+			what = "the model's answer broke off"
+		}
+		t.emit(Event{Type: EventModelRetry, Text: fmt.Sprintf("Garuda: %s (%v); starting again (attempt %d of %d).", what, err, attempt+1, attempts)})
+		if !sleep(ctx, t.retryDelay(attempt)) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// retryDelay is RetryBase·2^(attempt-1), at most 30 s, with the upper half jittered.
+func (t *turn) retryDelay(attempt int) time.Duration {
+	d := t.lim.RetryBase
+	for i := 1; i < attempt && d < maxRetryDelay; i++ {
+		d *= 2
+	}
+	d = min(d, maxRetryDelay)
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// buildRequest makes the next model request from the session. Messages shares History's array, clipped so that
+// nothing the client appends can reach it.
+func (s *Session) buildRequest() model.Request {
+	req := model.Request{Messages: slices.Clip(s.History), MaxTokens: s.MaxOutputTokens, ThinkingBudget: s.ThinkingBudget}
+	if s.System != nil {
+		req.System = s.System()
+	}
+	if s.Tools != nil {
+		req.Tools = s.Tools.Specs()
+	}
+	if req.MaxTokens <= 0 {
+		req.MaxTokens = DefaultMaxOutputTokens
+	}
+	return req
+}
+
+// estimate guesses the input tokens of req: the last response's usage for what it covered, one token per 4 bytes
+// for the rest.
+func (s *Session) estimate(req model.Request) int {
+	if s.usageMark > 0 && s.usageMark <= len(req.Messages) {
+		return s.usage.Total() + messagesBytes(req.Messages[s.usageMark:])/4
+	}
+	n := len(req.System) + messagesBytes(req.Messages)
+	for _, ts := range req.Tools {
+		n += len(ts.Name) + len(ts.Description) + len(ts.InputSchema)
+	}
+	return n / 4
+}
+
+func messagesBytes(ms []model.Message) int {
+	n := 0
+	for _, m := range ms {
+		n += 8
+		for _, b := range m.Content {
+			n += 16 + len(b.Text) + len(b.Signature) + len(b.ToolUseID) + len(b.Name) + len(b.Input) + len(b.Data)
+		}
+	}
+	return n
+}

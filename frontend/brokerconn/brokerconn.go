@@ -1,0 +1,248 @@
+package brokerconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// ExecName is the broker's executable name.
+const ExecName = "garuda-exec"
+
+// Broker is a connection to the broker.
+type Broker struct {
+	Client execv1.ExecServiceClient
+	// Path is the broker executable that was started, or the socket that was reached.
+	Path string
+
+	conn *grpc.ClientConn
+	cmd  *exec.Cmd
+
+	once   sync.Once
+	done   chan struct{}
+	reason error
+	waited chan struct{}
+}
+
+// Done is closed when the broker is gone.
+func (b *Broker) Done() <-chan struct{} { return b.done }
+
+// Err says why the broker is gone.
+func (b *Broker) Err() error {
+	select {
+	case <-b.done:
+		return b.reason
+	default:
+		return nil
+	}
+}
+
+func (b *Broker) gone(err error) {
+	b.once.Do(func() {
+		b.reason = err
+		close(b.done)
+	})
+}
+
+// Options say which broker to use.
+type Options struct {
+	// Addr is "unix://PATH" of a broker that runs as its own service; empty starts garuda-exec.
+	Addr string
+	// Exec overrides where garuda-exec is found.
+	Exec string
+	// Stderr receives the broker's log.
+	Stderr io.Writer
+}
+
+// Find returns garuda-exec beside the running executable, else on PATH.
+func Find() (string, error) {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), ExecName)
+		if isExecutable(p) {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(ExecName)
+	if err != nil {
+		return "", fmt.Errorf("%s was not found beside garuda nor on PATH; install both binaries together (make install)", ExecName)
+	}
+	return p, nil
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// Connect starts or reaches the broker and checks that it answers.
+func Connect(ctx context.Context, o Options) (*Broker, error) {
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	b := &Broker{done: make(chan struct{}), waited: make(chan struct{})}
+	var conn net.Conn
+	if o.Addr != "" {
+		path, ok := strings.CutPrefix(o.Addr, "unix://")
+		if !ok || path == "" {
+			return nil, fmt.Errorf("--broker %q: give unix://PATH", o.Addr)
+		}
+		c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "unix", path)
+		if err != nil {
+			return nil, fmt.Errorf("--broker %s: cannot reach the broker (%v); is `garuda-exec serve --listen %s` running, and may this user use it?", o.Addr, unwrapSyscall(err), path)
+		}
+		conn, b.Path = c, path
+		close(b.waited)
+	} else {
+		c, err := b.start(o)
+		if err != nil {
+			return nil, err
+		}
+		conn = c
+	}
+	var used bool
+	cc, err := grpc.NewClient("passthrough:///garuda-exec",
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithIdleTimeout(0),
+		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) {
+			// There is one socket: a broker that broke it is gone, and is not dialled again.
+			if used {
+				return nil, errors.New("the broker's connection is closed")
+			}
+			used = true
+			return &watchConn{Conn: conn, gone: b.gone}, nil
+		}))
+	if err != nil {
+		conn.Close()
+		b.Close()
+		return nil, fmt.Errorf("connect to the broker: %w", err)
+	}
+	b.conn = cc
+	b.Client = execv1.NewExecServiceClient(cc)
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := b.Client.Hello(hctx, &execv1.HelloRequest{}, grpc.WaitForReady(true)); err != nil {
+		b.Close()
+		if b.reason != nil {
+			return nil, fmt.Errorf("the broker %s did not answer: %v", b.Path, b.reason)
+		}
+		return nil, fmt.Errorf("the broker %s did not answer (%v); if it runs as a service, check that it serves this user's uid (--allow-uid)", b.Path, err)
+	}
+	return b, nil
+}
+
+func unwrapSyscall(err error) error {
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	return err
+}
+
+// start runs garuda-exec with one end of a socketpair as its fd 3.
+func (b *Broker) start(o Options) (net.Conn, error) {
+	path := o.Exec
+	if path == "" {
+		p, err := Find()
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	} else if !isExecutable(path) {
+		return nil, fmt.Errorf("%s is missing or not executable; reinstall garuda (make install)", path)
+	}
+	b.Path = path
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socketpair: %w", err)
+	}
+	mine := os.NewFile(uintptr(fds[0]), "broker")
+	theirs := os.NewFile(uintptr(fds[1]), "frontend")
+	defer theirs.Close()
+	cmd := exec.Command(path, "child")
+	cmd.Env = brokerEnv(os.Environ())
+	cmd.ExtraFiles = []*os.File{theirs}
+	cmd.Stdin = nil
+	cmd.Stdout = o.Stderr // never the protocol stream
+	cmd.Stderr = o.Stderr
+	// The broker also learns of the front end's death by EOF on its socket; this is a second signal.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		mine.Close()
+		return nil, fmt.Errorf("start %s: %w", path, err)
+	}
+	b.cmd = cmd
+	go func() {
+		err := cmd.Wait()
+		if err == nil {
+			err = errors.New("it exited")
+		}
+		b.gone(fmt.Errorf("the broker (%s) exited unexpectedly: %v", filepath.Base(path), err))
+		close(b.waited)
+	}()
+	c, err := net.FileConn(mine)
+	mine.Close()
+	if err != nil {
+		cmd.Process.Kill()
+		return nil, fmt.Errorf("socketpair: %w", err)
+	}
+	return c, nil
+}
+
+// brokerEnv is the front end's environment less the provider keys: the broker reads its own configuration, and
+// keys that are never in its environment cannot leak from it.
+func brokerEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasSuffix(name, "_API_KEY") || strings.HasSuffix(name, "_AUTH_TOKEN") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// Close closes the connection; a broker this process started then ends every command and exits.
+func (b *Broker) Close() error {
+	if b.conn != nil {
+		b.conn.Close()
+	}
+	if b.cmd != nil {
+		select {
+		case <-b.waited:
+		case <-time.After(2 * time.Second):
+			b.cmd.Process.Kill()
+			<-b.waited
+		}
+	}
+	return nil
+}
+
+// watchConn reports the broker gone when its socket reads EOF or fails.
+type watchConn struct {
+	net.Conn
+	gone func(error)
+}
+
+func (c *watchConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		c.gone(fmt.Errorf("the broker closed its connection: %v", err))
+	}
+	return n, err
+}

@@ -1,0 +1,265 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// setup chooses a provider and a model and stores the key, through the broker. Exit 0 means done: editors run
+// `garuda acp setup` for Terminal Auth and read only the exit code.
+func setup(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("setup", flag.ContinueOnError)
+	provider := fs.String("provider", "", "provider name (anthropic, openai, or one from models.json)")
+	model := fs.String("model", "", "default model name")
+	keyStdin := fs.Bool("key-stdin", false, "read the API key from standard input (for scripts)")
+	addr := brokerFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	b, err := connect(ctx, *addr)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	opts, err := b.Client.SetupOptions(ctx, &execv1.SetupOptionsRequest{})
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	in := bufio.NewReader(os.Stdin)
+	tty := isTerminal(0)
+	if *provider == "" {
+		if !tty {
+			return errors.New("setup: give --provider (and --model, --key-stdin) when not on a terminal")
+		}
+		fmt.Fprintln(os.Stderr, "Providers:")
+		for i, p := range opts.Providers {
+			fmt.Fprintf(os.Stderr, "  %d. %s (key in %s)\n", i+1, p.Name, p.KeyEnv)
+		}
+		fmt.Fprint(os.Stderr, "Choose a provider [1]: ")
+		s, err := readLine(in)
+		if err != nil {
+			return fmt.Errorf("setup: %w", err)
+		}
+		i := 1
+		if s != "" {
+			if i, err = strconv.Atoi(s); err != nil || i < 1 || i > len(opts.Providers) {
+				return fmt.Errorf("setup: %q is not one of the choices", s)
+			}
+		}
+		*provider = opts.Providers[i-1].Name
+	}
+	var chosen *execv1.SetupProvider
+	for _, p := range opts.Providers {
+		if p.Name == *provider {
+			chosen = p
+		}
+	}
+	if chosen == nil {
+		return fmt.Errorf("setup: unknown provider %q", *provider)
+	}
+	if *model == "" {
+		if !tty || len(chosen.Models) == 0 {
+			return errors.New("setup: give --model")
+		}
+		fmt.Fprintf(os.Stderr, "Models: %s\nChoose a model [%s]: ", strings.Join(chosen.Models, ", "), chosen.Models[0])
+		s, err := readLine(in)
+		if err != nil {
+			return fmt.Errorf("setup: %w", err)
+		}
+		*model = chosen.Models[0]
+		if s != "" {
+			*model = s
+		}
+	}
+	var key string
+	if *keyStdin || !tty {
+		if key, err = readLine(in); err != nil {
+			return fmt.Errorf("setup: read the key from stdin: %w", err)
+		}
+	} else {
+		fmt.Fprintf(os.Stderr, "API key for %s (not shown): ", chosen.Name)
+		key, err = readSecret(in)
+		fmt.Fprintln(os.Stderr)
+		if err != nil {
+			return fmt.Errorf("setup: %w", err)
+		}
+	}
+	if key == "" {
+		return errors.New("setup: no key given")
+	}
+	res, err := b.Client.Setup(ctx, &execv1.SetupRequest{Provider: chosen.Name, Model: *model, ApiKey: key})
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "Saved the key in %s and the default model %s in %s.\n", res.CredentialsPath, *model, res.ModelsPath)
+	return nil
+}
+
+func isTerminal(fd int) bool {
+	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	return err == nil
+}
+
+// readSecret reads a line with the terminal's echo off.
+func readSecret(in *bufio.Reader) (string, error) {
+	old, err := unix.IoctlGetTermios(0, unix.TCGETS)
+	if err != nil {
+		return readLine(in)
+	}
+	quiet := *old
+	quiet.Lflag &^= unix.ECHO
+	if err := unix.IoctlSetTermios(0, unix.TCSETS, &quiet); err != nil {
+		return "", fmt.Errorf("turn off echo: %w", err)
+	}
+	defer unix.IoctlSetTermios(0, unix.TCSETS, old)
+	return readLine(in)
+}
+
+// trust shows a project's settings that loosen safety and pins them on a yes.
+func trust(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("trust", flag.ContinueOnError)
+	yes := fs.Bool("yes", false, "trust without asking")
+	addr := brokerFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir := "."
+	if fs.NArg() > 0 {
+		dir = fs.Arg(0)
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	b, err := connect(ctx, *addr)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	t, err := b.Client.InspectTrust(ctx, &execv1.InspectTrustRequest{Dir: dir})
+	if err != nil {
+		return fmt.Errorf("trust: %w", err)
+	}
+	if !t.Exists {
+		fmt.Printf("%s has no project settings (%s); nothing to trust.\n", dir, t.SettingsPath)
+		return nil
+	}
+	if t.Trusted {
+		fmt.Printf("%s is already trusted as it is now.\n", t.SettingsPath)
+		return nil
+	}
+	if len(t.Loosening) == 0 {
+		fmt.Printf("%s loosens nothing; nothing to trust.\n", t.SettingsPath)
+		return nil
+	}
+	fmt.Printf("%s loosens safety:\n", t.SettingsPath)
+	for _, l := range t.Loosening {
+		fmt.Printf("  - %s\n", l)
+	}
+	if !*yes {
+		if !isTerminal(0) {
+			return errors.New("trust: answer on a terminal, or pass --yes")
+		}
+		fmt.Print("Trust these settings for this folder? [y/N] ")
+		s, err := readLine(bufio.NewReader(os.Stdin))
+		if err != nil {
+			return err
+		}
+		if s != "y" && s != "yes" {
+			fmt.Println("Not trusted.")
+			return exitError(1)
+		}
+	}
+	res, err := b.Client.PinTrust(ctx, &execv1.PinTrustRequest{Dir: dir, Hash: t.Hash})
+	if err != nil {
+		return fmt.Errorf("trust: %w", err)
+	}
+	fmt.Printf("Trusted; pinned in %s. A change of the file needs a new yes.\n", res.TrustPath)
+	return nil
+}
+
+func undo(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("undo", flag.ContinueOnError)
+	session := fs.String("session", "", "the session (default: the newest with changes)")
+	list := fs.Bool("list", false, "list the changes instead of undoing")
+	addr := brokerFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	b, err := connect(ctx, *addr)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	res, err := b.Client.Undo(ctx, &execv1.UndoRequest{SessionId: *session, List: *list})
+	if err != nil {
+		return fmt.Errorf("undo: %w", err)
+	}
+	if *list {
+		fmt.Printf("session %s:\n", res.SessionId)
+		for _, e := range res.Entries {
+			what := "changed"
+			if e.Created {
+				what = "created"
+			}
+			fmt.Printf("  %s  %s  %s\n", e.Time, what, e.Path)
+		}
+		return nil
+	}
+	what := "restored"
+	if res.Restored.GetCreated() {
+		what = "removed (Garuda had created it)"
+	}
+	fmt.Printf("%s %s (session %s)\n", res.Restored.GetPath(), what, res.SessionId)
+	return nil
+}
+
+func audit(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "verify" {
+		return errors.New("usage: garuda audit verify [FILE]")
+	}
+	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
+	addr := brokerFlag(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	b, err := connect(ctx, *addr)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	file := fs.Arg(0)
+	if file != "" {
+		if file, err = filepath.Abs(file); err != nil {
+			return err
+		}
+	}
+	res, err := b.Client.VerifyAudit(ctx, &execv1.VerifyAuditRequest{File: file})
+	if err != nil {
+		return fmt.Errorf("audit verify: %w", err)
+	}
+	bad := 0
+	for _, f := range res.Files {
+		if f.Ok {
+			fmt.Printf("ok      %s (%d records)\n", f.File, f.Records)
+		} else {
+			bad++
+			fmt.Printf("BROKEN  %s: %s\n", f.File, f.Error)
+		}
+	}
+	if bad > 0 {
+		return exitError(1)
+	}
+	return nil
+}

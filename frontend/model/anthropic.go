@@ -1,0 +1,271 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/packages/param"
+)
+
+type anthropicClient struct {
+	cfg  ProviderConfig
+	msgs anthropic.MessageService
+}
+
+// NewAnthropic returns a Client for the Anthropic Messages API (or a compatible endpoint at
+// cfg.BaseURL). It reads nothing from the environment: the key, base URL and model come from cfg.
+func NewAnthropic(cfg ProviderConfig) Client {
+	opts := []option.RequestOption{
+		// The front end resolves keys itself: the SDK must not pick up ANTHROPIC_* variables
+		// or profile files and send a key the user did not choose to this endpoint.
+		option.WithoutEnvironmentDefaults(),
+		option.WithAPIKey(cfg.APIKey),
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	if n, ok := cfg.retries(); ok {
+		opts = append(opts, option.WithMaxRetries(n))
+	}
+	c := anthropic.NewClient(opts...)
+	return &anthropicClient{cfg: cfg, msgs: c.Messages}
+}
+
+func (c *anthropicClient) params(req Request) anthropic.MessageNewParams {
+	p := anthropic.MessageNewParams{
+		Model:     anthropic.Model(c.cfg.Model),
+		MaxTokens: c.cfg.maxTokens(req),
+		Messages:  make([]anthropic.MessageParam, 0, len(req.Messages)),
+	}
+	if req.System != "" {
+		p.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
+	}
+	if req.ThinkingBudget > 0 {
+		p.Thinking = anthropic.ThinkingConfigParamOfEnabled(int64(req.ThinkingBudget))
+	}
+	for _, t := range req.Tools {
+		tp := &anthropic.ToolParam{
+			Name:        t.Name,
+			InputSchema: param.Override[anthropic.ToolInputSchemaParam](schemaOrObject(t.InputSchema)),
+		}
+		if t.Description != "" {
+			tp.Description = anthropic.String(t.Description)
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
+	}
+	for _, m := range req.Messages {
+		blocks := make([]anthropic.ContentBlockParamUnion, 0, len(m.Content))
+		for _, b := range m.Content {
+			switch b.Type {
+			case BlockText:
+				if b.Text != "" { // the API refuses empty text blocks
+					blocks = append(blocks, anthropic.NewTextBlock(b.Text))
+				}
+			case BlockThinking:
+				blocks = append(blocks, anthropic.NewThinkingBlock(b.Signature, b.Text))
+			case BlockRedactedThinking:
+				blocks = append(blocks, anthropic.NewRedactedThinkingBlock(b.Data))
+			case BlockToolUse:
+				in := b.Input
+				if len(in) == 0 {
+					in = emptyObject
+				}
+				blocks = append(blocks, anthropic.NewToolUseBlock(b.ToolUseID, in, b.Name))
+			case BlockToolResult:
+				blocks = append(blocks, anthropic.NewToolResultBlock(b.ToolUseID, b.Text, b.IsError))
+			}
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		if m.Role == RoleAssistant {
+			p.Messages = append(p.Messages, anthropic.NewAssistantMessage(blocks...))
+		} else {
+			p.Messages = append(p.Messages, anthropic.NewUserMessage(blocks...))
+		}
+	}
+	return p
+}
+
+func schemaOrObject(s json.RawMessage) json.RawMessage {
+	if len(s) == 0 {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return s
+}
+
+// Stream implements Client.
+func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*Response, error) {
+	stream := c.msgs.NewStreaming(ctx, c.params(req))
+	defer stream.Close()
+
+	var (
+		resp    = &Response{Message: Message{Role: RoleAssistant}}
+		blocks  []anthropicBlock
+		started bool
+		stopped bool
+	)
+	for stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "message_start":
+			u := ev.Message.Usage
+			resp.Usage = Usage{
+				InputTokens:      int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
+				OutputTokens:     int(u.OutputTokens),
+				CacheReadTokens:  int(u.CacheReadInputTokens),
+				CacheWriteTokens: int(u.CacheCreationInputTokens),
+			}
+		case "content_block_start":
+			cb := ev.ContentBlock
+			b := anthropicBlock{}
+			switch cb.Type {
+			case "text":
+				b.Block = Block{Type: BlockText}
+				if cb.Text != "" {
+					b.text = append(b.text, cb.Text...)
+					h.Delta(DeltaText, cb.Text)
+					started = true
+				}
+			case "thinking":
+				b.Block = Block{Type: BlockThinking, Signature: cb.Signature}
+				if cb.Thinking != "" {
+					b.text = append(b.text, cb.Thinking...)
+					h.Delta(DeltaThinking, cb.Thinking)
+					started = true
+				}
+			case "redacted_thinking":
+				b.Block = Block{Type: BlockRedactedThinking, Data: cb.Data}
+			case "tool_use":
+				b.Block = Block{Type: BlockToolUse, ToolUseID: cb.ID, Name: cb.Name}
+			default:
+				b.skip = true // server tools and other blocks Garuda does not use
+			}
+			for int(ev.Index) >= len(blocks) {
+				blocks = append(blocks, anthropicBlock{skip: true})
+			}
+			blocks[ev.Index] = b
+		case "content_block_delta":
+			if int(ev.Index) >= len(blocks) || blocks[ev.Index].skip {
+				continue
+			}
+			b := &blocks[ev.Index]
+			d := ev.Delta
+			switch d.Type {
+			case "text_delta":
+				b.text = append(b.text, d.Text...)
+				h.Delta(DeltaText, d.Text)
+				started = true
+			case "thinking_delta":
+				b.text = append(b.text, d.Thinking...)
+				h.Delta(DeltaThinking, d.Thinking)
+				started = true
+			case "signature_delta":
+				b.Signature += d.Signature
+			case "input_json_delta":
+				b.text = append(b.text, d.PartialJSON...)
+			}
+		case "content_block_stop":
+			// Blocks are finished after the loop, so a block that never saw its stop is still kept.
+		case "message_delta":
+			resp.StopReason = anthropicStop(ev.Delta.StopReason)
+			u := ev.Usage
+			if u.OutputTokens > 0 {
+				resp.Usage.OutputTokens = int(u.OutputTokens)
+			}
+			if in := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens; in > 0 {
+				resp.Usage.InputTokens = int(in)
+				resp.Usage.CacheReadTokens = int(u.CacheReadInputTokens)
+				resp.Usage.CacheWriteTokens = int(u.CacheCreationInputTokens)
+			}
+		case "message_stop":
+			stopped = true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, anthropicError(ctx, err, started)
+	}
+	if !stopped {
+		// The connection ended without message_stop: the answer is cut short.
+		return nil, &StreamError{Err: errors.New("anthropic: the stream ended before message_stop"), Started: started, Retryable: ctx.Err() == nil}
+	}
+	for i := range blocks {
+		b := &blocks[i]
+		if b.skip {
+			continue
+		}
+		switch b.Type {
+		case BlockText, BlockThinking:
+			b.Text = string(b.text)
+		case BlockToolUse:
+			in, err := toolInput(b.text, b.Name)
+			if err != nil {
+				return nil, &StreamError{Err: fmt.Errorf("anthropic: %w", err), Started: started, Retryable: true}
+			}
+			b.Input = in
+		}
+		resp.Message.Content = append(resp.Message.Content, b.Block)
+	}
+	if resp.StopReason == "" {
+		resp.StopReason = StopEndTurn
+	}
+	return resp, nil
+}
+
+type anthropicBlock struct {
+	Block
+	text []byte // text, thinking, or the tool input JSON as it arrives
+	skip bool
+}
+
+func anthropicStop(s anthropic.StopReason) StopReason {
+	switch s {
+	case anthropic.StopReasonToolUse:
+		return StopToolUse
+	case anthropic.StopReasonMaxTokens, anthropic.StopReasonModelContextWindowExceeded:
+		return StopMaxTokens
+	case anthropic.StopReasonRefusal:
+		return StopRefusal
+	default: // end_turn, stop_sequence, pause_turn
+		return StopEndTurn
+	}
+}
+
+// anthropicError turns an SDK error into ErrAuth, ErrContextTooLong or a StreamError; every
+// result is a *StreamError, so the loop has one type to look at.
+func anthropicError(ctx context.Context, err error, started bool) error {
+	if ctx.Err() != nil {
+		return &StreamError{Err: ctx.Err(), Started: started}
+	}
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) {
+		// No API answer: the connection failed or broke.
+		return &StreamError{Err: fmt.Errorf("anthropic: %w", err), Started: started, Retryable: true}
+	}
+	msg := providerMessage(apiErr.RawJSON())
+	status := apiErr.StatusCode
+	typ := string(apiErr.Type())
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden ||
+		typ == "authentication_error" || typ == "permission_error":
+		return &StreamError{Err: fmt.Errorf("%w: anthropic said: %s", ErrAuth, msg), Started: started}
+	case status == http.StatusRequestEntityTooLarge || typ == "request_too_large" || contextTooLong(msg):
+		return &StreamError{Err: fmt.Errorf("%w: anthropic said: %s", ErrContextTooLong, msg), Started: started}
+	}
+	retryable := status == http.StatusRequestTimeout || status == http.StatusConflict ||
+		status == http.StatusTooManyRequests || status >= 500 ||
+		typ == "overloaded_error" || typ == "api_error" || typ == "rate_limit_error" || typ == "timeout_error"
+	if status == http.StatusOK {
+		// An error event inside a 200 stream.
+		return &StreamError{Err: fmt.Errorf("anthropic: error in the stream: %s (%s)", msg, typ), Started: started, Retryable: retryable}
+	}
+	return &StreamError{Err: fmt.Errorf("anthropic: HTTP %d: %s", status, msg), Started: started, Retryable: retryable}
+}

@@ -1,0 +1,141 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Role is who said a message.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// BlockType says what a content block holds.
+type BlockType string
+
+const (
+	BlockText       BlockType = "text"
+	BlockThinking   BlockType = "thinking"
+	BlockToolUse    BlockType = "tool_use"
+	BlockToolResult BlockType = "tool_result"
+	// BlockRedactedThinking is thinking the provider encrypted (Anthropic); its Data must be sent back unchanged.
+	BlockRedactedThinking BlockType = "redacted_thinking"
+)
+
+// Block is one part of a message.
+type Block struct {
+	Type      BlockType       `json:"type"`
+	Text      string          `json:"text,omitempty"`      // text, thinking, tool_result content
+	Signature string          `json:"signature,omitempty"` // thinking signature, kept across turns
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Name      string          `json:"name,omitempty"`  // tool_use
+	Input     json.RawMessage `json:"input,omitempty"` // tool_use
+	IsError   bool            `json:"is_error,omitempty"`
+	Data      string          `json:"data,omitempty"` // redacted_thinking payload, sent back unchanged
+}
+
+// Message is one turn of the conversation.
+type Message struct {
+	Role    Role    `json:"role"`
+	Content []Block `json:"content"`
+}
+
+// ToolSpec describes a tool to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// Request is one model request.
+type Request struct {
+	System    string
+	Messages  []Message
+	Tools     []ToolSpec
+	MaxTokens int
+	// ThinkingBudget, when above zero, asks for extended thinking with that many tokens
+	// (Anthropic; ignored by OpenAI-compatible servers, which decide for themselves).
+	ThinkingBudget int
+}
+
+// StopReason is why the model stopped.
+type StopReason string
+
+const (
+	StopEndTurn   StopReason = "end_turn"
+	StopToolUse   StopReason = "tool_use"
+	StopMaxTokens StopReason = "max_tokens"
+	StopRefusal   StopReason = "refusal"
+)
+
+// Usage counts tokens of one request. InputTokens is the whole prompt, cached parts included;
+// CacheReadTokens and CacheWriteTokens say how much of it was read from or written to the
+// provider's prompt cache.
+type Usage struct {
+	InputTokens      int
+	OutputTokens     int
+	CacheReadTokens  int
+	CacheWriteTokens int
+}
+
+// Total is the number of tokens the request occupied in the context window: the prompt and the answer.
+func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
+
+// Add returns the sum of two usages, for counting the tokens of a turn.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:      u.InputTokens + o.InputTokens,
+		OutputTokens:     u.OutputTokens + o.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens + o.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+	}
+}
+
+// DeltaKind says what a streamed delta carries.
+type DeltaKind int
+
+const (
+	DeltaText DeltaKind = iota
+	DeltaThinking
+)
+
+// Handler receives a stream as it arrives. Text and thinking come as deltas;
+// tool calls only once complete.
+type Handler interface {
+	Delta(kind DeltaKind, text string)
+}
+
+// Response is the complete answer of one request.
+type Response struct {
+	Message    Message // the assistant message, complete (text, thinking with signatures, tool_use blocks)
+	StopReason StopReason
+	Usage      Usage
+}
+
+// Client streams one request to a model provider.
+type Client interface {
+	Stream(ctx context.Context, req Request, h Handler) (*Response, error)
+}
+
+var (
+	// ErrAuth: the provider refused the key (401/403). The ACP layer turns it into "auth required".
+	ErrAuth = errors.New("the model provider refused the API key")
+	// ErrContextTooLong: the provider says the request is over the context window.
+	ErrContextTooLong = errors.New("the request is longer than the model's context window")
+)
+
+// StreamError is a failure of the provider's stream. Started reports whether any
+// output had been delivered to the Handler before the failure; Retryable whether
+// the agent loop may try again.
+type StreamError struct {
+	Err       error
+	Started   bool
+	Retryable bool
+}
+
+func (e *StreamError) Error() string { return e.Err.Error() }
+func (e *StreamError) Unwrap() error { return e.Err }

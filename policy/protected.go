@@ -1,0 +1,97 @@
+package policy
+
+import (
+	"strings"
+)
+
+// protectedDirs are folders whose content can run code or change settings when a program (git, an editor, a
+// shell, an agent) next opens the project. They are protected at any depth, matched case-insensitively.
+var protectedDirs = []string{".garuda", ".claude", ".agents", ".vscode", ".idea", ".ssh", ".direnv"}
+
+// protectedFiles are single files of the same nature, protected at any depth.
+var protectedFiles = []string{
+	".gitmodules", ".envrc", ".mcp.json", ".gitconfig",
+	// shell start-up files: run by every new shell when the root is (or contains) a home folder
+	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".inputrc",
+	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
+	".cshrc", ".tcshrc", ".login", ".kshrc", ".mkshrc",
+}
+
+// gitInner are the entries inside a .git folder (of the root or of a nested repository or submodule, at any
+// depth) that make git run code or read redirected settings.
+var gitInner = []string{"hooks", "config", "config.worktree", "info", "commondir", "gitdir"}
+
+// Protected reports whether rel, a root-relative slash path, is protected: a write or edit of it always asks,
+// and commands see it read-only. It is the one list for both. Matching is case-insensitive and ignores the
+// characters that case-insensitive file systems ignore, because on such a file system ".GIT/hooks" and
+// ".g\u200cit/hooks" are the same folder as ".git/hooks" (CVE-2014-9390).
+func Protected(rel string) bool {
+	rel = foldName(rel)
+	segs := strings.Split(strings.Trim(rel, "/"), "/")
+	for i, s := range segs {
+		switch {
+		case s == ".git":
+			// A worktree's or submodule's ".git" file points git at another folder with its own config and
+			// hooks: writing it, or the folder itself, redirects git.
+			if i == len(segs)-1 {
+				return true
+			}
+			for _, inner := range segs[i+1:] {
+				for _, g := range gitInner {
+					if inner == g {
+						return true
+					}
+				}
+			}
+			// .git/modules/<name>/... holds submodules' own repositories: the loop above finds their
+			// hooks and config because any later segment counts.
+		case contains(protectedDirs, s):
+			return true
+		case contains(protectedFiles, s):
+			return true
+		}
+	}
+	return false
+}
+
+// ProtectedNames returns the root-relative names the sandbox makes read-only for commands (binding the ones
+// that exist and creating the missing ones empty, so a command cannot create them). Nested repositories'
+// ".git/hooks" and ".git/config" are protected too: the sandbox must find those by walking the root, since
+// this package does no I/O. Every name returned here is Protected.
+func ProtectedNames() (dirs, files []string) {
+	dirs = append([]string{".git/hooks", ".git/info"}, protectedDirs...)
+	files = append([]string{".git/config", ".git/config.worktree", ".git/commondir"}, protectedFiles...)
+	return dirs, files
+}
+
+// foldName lower-cases a path and removes the code points that HFS+ ignores in names, so that look-alike
+// spellings of a protected name are caught (defends against case and ignorable-character tricks).
+func foldName(s string) string {
+	s = strings.ToLower(s)
+	if strings.IndexFunc(s, ignorable) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if ignorable(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func ignorable(r rune) bool {
+	switch {
+	case r >= 0x200b && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff, r == 0x00ad:
+		return true
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,390 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Rule is one permission rule, in the grammar of Claude Code's settings:
+//
+//	bash                       every command
+//	bash(npm run test *)       "npm run test" and any further words (also the older bash(npm run test:*))
+//	bash(git status)           exactly "git status" for allow; deny and ask rules match any command that
+//	                           starts with their words
+//	read_file(./secrets/**)    a path pattern, gitignore-style: "//abs/path", "~/in/home", "/root-relative",
+//	                           "./root-relative", "dir/sub" (root-relative), "*.env" (no slash: any depth);
+//	                           "*" and "?" match within a name, "**" any number of names; a pattern that
+//	                           names a folder covers everything under it
+//	edit_file(src/**)          edit_file and write_file rules each cover both tools: both change a file
+//	glob(...), grep(...)       searches; read_file rules cover searches too
+//	web_fetch(domain:x.com)    one host; "domain:*.x.com" covers its subdomains
+//	mcp__server__tool          one MCP tool; mcp__server or mcp__server__* every tool of the server (and,
+//	                           for deny, the consent to start the server)
+//
+// Claude's names Bash, Read, Edit, Write, WebFetch, Glob and Grep are aliases. Command patterns are matched
+// against the words of the parsed command (mvdan.cc/sh), never as a string prefix: see command.go.
+type Rule struct {
+	Text   string // the rule as written
+	Source string // the file it came from, or "session"
+
+	tool  string // canonical tool: bash, read_file, write_file, edit_file, glob, grep, web_fetch, mcp
+	kinds []Kind // request kinds the rule covers
+	all   bool   // no pattern: everything of the tool
+
+	path *pathPattern
+
+	words   []string // command words; "*" is one word
+	stars   []bool   // words[i] holds a "*"
+	restAny bool     // trailing "*" or ":*": any further words
+
+	host string // web_fetch: host or *.domain
+
+	mcpServer, mcpTool string // mcpTool "" or "*": every tool
+}
+
+var toolAliases = map[string]string{
+	"bash": "bash", "Bash": "bash",
+	"read_file": "read_file", "Read": "read_file",
+	"write_file": "write_file", "Write": "write_file",
+	"edit_file": "edit_file", "Edit": "edit_file", "MultiEdit": "edit_file",
+	"glob": "glob", "Glob": "glob",
+	"grep": "grep", "Grep": "grep",
+	"web_fetch": "web_fetch", "WebFetch": "web_fetch",
+}
+
+var toolKinds = map[string][]Kind{
+	"bash":       {KindCommand},
+	"read_file":  {KindRead, KindSearch},
+	"write_file": {KindWrite, KindEdit},
+	"edit_file":  {KindWrite, KindEdit},
+	"glob":       {KindSearch},
+	"grep":       {KindSearch},
+	"web_fetch":  {KindNetwork},
+	"mcp":        {KindMCPTool, KindConsent},
+}
+
+// ParseRule parses one rule (see Rule). Its Source is empty; ParseSettings sets it to the file's name.
+func ParseRule(text string) (Rule, error) {
+	r := Rule{Text: text}
+	if strings.ContainsAny(text, "\x00\n\r") {
+		return r, fmt.Errorf("rule %q: control characters are not allowed", text)
+	}
+	name, arg, hasArg := strings.Cut(text, "(")
+	name = strings.TrimSpace(name)
+	if hasArg {
+		if !strings.HasSuffix(arg, ")") {
+			return r, fmt.Errorf("rule %q: missing closing parenthesis", text)
+		}
+		arg = strings.TrimSpace(strings.TrimSuffix(arg, ")"))
+		if arg == "" {
+			return r, fmt.Errorf("rule %q: empty pattern (write %s without parentheses for every call)", text, name)
+		}
+	}
+	if strings.HasPrefix(name, "mcp__") {
+		if hasArg {
+			return r, fmt.Errorf("rule %q: MCP rules take no pattern", text)
+		}
+		rest := strings.TrimPrefix(name, "mcp__")
+		srv, tool, _ := strings.Cut(rest, "__")
+		if srv == "" {
+			return r, fmt.Errorf("rule %q: missing the server name", text)
+		}
+		r.tool, r.kinds, r.mcpServer, r.mcpTool = "mcp", toolKinds["mcp"], srv, tool
+		return r, nil
+	}
+	canon, ok := toolAliases[name]
+	if !ok {
+		return r, fmt.Errorf("rule %q: unknown tool %q (want bash, read_file, write_file, edit_file, glob, grep, web_fetch or mcp__server__tool)", text, name)
+	}
+	r.tool, r.kinds = canon, toolKinds[canon]
+	if !hasArg {
+		r.all = true
+		return r, nil
+	}
+	switch canon {
+	case "bash":
+		return r, r.parseCommand(arg)
+	case "web_fetch":
+		d, ok := strings.CutPrefix(arg, "domain:")
+		h, valid := normHostPattern(d)
+		if !ok || !valid {
+			return r, fmt.Errorf("rule %q: want web_fetch(domain:host)", text)
+		}
+		r.host = h
+		return r, nil
+	default:
+		p, err := parsePathPattern(arg)
+		if err != nil {
+			return r, fmt.Errorf("rule %q: %w", text, err)
+		}
+		r.path = p
+		return r, nil
+	}
+}
+
+func (r *Rule) parseCommand(arg string) error {
+	if s, ok := strings.CutSuffix(arg, ":*"); ok {
+		arg, r.restAny = s, true
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(arg), "")
+	if err != nil {
+		return fmt.Errorf("rule %q: command pattern does not parse: %w", r.Text, err)
+	}
+	bad := fmt.Errorf("rule %q: a command pattern is one simple command of plain words", r.Text)
+	if len(f.Stmts) != 1 || len(f.Stmts[0].Redirs) > 0 || f.Stmts[0].Background || f.Stmts[0].Negated {
+		return bad
+	}
+	call, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Assigns) > 0 || len(call.Args) == 0 {
+		return bad
+	}
+	for _, w := range call.Args {
+		s, ok := patternWord(w)
+		if !ok {
+			return bad
+		}
+		r.words = append(r.words, s)
+	}
+	if !r.restAny && len(r.words) > 1 && r.words[len(r.words)-1] == "*" {
+		r.words, r.restAny = r.words[:len(r.words)-1], true
+	}
+	r.stars = make([]bool, len(r.words))
+	for i, w := range r.words {
+		r.stars[i] = strings.Contains(w, "*")
+	}
+	if r.words[0] == "*" {
+		// "bash(*)", "bash(* *)", "bash(*:*)": every command, as plain "bash"
+		r.all, r.words, r.restAny = len(r.words) == 1, nil, false
+		if !r.all {
+			return fmt.Errorf("rule %q: a command pattern starts with the program's name", r.Text)
+		}
+	}
+	return nil
+}
+
+// patternWord returns the text of a pattern word; "*" stays a wildcard.
+func patternWord(w *syntax.Word) (string, bool) {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescapeLit(p.Value))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(l.Value)
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// String returns the rule as written.
+func (r Rule) String() string { return r.Text }
+
+// describe says in words what a rule lets happen, for Loosening.
+func (r Rule) describe() string {
+	switch {
+	case r.tool == "bash" && r.all:
+		return "runs any command without asking, also outside the sandbox"
+	case r.tool == "bash":
+		return "runs these commands without asking, also outside the sandbox"
+	case r.tool == "mcp":
+		return "uses this MCP tool without asking"
+	case r.tool == "web_fetch":
+		return "fetches from the network without asking"
+	case r.tool == "read_file" || r.tool == "glob" || r.tool == "grep":
+		return "reads without asking"
+	default:
+		return "changes files without asking"
+	}
+}
+
+func (r *Rule) covers(k Kind) bool {
+	for _, x := range r.kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// normHostPattern lower-cases a host or "*.domain" and checks its characters.
+func normHostPattern(h string) (string, bool) {
+	h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+	name := strings.TrimPrefix(h, "*.")
+	if name == "" || len(h) > 253 {
+		return "", false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == ':' || c == '[' || c == ']') {
+			return "", false
+		}
+	}
+	return h, true
+}
+
+// hostMatch matches a normalised host against "host" or "*.domain" (the domain itself and its subdomains).
+func hostMatch(pattern, host string) bool {
+	if d, ok := strings.CutPrefix(pattern, "*."); ok {
+		return host == d || strings.HasSuffix(host, "."+d)
+	}
+	return host == pattern
+}
+
+type pathBase int
+
+const (
+	baseRoot pathBase = iota
+	baseAbs
+	baseHome
+	baseAny
+)
+
+type pathPattern struct {
+	base  pathBase
+	segs  []string // lower-case copies in lsegs, for deny and ask matching
+	lsegs []string
+}
+
+func parsePathPattern(p string) (*pathPattern, error) {
+	pp := &pathPattern{}
+	switch {
+	case strings.HasPrefix(p, "//"):
+		pp.base, p = baseAbs, p[2:]
+	case strings.HasPrefix(p, "~/"):
+		pp.base, p = baseHome, p[2:]
+	case p == "~":
+		pp.base, p = baseHome, ""
+	case strings.HasPrefix(p, "/"):
+		pp.base, p = baseRoot, p[1:]
+	case strings.HasPrefix(p, "./"):
+		pp.base, p = baseRoot, p[2:]
+	default:
+		if strings.Contains(strings.TrimSuffix(p, "/"), "/") {
+			pp.base = baseRoot
+		} else {
+			pp.base = baseAny
+		}
+	}
+	p = strings.Trim(p, "/")
+	for _, s := range strings.Split(p, "/") {
+		if s == "" || s == "." {
+			continue
+		}
+		if s == ".." {
+			return nil, fmt.Errorf("path pattern must not contain \"..\"")
+		}
+		if _, err := path.Match(s, ""); err != nil {
+			return nil, fmt.Errorf("path pattern %q: %w", s, err)
+		}
+		pp.segs = append(pp.segs, s)
+	}
+	if pp.base == baseAny && len(pp.segs) == 0 {
+		return nil, fmt.Errorf("empty path pattern")
+	}
+	pp.lsegs = make([]string, len(pp.segs))
+	for i, s := range pp.segs {
+		pp.lsegs[i] = strings.ToLower(s)
+	}
+	return pp, nil
+}
+
+// match reports whether abs (absolute, clean) is matched by the pattern or lies under a folder it matches.
+// fold matches case-insensitively: deny and ask rules fold, so that a case-insensitive file system cannot be
+// used to step around them.
+func (pp *pathPattern) match(abs string, st *State, fold bool) bool {
+	var rel string
+	var ok bool
+	switch pp.base {
+	case baseAbs:
+		rel, ok = within("/", abs)
+	case baseHome:
+		if st.UserHome == "" {
+			return false
+		}
+		rel, ok = within(st.UserHome, abs)
+	case baseRoot:
+		rel, ok = within(st.Root, abs)
+	case baseAny:
+		if rel, ok = within(st.Root, abs); !ok {
+			rel, ok = within("/", abs)
+		}
+	}
+	if !ok {
+		return false
+	}
+	segs, pat := splitPath(rel), pp.segs
+	if fold {
+		segs, pat = splitPath(foldName(rel)), pp.lsegs
+	}
+	if pp.base == baseAny && len(pat) == 1 {
+		for _, s := range segs {
+			if m, _ := path.Match(pat[0], s); m {
+				return true
+			}
+		}
+		return false
+	}
+	return matchSegs(pat, segs)
+}
+
+// matchSegs matches pattern names against path names; a pattern that runs out first matched a folder above
+// the path, which covers it.
+func matchSegs(pat, segs []string) bool {
+	if len(pat) == 0 {
+		return true
+	}
+	if pat[0] == "**" {
+		for i := 0; i <= len(segs); i++ {
+			if matchSegs(pat[1:], segs[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(segs) == 0 {
+		return false
+	}
+	if m, _ := path.Match(pat[0], segs[0]); !m {
+		return false
+	}
+	return matchSegs(pat[1:], segs[1:])
+}
+
+func splitPath(rel string) []string {
+	if rel == "" {
+		return nil
+	}
+	return strings.Split(rel, "/")
+}
+
+// within returns p relative to base when p is base or lies under it.
+func within(base, p string) (string, bool) {
+	if base == "" {
+		return "", false
+	}
+	if p == base {
+		return "", true
+	}
+	if base == "/" {
+		return strings.TrimPrefix(p, "/"), strings.HasPrefix(p, "/")
+	}
+	if rest, ok := strings.CutPrefix(p, base+"/"); ok {
+		return rest, true
+	}
+	return "", false
+}

@@ -1,0 +1,351 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Settings is one parsed settings or policy file, or the merge of the two team policy files.
+//
+// Every file may hold:
+//
+//	"permissions": {"allow": [...], "ask": [...], "deny": [...]}   rules, see ParseRule
+//
+// Team policy files (the managed /etc/garuda/policy.json and $GARUDA_HOME/policy.json, recognised by the base
+// name "policy.json") may also hold:
+//
+//	"allow_unsandboxed": bool      may commands run outside the sandbox at all (default true)
+//	"weaker_sandbox_ok": bool      may commands run where the machine's sandbox is weaker than Garuda requires
+//	                               (default false: the broker refuses them)
+//	"network_allowlist": [hosts]   the only hosts web_fetch and network consents may reach ("example.com",
+//	                               "*.example.com"); absent means no team restriction
+//	"allowed_modes": [modes]       the modes a session may use ("build", "plan"); absent means both
+//	"audit_dir": "/abs/path"       the folder the broker writes the audit log to
+//
+// Unknown keys, duplicate keys and malformed rules are errors naming the file and the line.
+type Settings struct {
+	Name string // the file the settings came from, used in reasons
+
+	Allow, Ask, Deny []Rule
+
+	AllowUnsandboxed *bool
+	WeakerSandboxOK  *bool
+	NetworkAllowlist []string // nil: no allowlist; non-nil and empty: no host
+	AllowedModes     []Mode   // nil: every mode
+	AuditDir         string
+}
+
+// UnsandboxedAllowed reports whether team policy lets commands run outside the sandbox (true for nil).
+func (s *Settings) UnsandboxedAllowed() bool {
+	return s == nil || s.AllowUnsandboxed == nil || *s.AllowUnsandboxed
+}
+
+// WeakerSandboxAllowed reports whether team policy lets commands run in a weaker sandbox than required
+// (false for nil: fail closed).
+func (s *Settings) WeakerSandboxAllowed() bool {
+	return s != nil && s.WeakerSandboxOK != nil && *s.WeakerSandboxOK
+}
+
+// ParseSettings parses a settings.json or policy.json. name is the file's path, used in errors and reasons.
+func ParseSettings(name string, data []byte) (*Settings, error) {
+	p := &settingsParser{name: name, data: data, dec: json.NewDecoder(bytes.NewReader(data)),
+		team: filepath.Base(name) == "policy.json"}
+	p.dec.UseNumber()
+	s := &Settings{Name: name}
+	if err := p.parse(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+type settingsParser struct {
+	name string
+	data []byte
+	dec  *json.Decoder
+	team bool
+}
+
+func (p *settingsParser) errf(off int64, format string, a ...any) error {
+	return fmt.Errorf("settings %s: line %d: %s", p.name, p.line(off), fmt.Sprintf(format, a...))
+}
+
+// line returns the 1-based line of byte offset off.
+func (p *settingsParser) line(off int64) int {
+	if off > int64(len(p.data)) {
+		off = int64(len(p.data))
+	}
+	return bytes.Count(p.data[:off], []byte{'\n'}) + 1
+}
+
+// wrapJSON turns a decoder error into one that names the file and the line.
+func (p *settingsParser) wrapJSON(err error) error {
+	off := p.dec.InputOffset()
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("settings %s: line %d: unexpected end of file: %w", p.name, p.line(int64(len(p.data))), err)
+	}
+	return fmt.Errorf("settings %s: line %d: %w", p.name, p.line(off), err)
+}
+
+func (p *settingsParser) delim(want json.Delim, what string) error {
+	off := p.dec.InputOffset()
+	tok, err := p.dec.Token()
+	if err != nil {
+		return p.wrapJSON(err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return p.errf(off, "%s must be a JSON %s", what, map[json.Delim]string{'{': "object", '[': "array"}[want])
+	}
+	return nil
+}
+
+// keys calls fn for each key of the object that starts at the decoder's position; duplicate keys are errors
+// (two parsers could otherwise read different values from the same file).
+func (p *settingsParser) keys(what string, fn func(key string, off int64) error) error {
+	if err := p.delim('{', what); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for p.dec.More() {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return p.wrapJSON(err)
+		}
+		off := p.dec.InputOffset()
+		key, _ := tok.(string)
+		if seen[key] {
+			return p.errf(off, "duplicate key %q", key)
+		}
+		seen[key] = true
+		if err := fn(key, off); err != nil {
+			return err
+		}
+	}
+	if _, err := p.dec.Token(); err != nil {
+		return p.wrapJSON(err)
+	}
+	return nil
+}
+
+func (p *settingsParser) parse(s *Settings) error {
+	if len(bytes.TrimSpace(p.data)) == 0 {
+		return fmt.Errorf("settings %s: line 1: the file is empty (write {} for no settings)", p.name)
+	}
+	err := p.keys("the file", func(key string, off int64) error {
+		teamKey := func() error {
+			if !p.team {
+				return p.errf(off, "key %q belongs in team policy (policy.json), not in a settings file", key)
+			}
+			return nil
+		}
+		switch key {
+		case "permissions":
+			return p.keys(`"permissions"`, func(k string, off int64) error {
+				var dst *[]Rule
+				switch k {
+				case "allow":
+					dst = &s.Allow
+				case "ask":
+					dst = &s.Ask
+				case "deny":
+					dst = &s.Deny
+				default:
+					return p.errf(off, "unknown key %q in \"permissions\" (want allow, ask or deny)", k)
+				}
+				return p.strings(`"permissions.`+k+`"`, func(v string, off int64) error {
+					r, err := ParseRule(v)
+					if err != nil {
+						return p.errf(off, "permissions.%s: %v", k, err)
+					}
+					r.Source = p.name
+					*dst = append(*dst, r)
+					return nil
+				})
+			})
+		case "allow_unsandboxed", "weaker_sandbox_ok":
+			if err := teamKey(); err != nil {
+				return err
+			}
+			var b bool
+			if err := p.dec.Decode(&b); err != nil {
+				return p.errf(off, "%q must be true or false", key)
+			}
+			if key == "allow_unsandboxed" {
+				s.AllowUnsandboxed = &b
+			} else {
+				s.WeakerSandboxOK = &b
+			}
+			return nil
+		case "network_allowlist":
+			if err := teamKey(); err != nil {
+				return err
+			}
+			s.NetworkAllowlist = []string{}
+			return p.strings(`"network_allowlist"`, func(v string, off int64) error {
+				h, ok := normHostPattern(v)
+				if !ok {
+					return p.errf(off, "network_allowlist: %q is not a host name or *.domain", v)
+				}
+				s.NetworkAllowlist = append(s.NetworkAllowlist, h)
+				return nil
+			})
+		case "allowed_modes":
+			if err := teamKey(); err != nil {
+				return err
+			}
+			s.AllowedModes = []Mode{}
+			return p.strings(`"allowed_modes"`, func(v string, off int64) error {
+				if Mode(v) != ModeBuild && Mode(v) != ModePlan {
+					return p.errf(off, "allowed_modes: unknown mode %q (want build or plan)", v)
+				}
+				s.AllowedModes = append(s.AllowedModes, Mode(v))
+				return nil
+			})
+		case "audit_dir":
+			if err := teamKey(); err != nil {
+				return err
+			}
+			var d string
+			if err := p.dec.Decode(&d); err != nil {
+				return p.errf(off, "%q must be a string", key)
+			}
+			if !filepath.IsAbs(d) || strings.ContainsRune(d, 0) {
+				return p.errf(off, "audit_dir %q must be an absolute path", d)
+			}
+			s.AuditDir = filepath.Clean(d)
+			return nil
+		default:
+			return p.errf(off, "unknown key %q", key)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if p.dec.More() {
+		return p.errf(p.dec.InputOffset(), "unexpected data after the settings object")
+	}
+	if _, err := p.dec.Token(); err != io.EOF {
+		return p.errf(p.dec.InputOffset(), "unexpected data after the settings object")
+	}
+	return nil
+}
+
+// strings calls fn for each string of the array at the decoder's position, with the string's offset.
+func (p *settingsParser) strings(what string, fn func(v string, off int64) error) error {
+	if err := p.delim('[', what); err != nil {
+		return err
+	}
+	for p.dec.More() {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return p.wrapJSON(err)
+		}
+		off := p.dec.InputOffset()
+		v, ok := tok.(string)
+		if !ok {
+			return p.errf(off, "%s must hold only strings", what)
+		}
+		if err := fn(v, off); err != nil {
+			return err
+		}
+	}
+	_, err := p.dec.Token()
+	if err != nil {
+		return p.wrapJSON(err)
+	}
+	return nil
+}
+
+// MergeTeam merges the managed team policy with $GARUDA_HOME/policy.json. The result is at least as strict as
+// each: rules are joined, booleans hold only if no file says otherwise, allowlists and allowed modes are
+// intersected; the managed file's audit_dir wins. Either may be nil; both nil gives nil (no team policy).
+func MergeTeam(managed, home *Settings) *Settings {
+	if managed == nil && home == nil {
+		return nil
+	}
+	files := []*Settings{managed, home}
+	m := &Settings{Name: "team policy"}
+	var names []string
+	for _, f := range files {
+		if f == nil {
+			continue
+		}
+		names = append(names, f.Name)
+		m.Allow = append(m.Allow, f.Allow...)
+		m.Ask = append(m.Ask, f.Ask...)
+		m.Deny = append(m.Deny, f.Deny...)
+		m.AllowUnsandboxed = andBool(m.AllowUnsandboxed, f.AllowUnsandboxed)
+		m.WeakerSandboxOK = andBool(m.WeakerSandboxOK, f.WeakerSandboxOK)
+		m.NetworkAllowlist = intersect(m.NetworkAllowlist, f.NetworkAllowlist)
+		m.AllowedModes = intersect(m.AllowedModes, f.AllowedModes)
+		if m.AuditDir == "" {
+			m.AuditDir = f.AuditDir
+		}
+	}
+	m.Name = strings.Join(names, " + ")
+	return m
+}
+
+func andBool(a, b *bool) *bool {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	v := *a && *b
+	return &v
+}
+
+// intersect treats nil as "no restriction".
+func intersect[T comparable](a, b []T) []T {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	out := []T{}
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Loosening lists, one human-readable line each, the entries of a project settings file that loosen safety
+// and therefore apply only while the file is pinned in trust.json. Deny and ask rules only tighten and always
+// apply, so they are not listed.
+func (s *Settings) Loosening() []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range s.Allow {
+		out = append(out, fmt.Sprintf("permissions.allow: %s (%s)", r.Text, r.describe()))
+	}
+	return out
+}
+
+// UntrustedNotice returns the notice for project settings whose loosening entries are ignored because the file
+// is not pinned as trusted, or "" when there is nothing to say.
+func UntrustedNotice(st *State) string {
+	if st == nil || st.Project == nil || st.ProjectTrusted || len(st.Project.Loosening()) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Garuda: %s has %d setting(s) that loosen safety; they are ignored until you run `garuda trust` in %s.",
+		st.Project.Name, len(st.Project.Loosening()), st.Root)
+}

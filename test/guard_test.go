@@ -1,0 +1,148 @@
+package test
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/garuda-dev/garuda"
+
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// powerful reports whether an import path is a package of the privileged side.
+func powerful(p string) bool {
+	for _, root := range []string{module + "/broker", module + "/policy"} {
+		if p == root || strings.HasPrefix(p, root+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// The front end holds no power: neither cmd/garuda nor frontend/ may depend, even indirectly, on broker/ or policy/.
+func TestFrontEndHasNoBrokerOrPolicy(t *testing.T) {
+	deps := goList(t, "-deps", "./cmd/garuda", "./frontend/...")
+	var bad []string
+	for _, d := range deps {
+		if powerful(d) {
+			bad = append(bad, d)
+		}
+	}
+	if len(bad) > 0 {
+		t.Fatalf("the front end depends on the privileged side: %v", bad)
+	}
+	if !slices.Contains(deps, module+"/frontend/cli") {
+		t.Fatalf("go list found no front-end package; the guard checks nothing")
+	}
+}
+
+// Only named packages of the front end may start processes or use Landlock.
+func TestFrontEndPowerIsInNamedPackages(t *testing.T) {
+	allowed := map[string]string{
+		"os/exec": module + "/frontend/brokerconn",
+		"github.com/landlock-lsm/go-landlock/landlock":         module + "/frontend/confine",
+		"github.com/landlock-lsm/go-landlock/landlock/syscall": module + "/frontend/confine",
+	}
+	lines := goList(t, "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./cmd/garuda", "./frontend/...")
+	seen := map[string]bool{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		for _, imp := range f[1:] {
+			if want, ok := allowed[imp]; ok {
+				seen[imp] = true
+				if f[0] != want {
+					t.Errorf("%s imports %s; only %s may", f[0], imp, want)
+				}
+			}
+		}
+	}
+	if !seen["os/exec"] {
+		t.Errorf("no front-end package imports os/exec, not even %s: the guard is out of date", allowed["os/exec"])
+	}
+	// Other ways to start a process, which an import list does not show.
+	dirs := goList(t, "-f", `{{.Dir}}`, "./cmd/garuda", "./frontend/...")
+	for _, dir := range dirs {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, call := range []string{"os.StartProcess", "syscall.ForkExec", "syscall.Exec(", "unix.Exec(", "syscall.StartProcess"} {
+				if strings.Contains(string(src), call) {
+					t.Errorf("%s calls %s: the front end starts processes only in frontend/brokerconn", f, call)
+				}
+			}
+		}
+	}
+}
+
+// Every package has exactly one package doc comment.
+func TestOnePackageDocEach(t *testing.T) {
+	dirs := goList(t, "-f", `{{.Dir}}`, "./...")
+	for _, dir := range dirs {
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments|parser.PackageClauseOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, p := range pkgs {
+			var docs []string
+			for fname, f := range p.Files {
+				if f.Doc != nil {
+					docs = append(docs, filepath.Base(fname))
+				}
+			}
+			if len(docs) != 1 {
+				t.Errorf("package %s in %s has %d package doc comments %v; want exactly one", name, dir, len(docs), docs)
+			}
+		}
+	}
+}
+
+// The privileged binary's dependencies are a reviewed list: a new one must show up in a diff of
+// cmd/garuda-exec/deps.txt. Regenerate with: go test ./test -run TestBrokerDeps (GARUDA_UPDATE_DEPS=1)
+func TestBrokerDeps(t *testing.T) {
+	got := goList(t, "-deps", "-f", `{{if not .Standard}}{{.ImportPath}}{{end}}`, "./cmd/garuda-exec")
+	got = slices.DeleteFunc(got, func(s string) bool { return s == "" })
+	slices.Sort(got)
+	path := filepath.Join("..", "cmd", "garuda-exec", "deps.txt")
+	if os.Getenv("GARUDA_UPDATE_DEPS") == "1" {
+		if err := os.WriteFile(path, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read the reviewed dependency list: %v", err)
+	}
+	want := strings.Fields(string(data))
+	for _, d := range got {
+		if !slices.Contains(want, d) {
+			t.Errorf("garuda-exec has a new dependency %s: review it, then run GARUDA_UPDATE_DEPS=1 go test ./test -run TestBrokerDeps and commit cmd/garuda-exec/deps.txt", d)
+		}
+	}
+	for _, d := range want {
+		if !slices.Contains(got, d) {
+			t.Errorf("garuda-exec no longer depends on %s: update cmd/garuda-exec/deps.txt (GARUDA_UPDATE_DEPS=1)", d)
+		}
+	}
+}
