@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode"
 
 	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/fsops"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -76,7 +76,7 @@ func (s *Service) authorize(c *call, req policy.Request, q *execv1.Question) (*e
 		q.Preview = q.Title
 	}
 	q.Preview = joinLines(q.Preview, "Why Garuda asks: "+d.Reason)
-	q.Hidden = q.Hidden || hasHidden(q.Preview) || hasHidden(q.Title)
+	q.Hidden = q.Hidden || fsops.HasHidden([]byte(q.Preview)) || fsops.HasHidden([]byte(q.Title))
 	for _, ch := range d.Choices {
 		q.Choices = append(q.Choices, choiceOf(ch))
 	}
@@ -194,18 +194,3 @@ func joinLines(a, b string) string {
 	}
 	return a + "\n" + b
 }
-
-// hasHidden reports control, invisible or bidirectional characters that would let a preview look like something
-// it is not (defends against a command or an edit that shows one thing and does another).
-func hasHidden(s string) bool {
-	for _, r := range s {
-		switch {
-		case r == '\n' || r == '\t':
-		case unicode.IsControl(r), unicode.Is(unicode.Cf, r), unicode.Is(unicode.Bidi_Control, r),
-			r == '\u115f', r == '\u1160', r == '\u3164', r == '\uffa0', r == '\u2800', r == '\ufffc':
-			return true
-		}
-	}
-	return false
-}
-

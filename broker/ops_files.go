@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/garuda-dev/garuda/broker/audit"
@@ -27,13 +28,39 @@ func locations(ls ...fsops.Location) []*execv1.Location {
 	return out
 }
 
+// realDenied decides a path outside the root again as the kernel will resolve its folder, so that a folder that
+// is a symlink cannot carry a read or write into a place the rules deny (defends against a link to $GARUDA_HOME).
+// Inside the root, openat2 refuses any link that leaves it, so the lexical path is the real one.
+func (s *Service) realDenied(c *call, req policy.Request, inside bool) *execv1.Result {
+	if inside {
+		return nil
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(req.Path))
+	if err != nil {
+		return nil // a folder that does not exist fails at open
+	}
+	real := filepath.Join(dir, filepath.Base(req.Path))
+	if real == req.Path {
+		return nil
+	}
+	req.Path = real
+	if d := policy.Decide(req, s.state(c.sess)); d.Verdict == policy.Deny {
+		return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: fmt.Sprintf("Denied: the path resolves to %s: %s.", real, d.Reason)}
+	}
+	return nil
+}
+
 func (s *Service) readFile(ctx context.Context, c *call, op *execv1.ReadFile) (*execv1.Result, error) {
 	abs, inside := c.sess.fs.Abs(op.GetPath())
 	req := policy.Request{Kind: policy.KindRead, Tool: "read_file", Path: abs}
+	if res := s.realDenied(c, req, inside); res != nil {
+		return res, nil
+	}
 	if res, err := s.authorize(c, req, &execv1.Question{Title: "Read " + abs, Preview: "Read " + abs}); res != nil || err != nil {
 		return res, err
 	}
-	r, err := c.sess.fs.Read(ctx, fsops.ReadRequest{Path: abs, Offset: int(op.GetOffset()), Limit: int(op.GetLimit()), Outside: !inside})
+	r, err := c.sess.fs.Read(ctx, fsops.ReadRequest{Path: abs, Offset: int(op.GetOffset()), Limit: int(op.GetLimit()), Outside: !inside,
+		Recheck: s.allowRead(s.state(c.sess))})
 	if err != nil {
 		return failed(err), nil
 	}
@@ -56,7 +83,7 @@ func (s *Service) attachMention(ctx context.Context, c *call, op *execv1.AttachM
 	if d.Verdict != policy.Allow || !inside {
 		return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: fmt.Sprintf("%s was not attached: %s", op.GetPath(), d.Reason)}, nil
 	}
-	r, err := c.sess.fs.Read(ctx, fsops.ReadRequest{Path: abs})
+	r, err := c.sess.fs.Read(ctx, fsops.ReadRequest{Path: abs, Recheck: s.allowRead(st)})
 	if err != nil {
 		return failed(err), nil
 	}
@@ -85,7 +112,10 @@ func (s *Service) writeFile(ctx context.Context, c *call, path string, edit *exe
 	if err != nil {
 		return failed(err), nil
 	}
-	q := &execv1.Question{Title: verb + " " + abs, Preview: changePreview(abs, p)}
+	if res := s.realDenied(c, policy.Request{Kind: kind, Tool: tool, Path: abs}, inside); res != nil {
+		return res, nil
+	}
+	q := &execv1.Question{Title: verb + " " + abs, Preview: changePreview(abs, p), Hidden: p.Hidden}
 	if len(p.Old)+len(p.New) <= maxDiff {
 		q.Diff = &execv1.Diff{Path: abs, OldText: string(p.Old), NewText: string(p.New), NewFile: !p.Existed}
 	}

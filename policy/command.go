@@ -28,6 +28,7 @@ type word struct {
 // all be known. A dynamic word matches any pattern, and a text that cannot be analysed (opaque) matches every
 // deny and ask rule: they fail closed.
 type command struct {
+	parses    int // scripts parsed so far, bounded by maxParses
 	allowable bool
 	top       [][]word
 	all       []part
@@ -56,7 +57,10 @@ var shells = map[string]bool{
 	"su": true, "csh": true, "tcsh": true, "yash": true, "posh": true,
 }
 
-const maxShellDepth = 4
+const (
+	maxShellDepth = 4
+	maxParses     = 64 // nested scripts parsed per command; beyond that the command is opaque (defends against slow inputs)
+)
 
 var parserPool = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
 
@@ -169,6 +173,7 @@ func (c *command) expandScripts(ws []word, depth int) {
 			starts = append(starts, i)
 		}
 	}
+	parsed := map[int]bool{} // each argument is parsed once, however many wrappers lie before it
 	for _, i := range starts {
 		if ws[i].dyn {
 			continue
@@ -187,18 +192,20 @@ func (c *command) expandScripts(ws []word, depth int) {
 			}
 			scripts = append(scripts, strings.Join(parts, " "))
 		case shells[prog]:
-			for _, w := range ws[i+1:] {
+			for j, w := range ws[i+1:] {
 				if w.dyn {
 					c.opaque = true // sh -c "$X": the script is not known
 					return
 				}
-				if !strings.HasPrefix(w.s, "-") {
+				if !strings.HasPrefix(w.s, "-") && !parsed[i+1+j] {
+					parsed[i+1+j] = true
 					scripts = append(scripts, w.s)
 				}
 			}
 		}
 		for _, s := range scripts {
-			if depth >= maxShellDepth {
+			c.parses++
+			if depth >= maxShellDepth || c.parses > maxParses {
 				c.opaque = true
 				return
 			}

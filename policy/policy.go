@@ -285,22 +285,27 @@ func builtinDeny(req *Request, st *State) (Decision, bool) {
 				return Decision{}, false
 			}
 		}
-		if _, in := within(st.Home, req.Path); in {
+		if inFolded(st.Home, req.Path) {
 			return deny("default", "Garuda's own folder ("+st.Home+") holds credentials and policy: tools may not read it"), true
 		}
-		if req.Kind == KindSearch {
-			if _, in := within(req.Path, st.Home); in && st.Home != "" {
-				return deny("default", "this search would cover Garuda's own folder ("+st.Home+"): refused"), true
-			}
+		if req.Kind == KindSearch && st.Home != "" && inFolded(req.Path, st.Home) {
+			return deny("default", "this search would cover Garuda's own folder ("+st.Home+"): refused"), true
 		}
 	case KindWrite, KindEdit:
 		for _, dir := range []string{st.Home, ManagedPolicyDir} {
-			if _, in := within(dir, req.Path); in {
+			if inFolded(dir, req.Path) {
 				return deny("default", "Garuda's own folder ("+dir+") holds credentials and policy: tools may not change it"), true
 			}
 		}
 	}
 	return Decision{}, false
+}
+
+// inFolded reports whether p is dir or lies under it, ignoring case, so that a case-insensitive file system
+// cannot be used to reach Garuda's own folders under another spelling.
+func inFolded(dir, p string) bool {
+	_, in := within(foldName(dir), foldName(p))
+	return in
 }
 
 func containsMode(ms []Mode, m Mode) bool {
@@ -373,6 +378,9 @@ func (r *Rule) matches(req *Request, st *State, cmd *command, allow bool) bool {
 		}
 		return r.mcpServer == srv && (r.mcpTool == "" || r.mcpTool == "*" || r.mcpTool == tool)
 	default:
+		if allow && (r.tool == "glob" || r.tool == "grep") && req.Tool != r.tool {
+			return false // an allow for one search tool is not an allow for the other
+		}
 		if r.all {
 			return true
 		}

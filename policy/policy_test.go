@@ -300,6 +300,13 @@ func TestTeamPolicy(t *testing.T) {
 		if c.want != Allow && c.want != Ask && d.Rule != "team policy" {
 			t.Errorf("%+v: decided by %q, want team policy", c.req, d.Rule)
 		}
+		// Negative control: without the team policy the same user, project and session rules let it through.
+		if c.want == Deny {
+			st.Team = nil
+			if d := Decide(c.req, st); d.Verdict == Deny {
+				t.Errorf("control %+v: denied without team policy (%s)", c.req, d.Reason)
+			}
+		}
 	}
 	// A team policy that failed to load denies everything, with its error.
 	st := newState(ModeBuild)
@@ -307,6 +314,10 @@ func TestTeamPolicy(t *testing.T) {
 	d := Decide(Request{Kind: KindRead, Path: tRoot + "/a"}, st)
 	if d.Verdict != Deny || !strings.Contains(d.Reason, `unknown key "alow"`) {
 		t.Fatalf("broken team policy: %v %q", d.Verdict, d.Reason)
+	}
+	st.TeamErr = nil // control
+	if d := Decide(Request{Kind: KindRead, Path: tRoot + "/a"}, st); d.Verdict != Allow {
+		t.Fatalf("control: %v", d.Verdict)
 	}
 }
 
@@ -323,5 +334,51 @@ func TestReadDenyPatterns(t *testing.T) {
 	want := "/u/.garuda /srv/keys /u/.aws/** /w/proj/secrets/** /w/proj/**/*.pem"
 	if got != want {
 		t.Fatalf("ReadDenyPatterns = %q, want %q", got, want)
+	}
+}
+
+func TestGarudaHomeCaseFolded(t *testing.T) {
+	st := newState(ModeBuild)
+	for _, req := range []Request{{Kind: KindRead, Path: "/u/.GARUDA/credentials"}, {Kind: KindWrite, Path: "/U/.Garuda/trust.json"},
+		{Kind: KindWrite, Path: "/ETC/garuda/policy.json"}} {
+		if d := Decide(req, st); d.Verdict != Deny {
+			t.Errorf("%+v: %v", req, d.Verdict)
+		}
+		// Negative control: with no home folder known, and no built-in rule, these only ask.
+		bare := newState(ModeBuild)
+		bare.Home = ""
+		if d := Decide(req, bare); d.Verdict == Deny && !strings.HasPrefix(req.Path, "/ETC") {
+			t.Errorf("control %+v: %v", req, d.Verdict)
+		}
+	}
+}
+
+// TestPlanModeBeatsRules: allow and session rules do not lift plan mode; in build mode (the control) they do.
+func TestPlanModeBeatsRules(t *testing.T) {
+	for _, mode := range []Mode{ModePlan, ModeBuild} {
+		st := newState(mode)
+		st.User = mustSettings(t, "/u/.garuda/settings.json", `{"permissions":{"allow":["edit_file(**)","bash"]}}`)
+		sr, _ := ParseRule("bash(make *)")
+		st.SessionRules = []Rule{sr}
+		e := Decide(Request{Kind: KindEdit, Path: tRoot + "/a.go"}, st)
+		c := Decide(Request{Kind: KindCommand, Command: "make", Dir: tRoot}, st)
+		want := Deny
+		if mode == ModeBuild {
+			want = Allow
+		}
+		if e.Verdict != want || c.Verdict != want {
+			t.Errorf("%s: edit %v, unsandboxed command %v, want %v", mode, e.Verdict, c.Verdict, want)
+		}
+	}
+}
+
+func TestSearchToolRules(t *testing.T) {
+	st := newState(ModeBuild)
+	st.User = mustSettings(t, "/u/.garuda/settings.json", `{"permissions":{"allow":["glob(//opt/**)"]}}`)
+	if d := Decide(Request{Kind: KindSearch, Tool: "glob", Path: "/opt/x"}, st); d.Verdict != Allow {
+		t.Errorf("glob: %v", d.Verdict)
+	}
+	if d := Decide(Request{Kind: KindSearch, Tool: "grep", Path: "/opt/x"}, st); d.Verdict != Ask {
+		t.Errorf("grep under a glob rule: %v", d.Verdict)
 	}
 }

@@ -343,26 +343,37 @@ func (pp *pathPattern) match(abs string, st *State, fold bool) bool {
 }
 
 // matchSegs matches pattern names against path names; a pattern that runs out first matched a folder above
-// the path, which covers it.
+// the path, which covers it. It runs in O(len(pat)*len(segs)) (no backtracking blow-up on many "**").
 func matchSegs(pat, segs []string) bool {
-	if len(pat) == 0 {
-		return true
-	}
-	if pat[0] == "**" {
-		for i := 0; i <= len(segs); i++ {
-			if matchSegs(pat[1:], segs[i:]) {
-				return true
+	// cur[j]: pat[:i] can match segs[:j]
+	cur := make([]bool, len(segs)+1)
+	cur[0] = true
+	next := make([]bool, len(segs)+1)
+	for _, p := range pat {
+		alive := false
+		for j := range next {
+			switch {
+			case p == "**":
+				next[j] = cur[j] || (j > 0 && next[j-1])
+			case j == 0:
+				next[j] = false
+			default:
+				m, _ := path.Match(p, segs[j-1])
+				next[j] = cur[j-1] && m
 			}
+			alive = alive || next[j]
 		}
-		return false
+		if !alive {
+			return false
+		}
+		cur, next = next, cur
 	}
-	if len(segs) == 0 {
-		return false
+	for _, ok := range cur {
+		if ok {
+			return true // the pattern matched the path or a folder above it
+		}
 	}
-	if m, _ := path.Match(pat[0], segs[0]); !m {
-		return false
-	}
-	return matchSegs(pat[1:], segs[1:])
+	return false
 }
 
 func splitPath(rel string) []string {

@@ -52,10 +52,19 @@ func (s *Settings) WeakerSandboxAllowed() bool {
 	return s != nil && s.WeakerSandboxOK != nil && *s.WeakerSandboxOK
 }
 
-// ParseSettings parses a settings.json or policy.json. name is the file's path, used in errors and reasons.
+// ParseSettings parses a settings.json or policy.json. name is the file's path, used in errors and reasons;
+// team keys are accepted only when its base name is "policy.json" (see ParsePolicy for other names).
 func ParseSettings(name string, data []byte) (*Settings, error) {
-	p := &settingsParser{name: name, data: data, dec: json.NewDecoder(bytes.NewReader(data)),
-		team: filepath.Base(name) == "policy.json"}
+	return parse(name, data, filepath.Base(name) == "policy.json")
+}
+
+// ParsePolicy parses a team policy file whatever its name (the broker's flag may name the managed file).
+func ParsePolicy(name string, data []byte) (*Settings, error) {
+	return parse(name, data, true)
+}
+
+func parse(name string, data []byte, team bool) (*Settings, error) {
+	p := &settingsParser{name: name, data: data, dec: json.NewDecoder(bytes.NewReader(data)), team: team}
 	p.dec.UseNumber()
 	s := &Settings{Name: name}
 	if err := p.parse(s); err != nil {
@@ -346,6 +355,6 @@ func UntrustedNotice(st *State) string {
 	if st == nil || st.Project == nil || st.ProjectTrusted || len(st.Project.Loosening()) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("Garuda: %s has %d setting(s) that loosen safety; they are ignored until you run `garuda trust` in %s.",
+	return fmt.Sprintf("%s has %d setting(s) that loosen safety; they are ignored until you run `garuda trust` in %s.",
 		st.Project.Name, len(st.Project.Loosening()), st.Root)
 }

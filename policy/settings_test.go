@@ -99,3 +99,13 @@ func TestTrust(t *testing.T) {
 		t.Fatal("unknown version accepted")
 	}
 }
+
+func TestParsePolicyAnyName(t *testing.T) {
+	if _, err := ParseSettings("/opt/team.json", []byte(`{"allow_unsandboxed": false}`)); err == nil {
+		t.Fatal("team key accepted in a settings file")
+	}
+	s, err := ParsePolicy("/opt/team.json", []byte(`{"allow_unsandboxed": false}`))
+	if err != nil || s.UnsandboxedAllowed() {
+		t.Fatalf("ParsePolicy: %v %+v", err, s)
+	}
+}

@@ -355,7 +355,7 @@ func closeNames(name string, names []string) []string {
 		if strings.Contains(strings.ToLower(n), low) || strings.Contains(low, strings.ToLower(n)) {
 			d = min(d, 1)
 		}
-		if d <= max(2, len(name)/3) {
+		if d <= max(2, len(name)/5) {
 			cs = append(cs, cand{n, d})
 		}
 	}

@@ -20,6 +20,7 @@ func WriteSetup(home, provider, model, apiKey string) error {
 	if strings.IndexFunc(apiKey, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) >= 0 {
 		return errors.New("setup: the API key contains spaces or control characters; paste it again")
 	}
+	// 0700: other users must not list or replace the files of the home folder.
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fmt.Errorf("setup: create %s: %w", home, err)
 	}

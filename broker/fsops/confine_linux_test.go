@@ -98,7 +98,7 @@ func TestDotDotEscapes(t *testing.T) {
 
 	// The kernel, not the lexical check, is the confinement: the raw path with .. is refused by openat2 itself.
 	os.Mkdir(filepath.Join(root, "sub"), 0o755)
-	_, _, err = openRegular(&target{abs: "raw", base: r.fd, rel: "sub/../../outside/secret"}, resolveRead)
+	_, _, err = openRegular(&target{abs: "raw", base: r.fd, rel: "sub/../../outside/secret", flags: resolveRead})
 	wantErr(t, "openat2 sub/../../outside/secret", err, ErrEscapes)
 	// Negative control: a plain open of the same path escapes.
 	if _, err := os.ReadFile(filepath.Join(root, "sub/../../outside/secret")); err != nil {
@@ -184,6 +184,19 @@ func TestFolderSwappedForSymlink(t *testing.T) {
 	if got := readFile(t, filepath.Join(outside, "secret")); got != "SECRET\n" {
 		t.Fatalf("outside file changed: %q", got)
 	}
+	// The file itself swapped for a symlink to a file with the same bytes: refused as well.
+	writeFile(t, filepath.Join(root, "f"), "SECRET\n")
+	p, err = r.PrepareWrite("f", []byte("pwned\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(root, "f"))
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "f"))
+	wantErr(t, "commit after the file became a symlink", r.Commit(p, nil), ErrSymlink)
+	if got := readFile(t, filepath.Join(outside, "secret")); got != "SECRET\n" {
+		t.Fatalf("outside file changed: %q", got)
+	}
+
 	// Negative control: a write by path string follows the swapped folder out of the root.
 	os.WriteFile(filepath.Join(root, "sub", "secret"), []byte("pwned\n"), 0o644)
 	if got := readFile(t, filepath.Join(outside, "secret")); got != "pwned\n" {
@@ -351,4 +364,32 @@ func TestReadBinary(t *testing.T) {
 	r, root, _ := fixture(t)
 	writeFile(t, filepath.Join(root, "bin"), "ELF\x00\x01\x02")
 	wantErr(t, "read a binary file", read(r, "bin", false), ErrBinary)
+}
+
+func TestSymlinkReadRechecked(t *testing.T) {
+	r, root, outside := fixture(t)
+	writeFile(t, filepath.Join(root, ".env"), "TOKEN=1\n")
+	os.Symlink(".env", filepath.Join(root, "README"))
+	noEnv := func(real string) bool { return filepath.Base(real) != ".env" }
+
+	_, err := r.Read(context.Background(), ReadRequest{Path: "README", Recheck: noEnv})
+	wantErr(t, "read a symlink to a denied file", err, ErrDenied)
+	res, err := r.Read(context.Background(), ReadRequest{Path: "README", Recheck: func(string) bool { return true }})
+	if err != nil || res.Real != filepath.Join(root, ".env") || res.Abs != filepath.Join(root, "README") {
+		t.Fatalf("allowed read through a symlink = %+v, %v", res, err)
+	}
+	// A plain file is not rechecked: Real is the path asked.
+	writeFile(t, filepath.Join(root, "plain"), "x\n")
+	res, err = r.Read(context.Background(), ReadRequest{Path: "plain", Recheck: func(string) bool { return false }})
+	if err != nil || res.Real != res.Abs {
+		t.Fatalf("plain read = %+v, %v", res, err)
+	}
+
+	// Outside the root no symlink is followed, and the error names the real path to ask for.
+	os.Symlink("secret", filepath.Join(outside, "link"))
+	_, err = r.Read(context.Background(), ReadRequest{Path: filepath.Join(outside, "link"), Outside: true})
+	wantErr(t, "read a symlink outside the root", err, ErrSymlink)
+	if !strings.Contains(err.Error(), "the real path is "+filepath.Join(outside, "secret")) {
+		t.Fatalf("error %q does not name the real path", err)
+	}
 }

@@ -6,7 +6,7 @@ import "errors"
 // sentinel's own text says what a user or a model can do about it.
 var (
 	ErrEscapes     = errors.New("the path leads outside the project root (through .., an absolute path or a symlink)")
-	ErrSymlink     = errors.New("the path goes through a symlink that may not be followed here (writes follow no symlinks; /proc magic links are never followed)")
+	ErrSymlink     = errors.New("the path goes through a symlink, which is not followed here (writes, and reads outside the root, follow no symlinks; /proc magic links are never followed)")
 	ErrNotRegular  = errors.New("not a regular file (directories, FIFOs, devices and sockets are refused)")
 	ErrIsDir       = errors.New("is a directory; use glob to list it")
 	ErrHardLinked  = errors.New("the file has more than one hard link; it is not written, because the other names would be affected")
@@ -18,4 +18,5 @@ var (
 	ErrTooLarge    = errors.New("the file is too large for this operation")
 	ErrUnsupported = errors.New("file tools need Linux (openat2)")
 	ErrBadPattern  = errors.New("invalid pattern")
+	ErrDenied      = errors.New("the permission rules do not allow reading that file")
 )

@@ -7,16 +7,24 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
 // Root is a project root held as a directory fd; every path the tools open is resolved by the kernel relative to
-// it, never by comparing strings.
+// it, never by comparing strings. A Root is safe for concurrent use; Close it after the last call.
+//
+// What this is a boundary against: .., absolute paths, symlinks leaving the root, /proc magic links, a folder or
+// file swapped for a symlink between the question and the write, hard-linked files (writes), FIFOs, devices and
+// sockets, huge and sparse files. What it is not: reads of a file hard-linked into the root from outside (the
+// sandbox must keep commands from making such links), and a write racing the few microseconds between the pre-image
+// check and the rename (the result is then the approved bytes, possibly over a change made in that window).
 type Root struct {
 	fd     int
 	path   string
+	real   string // the kernel's name of the root folder (symlinks in path resolved)
 	Limits Limits
 }
 
@@ -30,7 +38,12 @@ func OpenRoot(dir string) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open root %s: %w", abs, mapErrno(err))
 	}
-	return &Root{fd: fd, path: abs, Limits: DefaultLimits}, nil
+	real, err := fdPath(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("open root %s: %w", abs, err)
+	}
+	return &Root{fd: fd, path: abs, real: real, Limits: DefaultLimits}, nil
 }
 
 // Close releases the root's fd.
@@ -119,6 +132,30 @@ func mapErrno(err error) error {
 	return err
 }
 
+// fdPath is the kernel's current name of the file open as fd.
+func fdPath(fd int) (string, error) {
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return "", fmt.Errorf("name of fd %d (is /proc mounted?): %w", fd, err)
+	}
+	return p, nil
+}
+
+// inRoot turns the kernel's name of a file below the root into the same file under the root's path as given.
+func (r *Root) inRoot(real string) string {
+	if real == r.real {
+		return r.path
+	}
+	prefix := r.real
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	if rest, ok := strings.CutPrefix(real, prefix); ok {
+		return filepath.Join(r.path, rest)
+	}
+	return real
+}
+
 // target is where a path is opened: a base fd and a path relative to it that the kernel resolves beneath it.
 type target struct {
 	abs     string
@@ -126,6 +163,7 @@ type target struct {
 	rel     string // path relative to base
 	closeFn func() // closes base when it is not the root's
 	outside bool
+	flags   uint64 // RESOLVE_* flags for opening rel beneath base
 }
 
 func (t *target) close() {
@@ -134,8 +172,9 @@ func (t *target) close() {
 	}
 }
 
-// resolve picks the base fd for p. Inside the root: the root's fd. Outside (only when allowed): the fd of the
-// target's folder, itself opened from "/" with the given resolve flags, so the same rules hold along the whole path.
+// resolve picks the base fd for p. Inside the root: the root's fd, and the given resolve flags. Outside (only when
+// allowed): the fd of the target's folder, itself opened from "/", with no symlink in any component for reads too,
+// so that the file opened is the very path policy was asked about.
 func (r *Root) resolve(p string, allowOutside bool, resolveFlags uint64) (*target, error) {
 	if r.fd < 0 {
 		return nil, fmt.Errorf("root %s: closed", r.path)
@@ -146,7 +185,7 @@ func (r *Root) resolve(p string, allowOutside bool, resolveFlags uint64) (*targe
 	abs, inside := r.Abs(p)
 	if inside {
 		rel, _ := r.rel(abs)
-		return &target{abs: abs, base: r.fd, rel: rel}, nil
+		return &target{abs: abs, base: r.fd, rel: rel, flags: resolveFlags}, nil
 	}
 	if !allowOutside {
 		return nil, fmt.Errorf("%s: %w", abs, ErrEscapes)
@@ -164,19 +203,36 @@ func (r *Root) resolve(p string, allowOutside bool, resolveFlags uint64) (*targe
 	if rd == "" {
 		rd = "."
 	}
-	dfd, err := openat2(slash, rd, unix.O_PATH|unix.O_DIRECTORY, 0, resolveFlags)
+	dfd, err := openat2(slash, rd, unix.O_PATH|unix.O_DIRECTORY, 0, resolveWrite)
 	if err != nil {
-		return nil, fmt.Errorf("open folder %s: %w", dir, mapErrno(err))
+		err = mapErrno(err)
+		if errors.Is(err, ErrSymlink) {
+			err = fmt.Errorf("%w%s", err, realPathHint(abs))
+		}
+		return nil, fmt.Errorf("open folder %s: %w", dir, err)
 	}
-	return &target{abs: abs, base: dfd, rel: base, closeFn: func() { unix.Close(dfd) }, outside: true}, nil
+	return &target{abs: abs, base: dfd, rel: base, closeFn: func() { unix.Close(dfd) }, outside: true, flags: resolveWrite}, nil
+}
+
+// realPathHint tells which path to ask for instead of one that goes through a symlink (outside the root, the
+// path asked about must be the file itself). The hint is only a message: nothing is opened by it.
+func realPathHint(abs string) string {
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+		return "; the real path is " + real
+	}
+	return ""
 }
 
 // openRegular opens t read-only without blocking (a FIFO with no writer would block a plain open) and refuses
 // anything that is not a regular file before a byte is read.
-func openRegular(t *target, resolveFlags uint64) (*os.File, *unix.Stat_t, error) {
-	fd, err := openat2(t.base, t.rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, resolveFlags)
+func openRegular(t *target) (*os.File, *unix.Stat_t, error) {
+	fd, err := openat2(t.base, t.rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, t.flags)
 	if err != nil {
-		return nil, nil, mapErrno(err)
+		err = mapErrno(err)
+		if t.outside && errors.Is(err, ErrSymlink) {
+			err = fmt.Errorf("%w%s", err, realPathHint(t.abs))
+		}
+		return nil, nil, err
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {

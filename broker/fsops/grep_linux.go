@@ -6,9 +6,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
-	"regexp"
-	"regexp/syntax"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,107 +18,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// matcher is a compiled grep pattern: lit is a literal every match contains (found with bytes.Index, which is
-// vectorised, before the regexp runs), line matches one line, multi scans a whole buffer.
-type matcher struct {
-	lit   []byte
-	line  *regexp.Regexp
-	multi *regexp.Regexp
-}
-
-func compileMatcher(pattern string, fold bool) (*matcher, error) {
-	flags := ""
-	if fold {
-		flags = "(?i)"
-	}
-	line, err := regexp.Compile(flags + pattern)
-	if err != nil {
-		return nil, fmt.Errorf("grep pattern %q: %w: %w", pattern, ErrBadPattern, err)
-	}
-	multi := regexp.MustCompile("(?m)" + flags + pattern)
-	m := &matcher{line: line, multi: multi}
-	if re, err := syntax.Parse(flags+pattern, syntax.Perl); err == nil {
-		if l := requiredLiteral(re.Simplify()); len(l) > 0 {
-			m.lit = []byte(l)
-		}
-	}
-	return m, nil
-}
-
-// requiredLiteral returns the longest case-sensitive literal that every match of re contains ("" if none known).
-func requiredLiteral(re *syntax.Regexp) string {
-	switch re.Op {
-	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 {
-			return ""
-		}
-		return string(re.Rune)
-	case syntax.OpCapture, syntax.OpPlus:
-		return requiredLiteral(re.Sub[0])
-	case syntax.OpRepeat:
-		if re.Min >= 1 {
-			return requiredLiteral(re.Sub[0])
-		}
-	case syntax.OpConcat:
-		best, run := "", ""
-		for _, sub := range re.Sub {
-			if sub.Op == syntax.OpLiteral && sub.Flags&syntax.FoldCase == 0 {
-				run += string(sub.Rune)
-				continue
-			}
-			if len(run) > len(best) {
-				best = run
-			}
-			run = ""
-			if l := requiredLiteral(sub); len(l) > len(best) {
-				best = l
-			}
-		}
-		if len(run) > len(best) {
-			best = run
-		}
-		return best
-	}
-	return ""
-}
-
-// matchLines calls fn with the start and end offsets of every line of buf that matches; fn returns false to stop.
-func (m *matcher) matchLines(buf []byte, fn func(ls, le int) bool) {
-	pos := 0
-	for pos <= len(buf) {
-		var at int
-		if m.lit != nil {
-			i := bytes.Index(buf[pos:], m.lit)
-			if i < 0 {
-				return
-			}
-			at = pos + i
-		} else {
-			loc := m.multi.FindIndex(buf[pos:])
-			if loc == nil {
-				return
-			}
-			at = pos + loc[0]
-		}
-		ls := bytes.LastIndexByte(buf[pos:at], '\n') + 1 + pos
-		le := bytes.IndexByte(buf[at:], '\n')
-		if le < 0 {
-			le = len(buf)
-		} else {
-			le += at
-		}
-		if ls == len(buf) && ls > 0 {
-			return // nothing after the last newline
-		}
-		if m.line.Match(buf[ls:le]) {
-			if !fn(ls, le) {
-				return
-			}
-		}
-		pos = le + 1
-	}
-}
 
 type grepLine struct {
 	n     int
@@ -155,57 +54,107 @@ func (r *Root) Grep(ctx context.Context, req GrepRequest, allow func(abs string)
 			return nil, fmt.Errorf("grep glob %q: %w", req.Glob, err)
 		}
 	}
-	startFD, startRel, startAbs, err := r.startWalk("grep", req.Path)
-	if err != nil {
+	g := &grepSearch{m: m, gs: gs, mode: mode, allow: allow, lineChars: r.Limits.GrepLineChar,
+		stopAt: int64(r.Limits.ListEntries) * 4}
+	if mode == "content" {
+		g.ctxLines = min(max(req.Context, 0), 20)
+	}
+	// A path naming one regular file searches that file alone (the glob filter does not apply).
+	if f, abs, st := r.openSearchFile(req.Path); f != nil {
+		defer f.Close()
+		g.startAbs = filepath.Dir(abs)
+		if allow != nil && !allow(abs) {
+			g.skipped.Add(1)
+		} else if gf, ok := searchFD(int(f.Fd()), st.Size, st.Mtim.Nano(), filepath.Base(abs), m, mode, g.ctxLines, g.lineChars); ok {
+			g.files = append(g.files, gf)
+		}
+	} else if err := r.grepTree(ctx, req.Path, g); err != nil {
 		return nil, err
 	}
-	defer unix.Close(startFD)
+	return r.grepResult(g), nil
+}
 
-	ctxLines := 0
-	if mode == "content" {
-		ctxLines = min(max(req.Context, 0), 20)
+// grepSearch is the state of one grep call, shared by its workers.
+type grepSearch struct {
+	m         *matcher
+	gs        *globSet
+	mode      string
+	ctxLines  int
+	lineChars int
+	allow     func(string) bool
+	startAbs  string
+	stopAt    int64 // the search stops well past the cap: the result stays bounded whatever the pattern
+
+	mu      sync.Mutex
+	files   []grepFile
+	skipped atomic.Int64
+	total   atomic.Int64 // matching lines (content, count) or files (files) found so far
+	cut     atomic.Bool  // a file was left unsearched: the counts are lower bounds
+}
+
+// openSearchFile opens p when it names a regular file inside the root (else nil), with its real path.
+func (r *Root) openSearchFile(p string) (*os.File, string, *unix.Stat_t) {
+	if p == "" {
+		return nil, "", nil
 	}
-	var (
-		mu      sync.Mutex
-		files   []grepFile
-		skipped atomic.Int64
-		total   atomic.Int64 // matching lines (content, count) or files (files) found so far
-		cut     atomic.Bool
-	)
-	// The search stops well past the cap: the result stays bounded whatever the pattern.
-	stopAt := int64(r.Limits.ListEntries) * 4
+	t, err := r.resolve(p, false, resolveRead)
+	if err != nil {
+		return nil, "", nil
+	}
+	defer t.close()
+	f, st, err := openRegular(t)
+	if err != nil {
+		return nil, "", nil
+	}
+	// Named by where it is, as in the walk: a symlink beneath the root may have led elsewhere in it.
+	name, err := fdPath(int(f.Fd()))
+	if err != nil {
+		f.Close()
+		return nil, "", nil
+	}
+	return f, r.inRoot(name), st
+}
+
+// grepTree searches the folder p in parallel.
+func (r *Root) grepTree(ctx context.Context, p string, g *grepSearch) error {
+	startFD, startRel, startAbs, err := r.startWalk("grep", p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(startFD)
+	g.startAbs = startAbs
 	w := &walker{ctx: ctx, startFD: startFD, startRel: startRel, descend: func(string) bool { return true }}
 	w.file = func(w *walker, dir *dirRef, name, rel string) {
-		if gs != nil && !gs.matchFile(rel) {
+		if g.gs != nil && !g.gs.matchFile(rel) {
 			return
 		}
-		if allow != nil && !allow(filepath.Join(startAbs, rel)) {
-			skipped.Add(1)
+		if g.allow != nil && !g.allow(filepath.Join(startAbs, rel)) {
+			g.skipped.Add(1)
 			return
 		}
 		dir.acquire()
 		work := func() error {
 			defer dir.release()
-			if total.Load() > stopAt {
-				cut.Store(true) // a file is left unsearched: the counts are lower bounds
+			if g.total.Load() > g.stopAt {
+				g.cut.Store(true)
 				w.stop()
 				return nil
 			}
 			if w.done() {
 				return nil
 			}
-			gf, ok := searchFile(dir.fd, name, rel, m, mode, ctxLines, r.Limits.GrepLineChar)
+			gf, ok := searchFile(dir.fd, name, rel, g.m, g.mode, g.ctxLines, g.lineChars)
 			if !ok {
 				return nil
 			}
-			mu.Lock()
-			files = append(files, gf)
-			mu.Unlock()
+			g.mu.Lock()
+			g.files = append(g.files, gf)
+			g.mu.Unlock()
 			n := int64(gf.count)
-			if mode == "files" {
+			if g.mode == "files" {
 				n = 1
 			}
-			total.Add(n)
+			g.total.Add(n)
 			return nil
 		}
 		if !w.g.TryGo(work) {
@@ -213,8 +162,14 @@ func (r *Root) Grep(ctx context.Context, req GrepRequest, allow func(abs string)
 		}
 	}
 	if err := w.run(r.rootIgnore(startRel)); err != nil {
-		return nil, fmt.Errorf("grep %q in %s: %w", req.Pattern, startAbs, err)
+		return fmt.Errorf("grep in %s: %w", startAbs, err)
 	}
+	return nil
+}
+
+// grepResult sorts the files found and writes the capped text, locations and notes.
+func (r *Root) grepResult(g *grepSearch) *ListResult {
+	mode, ctxLines, startAbs, files, cut := g.mode, g.ctxLines, g.startAbs, g.files, g.cut.Load()
 
 	if mode == "files" {
 		slices.SortFunc(files, func(a, b grepFile) int {
@@ -229,7 +184,7 @@ func (r *Root) Grep(ctx context.Context, req GrepRequest, allow func(abs string)
 	} else {
 		slices.SortFunc(files, func(a, b grepFile) int { return strings.Compare(a.rel, b.rel) })
 	}
-	res := &ListResult{Skipped: int(skipped.Load()), Truncated: cut.Load()}
+	res := &ListResult{Skipped: int(g.skipped.Load()), Truncated: cut}
 	var sb strings.Builder
 	shown, found := 0, 0
 	outputFull := false
@@ -294,13 +249,13 @@ outer:
 	res.Count = found
 	res.Truncated = res.Truncated || outputFull
 	var notes []string
-	unit := map[string]string{"files": "files", "count": "matches", "content": "matching lines"}[mode]
+	unit := map[string]string{"files": "files", "count": "matching lines", "content": "matching lines"}[mode]
 	if found == 0 && !res.Truncated {
 		notes = append(notes, "no matches")
 	}
 	if res.Truncated {
 		what := strconv.Itoa(found)
-		if cut.Load() {
+		if cut {
 			what = "more than " + what
 		}
 		notes = append(notes, fmt.Sprintf("output cut: showing %d of %s %s; narrow the pattern, the path or the glob", shown, what, unit))
@@ -309,7 +264,7 @@ outer:
 		notes = append(notes, fmt.Sprintf("%d files skipped by permission rules", n))
 	}
 	res.Note = strings.Join(notes, "; ")
-	return res, nil
+	return res
 }
 
 // bufPool holds read buffers so that a search over many files does not allocate one per file.
@@ -331,21 +286,37 @@ func searchFile(dirfd int, name, rel string, m *matcher, mode string, ctxLines, 
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size == 0 {
 		return gf, false
 	}
+	return searchFD(fd, st.Size, st.Mtim.Nano(), rel, m, mode, ctxLines, lineChars)
+}
+
+// searchFD searches the open regular file fd of the given size.
+func searchFD(fd int, size, mtime int64, rel string, m *matcher, mode string, ctxLines, lineChars int) (gf grepFile, ok bool) {
 	var buf []byte
-	if st.Size >= mmapAbove {
-		b, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ, unix.MAP_PRIVATE)
+	if size >= mmapAbove {
+		b, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_PRIVATE)
 		if err != nil {
 			return gf, false
 		}
 		defer unix.Munmap(b)
+		// A file truncated while mapped (a hostile command can do it at will) makes reads past its new end raise
+		// SIGBUS, which would kill the broker: turn the fault into a panic of this goroutine and skip the file.
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if e := recover(); e != nil {
+				if _, fault := e.(interface{ Addr() uintptr }); !fault {
+					panic(e)
+				}
+				gf, ok = grepFile{}, false
+			}
+		}()
 		buf = b
 	} else {
 		bp := bufPool.Get().(*[]byte)
 		defer bufPool.Put(bp)
-		if cap(*bp) < int(st.Size)+1 {
-			*bp = make([]byte, 0, int(st.Size)+1)
+		if cap(*bp) < int(size)+1 {
+			*bp = make([]byte, 0, int(size)+1)
 		}
-		b := (*bp)[:int(st.Size)+1]
+		b := (*bp)[:int(size)+1]
 		n := 0
 		for n < len(b) {
 			k, err := unix.Pread(fd, b[n:], int64(n))
@@ -360,7 +331,7 @@ func searchFile(dirfd int, name, rel string, m *matcher, mode string, ctxLines, 
 	if bytes.IndexByte(buf, 0) >= 0 {
 		return gf, false
 	}
-	gf = grepFile{rel: rel, mtime: st.Mtim.Nano()}
+	gf = grepFile{rel: rel, mtime: mtime}
 	var matched [][2]int
 	m.matchLines(buf, func(ls, le int) bool {
 		gf.count++

@@ -121,3 +121,28 @@ func TestRequiredLiteral(t *testing.T) {
 		}
 	}
 }
+
+func TestMatchLines(t *testing.T) {
+	buf := []byte("alpha beta\na\nb\nGamma\n\nlast line without newline")
+	cases := map[string][]string{
+		`beta`:        {"alpha beta"},
+		`Gamma\s`:     nil, // a match across lines is not a line match
+		`(?i)gamma`:   {"Gamma"},
+		`^$`:          {""},
+		`^a$|^b$`:     {"a", "b"},
+		`newline$`:    {"last line without newline"},
+		`[A-Z]\w+`:    {"Gamma"},
+		`line\b.*out`: {"last line without newline"},
+	}
+	for pat, want := range cases {
+		m, err := compileMatcher(pat, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		m.matchLines(buf, func(ls, le int) bool { got = append(got, string(buf[ls:le])); return true })
+		if !slices.Equal(got, want) {
+			t.Errorf("%q matched %q, want %q", pat, got, want)
+		}
+	}
+}

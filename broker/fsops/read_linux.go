@@ -22,11 +22,24 @@ func (r *Root) Read(ctx context.Context, req ReadRequest) (*ReadResult, error) {
 		return nil, fmt.Errorf("read %s: %w", req.Path, err)
 	}
 	defer t.close()
-	f, _, err := openRegular(t, resolveRead)
+	f, _, err := openRegular(t)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", t.abs, err)
 	}
 	defer f.Close()
+	real := t.abs
+	if !t.outside {
+		// A symlink beneath the root may have led elsewhere in the root (README -> .env): policy decided on the
+		// path asked, so the file actually opened is checked again before a byte of it is read.
+		name, err := fdPath(int(f.Fd()))
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", t.abs, err)
+		}
+		real = r.inRoot(name)
+		if real != t.abs && req.Recheck != nil && !req.Recheck(real) {
+			return nil, fmt.Errorf("read %s: a symlink leads to %s: %w", t.abs, real, ErrDenied)
+		}
+	}
 
 	lim := r.Limits
 	first := max(req.Offset, 1)
@@ -34,7 +47,7 @@ func (r *Root) Read(ctx context.Context, req ReadRequest) (*ReadResult, error) {
 	if limit <= 0 {
 		limit = lim.ReadLines
 	}
-	res := &ReadResult{Abs: t.abs, FirstLine: first, Location: Location{Path: t.abs, Line: first}}
+	res := &ReadResult{Abs: t.abs, Real: real, FirstLine: first, Location: Location{Path: t.abs, Line: first}}
 
 	// The scan cap bounds the bytes read whatever the file's size (a 5 GB sparse file, a huge log).
 	br := bufio.NewReaderSize(io.LimitReader(f, lim.ScanBytes+1), 64<<10)
@@ -138,6 +151,9 @@ func (r *Root) Read(ctx context.Context, req ReadRequest) (*ReadResult, error) {
 
 // shownLine cuts a line at n characters and replaces invalid UTF-8; longer says bytes were already dropped.
 func shownLine(b []byte, n int, longer bool) (s string, cut, bad bool) {
+	if len(b) <= n && utf8.Valid(b) { // the common case: short enough in bytes, so in characters too
+		return string(b), longer, false
+	}
 	count := 0
 	for i := 0; i < len(b); {
 		if count == n {

@@ -285,3 +285,25 @@ func TestKilledMidWrite(t *testing.T) {
 		t.Logf("control: the naive write left %d bytes (of %d)", len(got), helperSize)
 	}
 }
+
+func TestCommitOnlyOnceAndOnItsRoot(t *testing.T) {
+	r, root, _ := fixture(t)
+	writeFile(t, filepath.Join(root, "f"), "v1\n")
+	p, err := r.PrepareWrite("f", []byte("v2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Commit(p, nil); err == nil {
+		t.Fatal("a pending write was committed by another root")
+	}
+	if err := r.Commit(p, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Replaying the same approval fails: the pre-image is gone.
+	wantErr(t, "commit twice", r.Commit(p, nil), ErrChanged)
+}

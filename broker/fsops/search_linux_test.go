@@ -180,3 +180,94 @@ func TestGrepCap(t *testing.T) {
 		t.Fatalf("long line not cut: %d bytes", len(res.Text))
 	}
 }
+
+func TestGrepSurvivesTruncatedMapping(t *testing.T) {
+	_, root, _ := fixture(t)
+	p := filepath.Join(root, "shrunk.txt")
+	writeFile(t, p, strings.Repeat("a", os.Getpagesize())) // a full page: no NUL padding to stop early
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, _ := compileMatcher("nomatch", false)
+	// The file is one page but is searched as if it were 8 MiB, as when it shrinks after fstat: the pages past its
+	// end raise SIGBUS. Without SetPanicOnFault this would kill the test binary, so no negative control runs here.
+	if _, ok := searchFD(int(f.Fd()), 2*mmapAbove, 0, "shrunk.txt", m, "files", 0, 500); ok {
+		t.Fatal("a file with a fault reported a match")
+	}
+}
+
+func TestGrepOneFile(t *testing.T) {
+	r, root, _ := fixture(t)
+	writeFile(t, filepath.Join(root, "d/a.txt"), "x\nneedle\n")
+	writeFile(t, filepath.Join(root, "d/b.txt"), "needle\n")
+	res, err := r.Grep(context.Background(), GrepRequest{Pattern: "needle", Path: "d/a.txt", OutputMode: "content"}, nil)
+	if err != nil || res.Text != "d/a.txt:2:needle\n" {
+		t.Fatalf("grep one file = %q, %v", res.Text, err)
+	}
+	res, err = r.Grep(context.Background(), GrepRequest{Pattern: "needle", Path: "d/a.txt"}, func(string) bool { return false })
+	if err != nil || res.Text != "" || res.Skipped != 1 {
+		t.Fatalf("grep one denied file = %+v, %v", res, err)
+	}
+	_, err = r.Grep(context.Background(), GrepRequest{Pattern: "needle", Path: "missing"}, nil)
+	wantErr(t, "grep in a missing folder", err, ErrNotFound)
+}
+
+func TestCancelled(t *testing.T) {
+	r, root, _ := fixture(t)
+	writeFile(t, filepath.Join(root, "a.txt"), "needle\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := r.Grep(ctx, GrepRequest{Pattern: "needle"}, nil)
+	wantErr(t, "grep with a cancelled context", err, context.Canceled)
+	_, err = r.Glob(ctx, "**/*", "", nil)
+	wantErr(t, "glob with a cancelled context", err, context.Canceled)
+	_, err = r.Read(ctx, ReadRequest{Path: "a.txt"})
+	wantErr(t, "read with a cancelled context", err, context.Canceled)
+}
+
+func TestGitignoreAboveTheSearchFolder(t *testing.T) {
+	r, root, _ := fixture(t)
+	tree(t, root, [][2]string{
+		{".gitignore", "*.log\n"},
+		{".hidden/.gitignore", "*.tmp\n"},
+		{".hidden/sub/a.tmp", "x\n"},
+		{".hidden/sub/b.log", "x\n"},
+		{".hidden/sub/c.go", "x\n"},
+	})
+	res, err := r.Glob(context.Background(), "**/*", ".hidden/sub", nil)
+	if err != nil || res.Text != ".hidden/sub/c.go\n" {
+		t.Fatalf("glob in .hidden/sub = %q, %v; the .gitignore files of the root and of .hidden apply", res.Text, err)
+	}
+	res, err = r.Grep(context.Background(), GrepRequest{Pattern: "x", Path: ".hidden/sub"}, nil)
+	if err != nil || res.Text != ".hidden/sub/c.go\n" {
+		t.Fatalf("grep in .hidden/sub = %q, %v", res.Text, err)
+	}
+}
+
+func TestSearchThroughSymlinkSeesRealPaths(t *testing.T) {
+	r, root, _ := fixture(t)
+	writeFile(t, filepath.Join(root, ".git/config"), "url = secret\n")
+	writeFile(t, filepath.Join(root, ".env"), "secret=1\n")
+	os.Symlink(".git", filepath.Join(root, "docs"))
+	os.Symlink(".env", filepath.Join(root, "notes"))
+	var asked []string
+	allow := func(abs string) bool { asked = append(asked, abs); return false }
+	ctx := context.Background()
+
+	res, err := r.Grep(ctx, GrepRequest{Pattern: "secret", Path: "docs"}, allow)
+	if err != nil || res.Text != "" || !slices.Equal(asked, []string{filepath.Join(root, ".git/config")}) {
+		t.Fatalf("grep in a symlink to .git: %+v, %v, allow asked %q", res, err, asked)
+	}
+	asked = nil
+	res, err = r.Grep(ctx, GrepRequest{Pattern: "secret", Path: "notes"}, allow)
+	if err != nil || res.Text != "" || !slices.Equal(asked, []string{filepath.Join(root, ".env")}) {
+		t.Fatalf("grep of a symlink to .env: %+v, %v, allow asked %q", res, err, asked)
+	}
+	asked = nil
+	res, err = r.Glob(ctx, "*", "docs", allow)
+	if err != nil || res.Skipped != 1 || !slices.Equal(asked, []string{filepath.Join(root, ".git/config")}) {
+		t.Fatalf("glob in a symlink to .git: %+v, %v, allow asked %q", res, err, asked)
+	}
+}

@@ -35,21 +35,27 @@ type Location struct {
 // ReadRequest is read_file's input. Offset is the 1-based first line (0 means 1); Limit the number of lines (0 means
 // Limits.ReadLines). Outside must be set only after policy allowed reading a path outside the root; without it such
 // a path fails with ErrEscapes.
+//
+// Recheck, when set, is called if the file opened is not the path asked (a symlink beneath the root was followed)
+// with the file's real path under the root; false refuses the read with ErrDenied before a byte is read. Outside the
+// root no symlink is followed at all.
 type ReadRequest struct {
 	Path    string
 	Offset  int
 	Limit   int
 	Outside bool
+	Recheck func(real string) bool
 }
 
 // ReadResult is read_file's output: Text holds lines numbered like `cat -n` ("%6d\t"), Note says what was cut and how
 // to read on (empty when nothing was).
 type ReadResult struct {
 	Text      string
-	Abs       string
-	FirstLine int  // number of the first line in Text
-	Lines     int  // how many lines Text holds
-	More      bool // the file goes on after the last line shown
+	Abs       string // the path asked, made absolute
+	Real      string // the file read: Abs, or where a symlink beneath the root led
+	FirstLine int    // number of the first line in Text
+	Lines     int    // how many lines Text holds
+	More      bool   // the file goes on after the last line shown
 	Note      string
 	Location  Location
 }
@@ -64,7 +70,9 @@ type Pending struct {
 	OldHash [32]byte
 	Mode    fs.FileMode // permission bits kept (0644 for a new file)
 	Matches int         // edit: how many occurrences were replaced (0 for a write)
+	Hidden  bool        // New holds hidden or bidirectional characters (HasHidden): the question must warn
 
+	root    *Root
 	rel     string // path relative to the root, or "" when outside
 	outside bool
 	uid     int
@@ -86,7 +94,7 @@ type GrepRequest struct {
 type ListResult struct {
 	Text      string
 	Locations []Location
-	Count     int  // paths (glob, grep files), matching lines (grep content) or matches (grep count) found
+	Count     int  // paths found (glob, grep files), or matching lines (grep content and count)
 	Truncated bool // the result was cut at the cap
 	Skipped   int  // files left out because allow() said no
 	Note      string

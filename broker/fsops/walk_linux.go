@@ -60,13 +60,25 @@ func (r *Root) startWalk(op, p string) (fd int, rel, abs string, err error) {
 	}
 	fd, err = openat2(t.base, t.rel, unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveRead)
 	if err != nil {
-		err = mapErrno(err)
-		if errors.Is(err, ErrNotFound) || errors.Is(err, unix.ENOTDIR) {
-			return -1, "", "", fmt.Errorf("%s in %s: not a folder: %w", op, t.abs, err)
+		if errors.Is(err, unix.ENOTDIR) {
+			return -1, "", "", fmt.Errorf("%s in %s: not a folder: %w", op, t.abs, ErrNotFound)
 		}
+		return -1, "", "", fmt.Errorf("%s in %s: %w", op, t.abs, mapErrno(err))
+	}
+	// A symlink beneath the root may have led elsewhere in it (docs -> .git): the walk names files by where they
+	// are, so allow() and the results see the real paths.
+	name, err := fdPath(fd)
+	if err != nil {
+		unix.Close(fd)
 		return -1, "", "", fmt.Errorf("%s in %s: %w", op, t.abs, err)
 	}
-	return fd, t.rel, t.abs, nil
+	abs = r.inRoot(name)
+	rel, ok := r.rel(abs)
+	if !ok {
+		unix.Close(fd)
+		return -1, "", "", fmt.Errorf("%s in %s: %w", op, t.abs, ErrEscapes)
+	}
+	return fd, rel, abs, nil
 }
 
 func (w *walker) run(rootIgnore *ignoreNode) error {
@@ -144,7 +156,7 @@ func (w *walker) walkEntries(rel string, dir *dirRef, ign *ignoreNode) {
 			if name == ".git" || ign.ignored(w.rootRel(childRel), true) || !w.descend(childRel) {
 				continue
 			}
-			// One component, no symlinks, beneath the start folder: a folder swapped for a symlink is not entered.
+			// Beneath the start folder with no symlink in any component: a folder swapped for a symlink is not entered.
 			cfd, err := openat2(w.startFD, childRel, unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
 			if err != nil {
 				continue
@@ -194,8 +206,10 @@ func (r *Root) rootIgnore(startRel string) *ignoreNode {
 	for _, part := range strings.Split(startRel, "/") {
 		if data := readSmall(r.fd, path.Join(dir, ".gitignore")); data != nil {
 			if rules := parseGitignore(data); len(rules) > 0 {
-				d := strings.TrimPrefix(dir, ".")
-				d = strings.TrimPrefix(d, "/")
+				d := dir
+				if d == "." {
+					d = ""
+				}
 				node = &ignoreNode{parent: node, dir: d, rules: rules}
 			}
 		}

@@ -82,7 +82,7 @@ func (r *Root) prepare(op, path string, outside bool, change func(old []byte, ex
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", op, t.abs, err)
 	}
-	p := &Pending{Abs: t.abs, Existed: st != nil, Mode: 0o644, outside: t.outside, uid: -1, gid: -1}
+	p := &Pending{Abs: t.abs, Existed: st != nil, Mode: 0o644, root: r, outside: t.outside, uid: -1, gid: -1}
 	if !t.outside {
 		p.rel = t.rel
 	}
@@ -97,12 +97,13 @@ func (r *Root) prepare(op, path string, outside bool, change func(old []byte, ex
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", op, t.abs, err)
 	}
+	p.Hidden = HasHidden(p.New)
 	return p, nil
 }
 
 // loadPreimage opens t for reading with the write rules; a missing file is (nil, nil, nil).
 func (r *Root) loadPreimage(t *target) ([]byte, *unix.Stat_t, error) {
-	f, st, err := openRegular(t, resolveWrite)
+	f, st, err := openRegular(t)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil, nil
 	}
@@ -133,8 +134,9 @@ func (r *Root) loadPreimage(t *target) ([]byte, *unix.Stat_t, error) {
 // file created with O_EXCL in the same folder (by its fd), fsync, renameat over the target, fsync of the folder.
 // Missing parent folders of a new file are created (inside the root only).
 func (r *Root) Commit(p *Pending, before func(abs string, old []byte, existed bool) error) error {
-	if p == nil {
-		return errors.New("commit: no pending write")
+	if p == nil || p.root != r {
+		// A Pending names a path relative to the root that prepared it; another root would write elsewhere.
+		return errors.New("commit: the pending write was not prepared by this root")
 	}
 	dir, base := filepath.Split(p.Abs)
 	var (
@@ -149,9 +151,15 @@ func (r *Root) Commit(p *Pending, before func(abs string, old []byte, existed bo
 		// Re-open the folder for writing and syncing: resolve gave an O_PATH fd.
 		dfd, err = openat2(t.base, ".", unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
 		t.close()
+		if err != nil {
+			err = mapErrno(err)
+		}
 	} else {
 		relDir := filepath.Dir(p.rel)
 		dfd, err = r.openDirForWrite(relDir, !p.Existed)
+	}
+	if errors.Is(err, ErrNotFound) && p.Existed {
+		err = fmt.Errorf("%w (the folder is gone)", ErrChanged)
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: open folder %s: %w", p.Abs, dir, err)
@@ -159,7 +167,7 @@ func (r *Root) Commit(p *Pending, before func(abs string, old []byte, existed bo
 	defer unix.Close(dfd)
 
 	// The file must be what the question showed: same existence, same bytes.
-	t := &target{abs: p.Abs, base: dfd, rel: base}
+	t := &target{abs: p.Abs, base: dfd, rel: base, flags: resolveWrite, outside: p.outside}
 	cur, st, err := r.loadPreimage(t)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", p.Abs, err)

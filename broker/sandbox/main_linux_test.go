@@ -13,6 +13,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == attackArg {
 		os.Exit(runAttack(os.Args[2:]))
 	}
+	if len(os.Args) > 4 && os.Args[1] == brokerArg {
+		os.Exit(runBroker(os.Args[2:]))
+	}
 	os.Exit(m.Run())
 }
 

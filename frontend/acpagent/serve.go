@@ -119,8 +119,13 @@ func (s *server) brokerGone(hw *hookWriter) {
 	s.closing = true
 	var written []<-chan struct{}
 	for _, sess := range s.sessions {
-		if w := sess.abort(errBrokerExited); w != nil {
+		sess.mu.Lock()
+		running := sess.turn != nil
+		sess.mu.Unlock()
+		if running {
+			// Watch before the abort, so that a quick answer cannot be missed.
 			written = append(written, hw.watch(brokerGoneMarker(sess.id)))
+			sess.abort(errBrokerExited)
 		}
 	}
 	s.mu.Unlock()

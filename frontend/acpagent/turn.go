@@ -24,7 +24,13 @@ func (s *server) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRes
 	if err != nil {
 		return acp.PromptResponse{}, err
 	}
-	s.prompts.Add(1)
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return acp.PromptResponse{}, requestError("the agent is shutting down")
+	}
+	s.prompts.Add(1) // under s.mu, so that no prompt starts once shutdown waits for them
+	s.mu.Unlock()
 	defer s.prompts.Done()
 	return sess.prompt(p.Prompt)
 }
@@ -110,7 +116,10 @@ func (s *session) prompt(blocks []acp.ContentBlock) (acp.PromptResponse, error) 
 			if reason == "" {
 				reason = strings.ToLower(strings.TrimPrefix(res.GetStatus().String(), "STATUS_"))
 			}
-			s.notice(uctx, fmt.Sprintf("@%s was not attached: %s", m.rel, reason))
+			if !strings.Contains(reason, "not attached") {
+				reason = fmt.Sprintf("@%s was not attached: %s", m.rel, reason)
+			}
+			s.notice(uctx, reason)
 		default:
 			full += fmt.Sprintf("\n\nContents of @%s:\n%s", m.rel, res.GetContent())
 			for _, n := range res.GetNotices() {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -149,7 +150,8 @@ type Session struct {
 	// History is the conversation. Between turns every tool_use is followed by its tool_result.
 	History []model.Message
 	// Record, if set, receives what a session file keeps: ("message", model.Message) for every message added to
-	// History, ("compaction", Compaction), ("stop", Stop).
+	// History, ("compaction", Compaction) when History was replaced by a compacted one, then ("stop", Stop) or
+	// ("error", string) at the end of the turn.
 	Record func(kind string, v any)
 
 	// The usage of the last response covers History[:usageMark]; the estimate adds only what came after.
@@ -168,7 +170,8 @@ type Compaction struct {
 }
 
 // settleDelay is how long a cancelled turn waits for a running tool call to report before it ends the call itself
-// (more than the broker's 2 s kill grace). A variable so that tests of a stuck tool need not wait.
+// (more than the broker's 2 s kill grace): against a broker that never answers, which would hold the turn open. A
+// variable so that tests of a stuck tool need not wait.
 var settleDelay = 3 * time.Second
 
 // turn is the state of one RunTurn.
@@ -210,10 +213,15 @@ func (s *Session) RunTurn(ctx context.Context, prompt string, emit func(Event)) 
 	if emit == nil {
 		emit = func(Event) {}
 	}
+	if strings.TrimSpace(prompt) == "" {
+		return "", errors.New("run turn: the prompt is empty")
+	}
 	t := &turn{s: s, lim: s.Limits.withDefaults(), emitFn: emit}
 	t.repeats = newRepeats(t.lim)
 	stop, err := t.run(ctx, prompt)
-	if err == nil {
+	if err != nil {
+		s.record("error", err.Error())
+	} else {
 		s.record("stop", stop)
 	}
 	return stop, err
@@ -244,6 +252,11 @@ func (t *turn) run(ctx context.Context, prompt string) (Stop, error) {
 		t.tokens += resp.Usage.Total()
 		msg := resp.Message
 		msg.Role = model.RoleAssistant
+		for i, b := range msg.Content {
+			if b.Type == model.BlockToolUse && len(b.Input) == 0 {
+				msg.Content[i].Input = json.RawMessage("{}") // providers require an object
+			}
+		}
 		calls := toolCalls(msg)
 		if len(msg.Content) > 0 {
 			s.appendMessage(msg)
@@ -287,11 +300,7 @@ func toolCalls(m model.Message) []ToolCall {
 		if b.Type != model.BlockToolUse {
 			continue
 		}
-		in := b.Input
-		if len(in) == 0 {
-			in = json.RawMessage("{}")
-		}
-		calls = append(calls, ToolCall{ID: b.ToolUseID, Name: b.Name, Input: in})
+		calls = append(calls, ToolCall{ID: b.ToolUseID, Name: b.Name, Input: b.Input})
 	}
 	return calls
 }
@@ -353,7 +362,8 @@ func (t *turn) stream(ctx context.Context, req model.Request, h model.Handler) (
 			return resp, nil
 		}
 		var se *model.StreamError
-		if ctx.Err() != nil || !errors.As(err, &se) || !se.Retryable || attempt >= attempts {
+		final := errors.Is(err, model.ErrContextTooLong) || errors.Is(err, model.ErrAuth) // the same again, however often
+		if ctx.Err() != nil || final || !errors.As(err, &se) || !se.Retryable || attempt >= attempts {
 			if se != nil && se.Retryable && attempt >= attempts {
 				return nil, fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 			}

@@ -152,7 +152,7 @@ func TestReadOnlyCallsRunInParallel(t *testing.T) {
 		}
 		return lastResults(f.requests()[1])
 	}
-	got := run(t, barrierTools(3, time.Minute, true))
+	got := run(t, barrierTools(3, 10*time.Second, true))
 	for i, id := range []string{"a", "b", "c"} {
 		if got[i].ToolUseID != id || got[i].Text != "overlapped "+id {
 			t.Errorf("result %d = %s %q; want %s, overlapped with the others", i, got[i].ToolUseID, got[i].Text, id)
@@ -365,7 +365,7 @@ func TestStreamErrorsEndTheTurn(t *testing.T) {
 		is       error
 	}{
 		{"not retryable", []step{fail(&model.StreamError{Err: errors.New("bad request: tools.0")})}, 1, nil},
-		{"auth", []step{fail(&model.StreamError{Err: fmt.Errorf("401: %w", model.ErrAuth)})}, 1, model.ErrAuth},
+		{"auth", []step{fail(&model.StreamError{Err: fmt.Errorf("401: %w", model.ErrAuth), Retryable: true})}, 1, model.ErrAuth},
 		{"plain error", []step{fail(errors.New("no route"))}, 1, nil},
 		{"retries used up", []step{fail(retryable), fail(retryable), fail(retryable)}, 3, nil},
 	} {
@@ -486,5 +486,43 @@ func TestRecord(t *testing.T) {
 	}
 	if got, want := strings.Join(kinds, " "), "message message message message stop"; got != want {
 		t.Errorf("records = %s; want %s", got, want)
+	}
+}
+
+// Repetition counts only within the window: a call that comes back every third step is no loop with a window of 3.
+func TestRepeatedCallsWindow(t *testing.T) {
+	run := func(window int) (warnings int) {
+		var steps []step
+		for i := range 9 {
+			steps = append(steps, answerCalls(use(fmt.Sprint("c", i), ToolGrep, fmt.Sprintf(`{"pattern":"p%d"}`, i%3))))
+		}
+		f := newFake(t, steps...)
+		s := newSession(f, &fakeTools{ro: readOnlyTools})
+		s.Limits.MaxSteps, s.Limits.RepeatWindow = 9, window
+		var rec recorder
+		if stop, err := s.RunTurn(t.Context(), "cycle", rec.emit); err != nil || stop != StopMaxSteps {
+			t.Fatalf("window %d: RunTurn = %q, %v; want max_steps", window, stop, err)
+		}
+		for _, e := range rec.of(EventNotice) {
+			if strings.Contains(e.Text, "same input") {
+				warnings++
+			}
+		}
+		return warnings
+	}
+	if n := run(3); n != 0 {
+		t.Errorf("window 3: %d warnings, want none", n)
+	}
+	// Control: with the default window the 7th to 9th steps are each a third repetition.
+	if n := run(10); n != 3 {
+		t.Errorf("window 10: %d warnings, want 3", n)
+	}
+}
+
+func TestEmptyPromptIsRefused(t *testing.T) {
+	f := newFake(t)
+	s := newSession(f, &fakeTools{})
+	if stop, err := s.RunTurn(t.Context(), " \n", nil); err == nil || stop != "" || len(s.History) != 0 || len(f.requests()) != 0 {
+		t.Errorf("RunTurn = %q, %v with %d messages; want an error and nothing sent", stop, err, len(s.History))
 	}
 }

@@ -40,8 +40,8 @@ func (t *turn) runTools(ctx context.Context, calls []ToolCall) (repeated string)
 	}
 	for i := 0; i < len(calls) && ctx.Err() == nil; {
 		j := i + 1
-		if t.s.Tools.ReadOnly(calls[i].Name) {
-			for j < len(calls) && t.s.Tools.ReadOnly(calls[j].Name) {
+		if t.readOnly(calls[i].Name) {
+			for j < len(calls) && t.readOnly(calls[j].Name) {
 				j++
 			}
 		}
@@ -63,6 +63,8 @@ func (t *turn) runTools(ctx context.Context, calls []ToolCall) (repeated string)
 	t.closeUnrun(calls, results, StatusCancelled, "Cancelled: the user stopped the turn before this call ran.", extra...)
 	return ""
 }
+
+func (t *turn) readOnly(name string) bool { return t.s.Tools != nil && t.s.Tools.ReadOnly(name) }
 
 // closeUnrun gives every call without a result the given one, emits it, and appends the tool_result message (then
 // extra blocks). It keeps History valid: every tool_use is answered, even when the call never ran.
@@ -120,7 +122,11 @@ func (t *turn) runOne(ctx context.Context, c ToolCall) *ToolResult {
 		}
 	}
 	done := make(chan ToolResult, 1)
-	go func() { done <- t.s.Tools.Run(ctx, c, progress) }()
+	if t.s.Tools == nil {
+		done <- ToolResult{Status: StatusFailed, Content: "No tools are available in this session."}
+	} else {
+		go func() { done <- t.s.Tools.Run(ctx, c, progress) }()
+	}
 	var r ToolResult
 	select {
 	case r = <-done:

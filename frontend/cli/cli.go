@@ -124,7 +124,7 @@ func acp(ctx context.Context, args []string) error {
 		return err
 	}
 	defer b.Close()
-	confine()
+	confineSelf()
 	err = acpagent.Serve(ctx, os.Stdin, protocol, acpagent.Options{
 		Broker:     b.Client,
 		BrokerDone: b.Done(),
@@ -200,7 +200,7 @@ func readLine(r *bufio.Reader) (string, error) {
 }
 
 // confine takes the front end's file and exec power away once the broker runs; see package confine.
-func confine() {
+func confineSelf() {
 	warning, err := confine.Self()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "garuda: could not confine the front end:", err)

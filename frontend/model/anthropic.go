@@ -39,7 +39,7 @@ func NewAnthropic(cfg ProviderConfig) Client {
 	return &anthropicClient{cfg: cfg, msgs: c.Messages}
 }
 
-func (c *anthropicClient) params(req Request) anthropic.MessageNewParams {
+func (c *anthropicClient) params(req Request) (anthropic.MessageNewParams, error) {
 	p := anthropic.MessageNewParams{
 		Model:     anthropic.Model(c.cfg.Model),
 		MaxTokens: c.cfg.maxTokens(req),
@@ -50,6 +50,9 @@ func (c *anthropicClient) params(req Request) anthropic.MessageNewParams {
 	}
 	if req.ThinkingBudget > 0 {
 		p.Thinking = anthropic.ThinkingConfigParamOfEnabled(int64(req.ThinkingBudget))
+		if p.MaxTokens <= int64(req.ThinkingBudget) { // the API wants room for the answer after the thinking
+			p.MaxTokens = int64(req.ThinkingBudget) + DefaultMaxOutputTokens
+		}
 	}
 	for _, t := range req.Tools {
 		tp := &anthropic.ToolParam{
@@ -61,39 +64,84 @@ func (c *anthropicClient) params(req Request) anthropic.MessageNewParams {
 		}
 		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
 	}
+	if n := len(p.Tools); n > 0 {
+		p.Tools[n-1].OfTool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+	}
+	wire := make([]wireMessage, 0, len(req.Messages))
 	for _, m := range req.Messages {
-		blocks := make([]anthropic.ContentBlockParamUnion, 0, len(m.Content))
-		for _, b := range m.Content {
+		wm := wireMessage{Role: "user", Content: make([]wireBlock, 0, len(m.Content))}
+		if m.Role == RoleAssistant {
+			wm.Role = "assistant"
+		}
+		for i := range m.Content {
+			b := &m.Content[i]
 			switch b.Type {
 			case BlockText:
 				if b.Text != "" { // the API refuses empty text blocks
-					blocks = append(blocks, anthropic.NewTextBlock(b.Text))
+					wm.Content = append(wm.Content, wireBlock{Type: "text", Text: &b.Text})
 				}
 			case BlockThinking:
-				blocks = append(blocks, anthropic.NewThinkingBlock(b.Signature, b.Text))
+				wm.Content = append(wm.Content, wireBlock{Type: "thinking", Thinking: &b.Text, Signature: &b.Signature})
 			case BlockRedactedThinking:
-				blocks = append(blocks, anthropic.NewRedactedThinkingBlock(b.Data))
+				wm.Content = append(wm.Content, wireBlock{Type: "redacted_thinking", Data: b.Data})
 			case BlockToolUse:
 				in := b.Input
 				if len(in) == 0 {
 					in = emptyObject
+				} else if !json.Valid(in) {
+					return p, fmt.Errorf("tool call %s (%s) in the history: the input is not valid JSON", b.ToolUseID, b.Name)
 				}
-				blocks = append(blocks, anthropic.NewToolUseBlock(b.ToolUseID, in, b.Name))
+				wm.Content = append(wm.Content, wireBlock{Type: "tool_use", ID: b.ToolUseID, Name: b.Name, Input: in})
 			case BlockToolResult:
-				blocks = append(blocks, anthropic.NewToolResultBlock(b.ToolUseID, b.Text, b.IsError))
+				wm.Content = append(wm.Content, wireBlock{Type: "tool_result", ToolUseID: b.ToolUseID, Content: &b.Text, IsError: b.IsError})
 			}
 		}
-		if len(blocks) == 0 {
-			continue
-		}
-		if m.Role == RoleAssistant {
-			p.Messages = append(p.Messages, anthropic.NewAssistantMessage(blocks...))
-		} else {
-			p.Messages = append(p.Messages, anthropic.NewUserMessage(blocks...))
+		if len(wm.Content) > 0 {
+			wire = append(wire, wm)
 		}
 	}
-	return p
+	// Prompt caching: the system prompt, the tools and the history up to the last block are
+	// cached, so each step of a turn pays full price only for what is new.
+	if n := len(wire); n > 0 {
+		last := &wire[n-1].Content[len(wire[n-1].Content)-1]
+		if last.Type == "text" || last.Type == "tool_result" {
+			last.CacheControl = &ephemeral
+		}
+	}
+	for _, wm := range wire {
+		p.Messages = append(p.Messages, param.Override[anthropic.MessageParam](wm))
+	}
+	return p, nil
 }
+
+// wireMessage and wireBlock are the history in the Messages API's JSON. They are encoded with
+// encoding/json and handed to the SDK as they are (param.Override): the SDK's reflective param
+// encoder takes several times as long on a long history.
+type wireMessage struct {
+	Role    string      `json:"role"`
+	Content []wireBlock `json:"content"`
+}
+
+type wireBlock struct {
+	Type         string          `json:"type"`
+	Text         *string         `json:"text,omitempty"`
+	Thinking     *string         `json:"thinking,omitempty"`
+	Signature    *string         `json:"signature,omitempty"`
+	Data         string          `json:"data,omitempty"`
+	ID           string          `json:"id,omitempty"`
+	Name         string          `json:"name,omitempty"`
+	Input        json.RawMessage `json:"input,omitempty"`
+	ToolUseID    string          `json:"tool_use_id,omitempty"`
+	Content      *string         `json:"content,omitempty"`
+	IsError      bool            `json:"is_error,omitempty"`
+	CacheControl *wireCache      `json:"cache_control,omitempty"`
+}
+
+type wireCache struct {
+	Type string `json:"type"`
+}
+
+var ephemeral = wireCache{Type: "ephemeral"}
 
 func schemaOrObject(s json.RawMessage) json.RawMessage {
 	if len(s) == 0 {
@@ -104,7 +152,11 @@ func schemaOrObject(s json.RawMessage) json.RawMessage {
 
 // Stream implements Client.
 func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*Response, error) {
-	stream := c.msgs.NewStreaming(ctx, c.params(req))
+	params, err := c.params(req)
+	if err != nil {
+		return nil, &StreamError{Err: fmt.Errorf("anthropic: %w", err)}
+	}
+	stream := c.msgs.NewStreaming(ctx, params)
 	defer stream.Close()
 
 	var (
@@ -125,6 +177,10 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 				CacheWriteTokens: int(u.CacheCreationInputTokens),
 			}
 		case "content_block_start":
+			// A broken or hostile endpoint must not crash the front end or make it allocate without bound.
+			if ev.Index < 0 || ev.Index > maxBlocks {
+				return nil, &StreamError{Err: fmt.Errorf("anthropic: content block index %d out of range", ev.Index), Started: started}
+			}
 			cb := ev.ContentBlock
 			b := anthropicBlock{}
 			switch cb.Type {
@@ -154,7 +210,7 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 			}
 			blocks[ev.Index] = b
 		case "content_block_delta":
-			if int(ev.Index) >= len(blocks) || blocks[ev.Index].skip {
+			if ev.Index < 0 || int(ev.Index) >= len(blocks) || blocks[ev.Index].skip {
 				continue
 			}
 			b := &blocks[ev.Index]
@@ -219,6 +275,9 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 	}
 	return resp, nil
 }
+
+// maxBlocks bounds the content blocks of one answer.
+const maxBlocks = 4096
 
 type anthropicBlock struct {
 	Block

@@ -168,6 +168,12 @@ func TestAnthropicRetriesOverloadBeforeTheStream(t *testing.T) {
 		t.Errorf("%d requests, content %+v", len(s.requests()), resp.Message.Content)
 	}
 
+	// MaxRetries 0 keeps the SDK's default of two retries.
+	s = newReplay(t, reply{status: 529, file: "anthropic_529.json"}, reply{status: 529, file: "anthropic_529.json"}, reply{file: "anthropic_max_tokens.sse"})
+	if _, err := anthropicFor(s, 0).Stream(context.Background(), userHi, &collect{}); err != nil || len(s.requests()) != 3 {
+		t.Errorf("default retries: %v, %d requests", err, len(s.requests()))
+	}
+
 	// Without retries the 429 comes back as a retryable StreamError that has not started.
 	s = newReplay(t, reply{status: 429, file: "anthropic_429.json"})
 	_, err = anthropicFor(s, -1).Stream(context.Background(), userHi, &collect{})
@@ -265,6 +271,10 @@ func TestAnthropicRequestFromHistory(t *testing.T) {
 	if tr["type"] != "tool_result" || tr["tool_use_id"] != "t1" || tr["is_error"] != true || !strings.Contains(string(s.requests()[0].body), "denied by the user") {
 		t.Errorf("tool result = %v", tr)
 	}
+	// Prompt caching marks the last tool and the last block of the history.
+	if tr["cache_control"] == nil || body.Tools[0]["cache_control"] == nil || body.Messages[0].Content[0]["cache_control"] != nil {
+		t.Errorf("cache_control: last block %v, tool %s, first block %v", tr["cache_control"], body.Tools[0]["cache_control"], body.Messages[0].Content[0]["cache_control"])
+	}
 }
 
 // The client must not send a key from the environment that the configuration did not give it:
@@ -302,5 +312,33 @@ func TestAnthropicCancelled(t *testing.T) {
 	var se *StreamError
 	if !errors.Is(err, context.Canceled) || !errors.As(err, &se) || se.Retryable {
 		t.Errorf("err = %#v (%v)", err, err)
+	}
+}
+
+// A hostile endpoint's block index must not crash or exhaust the front end. No negative control
+// runs here: without the bound, index -1 panics the test binary and 2e9 allocates gigabytes.
+func TestBlockIndexOutOfRange(t *testing.T) {
+	s := newReplay(t, reply{file: "anthropic_bad_index.sse"})
+	if _, err := anthropicFor(s, -1).Stream(context.Background(), userHi, &collect{}); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("anthropic: %v", err)
+	}
+	s = newReplay(t, reply{file: "openai_bad_index.sse"})
+	if _, err := openaiFor(s, -1).Stream(context.Background(), userHi, &collect{}); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("openai: %v", err)
+	}
+}
+
+func TestInvalidToolInputInHistoryIsNotRetried(t *testing.T) {
+	req := Request{Messages: []Message{
+		{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "x"}}},
+		{Role: RoleAssistant, Content: []Block{{Type: BlockToolUse, ToolUseID: "t1", Name: "bash", Input: json.RawMessage(`{"command":`)}}},
+	}}
+	for name, c := range map[string]func(*replayServer, int) Client{"anthropic": anthropicFor, "openai": openaiFor} {
+		s := newReplay(t)
+		_, err := c(s, 2).Stream(context.Background(), req, &collect{})
+		var se *StreamError
+		if !errors.As(err, &se) || se.Retryable || !strings.Contains(err.Error(), "t1") || len(s.requests()) != 0 {
+			t.Errorf("%s: %#v, %d requests", name, err, len(s.requests()))
+		}
 	}
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -51,7 +52,7 @@ func BenchmarkAnthropicChunk(b *testing.B) {
 	}
 }
 
-// BenchmarkBuildAnthropicRequest builds the request of a 200-message history.
+// BenchmarkBuildAnthropicRequest builds and encodes the request body of a 200-message history.
 func BenchmarkBuildAnthropicRequest(b *testing.B) {
 	req := Request{System: "You are Garuda."}
 	for i := 0; i < 100; i++ {
@@ -62,6 +63,12 @@ func BenchmarkBuildAnthropicRequest(b *testing.B) {
 	c := NewAnthropic(ProviderConfig{Model: "m"}).(*anthropicClient)
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = c.params(req)
+		p, err := c.params(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(p); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

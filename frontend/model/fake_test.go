@@ -47,12 +47,13 @@ func TestFakeClientWaitEndsOnCancel(t *testing.T) {
 	wait := make(chan struct{})
 	f := NewFakeClient(Step{Deltas: []FakeDelta{{DeltaText, "par"}}, Wait: wait, Response: TextStep("partial").Response})
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &collect{}
+	h := signalOnDelta{make(chan struct{}, 1)}
 	done := make(chan error)
 	go func() {
 		_, err := f.Stream(ctx, Request{}, h)
 		done <- err
 	}()
+	<-h.ch // the step has streamed and now waits
 	cancel()
 	err := <-done
 	var se *StreamError
@@ -90,4 +91,13 @@ func mustNew(t *testing.T, cfg ProviderConfig) Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+type signalOnDelta struct{ ch chan struct{} }
+
+func (s signalOnDelta) Delta(DeltaKind, string) {
+	select {
+	case s.ch <- struct{}{}:
+	default:
+	}
 }

@@ -48,7 +48,7 @@ func NewOpenAI(cfg ProviderConfig) Client {
 	}
 }
 
-func (c *openaiClient) params(req Request) openai.ChatCompletionNewParams {
+func (c *openaiClient) params(req Request) (openai.ChatCompletionNewParams, error) {
 	p := openai.ChatCompletionNewParams{
 		Model:         shared.ChatModel(c.cfg.Model),
 		Messages:      make([]openai.ChatCompletionMessageParamUnion, 0, len(req.Messages)+1),
@@ -87,6 +87,8 @@ func (c *openaiClient) params(req Request) openai.ChatCompletionNewParams {
 					in := b.Input
 					if len(in) == 0 {
 						in = emptyObject
+					} else if !json.Valid(in) {
+						return p, fmt.Errorf("tool call %s (%s) in the history: the input is not valid JSON", b.ToolUseID, b.Name)
 					}
 					calls = append(calls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
 						ID:       b.ToolUseID,
@@ -125,12 +127,16 @@ func (c *openaiClient) params(req Request) openai.ChatCompletionNewParams {
 			p.Messages = append(p.Messages, openai.UserMessage(text.String()))
 		}
 	}
-	return p
+	return p, nil
 }
 
 // Stream implements Client.
 func (c *openaiClient) Stream(ctx context.Context, req Request, h Handler) (*Response, error) {
-	stream := c.completions.NewStreaming(ctx, c.params(req))
+	params, err := c.params(req)
+	if err != nil {
+		return nil, &StreamError{Err: fmt.Errorf("openai: %w", err)}
+	}
+	stream := c.completions.NewStreaming(ctx, params)
 	defer stream.Close()
 
 	var (
@@ -176,8 +182,9 @@ func (c *openaiClient) Stream(ctx context.Context, req Request, h Handler) (*Res
 		}
 		for _, tc := range d.ToolCalls {
 			i := int(tc.Index)
-			if i < 0 || i > 1024 {
-				continue // a broken index; refuse to grow without bound
+			// A broken or hostile endpoint must not crash the front end or make it allocate without bound.
+			if i < 0 || i > maxBlocks {
+				return nil, &StreamError{Err: fmt.Errorf("openai: tool call index %d out of range", i), Started: started}
 			}
 			for i >= len(calls) {
 				calls = append(calls, openaiCall{})

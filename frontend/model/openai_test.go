@@ -203,7 +203,11 @@ func TestOpenAIIgnoresEnvironment(t *testing.T) {
 
 func TestOpenAIOfficialEndpointUsesMaxCompletionTokens(t *testing.T) {
 	c := NewOpenAI(ProviderConfig{Type: TypeOpenAI, Model: "gpt-5", MaxOutputTokens: 1000}).(*openaiClient)
-	b, err := json.Marshal(c.params(userHi))
+	p, err := c.params(userHi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}

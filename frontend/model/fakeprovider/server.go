@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -341,6 +342,21 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 		"choices": []any{}, "usage": map[string]any{"prompt_tokens": tokens(body), "completion_tokens": out + 1, "total_tokens": tokens(body) + out + 1}})
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	e.f.Flush()
+}
+
+// LoadScript reads a script from a JSON file: a list of turns (chunk_delay in nanoseconds).
+func LoadScript(path string) ([]Turn, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("fake provider script: %w", err)
+	}
+	var turns []Turn
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&turns); err != nil {
+		return nil, fmt.Errorf("fake provider script %s: %w", path, err)
+	}
+	return turns, nil
 }
 
 // Bodies returns the request bodies as strings, handy for asserting what the model heard.

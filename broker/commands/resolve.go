@@ -1,0 +1,231 @@
+package commands
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Kind says what a prompt is.
+type Kind int
+
+const (
+	// KindNotCommand: plain text for the model ("/etc/hosts is wrong" is one).
+	KindNotCommand Kind = iota
+	// KindPrompt: a custom command or skill; Prompt is the text the model gets instead of the user's.
+	KindPrompt
+	// KindMessage: answered without the model (a built-in chat command, /help, an unknown name); Message is
+	// the answer to show.
+	KindMessage
+)
+
+// Resolution is the outcome of Resolve.
+type Resolution struct {
+	Kind    Kind
+	Prompt  string
+	Message string
+	Command *Command // the custom command or skill (a copy); nil for built-ins and unknown names
+}
+
+// builtins are the terminal's chat commands and the CLI command that does the same job, if there is one.
+var builtins = map[string]string{
+	"undo": "garuda undo", "rewind": "garuda undo",
+	"setup": "garuda setup", "model": "garuda setup", "login": "garuda setup", "logout": "garuda setup",
+	"doctor": "garuda doctor", "status": "garuda doctor",
+	"permissions": "garuda trust", "trust": "garuda trust",
+	"help": "", "diff": "", "compact": "", "clear": "", "cost": "", "init": "", "review": "", "mcp": "",
+	"exit": "", "quit": "", "config": "", "memory": "", "resume": "", "sessions": "", "context": "",
+	"export": "", "hooks": "", "agents": "", "todos": "", "bug": "", "add-dir": "", "plan": "", "build": "",
+	"new": "", "vim": "", "theme": "",
+}
+
+// Resolve decides what a prompt is. Only text that starts with "/" and a name with no other "/" (`/hello`,
+// `/a:b args`) is a command: "/etc/hosts is wrong" and "/ x" are plain text. A custom command or skill becomes
+// its expanded body; a built-in chat command and an unknown name get a message and never reach the model.
+func (s *Set) Resolve(text string) Resolution {
+	name, args, ok := commandName(text)
+	if !ok {
+		return Resolution{Kind: KindNotCommand}
+	}
+	if c, found := s.byName[name]; found {
+		cp := *c
+		return Resolution{Kind: KindPrompt, Prompt: expand(c, args), Command: &cp}
+	}
+	if name == "help" {
+		return Resolution{Kind: KindMessage, Message: s.help()}
+	}
+	if name == "plan" || name == "build" {
+		mode := strings.ToUpper(name[:1]) + name[1:]
+		return Resolution{Kind: KindMessage,
+			Message: fmt.Sprintf("/%s is not a command over ACP; choose the %s mode in the editor's mode selector.", name, mode)}
+	}
+	if cli, found := builtins[name]; found {
+		if cli != "" {
+			return Resolution{Kind: KindMessage,
+				Message: fmt.Sprintf("/%s is not available over ACP in this version; run `%s` in a terminal.", name, cli)}
+		}
+		return Resolution{Kind: KindMessage,
+			Message: fmt.Sprintf("/%s is only in the terminal and not available over ACP in this version.", name)}
+	}
+	return Resolution{Kind: KindMessage, Message: s.unknown(name)}
+}
+
+// commandName splits "/name args". The name is ASCII letters, digits and _ . - : starting with a letter or
+// digit; anything else (a path, a lone slash) is not a command.
+func commandName(text string) (name, args string, ok bool) {
+	if !strings.HasPrefix(text, "/") {
+		return "", "", false
+	}
+	rest := text[1:]
+	end := strings.IndexAny(rest, " \t\r\n")
+	if end < 0 {
+		end = len(rest)
+	}
+	name, args = rest[:end], strings.TrimSpace(rest[end:])
+	if name == "" || !isAlnum(name[0]) {
+		return "", "", false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !isAlnum(c) && c != '_' && c != '.' && c != '-' && c != ':' {
+			return "", "", false
+		}
+	}
+	return name, args, true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// help lists the custom commands and skills.
+func (s *Set) help() string {
+	var b strings.Builder
+	line := func(c *Command) {
+		fmt.Fprintf(&b, "/%s", c.Name)
+		if c.ArgumentHint != "" {
+			fmt.Fprintf(&b, " %s", c.ArgumentHint)
+		}
+		if c.Description != "" {
+			fmt.Fprintf(&b, " — %s", c.Description)
+		}
+		fmt.Fprintf(&b, " (%s)\n", c.Path)
+	}
+	if len(s.commands) > 0 {
+		b.WriteString("Custom commands:\n")
+		for _, c := range s.commands {
+			line(c)
+		}
+	}
+	if len(s.skills) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("Skills:\n")
+		for _, c := range s.skills {
+			line(c)
+		}
+	}
+	if b.Len() == 0 {
+		b.WriteString("No custom commands or skills. Add commands as .garuda/commands/NAME.md (or " +
+			"$GARUDA_HOME/commands/NAME.md) and skills as .garuda/skills/NAME/SKILL.md.\n")
+	}
+	b.WriteString("\nThe built-in chat commands (/undo, /diff, /compact …) are only in the terminal in this version.")
+	return b.String()
+}
+
+// unknown answers an unknown name with its close matches, or else with the names there are.
+func (s *Set) unknown(name string) string {
+	msg := fmt.Sprintf("Unknown command /%s.", name)
+	if m := s.closeMatches(name); len(m) > 0 {
+		return msg + " Did you mean " + orList(m) + "?"
+	}
+	var all []string
+	for _, c := range s.List() {
+		all = append(all, "/"+c.Name)
+	}
+	if len(all) == 0 {
+		return msg + " There are no custom commands or skills here; type /help for more."
+	}
+	if len(all) > 20 {
+		all = append(all[:20], "…")
+	}
+	return msg + " Available: " + strings.Join(all, ", ") + "; type /help for more."
+}
+
+func orList(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// closeMatches returns up to 5 names (custom and built-in) that start with name or are within edit distance
+// 2 of it (case-insensitive), closest first.
+func (s *Set) closeMatches(name string) []string {
+	type match struct {
+		name string
+		dist int
+	}
+	var ms []match
+	typed := strings.ToLower(name)
+	consider := func(cand string) {
+		lc := strings.ToLower(cand)
+		switch {
+		case lc == typed:
+			ms = append(ms, match{cand, 0})
+		case strings.HasPrefix(lc, typed):
+			ms = append(ms, match{cand, 1})
+		// Names longer than maxNameLen cannot match and are not measured, which defends against a long
+		// prompt costing quadratic time.
+		case len(typed) <= maxNameLen:
+			if d := levenshtein(typed, lc); d <= 2 {
+				ms = append(ms, match{cand, d})
+			}
+		}
+	}
+	for n := range s.byName {
+		consider(n)
+	}
+	for n := range builtins {
+		if _, custom := s.byName[n]; !custom {
+			consider(n)
+		}
+	}
+	// Distance 2 only when nothing is closer: "/fix" suggests /fix-issue, not also /vim.
+	if slices.ContainsFunc(ms, func(m match) bool { return m.dist < 2 }) {
+		ms = slices.DeleteFunc(ms, func(m match) bool { return m.dist == 2 })
+	}
+	slices.SortFunc(ms, func(a, b match) int {
+		if a.dist != b.dist {
+			return a.dist - b.dist
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	var out []string
+	for i := 0; i < len(ms) && i < 5; i++ {
+		out = append(out, "/"+ms[i].name)
+	}
+	return out
+}
+
+// levenshtein is the edit distance between two strings, by bytes (names are ASCII).
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,302 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var markerSeq atomic.Int64
+
+// marker is a sleep duration unique to this test run: processes carrying it in argv are the test's.
+func marker() string {
+	return fmt.Sprintf("%d.%d%d", 900+markerSeq.Add(1), os.Getpid()%1000, markerSeq.Load())
+}
+
+// survivors lists host pids whose argv contains m.
+func survivors(m string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte(m)) {
+			if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && strings.Contains(string(st), ") Z ") {
+				continue // a zombie is already dead
+			}
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// startedRun runs s in the background and returns once the command has printed "started".
+func startedRun(t *testing.T, ctx context.Context, s Spec) <-chan *Result {
+	t.Helper()
+	started := make(chan struct{})
+	var once atomic.Bool
+	var seen bytes.Buffer
+	s.OnOutput = func(b []byte) {
+		seen.Write(b)
+		if strings.Contains(seen.String(), "started") && once.CompareAndSwap(false, true) {
+			close(started)
+		}
+	}
+	done := make(chan *Result, 1)
+	go func() {
+		r, err := Run(ctx, s)
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		done <- r
+	}()
+	select {
+	case <-started:
+	case r := <-done:
+		t.Fatalf("command ended before starting: %+v %q", r, r.Output)
+	}
+	return done
+}
+
+// setsidEscape is a command whose children try to outlive the command: setsid, double fork, nohup, ignored
+// SIGTERM, background.
+func setsidEscape(m string) string {
+	return fmt.Sprintf(`setsid bash -c '(setsid sleep %[1]s &) ; sleep %[1]s' & (setsid nohup sleep %[1]s >/dev/null 2>&1 &); `+
+		`bash -c 'trap "" TERM; exec sleep %[1]s' & sleep 0.1; echo started; sleep %[1]s`, m)
+}
+
+func TestCancelKillsEverything(t *testing.T) {
+	f := newFixture(t)
+	m := marker()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := startedRun(t, ctx, f.spec(setsidEscape(m)))
+	if n := len(survivors(m)); n < 4 {
+		t.Fatalf("only %d marked processes running before cancel", n)
+	}
+	cancel()
+	r := <-done
+	if !r.Cancelled || !r.Signaled {
+		t.Errorf("result after cancel: %+v", r)
+	}
+	if s := survivors(m); len(s) > 0 {
+		t.Fatalf("processes survived cancel: %v", s)
+	}
+}
+
+// The negative control: a process-group kill, what most agents do, leaves the setsid ones alive.
+func TestProcessGroupKillLeavesSurvivors(t *testing.T) {
+	m := marker()
+	c := exec.Command("/bin/bash", "-c", setsidEscape(m))
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, _ := c.StdoutPipe()
+	must(t, c.Start())
+	bufio.NewReader(stdout).ReadString('\n')
+	syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	c.Wait()
+	time.Sleep(50 * time.Millisecond)
+	s := survivors(m)
+	for _, pid := range s {
+		syscall.Kill(pid, syscall.SIGKILL) // clean up the processes this test started, by pid
+	}
+	if len(s) == 0 {
+		t.Fatal("negative control: the process-group kill left no survivor, so TestCancelKillsEverything proves nothing")
+	}
+}
+
+func TestCommandEndKillsBackground(t *testing.T) {
+	f := newFixture(t)
+	m := marker()
+	r := f.sandboxed(fmt.Sprintf("(setsid sleep %[1]s &); nohup sleep %[1]s >/dev/null 2>&1 & echo done", m))
+	if r.ExitCode != 0 || out(r) != "done" {
+		t.Fatalf("exit %d %q", r.ExitCode, r.Output)
+	}
+	if s := survivors(m); len(s) > 0 {
+		t.Fatalf("background processes outlived the command: %v", s)
+	}
+}
+
+func TestCancelGraceThenKill(t *testing.T) {
+	f := newFixture(t)
+	m := marker()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := startedRun(t, ctx, f.spec("trap '' TERM; echo started; sleep "+m+"; sleep "+m))
+	cancel()
+	r := <-done
+	if !r.Cancelled || !r.Signaled || r.ExitCode != 128+9 {
+		t.Errorf("a SIGTERM-ignoring command after cancel: %+v", r)
+	}
+	if s := survivors(m); len(s) > 0 {
+		t.Fatalf("survivors: %v", s)
+	}
+}
+
+func TestShutdownKillsAtOnce(t *testing.T) {
+	f := newFixture(t)
+	m := marker()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := startedRun(t, ctx, f.spec("trap '' TERM; echo started; sleep "+m))
+	cancel(ErrShutdown)
+	r := <-done
+	// Killed by SIGKILL without the grace: a SIGTERM would have been ignored and ended in the same state only
+	// after TermGrace, so the duration is what tells them apart; it is reported, not asserted.
+	if !r.Cancelled || r.ExitCode != 128+9 {
+		t.Errorf("shutdown result: %+v", r)
+	}
+	t.Logf("shutdown kill took %v (grace is %v)", r.Duration, TermGrace)
+	if s := survivors(m); len(s) > 0 {
+		t.Fatalf("survivors: %v", s)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	f := newFixture(t)
+	m := marker()
+	s := f.spec("sleep " + m)
+	s.Timeout = 300 * time.Millisecond
+	r := f.run(s)
+	if !r.TimedOut || r.Cancelled || !r.Signaled {
+		t.Errorf("timeout result: %+v", r)
+	}
+	if sv := survivors(m); len(sv) > 0 {
+		t.Fatalf("survivors: %v", sv)
+	}
+}
+
+// TestBrokerKilled: when the broker process is SIGKILLed (the front end gone), its commands die with it.
+func TestBrokerKilled(t *testing.T) {
+	exe, err := os.Executable()
+	must(t, err)
+	m := marker()
+	f := newFixture(t)
+	c := exec.Command(exe, brokerArg, f.root, f.tmp, "echo started; sleep "+m)
+	stdout, _ := c.StdoutPipe()
+	must(t, c.Start())
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if !strings.Contains(line, "started") || len(survivors(m)) == 0 {
+		t.Fatalf("broker child did not start the command: %q", line)
+	}
+	c.Process.Kill()
+	c.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(survivors(m)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := survivors(m); len(s) > 0 {
+		t.Fatalf("command survived its broker: %v", s)
+	}
+}
+
+// brokerArg makes the test binary a minimal broker: run one sandboxed command, print its output.
+const brokerArg = "__broker"
+
+func runBroker(args []string) int {
+	r, err := Run(context.Background(), Spec{Command: args[2], Root: args[0], Writable: []string{args[1]},
+		Env: BaseEnv(args[1], args[1], nil), OnOutput: func(b []byte) { os.Stdout.Write(b) }})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return r.ExitCode
+}
+
+func TestProcessLimit(t *testing.T) {
+	f := newFixture(t)
+	r := f.sandboxed(attackCmd(t, "procs", strconv.Itoa(ProcessLimit+100)))
+	if r.ExitCode == 0 {
+		t.Errorf("started %d processes past the limit: %q", ProcessLimit+100, r.Output)
+	}
+	t.Logf("sandboxed: %s", out(r))
+	if r := f.unsandboxed(attackCmd(t, "procs", strconv.Itoa(ProcessLimit+100))); r.ExitCode != 0 {
+		t.Errorf("negative control: could not start %d processes without the sandbox: %q", ProcessLimit+100, r.Output)
+	}
+}
+
+func TestForkBomb(t *testing.T) {
+	f := newFixture(t)
+	m := marker()
+	s := f.spec(": " + m + "; b(){ b | b & }; b")
+	s.Timeout = 2 * time.Second
+	r := f.run(s) // returning at all shows the broker stayed responsive
+	if !r.TimedOut && r.ExitCode == 0 {
+		t.Errorf("fork bomb result: %+v", r)
+	}
+	if sv := survivors(m); len(sv) > 0 {
+		t.Fatalf("%d fork bomb processes survived", len(sv))
+	}
+	// No negative control: an unbounded fork bomb would take down this shared machine; TestProcessLimit shows
+	// the limit is what stops it.
+}
+
+func TestHugeOutputBoundedMemory(t *testing.T) {
+	f := newFixture(t)
+	var peak atomic.Uint64
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	stop := make(chan struct{})
+	go func() {
+		var m runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > peak.Load() {
+				peak.Store(m.HeapAlloc)
+			}
+		}
+	}()
+	r := f.sandboxed("head -c 1000000000 /dev/zero | tr '\\0' 'a'; echo; echo THE-END")
+	close(stop)
+	if !r.Truncated || len(r.Output) > KeepOutput+200 || !bytes.HasSuffix(bytes.TrimSpace(r.Output), []byte("THE-END")) {
+		t.Errorf("1 GB output: truncated %v, kept %d bytes, tail %q", r.Truncated, len(r.Output), r.Output[max(0, len(r.Output)-40):])
+	}
+	if !bytes.Contains(r.Output, []byte("bytes cut")) {
+		t.Errorf("no cut note in %q", r.Output[KeepOutput/2-10:KeepOutput/2+80])
+	}
+	if grew := int64(peak.Load()) - int64(base); grew > 16<<20 {
+		t.Errorf("heap grew by %d MB while reading 1 GB", grew>>20)
+	}
+	t.Logf("heap peak growth %d KB", (int64(peak.Load())-int64(base))>>10)
+}
+
+func TestOutputFileAndStreaming(t *testing.T) {
+	f := newFixture(t)
+	s := f.spec("seq 1 20000")
+	s.OutputFile = filepath.Join(t.TempDir(), "out.txt")
+	var streamed bytes.Buffer
+	s.OnOutput = func(b []byte) { streamed.Write(b) }
+	r := f.run(s)
+	full, err := os.ReadFile(s.OutputFile)
+	must(t, err)
+	want, _ := exec.Command("seq", "1", "20000").Output()
+	if !bytes.Equal(full, want) || !bytes.Equal(streamed.Bytes(), want) {
+		t.Errorf("saved %d bytes, streamed %d, want %d", len(full), streamed.Len(), len(want))
+	}
+	if !r.Truncated || r.OutputPath != s.OutputFile || !bytes.Contains(r.Output, []byte("full output in "+s.OutputFile)) {
+		t.Errorf("result: truncated %v path %q", r.Truncated, r.OutputPath)
+	}
+	if !bytes.HasPrefix(r.Output, []byte("1\n2\n")) || !bytes.HasSuffix(r.Output, []byte("19999\n20000\n")) {
+		t.Errorf("head/tail wrong")
+	}
+	if fi, _ := os.Stat(s.OutputFile); fi.Mode().Perm() != 0o600 {
+		t.Errorf("output file mode %v", fi.Mode())
+	}
+}

@@ -1,0 +1,648 @@
+package acpagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/frontend/visible"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+func TestInitialize(t *testing.T) {
+	e := newEnv(t)
+	res, err := e.conn.Initialize(e.ctx(), acp.InitializeRequest{ProtocolVersion: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ProtocolVersion != 1 || res.AgentInfo == nil || res.AgentInfo.Name != "garuda" || res.AgentInfo.Title == nil ||
+		*res.AgentInfo.Title != "Garuda" || res.AgentInfo.Version != "9.9.9-test" {
+		t.Errorf("initialize: %+v %+v", res, res.AgentInfo)
+	}
+	c := res.AgentCapabilities
+	if c.LoadSession || c.PromptCapabilities.Image || c.PromptCapabilities.Audio || !c.PromptCapabilities.EmbeddedContext || c.McpCapabilities.Http || c.McpCapabilities.Sse {
+		t.Errorf("capabilities %+v", c)
+	}
+	if res.AuthMethods == nil || len(res.AuthMethods) != 0 {
+		t.Errorf("authMethods %+v, want [] for an editor without Terminal Auth", res.AuthMethods)
+	}
+	// authMethods is [] on the wire, never null: the first answer line.
+	var raw struct {
+		Result struct {
+			AuthMethods json.RawMessage `json:"authMethods"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(e.lines()[0]), &raw); err != nil || string(raw.Result.AuthMethods) != "[]" {
+		t.Errorf("first line %s: authMethods %s", e.lines()[0], raw.Result.AuthMethods)
+	}
+
+	for name, caps := range map[string]acp.ClientCapabilities{
+		"auth.terminal":       {Auth: acp.AuthCapabilities{Terminal: true}},
+		"_meta terminal-auth": {Meta: map[string]any{"terminal-auth": true}},
+	} {
+		res, err := e.conn.Initialize(e.ctx(), acp.InitializeRequest{ProtocolVersion: 1, ClientCapabilities: caps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.AuthMethods) != 1 || res.AuthMethods[0].Terminal == nil {
+			t.Fatalf("%s: authMethods %+v", name, res.AuthMethods)
+		}
+		m := res.AuthMethods[0].Terminal
+		if m.Id != "garuda-setup" || m.Name != "Set up Garuda" || m.Description == nil || *m.Description != "Choose a model and enter its API key." || !slices.Equal(m.Args, []string{"setup"}) {
+			t.Errorf("%s: method %+v", name, m)
+		}
+	}
+	if _, err := e.conn.Authenticate(e.ctx(), acp.AuthenticateRequest{MethodId: "garuda-setup"}); err != nil {
+		t.Errorf("authenticate: %v", err)
+	}
+}
+
+func TestNewSessionNeedsAnAbsoluteFolder(t *testing.T) {
+	e := newEnv(t)
+	for _, cwd := range []string{"proj", "", filepath.Join(e.root, "missing")} {
+		_, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+		if err == nil {
+			t.Errorf("session/new with cwd %q succeeded", cwd)
+			continue
+		}
+		if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(fmt.Sprint(re.Data), "absolute path to a folder") {
+			t.Errorf("cwd %q: %v", cwd, re)
+		}
+	}
+}
+
+func TestNewSessionAuthRequiredThenSetupWorksWithoutRestart(t *testing.T) {
+	e := newEnv(t, withoutKey())
+	_, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: e.root, McpServers: []acp.McpServer{}})
+	if err == nil {
+		t.Fatal("session/new without a key succeeded")
+	}
+	re := reqErr(t, err)
+	if re.Code != -32000 || !strings.Contains(re.Message, "garuda setup") {
+		t.Errorf("error %v, want -32000 naming garuda setup", re)
+	}
+	// The configuration is read again for each session/new: a key given now works on the same connection.
+	e.setEnv("ANTHROPIC_API_KEY", "now-set")
+	e.newSession()
+}
+
+func TestNewSessionModesAndCommandsAfterTheResponse(t *testing.T) {
+	e := newEnv(t)
+	res, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: e.root, McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(res.Modes)
+	want := `{"availableModes":[{"description":"Edits ask first; commands run in the sandbox.","id":"build","name":"Build"},` +
+		`{"description":"Reads and plans. No edits; commands cannot write the project.","id":"plan","name":"Plan"}],"currentModeId":"build"}`
+	if string(got) != want {
+		t.Errorf("modes\n got %s\nwant %s", got, want)
+	}
+	sid := string(res.SessionId)
+	e.ed.waitFor(t, "available_commands_update", func(ed *editor) bool {
+		return slices.ContainsFunc(ed.updates, func(u acp.SessionNotification) bool { return u.Update.AvailableCommandsUpdate != nil })
+	})
+	// On the wire, the response comes before the update.
+	resp, upd := -1, -1
+	for i, l := range e.lines() {
+		if strings.Contains(l, `"result"`) && strings.Contains(l, sid) && resp < 0 {
+			resp = i
+		}
+		if strings.Contains(l, "available_commands_update") && upd < 0 {
+			upd = i
+		}
+	}
+	if resp < 0 || upd < 0 || upd < resp {
+		t.Errorf("response at line %d, available_commands_update at line %d", resp, upd)
+	}
+	// Two sessions in one process are independent.
+	other := e.newSession()
+	if other == sid {
+		t.Error("two sessions share an id")
+	}
+}
+
+func TestPromptStreamsTextAndEndsTurn(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	e.fake.Push(model.Step{
+		Deltas:   []model.FakeDelta{{Kind: model.DeltaThinking, Text: "hmm"}, {Kind: model.DeltaText, Text: "Hello "}, {Kind: model.DeltaText, Text: "wor\u202eld"}},
+		Response: &model.Response{Message: model.Message{Content: []model.Block{{Type: model.BlockText, Text: "Hello wor\u202eld"}}}, StopReason: model.StopEndTurn},
+	})
+	if stop := e.promptOK(sid, "hi"); stop != acp.StopReasonEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	ups, _ := e.ed.snapshot()
+	if got := messages(ups); got != `Hello wor\u202eld` {
+		t.Errorf("message %q: the model's text must arrive, with hidden characters visible", got)
+	}
+	if !slices.ContainsFunc(ups, func(u acp.SessionNotification) bool {
+		return u.Update.AgentThoughtChunk != nil && u.Update.AgentThoughtChunk.Content.Text.Text == "hmm"
+	}) {
+		t.Error("no agent_thought_chunk")
+	}
+	if reqs := e.fake.Requests(); len(reqs) != 1 || reqs[0].LastUserText() != "hi" {
+		t.Errorf("the model heard %+v", reqs)
+	}
+	if len(e.ed.fsUsed) != 0 {
+		t.Errorf("Garuda used the editor's %v", e.ed.fsUsed)
+	}
+}
+
+func TestToolCallTitleKindLocation(t *testing.T) {
+	e := newEnv(t)
+	e.write("a.txt", "alpha\n")
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_r", "read_file", `{"path":"a.txt"}`), model.TextStep("done"))
+	if stop := e.promptOK(sid, "read a.txt"); stop != acp.StopReasonEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	ups, _ := e.ed.snapshot()
+	tc, st, texts := toolCall(ups, "toolu_r")
+	if tc == nil {
+		t.Fatalf("no tool_call; updates:\n%s", e.ed.dump())
+	}
+	if tc.Title != "Read a.txt" || tc.Kind != acp.ToolKindRead || tc.Status != acp.ToolCallStatusPending ||
+		len(tc.Locations) != 1 || tc.Locations[0].Path != filepath.Join(e.root, "a.txt") || tc.RawInput == nil {
+		t.Errorf("tool_call %+v", tc)
+	}
+	if st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, "\n"), "alpha") {
+		t.Errorf("status %q, content %q", st, texts)
+	}
+}
+
+func TestEditAsksForItsOwnCallWithDiffAndHiddenCharacters(t *testing.T) {
+	e := newEnv(t)
+	e.write("a.txt", "hello\n")
+	sid := e.newSession()
+	e.fake.Push(
+		tool("toolu_other", "read_file", `{"path":"a.txt"}`),
+		tool("toolu_edit", "edit_file", `{"path":"a.txt","old_string":"hello","new_string":"hel\u202elo"}`),
+		model.TextStep("edited"))
+	if stop := e.promptOK(sid, "edit"); stop != acp.StopReasonEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	_, perms := e.ed.snapshot()
+	if len(perms) != 1 {
+		t.Fatalf("%d permission requests, want 1", len(perms))
+	}
+	p := perms[0]
+	if p.ToolCall.ToolCallId != "toolu_edit" || string(p.SessionId) != sid {
+		t.Errorf("asked about %q in %q, want toolu_edit", p.ToolCall.ToolCallId, p.SessionId)
+	}
+	var ids []string
+	for _, o := range p.Options {
+		ids = append(ids, fmt.Sprintf("%s/%s/%s", o.OptionId, o.Kind, o.Name))
+	}
+	if want := []string{"once/allow_once/Allow once", "session/allow_always/Allow for this session", "deny/reject_once/Deny"}; !slices.Equal(ids, want) {
+		t.Errorf("options %q, want %q", ids, want)
+	}
+	var text string
+	var diff *acp.ToolCallContentDiff
+	for _, c := range p.ToolCall.Content {
+		if c.Content != nil && c.Content.Content.Text != nil {
+			text += c.Content.Content.Text.Text
+		}
+		if c.Diff != nil {
+			diff = c.Diff
+		}
+	}
+	if !strings.Contains(text, visible.Warning) || !strings.Contains(text, `\u202e`) || strings.Contains(text, "\u202e") {
+		t.Errorf("preview %q: want the warning line and the escape, never the raw character", text)
+	}
+	if diff == nil || diff.Path != filepath.Join(e.root, "a.txt") || diff.OldText == nil || !strings.Contains(*diff.OldText, "hello") || !strings.Contains(diff.NewText, `hel\u202elo`) {
+		t.Errorf("diff %+v", diff)
+	}
+	if got := e.read("a.txt"); got != "hel\u202elo\n" {
+		t.Errorf("a.txt = %q after once", got)
+	}
+	ups, _ := e.ed.snapshot()
+	if _, st, _ := toolCall(ups, "toolu_edit"); st != acp.ToolCallStatusCompleted {
+		t.Errorf("edit status %q", st)
+	}
+}
+
+func TestDenyAndBadAnswersAreDenials(t *testing.T) {
+	for name, answer := range map[string]func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error){
+		"deny": func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+			return selected("deny"), nil
+		},
+		"cancelled": func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+			return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}, nil
+		},
+		"unknown option": func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+			return selected("always-forever"), nil
+		},
+		"error": func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+			return acp.RequestPermissionResponse{}, errors.New("editor broke")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			e.ed.answer = answer
+			sid := e.newSession()
+			e.fake.Push(tool("toolu_w", "write_file", `{"path":"new.txt","content":"x"}`), model.TextStep("ok"))
+			if stop := e.promptOK(sid, "write"); stop != acp.StopReasonEndTurn {
+				t.Fatalf("stop %q", stop)
+			}
+			if _, err := os.Stat(filepath.Join(e.root, "new.txt")); !os.IsNotExist(err) {
+				t.Errorf("new.txt exists after %s", name)
+			}
+			ups, perms := e.ed.snapshot()
+			if len(perms) != 1 {
+				t.Errorf("%d questions", len(perms))
+			}
+			if _, st, _ := toolCall(ups, "toolu_w"); st != acp.ToolCallStatusFailed {
+				t.Errorf("status %q, want failed", st)
+			}
+			reqs := e.fake.Requests()
+			if len(reqs) != 2 || !strings.Contains(reqs[1].LastUserText(), "Denied") {
+				t.Errorf("the model did not hear the denial: %q", reqs[len(reqs)-1].LastUserText())
+			}
+		})
+	}
+}
+
+func TestAllowForSessionAsksOnce(t *testing.T) {
+	e := newEnv(t)
+	e.ed.answer = func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+		return selected("session"), nil
+	}
+	e.write("a.txt", "one two\n")
+	sid := e.newSession()
+	e.fake.Push(
+		tool("toolu_1", "edit_file", `{"path":"a.txt","old_string":"one","new_string":"1"}`),
+		tool("toolu_2", "edit_file", `{"path":"a.txt","old_string":"two","new_string":"2"}`),
+		model.TextStep("ok"))
+	e.promptOK(sid, "edit twice")
+	if _, perms := e.ed.snapshot(); len(perms) != 1 {
+		t.Errorf("%d questions, want 1: the second edit is allowed for the session", len(perms))
+	}
+	if got := e.read("a.txt"); got != "1 2\n" {
+		t.Errorf("a.txt = %q", got)
+	}
+}
+
+// waitingAnswer blocks until the request's context ends, like an editor whose user never answers.
+func waitingAnswer(ctx context.Context, _ acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	<-ctx.Done()
+	return acp.RequestPermissionResponse{}, ctx.Err()
+}
+
+func TestCancelDuringQuestion(t *testing.T) {
+	e := newEnv(t)
+	e.ed.answer = waitingAnswer
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_w", "write_file", `{"path":"a.txt","content":"x"}`), model.TextStep("never"))
+	type result struct {
+		res acp.PromptResponse
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := e.prompt(sid, acp.TextBlock("write"))
+		done <- result{r, err}
+	}()
+	e.ed.waitFor(t, "the question", func(ed *editor) bool { return len(ed.perms) == 1 })
+	if err := e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.res.StopReason != acp.StopReasonCancelled {
+		t.Fatalf("prompt: %+v %v, want cancelled", r.res, r.err)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "a.txt")); !os.IsNotExist(err) {
+		t.Error("a.txt was written after a cancelled question")
+	}
+	ups, _ := e.ed.snapshot()
+	if _, st, _ := toolCall(ups, "toolu_w"); st != acp.ToolCallStatusFailed {
+		t.Errorf("status %q, want failed", st)
+	}
+	if !strings.Contains(messages(ups), "Garuda: Write a.txt cancelled.") {
+		t.Errorf("messages %q", messages(ups))
+	}
+	// The next prompt works.
+	e.fake = resetFake(e, model.TextStep("again"))
+	if stop := e.promptOK(sid, "hello"); stop != acp.StopReasonEndTurn {
+		t.Errorf("next prompt: %q", stop)
+	}
+}
+
+// resetFake replaces the scripted answers left: a cancelled turn leaves its unused steps behind.
+func resetFake(e *env, steps ...model.Step) *model.FakeClient {
+	for e.fake.Remaining() > 0 {
+		e.fake.Stream(context.Background(), model.Request{}, discard{})
+	}
+	e.fake.Push(steps...)
+	return e.fake
+}
+
+type discard struct{}
+
+func (discard) Delta(model.DeltaKind, string) {}
+
+func TestCancelDuringCommand(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	cmd := "echo started; sleep 61.25"
+	e.fake.Push(tool("toolu_b", "bash", fmt.Sprintf(`{"command":%q}`, cmd)), model.TextStep("never"))
+	done := make(chan acp.PromptResponse, 1)
+	go func() {
+		r, err := e.prompt(sid, acp.TextBlock("run"))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	e.ed.waitFor(t, "the command's output", func(ed *editor) bool {
+		_, _, texts := toolCall(ed.updates, "toolu_b")
+		return slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "started") })
+	})
+	if !sleeperAlive("61.25") {
+		t.Fatal("negative control: the command's sleep is not running before the cancel")
+	}
+	e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)})
+	r := <-done
+	if r.StopReason != acp.StopReasonCancelled {
+		t.Errorf("stop %q", r.StopReason)
+	}
+	ups, _ := e.ed.snapshot()
+	if _, st, _ := toolCall(ups, "toolu_b"); st != acp.ToolCallStatusFailed {
+		t.Errorf("status %q, want failed", st)
+	}
+	if !strings.Contains(messages(ups), "Garuda: $ "+cmd+" cancelled.") {
+		t.Errorf("messages %q", messages(ups))
+	}
+	deadline := time.Now().Add(waitLimit)
+	for sleeperAlive("61.25") {
+		if time.Now().After(deadline) {
+			t.Fatal("the command's process is still running after the cancel")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// sleeperAlive reports whether a process runs "sleep <arg>".
+func sleeperAlive(arg string) bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), "sleep\x00"+arg) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCancelWhileTheModelWrites(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	hold := make(chan struct{})
+	e.fake.Push(model.Step{Deltas: []model.FakeDelta{{Kind: model.DeltaText, Text: "thinking about it"}}, Wait: hold,
+		Response: &model.Response{StopReason: model.StopEndTurn}})
+	done := make(chan acp.PromptResponse, 1)
+	go func() {
+		r, _ := e.prompt(sid, acp.TextBlock("go"))
+		done <- r
+	}()
+	e.ed.waitFor(t, "the first words", func(ed *editor) bool { return strings.Contains(messages(ed.updates), "thinking") })
+	e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)})
+	r := <-done
+	if r.StopReason != acp.StopReasonCancelled {
+		t.Errorf("stop %q", r.StopReason)
+	}
+	ups, _ := e.ed.snapshot()
+	if !strings.Contains(messages(ups), "Garuda: the turn was cancelled.") {
+		t.Errorf("messages %q", messages(ups))
+	}
+}
+
+func TestSecondPromptWhileOneRunsFails(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	hold := make(chan struct{})
+	e.fake.Push(model.Step{Deltas: []model.FakeDelta{{Kind: model.DeltaText, Text: "working"}}, Wait: hold,
+		Response: &model.Response{Message: model.Message{Content: []model.Block{{Type: model.BlockText, Text: "working"}}}, StopReason: model.StopEndTurn}})
+	done := make(chan acp.PromptResponse, 1)
+	go func() {
+		r, err := e.prompt(sid, acp.TextBlock("first"))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	e.ed.waitFor(t, "the first prompt to run", func(ed *editor) bool { return strings.Contains(messages(ed.updates), "working") })
+	_, err := e.prompt(sid, acp.TextBlock("second"))
+	if err == nil {
+		t.Fatal("a second prompt while the first runs succeeded")
+	}
+	if re := reqErr(t, err); !strings.Contains(re.Message, "already running") {
+		t.Errorf("error %v", re)
+	}
+	close(hold)
+	// The first prompt is not disturbed by the second (the SDK cancels a session's earlier prompt context).
+	if r := <-done; r.StopReason != acp.StopReasonEndTurn {
+		t.Errorf("first prompt ended %q, want end_turn", r.StopReason)
+	}
+}
+
+func TestPlanModeDeniesEditsWithoutAQuestion(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(sid), ModeId: "plan"}); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.Push(tool("toolu_w", "write_file", `{"path":"p.txt","content":"x"}`), model.TextStep("planned"))
+	e.promptOK(sid, "write")
+	ups, perms := e.ed.snapshot()
+	if len(perms) != 0 {
+		t.Errorf("plan mode asked %d questions", len(perms))
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "p.txt")); !os.IsNotExist(err) {
+		t.Error("plan mode wrote p.txt")
+	}
+	if _, st, _ := toolCall(ups, "toolu_w"); st != acp.ToolCallStatusFailed {
+		t.Errorf("status %q", st)
+	}
+	if !strings.Contains(e.fake.Requests()[0].System, "plan") {
+		t.Error("the system prompt does not say plan mode")
+	}
+	if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(sid), ModeId: "yolo"}); err == nil {
+		t.Error("an unknown mode was accepted")
+	}
+}
+
+func TestSetModeDuringATurnAppliesFromTheNextTurn(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	hold := make(chan struct{})
+	e.fake.Push(model.Step{Deltas: []model.FakeDelta{{Kind: model.DeltaText, Text: "a"}}, Wait: hold,
+		Response: &model.Response{Message: model.Message{Content: []model.Block{{Type: model.BlockToolUse, ToolUseID: "toolu_w", Name: "write_file", Input: json.RawMessage(`{"path":"b.txt","content":"x"}`)}}}, StopReason: model.StopToolUse}},
+		model.TextStep("ok"))
+	done := make(chan struct{})
+	go func() { e.promptOK(sid, "write"); close(done) }()
+	e.ed.waitFor(t, "the turn to run", func(ed *editor) bool { return strings.Contains(messages(ed.updates), "a") })
+	if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(sid), ModeId: "plan"}); err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	<-done
+	if e.read("b.txt") != "x" {
+		t.Error("the running turn's write was refused: the mode changed mid-turn")
+	}
+	e.fake.Push(tool("toolu_w2", "write_file", `{"path":"c.txt","content":"x"}`), model.TextStep("ok"))
+	e.promptOK(sid, "write again")
+	if _, err := os.Stat(filepath.Join(e.root, "c.txt")); !os.IsNotExist(err) {
+		t.Error("the next turn wrote c.txt in plan mode")
+	}
+}
+
+func TestPromptContentBlocks(t *testing.T) {
+	e := newEnv(t)
+	e.write("src/a.go", "package a // ATTACHED\n")
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("ok"))
+	_, err := e.prompt(sid,
+		acp.TextBlock("see"),
+		acp.ResourceLinkBlock("a.go", "file://"+filepath.Join(e.root, "src/a.go")),
+		acp.ResourceLinkBlock("hosts", "file:///etc/hosts"),
+		acp.ResourceBlock(acp.EmbeddedResourceResource{TextResourceContents: &acp.TextResourceContents{Uri: "file:///x/sel.go", Text: "SELECTION"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := e.fake.Requests()[0].LastUserText()
+	for _, want := range []string{"see @src/a.go", "ATTACHED", "hosts (file:///etc/hosts)", "```file:///x/sel.go\nSELECTION\n```"} {
+		if !strings.Contains(heard, want) {
+			t.Errorf("the model's prompt lacks %q:\n%s", want, heard)
+		}
+	}
+}
+
+func TestDeniedMentionIsNotAttached(t *testing.T) {
+	e := newEnv(t)
+	e.write(".env", "SECRET=1\n")
+	e.write(".git/config", "[core]\n")
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("ok"))
+	_, err := e.prompt(sid, acp.TextBlock("see"), acp.ResourceLinkBlock("config", "file://"+filepath.Join(e.root, ".git/config")),
+		acp.ResourceLinkBlock("missing", "file://"+filepath.Join(e.root, "nope.txt")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := e.fake.Requests()[0].LastUserText()
+	if strings.Contains(heard, "[core]") {
+		t.Errorf("a protected file was attached: %s", heard)
+	}
+	ups, _ := e.ed.snapshot()
+	if m := messages(ups); !strings.Contains(m, "Garuda:") || !strings.Contains(m, "nope.txt") {
+		t.Errorf("no notice for the files not attached: %q", m)
+	}
+}
+
+func TestBuiltinCommandDoesNotReachTheModel(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	if stop := e.promptOK(sid, "/diff"); stop != acp.StopReasonEndTurn {
+		t.Errorf("stop %q", stop)
+	}
+	if n := len(e.fake.Requests()); n != 0 {
+		t.Errorf("/diff reached the model (%d requests)", n)
+	}
+	ups, _ := e.ed.snapshot()
+	if m := messages(ups); !strings.Contains(m, "Garuda:") {
+		t.Errorf("no answer to /diff: %q", m)
+	}
+}
+
+func TestEditorMCPServersGetANoticeAtTheFirstPrompt(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession(acp.McpServer{Stdio: &acp.McpServerStdio{Name: "fs-server", Command: "/bin/false", Args: []string{}, Env: []acp.EnvVariable{}}})
+	ups, _ := e.ed.snapshot()
+	if m := messages(ups); m != "" {
+		t.Errorf("a message before any prompt: %q", m)
+	}
+	e.fake.Push(model.TextStep("ok"))
+	e.promptOK(sid, "hi")
+	ups, _ = e.ed.snapshot()
+	if m := messages(ups); !strings.Contains(m, "Garuda:") || !strings.Contains(m, "fs-server") {
+		t.Errorf("no notice naming the editor's MCP server: %q", m)
+	}
+}
+
+func TestModelErrors(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	e.fake.Push(model.Step{Err: errors.New("the provider exploded")})
+	_, err := e.prompt(sid, acp.TextBlock("hi"))
+	if err == nil || !strings.Contains(reqErr(t, err).Message, "the provider exploded") {
+		t.Errorf("model error: %v", err)
+	}
+	e.fake.Push(model.Step{Err: fmt.Errorf("status 401: %w", model.ErrAuth)})
+	_, err = e.prompt(sid, acp.TextBlock("hi"))
+	if err == nil || reqErr(t, err).Code != -32000 {
+		t.Errorf("refused key: %v, want auth required (-32000)", err)
+	}
+	if _, err := e.prompt("no-such-session", acp.TextBlock("hi")); err == nil {
+		t.Error("a prompt to an unknown session succeeded")
+	}
+	// The session still works.
+	e.fake.Push(model.TextStep("fine"))
+	if stop := e.promptOK(sid, "again"); stop != acp.StopReasonEndTurn {
+		t.Errorf("stop %q", stop)
+	}
+}
+
+func TestStdinCloseClosesBrokerSessions(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	e.stdin.Close()
+	select {
+	case err := <-e.served:
+		if err != nil {
+			t.Errorf("Serve returned %v after stdin closed, want nil", err)
+		}
+		e.served <- err
+	case <-time.After(waitLimit):
+		t.Fatal("Serve did not return after stdin closed")
+	}
+	// The broker session is gone: the broker no longer knows its id.
+	_, err := e.broker.SetMode(context.Background(), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN})
+	if err == nil {
+		t.Error("the broker session is still open")
+	}
+}
+
+func TestBrokerGoneFailsThePromptAndServe(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	hold := make(chan struct{})
+	defer close(hold)
+	e.fake.Push(model.Step{Deltas: []model.FakeDelta{{Kind: model.DeltaText, Text: "w"}}, Wait: hold, Response: &model.Response{StopReason: model.StopEndTurn}})
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.prompt(sid, acp.TextBlock("go"))
+		done <- err
+	}()
+	e.ed.waitFor(t, "the prompt to run", func(ed *editor) bool { return strings.Contains(messages(ed.updates), "w") })
+	e.stopSrv()
+	close(e.brokerDone)
+	err := <-done
+	if err == nil || !strings.Contains(reqErr(t, err).Message, "the broker (garuda-exec) exited unexpectedly") {
+		t.Errorf("prompt error %v", err)
+	}
+	serr := <-e.served
+	e.served <- serr
+	if !errors.Is(serr, ErrBrokerGone) || strings.Contains(serr.Error(), "\n") {
+		t.Errorf("Serve returned %v", serr)
+	}
+}

@@ -1,0 +1,393 @@
+package acpagent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/garuda-dev/garuda/broker"
+	"github.com/garuda-dev/garuda/broker/peercred"
+	"github.com/garuda-dev/garuda/broker/sandbox"
+	"github.com/garuda-dev/garuda/frontend/model"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+func TestMain(m *testing.M) {
+	// The broker runs commands by re-executing its own binary, here the test binary, as the sandbox helper.
+	sandbox.MaybeRunHelper()
+	os.Exit(m.Run())
+}
+
+// waitLimit bounds every wait of these tests: reaching it is a failure, never a measurement.
+const waitLimit = 20 * time.Second
+
+// editor is the test's ACP client: it records what the agent sends and answers permission requests.
+type editor struct {
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every change
+	updates []acp.SessionNotification
+	perms   []acp.RequestPermissionRequest
+	fsUsed  []string
+	// answer decides a permission request; nil selects "once".
+	answer func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error)
+}
+
+func newEditor() *editor { return &editor{changed: make(chan struct{})} }
+
+func (e *editor) touch() {
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+func (e *editor) SessionUpdate(ctx context.Context, n acp.SessionNotification) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.updates = append(e.updates, n)
+	e.touch()
+	return nil
+}
+
+func (e *editor) RequestPermission(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	e.mu.Lock()
+	e.perms = append(e.perms, r)
+	e.touch()
+	answer := e.answer
+	e.mu.Unlock()
+	if answer == nil {
+		return selected("once"), nil
+	}
+	return answer(ctx, r)
+}
+
+func selected(id string) acp.RequestPermissionResponse {
+	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Selected: &acp.RequestPermissionOutcomeSelected{OptionId: acp.PermissionOptionId(id), Outcome: "selected"}}}
+}
+
+func (e *editor) fs(what string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.fsUsed = append(e.fsUsed, what)
+	return errors.New("the test editor offers no file system or terminal")
+}
+
+func (e *editor) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	return acp.ReadTextFileResponse{}, e.fs("fs/read_text_file")
+}
+func (e *editor) WriteTextFile(ctx context.Context, p acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	return acp.WriteTextFileResponse{}, e.fs("fs/write_text_file")
+}
+func (e *editor) CreateTerminal(ctx context.Context, p acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, e.fs("terminal/create")
+}
+func (e *editor) KillTerminal(ctx context.Context, p acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, e.fs("terminal/kill")
+}
+func (e *editor) TerminalOutput(ctx context.Context, p acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, e.fs("terminal/output")
+}
+func (e *editor) ReleaseTerminal(ctx context.Context, p acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, e.fs("terminal/release")
+}
+func (e *editor) WaitForTerminalExit(ctx context.Context, p acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, e.fs("terminal/wait_for_exit")
+}
+
+// waitFor waits until pred holds over the recorded messages.
+func (e *editor) waitFor(t testing.TB, what string, pred func(e *editor) bool) {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		e.mu.Lock()
+		ok := pred(e)
+		ch := e.changed
+		e.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("waited %v for %s; updates:\n%s", waitLimit, what, e.dump())
+		}
+	}
+}
+
+func (e *editor) snapshot() ([]acp.SessionNotification, []acp.RequestPermissionRequest) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]acp.SessionNotification(nil), e.updates...), append([]acp.RequestPermissionRequest(nil), e.perms...)
+}
+
+func (e *editor) dump() string {
+	var b strings.Builder
+	for _, u := range e.updates {
+		j, _ := json.Marshal(u.Update)
+		fmt.Fprintf(&b, "  %s\n", j)
+	}
+	return b.String()
+}
+
+// messages is the text of the agent_message_chunks of a session, joined.
+func messages(ups []acp.SessionNotification) string {
+	var b strings.Builder
+	for _, u := range ups {
+		if c := u.Update.AgentMessageChunk; c != nil && c.Content.Text != nil {
+			b.WriteString(c.Content.Text.Text)
+		}
+	}
+	return b.String()
+}
+
+// toolCall finds the tool_call of an id, and its last status.
+func toolCall(ups []acp.SessionNotification, id string) (*acp.SessionUpdateToolCall, acp.ToolCallStatus, []string) {
+	var tc *acp.SessionUpdateToolCall
+	var st acp.ToolCallStatus
+	var texts []string
+	for _, u := range ups {
+		if c := u.Update.ToolCall; c != nil && string(c.ToolCallId) == id {
+			tc, st = c, c.Status
+		}
+		if c := u.Update.ToolCallUpdate; c != nil && string(c.ToolCallId) == id {
+			if c.Status != nil {
+				st = *c.Status
+			}
+			for _, ct := range c.Content {
+				if ct.Content != nil && ct.Content.Content.Text != nil {
+					texts = append(texts, ct.Content.Content.Text.Text)
+				}
+			}
+		}
+	}
+	return tc, st, texts
+}
+
+// env is one agent under test: a real broker in process, Serve over pipes, the SDK's client, a fake model.
+type env struct {
+	t       testing.TB
+	root    string
+	home    string
+	fake    *model.FakeClient
+	ed      *editor
+	conn    *acp.ClientSideConnection
+	broker  execv1.ExecServiceClient
+	stopSrv func()
+
+	getenvMu sync.Mutex
+	envVars  map[string]string
+
+	brokerDone chan struct{}
+	stdin      *io.PipeWriter
+	served     chan error
+
+	tapMu sync.Mutex
+	tap   []string // every line the agent wrote, in order
+}
+
+type envOption func(*env, *Options)
+
+func withoutKey() envOption {
+	return func(e *env, o *Options) { e.envVars = map[string]string{} }
+}
+
+func newEnv(t testing.TB, opts ...envOption) *env {
+	t.Helper()
+	base := t.TempDir()
+	e := &env{t: t, root: filepath.Join(base, "proj"), home: filepath.Join(base, "home"), fake: model.NewFakeClient(),
+		ed: newEditor(), envVars: map[string]string{"ANTHROPIC_API_KEY": "test-key"}, brokerDone: make(chan struct{}), served: make(chan error, 1)}
+	for _, d := range []string{e.root, e.home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("GARUDA_HOME", e.home)
+
+	// The real broker, on a unix socket, with its peer-credential check.
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := broker.NewService(broker.Config{Version: "test", Home: e.home, ManagedPolicy: filepath.Join(base, "no-managed-policy.json"), Log: quiet})
+	pol := &peercred.Policy{UIDs: []uint32{uint32(os.Getuid())}}
+	srv := grpc.NewServer(grpc.Creds(peercred.Credentials(pol)), grpc.UnaryInterceptor(pol.UnaryInterceptor), grpc.StreamInterceptor(pol.StreamInterceptor))
+	execv1.RegisterExecServiceServer(srv, svc)
+	sockDir, err := os.MkdirTemp("", "gacp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(sockDir, "b.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	var stopOnce sync.Once
+	e.stopSrv = func() {
+		stopOnce.Do(func() {
+			svc.Shutdown()
+			srv.Stop()
+			os.RemoveAll(sockDir)
+		})
+	}
+	t.Cleanup(e.stopSrv)
+	cc, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	e.broker = execv1.NewExecServiceClient(cc)
+
+	o := Options{
+		Broker:     e.broker,
+		BrokerDone: e.brokerDone,
+		Version:    "9.9.9-test",
+		Model:      "claude-sonnet-5",
+		Getenv: func(k string) string {
+			e.getenvMu.Lock()
+			defer e.getenvMu.Unlock()
+			return e.envVars[k]
+		},
+		NewModel: func(ms *execv1.ModelSettings, key string) (model.Client, error) { return e.fake, nil },
+		Log:      quiet,
+	}
+	for _, opt := range opts {
+		opt(e, &o)
+	}
+
+	// Editor -> agent and agent -> editor pipes; the agent's output is tapped line by line.
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	tapR, tapW := io.Pipe()
+	e.stdin = inW
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			e.tapMu.Lock()
+			e.tap = append(e.tap, line)
+			e.tapMu.Unlock()
+			if _, err := tapW.Write([]byte(line + "\n")); err != nil {
+				return
+			}
+		}
+		tapW.Close()
+	}()
+	go func() {
+		e.served <- Serve(context.Background(), inR, outW, o)
+		outW.Close()
+	}()
+	e.conn = acp.NewClientSideConnection(e.ed, inW, tapR)
+	e.conn.SetLogger(quiet)
+	t.Cleanup(func() {
+		inW.Close()
+		select {
+		case <-e.served:
+		case <-time.After(waitLimit):
+			t.Errorf("Serve did not return after stdin closed")
+		}
+	})
+	if _, err := e.conn.Initialize(e.ctx(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return e
+}
+
+func (e *env) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	e.t.Cleanup(cancel)
+	return ctx
+}
+
+func (e *env) setEnv(k, v string) {
+	e.getenvMu.Lock()
+	defer e.getenvMu.Unlock()
+	e.envVars[k] = v
+}
+
+// newSession opens a session on the root and waits for its / menu.
+func (e *env) newSession(mcp ...acp.McpServer) string {
+	e.t.Helper()
+	if mcp == nil {
+		mcp = []acp.McpServer{}
+	}
+	res, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: e.root, McpServers: mcp})
+	if err != nil {
+		e.t.Fatalf("session/new: %v", err)
+	}
+	id := string(res.SessionId)
+	e.ed.waitFor(e.t, "available_commands_update", func(ed *editor) bool {
+		for _, u := range ed.updates {
+			if string(u.SessionId) == id && u.Update.AvailableCommandsUpdate != nil {
+				return true
+			}
+		}
+		return false
+	})
+	return id
+}
+
+func (e *env) prompt(sid string, blocks ...acp.ContentBlock) (acp.PromptResponse, error) {
+	return e.conn.Prompt(e.ctx(), acp.PromptRequest{SessionId: acp.SessionId(sid), Prompt: blocks})
+}
+
+func (e *env) promptOK(sid string, text string) acp.StopReason {
+	e.t.Helper()
+	res, err := e.prompt(sid, acp.TextBlock(text))
+	if err != nil {
+		e.t.Fatalf("session/prompt %q: %v", text, err)
+	}
+	return res.StopReason
+}
+
+func (e *env) write(rel, content string) string {
+	e.t.Helper()
+	p := filepath.Join(e.root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+func (e *env) read(rel string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.root, rel))
+	if err != nil && !os.IsNotExist(err) {
+		e.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func (e *env) lines() []string {
+	e.tapMu.Lock()
+	defer e.tapMu.Unlock()
+	return append([]string(nil), e.tap...)
+}
+
+// reqErr returns the JSON-RPC error of err.
+func reqErr(t testing.TB, err error) *acp.RequestError {
+	t.Helper()
+	var re *acp.RequestError
+	if !errors.As(err, &re) {
+		t.Fatalf("error %v (%T) is not a JSON-RPC error", err, err)
+	}
+	return re
+}
+
+func tool(id, name, input string) model.Step {
+	return model.ToolStep("", model.ToolCall{ID: id, Name: name, Input: input})
+}

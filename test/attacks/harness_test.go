@@ -1,0 +1,136 @@
+package attacks
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/garuda-dev/garuda/broker"
+	"github.com/garuda-dev/garuda/broker/peercred"
+	"github.com/garuda-dev/garuda/broker/sandbox"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+func TestMain(m *testing.M) {
+	sandbox.MaybeRunHelper()
+	os.Exit(m.Run())
+}
+
+// env is one broker, served in process on a unix socket, with a project root and a GARUDA_HOME.
+type env struct {
+	t    *testing.T
+	sock string
+	root string
+	home string
+	svc  *broker.Service
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	e := &env{t: t, sock: filepath.Join(dir, "b.sock"), root: filepath.Join(dir, "project"), home: filepath.Join(dir, "home")}
+	os.MkdirAll(e.root, 0o755)
+	os.MkdirAll(e.home, 0o700)
+	e.svc = broker.NewService(broker.Config{Home: e.home, ManagedPolicy: filepath.Join(dir, "managed.json"), Version: "test"})
+	pol := &peercred.Policy{UIDs: []uint32{uint32(os.Getuid())}}
+	srv := grpc.NewServer(grpc.Creds(peercred.Credentials(pol)), grpc.UnaryInterceptor(pol.UnaryInterceptor), grpc.StreamInterceptor(pol.StreamInterceptor))
+	execv1.RegisterExecServiceServer(srv, e.svc)
+	ln, err := net.Listen("unix", e.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { e.svc.Shutdown(); srv.Stop() })
+	return e
+}
+
+// client is one connection to the broker, as one front end.
+func (e *env) client() execv1.ExecServiceClient {
+	e.t.Helper()
+	cc, err := grpc.NewClient("unix://"+e.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { cc.Close() })
+	return execv1.NewExecServiceClient(cc)
+}
+
+func (e *env) open(c execv1.ExecServiceClient) string {
+	e.t.Helper()
+	r, err := c.OpenSession(ctx(e.t), &execv1.OpenSessionRequest{Root: e.root, Mode: execv1.Mode_MODE_BUILD})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r.SessionId
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// start opens a Call with one operation.
+func start(t *testing.T, c execv1.ExecServiceClient, cx context.Context, sid string, op *execv1.Start) execv1.ExecService_CallClient {
+	t.Helper()
+	st, err := c.Call(cx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.SessionId = sid
+	if op.CallId == "" {
+		op.CallId = "call-1"
+	}
+	if err := st.Send(&execv1.CallRequest{Msg: &execv1.CallRequest_Start{Start: op}}); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func answer(st execv1.ExecService_CallClient, id string, ch execv1.Choice) error {
+	return st.Send(&execv1.CallRequest{Msg: &execv1.CallRequest_Answer{Answer: &execv1.Answer{QuestionId: id, Choice: ch}}})
+}
+
+// next returns the next message that is not progress.
+func next(t *testing.T, st execv1.ExecService_CallClient) (*execv1.CallResponse, error) {
+	for {
+		m, err := st.Recv()
+		if err != nil || m.GetProgress() == nil {
+			return m, err
+		}
+	}
+}
+
+// run answers every question with ch and returns the result.
+func run(t *testing.T, st execv1.ExecService_CallClient, ch execv1.Choice) (*execv1.Result, []*execv1.Question, error) {
+	t.Helper()
+	var qs []*execv1.Question
+	for {
+		m, err := next(t, st)
+		if err != nil {
+			return nil, qs, err
+		}
+		if q := m.GetQuestion(); q != nil {
+			qs = append(qs, q)
+			if err := answer(st, q.QuestionId, ch); err != nil {
+				return nil, qs, err
+			}
+			continue
+		}
+		return m.GetResult(), qs, nil
+	}
+}
+
+func write(path, content string) *execv1.Start {
+	return &execv1.Start{Op: &execv1.Start_WriteFile{WriteFile: &execv1.WriteFile{Path: path, Content: content}}}
+}
+
+func read(path string) *execv1.Start {
+	return &execv1.Start{Op: &execv1.Start_ReadFile{ReadFile: &execv1.ReadFile{Path: path}}}
+}
