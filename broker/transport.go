@@ -143,6 +143,15 @@ func (l *oneConn) Close() error {
 
 func (l *oneConn) Addr() net.Addr { return &net.UnixAddr{Name: "socketpair", Net: "unix"} }
 
+// SyscallConn exposes the socket, for the peer-credentials check.
+func (c *eofConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.New("not a socket")
+	}
+	return sc.SyscallConn()
+}
+
 // eofConn calls gone once when a read fails: EOF when the front end closed its end or died.
 type eofConn struct {
 	net.Conn

@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
@@ -37,8 +38,8 @@ func (AuthInfo) AuthType() string { return "peercred" }
 
 // Get reads the kernel's credentials of the process at the other end of a unix socket.
 func Get(conn net.Conn) (Peer, error) {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
+	uc, ok := conn.(syscall.Conn)
+	if !ok || conn.LocalAddr().Network() != "unix" {
 		return Peer{}, fmt.Errorf("peer credentials: %T is not a unix socket", conn)
 	}
 	raw, err := uc.SyscallConn()

@@ -135,7 +135,7 @@ func Connect(ctx context.Context, o Options) (*Broker, error) {
 	b.Client = execv1.NewExecServiceClient(cc)
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := b.Client.Hello(hctx, &execv1.HelloRequest{}, grpc.WaitForReady(true)); err != nil {
+	if _, err := b.Client.Hello(hctx, &execv1.HelloRequest{}); err != nil {
 		b.Close()
 		if b.reason != nil {
 			return nil, fmt.Errorf("the broker %s did not answer: %v", b.Path, b.reason)
