@@ -7,7 +7,7 @@ BUF     ?= $(shell command -v buf 2>/dev/null || echo .tools/node_modules/.bin/b
 GOBIN   ?= $(shell $(GO) env GOBIN)
 PREFIX_BIN := $(if $(GOBIN),$(GOBIN),$(HOME)/.local/bin)
 
-.PHONY: build install test vet unit generate check-generated lint bench tools clean
+.PHONY: build install test vet cross unit generate check-generated lint bench tools clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/garuda ./cmd/garuda
@@ -19,10 +19,15 @@ install: build
 	@echo "installed garuda and garuda-exec in $(PREFIX_BIN)"
 
 # Everything CI runs.
-test: vet check-generated lint unit
+test: vet cross check-generated lint unit
 
 vet:
 	$(GO) vet ./...
+
+# Linux is the platform; elsewhere the binaries build and refuse to act with a reason.
+cross:
+	GOOS=darwin $(GO) build ./...
+	GOOS=windows $(GO) build ./...
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,6 +46,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
 		return errors.New("no command given")
+	}
+	if runtime.GOOS != "linux" && args[0] != "version" && args[0] != "--version" {
+		return fmt.Errorf("garuda-exec needs Linux (Landlock, namespaces, seccomp, SO_PEERCRED) and refuses to act on %s; on Windows use WSL", runtime.GOOS)
 	}
 	switch args[0] {
 	case "version", "--version":

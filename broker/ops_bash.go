@@ -128,10 +128,13 @@ func (s *Service) commandSpec(sess *session, st *policy.State, op *execv1.Bash) 
 
 type workDirs struct{ tmp, cache string }
 
+// workBase holds every session's private folders of this user.
+func workBase() string { return filepath.Join(os.TempDir(), fmt.Sprintf("garuda-%d", os.Getuid())) }
+
 // workDirs are the session's private temp and cache folders, writable by its commands: outside $GARUDA_HOME,
 // which commands cannot see.
 func (s *Service) workDirs(sess *session) (workDirs, error) {
-	base := filepath.Join(os.TempDir(), fmt.Sprintf("garuda-%d", os.Getuid()))
+	base := workBase()
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return workDirs{}, fmt.Errorf("create %s: %w", base, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/config"
 	"github.com/garuda-dev/garuda/broker/fsops"
+	"github.com/garuda-dev/garuda/broker/peercred"
 	"github.com/garuda-dev/garuda/broker/sessionlog"
 	"github.com/garuda-dev/garuda/broker/undo"
 	"github.com/garuda-dev/garuda/policy"
@@ -79,6 +80,10 @@ func (s *Service) Setup(ctx context.Context, req *execv1.SetupRequest) (*execv1.
 func (s *Service) InspectTrust(ctx context.Context, req *execv1.InspectTrustRequest) (*execv1.InspectTrustResponse, error) {
 	dir, err := checkRoot(req.GetDir())
 	if err != nil {
+		return nil, toStatus(err)
+	}
+	p, _ := peercred.FromContext(ctx)
+	if err := checkReach(p, dir); err != nil {
 		return nil, toStatus(err)
 	}
 	root, err := fsops.OpenRoot(dir)

@@ -132,6 +132,8 @@ func (s *session) end(cause error) {
 func (s *session) close() {
 	s.fs.Close()
 	s.log.Close()
+	// The session's temp and cache folders end with it; what a command left there is not the user's work.
+	os.RemoveAll(filepath.Join(workBase(), s.id))
 }
 
 func (s *session) currentMode() execv1.Mode {
@@ -169,6 +171,9 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 	p, _ := peercred.FromContext(ctx)
 	root, err := checkRoot(req.GetRoot())
 	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := checkReach(p, root); err != nil {
 		return nil, toStatus(err)
 	}
 	mode := req.GetMode()
@@ -212,6 +217,22 @@ func checkRoot(root string) (string, error) {
 		return "", fmt.Errorf("root %s: %w", root, ErrRootNotFolder)
 	}
 	return filepath.Clean(root), nil
+}
+
+// checkReach refuses a root that the peer does not own when the peer is another user than the broker's: defends
+// against one client of a shared broker acting on another user's project with the broker's rights.
+func checkReach(p peercred.Peer, root string) error {
+	if int(p.UID) == os.Getuid() {
+		return nil
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return fmt.Errorf("root %s: %w", root, ErrRootNotFolder)
+	}
+	if !ownedBy(fi, p.UID) {
+		return fmt.Errorf("root %s is not owned by uid %d; a broker serving other users opens only their own folders: %w", root, p.UID, ErrNotOwner)
+	}
+	return nil
 }
 
 // session finds a session of the calling connection; defends against a client using another client's session.

@@ -53,9 +53,9 @@ func listenUnix(path, group string) (net.Listener, error) {
 	if err := removeStale(abs); err != nil {
 		return nil, err
 	}
-	old := syscall.Umask(0o117)
+	old := umask(0o117)
 	ln, err := net.Listen("unix", abs)
-	syscall.Umask(old)
+	umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %s: %w", abs, err)
 	}

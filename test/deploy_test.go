@@ -2,6 +2,8 @@ package test
 
 import (
 	"bufio"
+	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
 )
 
 // The units and the AppArmor profile of deploy/ (docs/deploy.md), checked as far as this machine allows.
@@ -60,13 +66,13 @@ func unitValues(t *testing.T, path string) map[string][]string {
 	return vals
 }
 
-// specifiers maps the systemd specifiers the units use to folders of this test.
-func specifiers(dir string) *strings.Replacer {
+// specifiers maps the systemd specifiers the units use to folders of this test; %i is the instance (a uid).
+func specifiers(dir, instance string) *strings.Replacer {
 	return strings.NewReplacer(
 		"%t", filepath.Join(dir, "run"),
 		"%S", filepath.Join(dir, "state"),
 		"%h", filepath.Join(dir, "home"),
-		"%i", strconv.Itoa(os.Getuid()),
+		"%i", instance,
 		"%%", "%",
 	)
 }
@@ -120,8 +126,8 @@ func TestDeployUnitsVerify(t *testing.T) {
 				t.Fatalf("%s: ExecStart does not run %s", u.path, installedExec)
 			}
 			// verify needs the ExecStart binary to exist: point it at this run's build.
-			copy := filepath.Join(dir, u.name)
-			if err := os.WriteFile(copy, []byte(strings.ReplaceAll(string(data), installedExec, bins.exec)), 0o644); err != nil {
+			unit := filepath.Join(dir, u.name)
+			if err := os.WriteFile(unit, []byte(strings.ReplaceAll(string(data), installedExec, bins.exec)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			verify := func(path string) (string, error) {
@@ -135,7 +141,7 @@ func TestDeployUnitsVerify(t *testing.T) {
 				out, err := cmd.CombinedOutput()
 				return strings.TrimSpace(string(out)), err
 			}
-			if out, err := verify(copy); err != nil || out != "" {
+			if out, err := verify(unit); err != nil || out != "" {
 				t.Fatalf("systemd-analyze verify %s: %v\n%s", u.path, err, out)
 			}
 			// Negative control: a misspelled key in the same unit is reported, so silence above means something.
@@ -159,7 +165,7 @@ func TestDeployUnitCommandLines(t *testing.T) {
 		t.Run(u.name, func(t *testing.T) {
 			dir := openDir(t)
 			vals := unitValues(t, u.path)
-			argv, env := execStart(t, vals, specifiers(dir))
+			argv, env := execStart(t, vals, specifiers(dir, strconv.Itoa(os.Getuid())))
 			if argv[0] != installedExec || len(argv) < 2 || argv[1] != "serve" {
 				t.Fatalf("ExecStart = %q, want %s serve ...", argv, installedExec)
 			}
@@ -188,14 +194,23 @@ func TestDeployUnitCommandLines(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- srv.Wait() }()
+			exited := false
 			defer func() {
-				if srv.ProcessState == nil {
+				if !exited {
 					srv.Process.Kill()
 					<-done
 				}
 			}()
-			if !log.waitFor("serving", 10*time.Second) {
-				t.Fatalf("garuda-exec did not start with the unit's flags %q:\n%s", argv[1:], log)
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(log.String(), "serving"); time.Sleep(10 * time.Millisecond) {
+				select {
+				case err := <-done:
+					exited = true
+					t.Fatalf("garuda-exec refused the unit's flags %q: %v\n%s", argv[1:], err, log)
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("garuda-exec did not start with the unit's flags %q:\n%s", argv[1:], log)
+				}
 			}
 			checkMode := func(path string, want os.FileMode) {
 				fi, err := os.Stat(path)
@@ -219,6 +234,7 @@ func TestDeployUnitCommandLines(t *testing.T) {
 			srv.Process.Signal(syscall.SIGTERM)
 			select {
 			case err := <-done:
+				exited = true
 				if err != nil {
 					t.Fatalf("garuda-exec after SIGTERM: %v\n%s", err, log)
 				}
@@ -342,7 +358,7 @@ func TestDeployAppArmorProfileParses(t *testing.T) {
 		t.Fatalf("cannot read the version of %s: %q", ap, ver)
 	}
 	if major, _ := strconv.Atoi(string(m[1])); major < 4 {
-		t.Logf("apparmor_parser %s: the lines marked apparmor>=4 are left out of the parse", strings.TrimSpace(string(ver)))
+		t.Logf("%s: the lines marked apparmor>=4 are left out of the parse", strings.SplitN(string(ver), "\n", 2)[0])
 		var keep []string
 		for _, l := range strings.Split(profile, "\n") {
 			if !strings.HasSuffix(l, "# apparmor>=4") {
@@ -365,5 +381,229 @@ func TestDeployAppArmorProfileParses(t *testing.T) {
 	// Negative control: the parser rejects a broken rule, so passing above means the profile was checked.
 	if out, err := parse(strings.Replace(profile, "capability setpcap,", "capability setpcap", 1)); err == nil {
 		t.Fatalf("control: apparmor_parser accepted a rule without its comma:\n%s", out)
+	}
+}
+
+// deployRestrictEnv turns this test binary into a helper (TestDeployHelperProcess): it restricts itself as one
+// systemd line would, runs its arguments and prints their exit status.
+const deployRestrictEnv = "GARUDA_DEPLOY_RESTRICT"
+
+func TestDeployHelperProcess(t *testing.T) {
+	what := os.Getenv(deployRestrictEnv)
+	if what == "" {
+		t.Skip("a helper process of TestDeployLeftOutLines")
+	}
+	args := flag.Args()
+	switch what {
+	case "mdwe":
+		// What MemoryDenyWriteExecute=yes does (systemd 256+ uses this prctl; older ones a seccomp filter that
+		// refuses at least as much): no mapping may become executable after it was writable.
+		if err := unix.Prctl(unix.PR_SET_MDWE, unix.PR_MDWE_REFUSE_EXEC_GAIN, 0, 0, 0); err != nil {
+			fmt.Printf("helper-unsupported: PR_SET_MDWE: %v\n", err)
+			return
+		}
+	case "unixonly":
+		// What RestrictAddressFamilies=AF_UNIX does: socket() of any other family fails with EAFNOSUPPORT.
+		prog, err := bpf.Assemble([]bpf.Instruction{
+			bpf.LoadAbsolute{Off: 0, Size: 4}, // the syscall number
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SOCKET, SkipFalse: 3},
+			bpf.LoadAbsolute{Off: 16, Size: 4}, // socket's first argument, the family
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipTrue: 1},
+			bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EAFNOSUPPORT)},
+			bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		filter := make([]unix.SockFilter, len(prog))
+		for i, in := range prog {
+			filter[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+		}
+		fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+		// TSYNC: every thread of this process, so whichever one starts the child passes the filter on.
+		if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC,
+			uintptr(unsafe.Pointer(&fprog))); errno != 0 {
+			fmt.Printf("helper-unsupported: seccomp: %v\n", errno)
+			return
+		}
+	default:
+		t.Fatalf("unknown restriction %q", what)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
+	cmd.Run()
+	fmt.Printf("\nhelper-status=%v\n", cmd.ProcessState)
+}
+
+// restricted runs args under one systemd restriction (see TestDeployHelperProcess) and returns their output and
+// exit status ("exit status 0", "signal: trace/breakpoint trap", …).
+func restricted(t *testing.T, what string, env []string, args ...string) (out, status string) {
+	t.Helper()
+	wd, _ := os.Getwd()
+	cmd := exec.Command(bins.self, append([]string{"-test.run=^TestDeployHelperProcess$", "--"}, args...)...)
+	cmd.Dir = wd
+	// An empty PATH: the helper's TestMain then fails to build the binaries at once (it needs none of them), and
+	// args must name absolute paths.
+	cmd.Env = append([]string{"PATH=" + t.TempDir(), deployRestrictEnv + "=" + what}, env...)
+	b, err := cmd.CombinedOutput()
+	out = string(b)
+	if m := regexp.MustCompile(`helper-unsupported: (.*)`).FindStringSubmatch(out); m != nil {
+		t.Skipf("this kernel cannot apply %s: %s", what, m[1])
+	}
+	m := regexp.MustCompile(`helper-status=(.*)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("helper %s: %v\n%s", what, err, out)
+	}
+	return out, m[1]
+}
+
+// Two lines the usual hardening advice asks for are left out of the units, because they are inherited by every
+// command: each subtest shows what the line would break, with the same run without it as the control.
+func TestDeployLeftOutLines(t *testing.T) {
+	needBins(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the broker as uid 65534")
+	}
+	home := openDir(t)
+	os.Chmod(home, 0o777)
+	env := []string{"GARUDA_HOME=" + filepath.Join(home, "garuda")}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("setpriv is not installed here")
+	}
+	asNobody := []string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bins.exec, "doctor"}
+
+	// MemoryDenyWriteExecute=yes: harmless to Go and the sandbox, fatal to a JIT such as node's.
+	t.Run("MemoryDenyWriteExecute", func(t *testing.T) {
+		if !unitsSay(t, "MemoryDenyWriteExecute", "no") {
+			t.Fatal("a unit no longer sets MemoryDenyWriteExecute=no: update this test and docs/deploy.md")
+		}
+		if out, status := restricted(t, "mdwe", env, asNobody...); status != "exit status 0" || !strings.Contains(out, "full sandbox") {
+			t.Errorf("garuda-exec doctor under MemoryDenyWriteExecute: %s\n%s", status, out)
+		}
+		node, err := exec.LookPath("node")
+		if err != nil {
+			t.Skip("node is not installed here: the JIT case is not shown")
+		}
+		code := `let s = 0; for (let i = 0; i < 1e6; i++) s += i; console.log("jit ok", s)`
+		if out, err := exec.Command(node, "-e", code).CombinedOutput(); err != nil || !strings.Contains(string(out), "jit ok") {
+			t.Fatalf("control: node does not run even unrestricted: %v\n%s", err, out)
+		}
+		out, status := restricted(t, "mdwe", env, node, "-e", code)
+		if status == "exit status 0" || strings.Contains(out, "jit ok") {
+			t.Errorf("node ran under MemoryDenyWriteExecute, so the units could enable it: %s\n%s", status, out)
+		}
+		t.Logf("node under MemoryDenyWriteExecute: %s", status)
+	})
+
+	// RestrictAddressFamilies=AF_UNIX: the sandbox cannot bring up a command's loopback and refuses every command.
+	t.Run("RestrictAddressFamilies=AF_UNIX", func(t *testing.T) {
+		if !unitsSay(t, "RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6") {
+			t.Fatal("a unit no longer allows AF_INET: update this test and docs/deploy.md")
+		}
+		cmd := exec.Command(asNobody[0], asNobody[1:]...)
+		cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "full sandbox") {
+			t.Fatalf("control: the full sandbox is not there even unrestricted: %v\n%s", err, out)
+		}
+		out, status := restricted(t, "unixonly", env, asNobody...)
+		if status == "exit status 0" || !strings.Contains(out, "REFUSED") || !strings.Contains(out, "network namespace") {
+			t.Errorf("under AF_UNIX-only sockets the sandbox still ran commands, so the units could use it: %s\n%s", status, out)
+		}
+	})
+}
+
+// The system unit's model, run from its own command line: the broker as a dedicated non-root user (65534 stands
+// for garuda-exec) with the socket group (gid 4242 stands for garuda) serves its instance's uid (65533) and no one
+// else. A member of the group with another uid reaches the socket (the control shows the kernel lets it connect)
+// and is refused by SO_PEERCRED, with the refusal logged; a uid outside the group cannot even open the socket.
+// The client sees the non-root broker's full sandbox.
+func TestDeploySystemUnitServesOnlyItsUser(t *testing.T) {
+	needBins(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the broker and its clients as other uids")
+	}
+	const brokerUID, clientUID, otherUID, outsiderUID, socketGID = "65534", "65533", "65532", "65531", "4242"
+	dir := openDir(t)
+	argv, env := execStart(t, unitValues(t, deployUnits[1].path), specifiers(dir, clientUID))
+	argv[0] = bins.exec
+	sock := ""
+	for i := 2; i < len(argv)-1; i++ {
+		switch argv[i] {
+		case "--listen":
+			sock = argv[i+1]
+		case "--socket-group":
+			argv[i+1] = socketGID
+		case "--managed-policy":
+			argv[i+1] = filepath.Join(dir, "managed-policy.json")
+		}
+	}
+	// What systemd prepares: the state folder (StateDirectory=, 0700) and the socket's folder (RuntimeDirectory=,
+	// 0750), both owned by the broker's user; their parents are root's.
+	for d, mode := range map[string]os.FileMode{filepath.Join(dir, "state", "garuda-exec", clientUID): 0o700, filepath.Dir(sock): 0o750} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(d, 65534, 65534)
+		os.Chmod(d, mode)
+	}
+	env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Join(dir, "state")}, env...)
+	// SupplementaryGroups=garuda is needed: without the group the broker cannot give the socket to it, and says so.
+	alone := exec.Command("setpriv", append([]string{"--reuid=" + brokerUID, "--regid=" + brokerUID, "--clear-groups"}, argv...)...)
+	alone.Env = env
+	if out, err := alone.CombinedOutput(); err == nil || !strings.Contains(string(out), "group "+socketGID) {
+		t.Errorf("the broker started without being in its socket group: %v\n%s", err, out)
+	}
+	srv := exec.Command("setpriv", append([]string{"--reuid=" + brokerUID, "--regid=" + brokerUID, "--groups=" + socketGID}, argv...)...)
+	srv.Env = env
+	log := &syncBuffer{}
+	srv.Stderr = log
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait() }()
+	defer func() { srv.Process.Signal(syscall.SIGTERM); <-done }()
+	if !log.waitFor("serving", 10*time.Second) {
+		t.Fatalf("garuda-exec did not start as uid %s with the unit's flags %q:\n%s", brokerUID, argv[1:], log)
+	}
+	clientHome := filepath.Join(dir, "client")
+	os.MkdirAll(clientHome, 0o777)
+	os.Chmod(clientHome, 0o777)
+	client := func(uid string, groups ...string) (string, error) {
+		args := []string{"--reuid=" + uid, "--regid=" + uid}
+		if len(groups) > 0 {
+			args = append(args, "--groups="+strings.Join(groups, ","))
+		} else {
+			args = append(args, "--clear-groups")
+		}
+		cmd := exec.Command("setpriv", append(args, bins.garuda, "doctor", "--broker", "unix://"+sock)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + clientHome}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := client(clientUID, socketGID)
+	if err != nil || !strings.Contains(out, "broker answers  yes") || !strings.Contains(out, "uid "+brokerUID) {
+		t.Fatalf("uid %s (the instance) was not served by the broker running as %s: %v\n%s\nbroker log:\n%s", clientUID, brokerUID, err, out, log)
+	}
+	if !strings.Contains(out, "commands  will run in the sandbox") {
+		t.Errorf("the non-root broker's sandbox is not whole:\n%s", out)
+	}
+	// Control: the socket's modes let another member of the group connect at the socket level...
+	raw := exec.Command("setpriv", "--reuid="+otherUID, "--regid="+otherUID, "--groups="+socketGID, bins.self)
+	raw.Env = []string{"GARUDA_TEST_CONNECT=" + sock}
+	if out, err := raw.CombinedOutput(); err != nil {
+		t.Fatalf("control: uid %s of the socket group could not connect, so this test would not show the SO_PEERCRED check: %v\n%s", otherUID, err, out)
+	}
+	// ...but the broker refuses it by its uid, and says so in its log (the journal).
+	if out, err := client(otherUID, socketGID); err == nil || strings.Contains(out, "broker answers  yes") {
+		t.Fatalf("uid %s was served, though the unit allows only %s:\n%s", otherUID, clientUID, out)
+	}
+	if !log.waitFor("uid="+otherUID, 5*time.Second) || !strings.Contains(log.String(), "refused a connection") {
+		t.Errorf("the refusal of uid %s is not logged:\n%s", otherUID, log)
+	}
+	// Outside the group, the socket's folder (0750) keeps the uid from even trying.
+	if out, err := client(outsiderUID); err == nil || !strings.Contains(out, "permission denied") {
+		t.Fatalf("uid %s outside the socket group: %v\n%s", outsiderUID, err, out)
 	}
 }

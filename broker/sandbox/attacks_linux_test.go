@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -52,6 +53,23 @@ func TestAttackWriteOutsideRoot(t *testing.T) {
 	expectWorked(t, "write outside the root", f.unsandboxed(cmd))
 }
 
+func TestAttackHardLinkEscape(t *testing.T) {
+	f := newFixture(t)
+	victim := filepath.Join(f.outside, "victim")
+	must(t, os.WriteFile(victim, []byte("orig\n"), 0o644))
+	cmd := "ln " + shq(victim) + " hl && echo pwned >> hl"
+	expectDenied(t, "write through a hard link", f.sandboxed(cmd))
+	if b, _ := os.ReadFile(victim); string(b) != "orig\n" {
+		t.Fatalf("victim changed through a hard link: %q", b)
+	}
+	os.Remove(filepath.Join(f.root, "hl"))
+	if isRoot() {
+		expectWorked(t, "write through a hard link", f.unsandboxed(cmd))
+	} else {
+		t.Log("no negative control: protected_hardlinks stops an unprivileged user linking a file it cannot write")
+	}
+}
+
 func TestAttackSymlinkEscape(t *testing.T) {
 	f := newFixture(t)
 	must(t, os.Symlink(f.outside, filepath.Join(f.root, "link")))
@@ -81,7 +99,7 @@ func gitFixture(t *testing.T) (*fixture, Spec) {
 func TestAttackGitHooksAndConfig(t *testing.T) {
 	f, s := gitFixture(t)
 	protected := append(append([]string{}, s.ReadOnly...), s.EnsureDirs...)
-	must(t, EnsureProtectedDirs(s.EnsureDirs))
+	must(t, EnsureProtectedDirs(f.root, s.EnsureDirs))
 	before := SnapshotPaths(protected)
 	attacks := map[string]string{
 		"write .git/hooks/pre-commit": "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit",
@@ -110,6 +128,24 @@ func TestAttackGitHooksAndConfig(t *testing.T) {
 	expectWorked(t, "write .git/hooks/pre-commit", f.run(s))
 	if ch := Changed(before, SnapshotPaths(protected)); len(ch) != 1 || !strings.HasSuffix(ch[0], "hooks") {
 		t.Errorf("Changed after an unsandboxed hook write = %v, want the hooks folder", ch)
+	}
+}
+
+func TestEnsureDirsRefusesSymlinkedParent(t *testing.T) {
+	f, s := gitFixture(t)
+	must(t, os.Rename(filepath.Join(f.root, ".git"), filepath.Join(f.outside, "git")))
+	must(t, os.Symlink(filepath.Join(f.outside, "git"), filepath.Join(f.root, ".git")))
+	s.Command = "true"
+	if _, err := Run(context.Background(), s); err == nil {
+		t.Error("Run created a protected folder through a symlink")
+	}
+	if _, err := os.Stat(filepath.Join(f.outside, "git", "hooks")); err == nil {
+		t.Error("hooks folder created outside the root")
+	}
+	// Negative control: a plain MkdirAll follows the planted symlink out of the root.
+	must(t, os.MkdirAll(filepath.Join(f.root, ".git", "hooks"), 0o755))
+	if _, err := os.Stat(filepath.Join(f.outside, "git", "hooks")); err != nil {
+		t.Error("negative control: MkdirAll did not follow the symlink")
 	}
 }
 
@@ -214,7 +250,7 @@ func TestAttackUnixSockets(t *testing.T) {
 }
 
 // plain runs a command with no sandbox and no pid namespace: the negative control for attacks a pid namespace stops.
-func plain(t *testing.T, command string) (string, error) {
+func plain(_ *testing.T, command string) (string, error) {
 	out, err := exec.Command("/bin/bash", "-c", command).CombinedOutput()
 	return string(out), err
 }
@@ -248,6 +284,17 @@ func TestAttackReadSecrets(t *testing.T) {
 		}
 		if r := f.unsandboxed(cmd); !strings.Contains(string(r.Output), "SECRET") {
 			t.Errorf("negative control: could not read %s without the sandbox: %q", p, r.Output)
+		}
+	}
+	if isRoot() {
+		// Root-owned system secrets: the command keeps uid 0, so only hiding them keeps them unread.
+		if _, err := os.Stat("/etc/shadow"); err == nil {
+			if r := f.sandboxed("cat /etc/shadow"); strings.Contains(string(r.Output), "root:") {
+				t.Errorf("read /etc/shadow in the sandbox")
+			}
+			if r := f.unsandboxed("cat /etc/shadow"); !strings.Contains(string(r.Output), "root:") {
+				t.Errorf("negative control: /etc/shadow unreadable without the sandbox: %q", r.Output)
+			}
 		}
 	}
 	// The folder itself looks empty and cannot be written into.
@@ -367,5 +414,77 @@ func TestPlanModeRootReadOnly(t *testing.T) {
 	r = f.sandboxed("echo x > inroot")
 	if _, err := os.Stat(filepath.Join(f.root, "inroot")); err != nil {
 		t.Errorf("build mode: could not write in the root: %q", r.Output)
+	}
+}
+
+// TestNoNetNSFallback runs the network attacks under the fallback used where the kernel refuses a network
+// namespace: seccomp allows only AF_UNIX sockets and Landlock denies TCP; pathname sockets stay hidden and
+// abstract ones scoped.
+func TestNoNetNSFallback(t *testing.T) {
+	testNoNetNS = true
+	defer func() { testNoNetNS = false }()
+	f := newFixture(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	path := filepath.Join(f.outside, "broker.sock")
+	lu, err := net.Listen("unix", path)
+	must(t, err)
+	defer lu.Close()
+	abstract := "garuda-fallback-" + strconv.Itoa(os.Getpid())
+	la, err := net.Listen("unix", "@"+abstract)
+	must(t, err)
+	defer la.Close()
+	for _, ln := range []net.Listener{l, lu, la} {
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
+	udpAddr, udpGot := udpListener(t)
+	attacks := [][]string{{"tcp", l.Addr().String()}, {"unix", path}, {"abstract", abstract}, {"udp", udpAddr}, {"dns", udpAddr}}
+	for _, a := range attacks {
+		r := f.sandboxed(attackCmd(t, a...))
+		expectDenied(t, "fallback: "+a[0], r)
+		if len(r.Notices) == 0 || !strings.Contains(r.Notices[0], "no network namespace") {
+			t.Errorf("fallback without a notice: %v", r.Notices)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := udpGot(); n != 0 {
+		t.Errorf("fallback: %d datagrams reached the host", n)
+	}
+	// Negative control: the same attacks work without the sandbox.
+	for _, a := range attacks[:3] {
+		expectWorked(t, "fallback: "+a[0], f.unsandboxed(attackCmd(t, a...)))
+	}
+	// Unix sockets of the command's own still work.
+	r := f.sandboxed("python3 -c 'import socket; a, b = socket.socketpair(); a.send(b\"ok\"); print(b.recv(2).decode())'")
+	if out(r) != "ok" {
+		t.Errorf("fallback: socketpair in the sandbox: %q", r.Output)
+	}
+}
+
+func TestPrivateDevShm(t *testing.T) {
+	f := newFixture(t)
+	host := filepath.Join("/dev/shm", "garuda-test-"+strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(host, []byte("host"), 0o600); err != nil {
+		t.Skipf("no writable /dev/shm here: %v", err)
+	}
+	defer os.Remove(host)
+	r := f.sandboxed("ls /dev/shm; python3 -c 'import multiprocessing as m; l = m.Lock(); l.acquire(); l.release(); print(\"lock ok\")'")
+	if strings.Contains(string(r.Output), filepath.Base(host)) {
+		t.Errorf("host /dev/shm visible in the sandbox: %q", r.Output)
+	}
+	if !strings.Contains(string(r.Output), "lock ok") {
+		t.Errorf("multiprocessing lock in the sandbox: %q", r.Output)
+	}
+	if r := f.unsandboxed("ls /dev/shm"); !strings.Contains(string(r.Output), filepath.Base(host)) {
+		t.Errorf("negative control: host /dev/shm not visible without the sandbox: %q", r.Output)
 	}
 }

@@ -75,6 +75,9 @@ func applyLandlock(hs *helperSpec) error {
 		writable = append(writable, hs.Root)
 	}
 	writable = append(writable, hs.Writable...)
+	if hs.PrivateShm {
+		writable = append(writable, shmDir)
+	}
 	if len(writable) > 0 {
 		rules = append(rules, landlock.PathAccess(write, writable...))
 	}

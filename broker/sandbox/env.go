@@ -12,7 +12,7 @@ import (
 var passEnv = map[string]bool{
 	"PATH": true, "LANG": true, "LANGUAGE": true, "TERM": true, "USER": true, "LOGNAME": true, "TZ": true,
 	"SHELL": true, "COLORTERM": true, "NO_COLOR": true, "EDITOR": true, "VISUAL": true, "PAGER": true,
-	"GOROOT": true, "GOPATH": true, "GOMODCACHE": true, "GOFLAGS": true, "GOTOOLCHAIN": true, "GOPROXY": true,
+	"GOROOT": true, "GOPATH": true, "GOMODCACHE": true, "GOFLAGS": true, "GOTOOLCHAIN": true,
 	"JAVA_HOME": true, "CARGO_HOME": true, "RUSTUP_HOME": true, "NVM_DIR": true, "PYENV_ROOT": true,
 }
 

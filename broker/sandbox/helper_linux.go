@@ -34,6 +34,7 @@ type helperSpec struct {
 	Landlock     bool
 	Seccomp      bool
 	Nproc        uint64 // >0: set RLIMIT_NPROC (counted per user namespace, so only the command's processes)
+	PrivateShm   bool   // set by the init stage: /dev/shm is a private tmpfs the command may write
 }
 
 // helperStatus is what the init stage reports to the broker on fd 4 when the command has ended.
@@ -110,7 +111,7 @@ func runInit() {
 		}
 	}
 	if terminating.Load() {
-		report(helperStatus{Signal: int(unix.SIGTERM)})
+		report(helperStatus{Signal: int(unix.SIGTERM), Exit: 128 + int(unix.SIGTERM)})
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -306,6 +307,14 @@ func protectPaths(hs *helperSpec) error {
 			return err
 		}
 	}
+	// A private /dev/shm (POSIX semaphores and shared memory: Python multiprocessing, browsers) that the command
+	// may write; the host's shared memory objects stay out of view.
+	if fi, err := os.Stat(shmDir); err == nil && fi.IsDir() {
+		if err := unix.Mount("tmpfs", shmDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=256m,mode=1777"); err != nil {
+			return fmt.Errorf("mount a private %s: %w", shmDir, err)
+		}
+		hs.PrivateShm = true
+	}
 	// Pathname unix sockets of the host (the broker's socket, docker.sock, dbus…) are not covered by Landlock before
 	// ABI 9 nor by the network namespace: cover each with /dev/null. Defends against talking to host daemons.
 	for _, s := range hs.Sockets {
@@ -319,6 +328,8 @@ func protectPaths(hs *helperSpec) error {
 	}
 	return nil
 }
+
+const shmDir = "/dev/shm"
 
 func hideFile(p string) error {
 	if err := unix.Mount(os.DevNull, p, "", unix.MS_BIND, ""); err != nil {

@@ -42,13 +42,6 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // spec is the sandboxed spec the broker would build for a command in this fixture.
 func (f *fixture) spec(command string) Spec {
 	return Spec{

@@ -76,7 +76,9 @@ func runProbeHelper(netns bool) (*probeResult, error) {
 // starts a short-lived helper in fresh namespaces, so the answer is what a command would really get.
 func Probe() Report {
 	var fs []Feature
-	add := func(name string, ok bool, detail string) { fs = append(fs, Feature{Name: name, Enforced: ok, Detail: detail}) }
+	add := func(name string, ok bool, detail string) {
+		fs = append(fs, Feature{Name: name, Enforced: ok, Detail: detail})
+	}
 	abi := landlockABI()
 	switch {
 	case abi >= minLandlockABI:

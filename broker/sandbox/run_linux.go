@@ -28,8 +28,8 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := EnsureProtectedDirs(s.EnsureDirs); err != nil {
-		return nil, err
+	if err := EnsureProtectedDirs(hs.Root, s.EnsureDirs); err != nil {
+		return nil, fmt.Errorf("run %q: %w", s.Command, err)
 	}
 	sink, err := newOutputSink(s.OutputFile, s.OnOutput)
 	if err != nil {
@@ -41,24 +41,27 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		if err != nil {
 			if !s.AllowWeaker {
 				sink.finish("")
-				return nil, fmt.Errorf("run %q: process limit: %v; run `garuda-exec doctor`: %w", s.Command, err, ErrUnavailable)
+				return nil, fmt.Errorf("run %q: process limit: %w; run `garuda-exec doctor`: %w", s.Command, err, ErrUnavailable)
 			}
 			notices = append(notices, "weaker sandbox: no process limit ("+err.Error()+")")
 		} else {
 			defer cg.remove()
 		}
 	}
+	if !hs.NetNS && !s.Unsandboxed {
+		notices = append(notices, noNetNSNotice)
+	}
 	h, err := startHelper(hs, cg)
 	if err != nil && hs.NetNS && !s.Unsandboxed {
 		// The kernel refused a network namespace: fall back to Landlock TCP rules and AF_UNIX-only sockets.
 		hs.NetNS = false
 		if h, err = startHelper(hs, cg); err == nil {
-			notices = append(notices, "no network namespace here: IP sockets are refused (seccomp) and TCP is denied (Landlock); local servers cannot listen")
+			notices = append(notices, noNetNSNotice)
 		}
 	}
 	if err != nil {
 		sink.finish("")
-		return nil, fmt.Errorf("run %q: %v; run `garuda-exec doctor`: %w", s.Command, err, ErrUnavailable)
+		return nil, fmt.Errorf("run %q: %w; run `garuda-exec doctor`: %w", s.Command, err, ErrUnavailable)
 	}
 
 	outDone := make(chan struct{})
@@ -77,22 +80,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	case <-tctx.Done():
 		res.Cancelled = ctx.Err() != nil
 		res.TimedOut = !res.Cancelled
-		if shutdownRequested(ctx) {
-			_ = h.cmd.Process.Signal(unix.SIGKILL)
-		} else {
-			_ = h.cmd.Process.Signal(unix.SIGTERM) // the helper forwards it to every process of the namespace
-			grace := time.NewTimer(TermGrace)
-			select {
-			case waitErr = <-waitDone:
-				grace.Stop()
-			case <-grace.C:
-				// Killing pid 1 makes the kernel kill every process of the namespace.
-				_ = h.cmd.Process.Signal(unix.SIGKILL)
-			}
-		}
-		if waitErr == nil {
-			waitErr = <-waitDone
-		}
+		waitErr = stop(h, waitDone, shutdownRequested(ctx))
 	}
 	<-outDone
 	stBytes := <-stDone
@@ -123,11 +111,38 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	return res, nil
 }
 
+// testLandlockABI, when >= 0, stands in for the kernel's Landlock ABI in the broker's checks (tests of failing closed).
+var testLandlockABI = -1
+
+// testNoNetNS makes tests exercise the fallback for kernels that refuse a network namespace.
+var testNoNetNS bool
+
+const noNetNSNotice = "no network namespace here: IP sockets are refused (seccomp) and TCP is denied (Landlock); local servers cannot listen"
+
+// stop ends the command: SIGTERM to the helper, which forwards it to every process of the namespace, then SIGKILL
+// of the helper after TermGrace (or at once on shutdown); killing pid 1 makes the kernel kill the whole namespace.
+func stop(h *helper, waitDone <-chan error, now bool) error {
+	if now {
+		_ = h.cmd.Process.Signal(unix.SIGKILL)
+		return <-waitDone
+	}
+	_ = h.cmd.Process.Signal(unix.SIGTERM)
+	grace := time.NewTimer(TermGrace)
+	defer grace.Stop()
+	select {
+	case err := <-waitDone:
+		return err
+	case <-grace.C:
+		_ = h.cmd.Process.Signal(unix.SIGKILL)
+		return <-waitDone
+	}
+}
+
 // plan checks s and what the kernel offers, and builds what the helper needs.
 func plan(s Spec) (*helperSpec, []string, error) {
 	hs := &helperSpec{
 		Command: s.Command, Dir: s.Dir, Root: s.Root, ReadOnlyRoot: s.ReadOnlyRoot, Env: s.Env,
-		Unsandboxed: s.Unsandboxed, NetNS: !s.Unsandboxed,
+		Unsandboxed: s.Unsandboxed, NetNS: !s.Unsandboxed && !testNoNetNS,
 	}
 	if hs.Env == nil {
 		hs.Env = []string{}
@@ -165,11 +180,17 @@ func plan(s Spec) (*helperSpec, []string, error) {
 	if hs.Hidden, err = clean("hidden", s.Hidden); err != nil {
 		return nil, nil, err
 	}
+	if !s.Unsandboxed {
+		hs.Hidden = append(hs.Hidden, systemSecrets()...)
+	}
 	if s.Unsandboxed {
 		return hs, nil, nil
 	}
 	var notices, missing []string
 	abi := landlockABI()
+	if testLandlockABI >= 0 {
+		abi = testLandlockABI
+	}
 	switch {
 	case abi >= minLandlockABI:
 		hs.Landlock = true
@@ -342,6 +363,7 @@ func newPidsCgroup(limit int) (*pidsCgroup, error) {
 	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("create pids cgroup %s: %w", parent, err)
 	}
+	sweepStaleCgroups(parent)
 	dir := filepath.Join(parent, strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(cgroupSeq.Add(1), 10))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create pids cgroup %s: %w", dir, err)
@@ -352,6 +374,24 @@ func newPidsCgroup(limit int) (*pidsCgroup, error) {
 		return nil, fmt.Errorf("set pids.max in %s: %w", dir, err)
 	}
 	return cg, nil
+}
+
+// sweepStaleCgroups removes the empty groups left by brokers that died before cleaning up (named <pid>-<n>).
+func sweepStaleCgroups(parent string) {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pidStr, _, ok := strings.Cut(e.Name(), "-")
+		pid, err := strconv.Atoi(pidStr)
+		if !ok || err != nil || !e.IsDir() {
+			continue
+		}
+		if unix.Kill(pid, 0) == unix.ESRCH {
+			_ = os.Remove(filepath.Join(parent, e.Name())) // fails, harmlessly, if tasks remain
+		}
+	}
 }
 
 func (c *pidsCgroup) add(pid int) error {

@@ -32,6 +32,18 @@ func buildSeccomp(onlyUnixSockets bool) ([]unix.SockFilter, error) {
 	if !seccompArchSupported {
 		return nil, fmt.Errorf("seccomp: no syscall table for this architecture")
 	}
+	raw, err := bpf.Assemble(seccompProgram(onlyUnixSockets))
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: assemble filter: %w", err)
+	}
+	out := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	return out, nil
+}
+
+func seccompProgram(onlyUnixSockets bool) []bpf.Instruction {
 	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: offArch, Size: 4},
 		// Another ABI (i386 via int 0x80) would reach syscalls under other numbers: kill it.
@@ -78,15 +90,7 @@ func buildSeccomp(onlyUnixSockets bool) ([]unix.SockFilter, error) {
 		bpf.RetConstant{Val: retAllow},
 		bpf.RetConstant{Val: retAllow}, // every other syscall
 	)
-	raw, err := bpf.Assemble(prog)
-	if err != nil {
-		return nil, fmt.Errorf("seccomp: assemble filter: %w", err)
-	}
-	out := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
-	return out, nil
+	return prog
 }
 
 // installSeccomp loads the filter on the calling thread (no TSYNC: the thread execs right after).

@@ -10,10 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
-// SnapshotPaths fingerprints each path without following symlinks: absent, a symlink and its target, a file's mode
-// and content, or a folder's whole tree (names, modes, link targets, contents). Comparing fingerprints taken before
+// SnapshotPaths fingerprints each path without following symlinks: absent (or an empty folder), a symlink and its
+// target, a file's mode and content, or a folder's whole tree (names, modes, link targets, contents). Comparing fingerprints taken before
 // and after a command catches protected files a mount could not cover (they did not exist yet) and replacements
 // of a protected path or of its parent.
 func SnapshotPaths(paths []string) map[string]string {
@@ -24,15 +25,47 @@ func SnapshotPaths(paths []string) map[string]string {
 	return out
 }
 
-// EnsureProtectedDirs creates the protected folders that do not exist yet (empty, 0755) so that a mount can make
-// them read-only. Run calls it too; call it before taking the "before" snapshot, or Changed names them.
-func EnsureProtectedDirs(dirs []string) error {
+// EnsureProtectedDirs creates, empty (0755), the protected folders below root that do not exist yet, so that a
+// mount can make them read-only. Run calls it too; call it before taking the "before" snapshot, or Changed names
+// them. It refuses a folder outside root or reached through a symlink below root: an earlier command could have
+// planted .git -> /somewhere to make the broker create folders outside the project.
+func EnsureProtectedDirs(root string, dirs []string) error {
+	root = filepath.Clean(root)
 	for _, d := range dirs {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("create protected folder %s: %w", d, err)
+		d = filepath.Clean(d)
+		rel, err := filepath.Rel(root, d)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+			return fmt.Errorf("create protected folder %s: not below the root %s", d, root)
+		}
+		p := root
+		for _, part := range strings.Split(rel, "/") {
+			p = filepath.Join(p, part)
+			fi, err := os.Lstat(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+					return fmt.Errorf("create protected folder %s: %w", p, err)
+				}
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("create protected folder %s: %w", d, err)
+			}
+			if !fi.IsDir() {
+				return fmt.Errorf("create protected folder %s: %s is not a folder (%v)", d, p, fi.Mode().Type())
+			}
 		}
 	}
 	return nil
+}
+
+// systemSecrets expands SystemSecrets to the paths that exist.
+func systemSecrets() []string {
+	var out []string
+	for _, pat := range SystemSecrets {
+		m, _ := filepath.Glob(pat)
+		out = append(out, m...)
+	}
+	return out
 }
 
 // Changed lists, sorted, the paths whose fingerprints differ (including paths present in only one snapshot).
@@ -67,6 +100,10 @@ func fingerprint(p string) string {
 	case fi.Mode().IsRegular():
 		return fmt.Sprintf("file:%v:%s", fi.Mode(), hashFile(p))
 	case fi.IsDir():
+		if ents, err := os.ReadDir(p); err == nil && len(ents) == 0 {
+			// An empty folder runs nothing: the same as absent, so the folders EnsureDirs creates are no change.
+			return "absent"
+		}
 		h := sha256.New()
 		_ = filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
 			rel, _ := filepath.Rel(p, q)

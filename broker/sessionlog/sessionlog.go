@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/garuda-dev/garuda/broker/filelock"
 )
 
 // Kinds of entries.
@@ -103,7 +103,7 @@ func (w *Writer) Append(kind string, data json.RawMessage) error {
 			return fmt.Errorf("create the sessions folder: %w", err)
 		}
 		// O_NOFOLLOW: a symlink planted in the sessions folder must not redirect the write.
-		f, err := os.OpenFile(w.Path(), os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		f, err := os.OpenFile(w.Path(), os.O_WRONLY|os.O_APPEND|os.O_CREATE|filelock.NoFollow, 0o600)
 		if err != nil {
 			return fmt.Errorf("open session file: %w", err)
 		}

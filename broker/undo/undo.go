@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/garuda-dev/garuda/broker/filelock"
 )
 
 var (
@@ -213,7 +213,7 @@ func (s *Store) locked(session string, f func([]Entry) ([]Entry, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sdir := filepath.Join(s.dir, session)
-	lf, err := os.OpenFile(filepath.Join(sdir, ".lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	lf, err := os.OpenFile(filepath.Join(sdir, ".lock"), os.O_RDWR|os.O_CREATE|filelock.NoFollow, 0o600)
 	if errors.Is(err, os.ErrNotExist) {
 		// No folder: nothing was ever snapshotted in this session.
 		_, ferr := f(nil)
@@ -226,7 +226,7 @@ func (s *Store) locked(session string, f func([]Entry) ([]Entry, error)) error {
 		return fmt.Errorf("lock undo session %s: %w", session, err)
 	}
 	defer lf.Close()
-	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX); err != nil {
+	if err := filelock.Lock(lf); err != nil {
 		return fmt.Errorf("lock undo session %s: %w", session, err)
 	}
 	idx, err := s.load(session)

@@ -135,7 +135,7 @@ func (t *turn) ask(ctx context.Context, q *execv1.Question) execv1.Choice {
 	defer cancel()
 	ch := make(chan answer, 1)
 	go func() {
-		resp, err := s.srv.conn.RequestPermission(rctx, req)
+		resp, err := s.srv.client().RequestPermission(rctx, req)
 		ch <- answer{resp, err}
 	}()
 	choice := execv1.Choice_CHOICE_DENY

@@ -30,7 +30,11 @@ import (
 func TestMain(m *testing.M) {
 	// The broker runs commands by re-executing its own binary, here the test binary, as the sandbox helper.
 	sandbox.MaybeRunHelper()
-	os.Exit(m.Run())
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir) // the binaries the process tests built
+	}
+	os.Exit(code)
 }
 
 // waitLimit bounds every wait of these tests: reaching it is a failure, never a measurement.
@@ -226,12 +230,21 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	sock := filepath.Join(sockDir, "b.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(ln)
+	// Never the real home, and the broker's per-session temp folders go under the test's own folder.
+	for _, v := range []string{"HOME", "TMPDIR"} {
+		d := filepath.Join(base, strings.ToLower(v))
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(v, d)
+	}
 	var stopOnce sync.Once
 	e.stopSrv = func() {
 		stopOnce.Do(func() {

@@ -59,10 +59,11 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 		return errors.New("acp: no broker connection")
 	}
 	hw := newHookWriter(out)
-	srv := &server{opts: opts, out: hw, sessions: map[string]*session{}, base: context.WithoutCancel(ctx)}
+	srv := &server{opts: opts, out: hw, sessions: map[string]*session{}, base: context.WithoutCancel(ctx), ready: make(chan struct{})}
 	conn := acp.NewAgentSideConnection(srv, hw, in)
 	conn.SetLogger(opts.Log)
 	srv.conn = conn
+	close(srv.ready)
 
 	var err error
 	select {
@@ -90,8 +91,10 @@ func newModel(ms *execv1.ModelSettings, apiKey string) (model.Client, error) {
 // server is the ACP agent of one connection.
 type server struct {
 	opts Options
-	conn *acp.AgentSideConnection
-	out  *hookWriter
+	// conn is set once the SDK has made it, which is after it may have started reading: use client().
+	conn  *acp.AgentSideConnection
+	ready chan struct{}
+	out   *hookWriter
 	// base outlives every request: updates sent after a cancel use it (the SDK cancels the prompt's own context).
 	base context.Context
 
@@ -102,6 +105,12 @@ type server struct {
 }
 
 var _ acp.Agent = (*server)(nil)
+
+// client is the connection, for requests and notifications to the editor.
+func (s *server) client() *acp.AgentSideConnection {
+	<-s.ready
+	return s.conn
+}
 
 func (s *server) lookup(id acp.SessionId) (*session, error) {
 	s.mu.Lock()

@@ -155,7 +155,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	go func() {
 		select {
 		case <-onWire:
-		case <-s.conn.Done():
+		case <-s.client().Done():
 			return
 		}
 		sess.update(s.base, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: availableCommands(commands)}})
@@ -243,7 +243,7 @@ func (s *session) systemPrompt() string {
 
 // update sends one session/update. ctx must outlive a cancel: the final updates of a cancelled turn go out too.
 func (s *session) update(ctx context.Context, u acp.SessionUpdate) {
-	if err := s.srv.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: acp.SessionId(s.id), Update: u}); err != nil {
+	if err := s.srv.client().SessionUpdate(ctx, acp.SessionNotification{SessionId: acp.SessionId(s.id), Update: u}); err != nil {
 		s.srv.opts.Log.Debug("send a session update", "session", s.id, "err", err)
 	}
 }

@@ -89,6 +89,17 @@ func (s *session) prompt(blocks []acp.ContentBlock) (acp.PromptResponse, error) 
 			s.notice(uctx, fmt.Sprintf("/%s could not be resolved: %v", name, err))
 			return t.end(uctx, agent.StopDone, nil)
 		}
+		if res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+			// A command the user or the policy refused (its consent denied) does not run.
+			s.record("prompt", text)
+			reason := res.GetContent()
+			if reason == "" {
+				reason = "it was not allowed"
+			}
+			s.notice(uctx, fmt.Sprintf("/%s did not run: %s", name, reason))
+			s.record("stop", agent.StopDone)
+			return t.end(uctx, agent.StopDone, nil)
+		}
 		r := res.GetResolved()
 		switch r.GetKind() {
 		case execv1.Resolved_KIND_MESSAGE:
@@ -138,6 +149,9 @@ func (s *session) prompt(blocks []acp.ContentBlock) (acp.PromptResponse, error) 
 func (t *turn) end(uctx context.Context, stop agent.Stop, err error) (acp.PromptResponse, error) {
 	s := t.s
 	t.mu.Lock()
+	if t.ctx.Err() != nil {
+		t.markStopLocked()
+	}
 	t.closed = true
 	stopped := t.stopped || stop == agent.StopCancelled
 	for _, id := range t.order {
@@ -214,7 +228,13 @@ type callState struct {
 func (t *turn) markStop() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
+	t.markStopLocked()
+}
+
+// markStopLocked is markStop with t.mu held. It runs once: from the context's AfterFunc, or earlier from the first
+// event seen after the stop (the AfterFunc's goroutine may not have run yet).
+func (t *turn) markStopLocked() {
+	if t.closed || t.stopped {
 		return
 	}
 	t.stopped = true
@@ -240,6 +260,9 @@ func (t *turn) emit(e agent.Event) {
 	defer t.mu.Unlock()
 	if t.closed {
 		return // a late event of a turn that has answered
+	}
+	if t.ctx.Err() != nil {
+		t.markStopLocked()
 	}
 	s, uctx := t.s, t.s.srv.base
 	switch e.Type {

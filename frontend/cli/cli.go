@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"text/tabwriter"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/garuda-dev/garuda/frontend/acpagent"
 	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/confine"
@@ -88,19 +86,6 @@ func brokerFlag(fs *flag.FlagSet) *string {
 
 func connect(ctx context.Context, addr string) (*brokerconn.Broker, error) {
 	return brokerconn.Connect(ctx, brokerconn.Options{Addr: addr, Stderr: os.Stderr})
-}
-
-// guardStdout keeps the real stdout for the protocol and points descriptor 1 at stderr, so that anything else that
-// writes to stdout (fmt, a library, a child) lands on stderr: defends the JSON-RPC stream against stray output.
-func guardStdout() (*os.File, error) {
-	fd, err := unix.FcntlInt(1, unix.F_DUPFD_CLOEXEC, 3)
-	if err != nil {
-		return nil, fmt.Errorf("keep stdout for the protocol: %w", err)
-	}
-	if err := unix.Dup3(2, 1, 0); err != nil {
-		return nil, fmt.Errorf("point stdout at stderr: %w", err)
-	}
-	return os.NewFile(uintptr(fd), "protocol"), nil
 }
 
 func acp(ctx context.Context, args []string) error {

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -104,26 +102,6 @@ func setup(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "Saved the key in %s and the default model %s in %s.\n", res.CredentialsPath, *model, res.ModelsPath)
 	return nil
-}
-
-func isTerminal(fd int) bool {
-	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	return err == nil
-}
-
-// readSecret reads a line with the terminal's echo off.
-func readSecret(in *bufio.Reader) (string, error) {
-	old, err := unix.IoctlGetTermios(0, unix.TCGETS)
-	if err != nil {
-		return readLine(in)
-	}
-	quiet := *old
-	quiet.Lflag &^= unix.ECHO
-	if err := unix.IoctlSetTermios(0, unix.TCSETS, &quiet); err != nil {
-		return "", fmt.Errorf("turn off echo: %w", err)
-	}
-	defer unix.IoctlSetTermios(0, unix.TCSETS, old)
-	return readLine(in)
 }
 
 // trust shows a project's settings that loosen safety and pins them on a yes.

@@ -79,6 +79,10 @@ func Visible(s string) string {
 // bytes that are not UTF-8.
 func HasHidden(s string) bool {
 	for i := 0; i < len(s); {
+		if c := s[i]; c >= 0x20 && c < 0x7f || c == '\n' || c == '\t' {
+			i++ // printable ASCII, the common case
+			continue
+		}
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if (r == utf8.RuneError && n == 1) || hidden(r) {
 			return true

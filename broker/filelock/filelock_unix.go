@@ -1,0 +1,18 @@
+//go:build unix
+
+package filelock
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// NoFollow makes an open fail on a symlink: defends against a link planted in place of a log file.
+const NoFollow = unix.O_NOFOLLOW | unix.O_CLOEXEC
+
+// Lock takes an exclusive lock on f, waiting for other processes that hold it.
+func Lock(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_EX) }
+
+// Unlock releases the lock.
+func Unlock(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) }

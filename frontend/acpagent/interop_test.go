@@ -1,0 +1,126 @@
+package acpagent
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestInteropTypeScriptSDK has the official TypeScript SDK (npm @agentclientprotocol/sdk, pinned in
+// testdata/interop/package.json and installed here) drive the real binary: initialize, session/new, a prompt with
+// a tool call and an approval, a cancel and set_mode. The SDK validates every message with its schemas.
+func TestInteropTypeScriptSDK(t *testing.T) {
+	bin := binaries(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm is not installed")
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"package.json", "client.mjs"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "interop", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	install := exec.Command(npm, "install", "--no-audit", "--no-fund", "--loglevel=error")
+	install.Dir = dir
+	install.Env = append(os.Environ(), "npm_config_update_notifier=false")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Skipf("npm install failed (no registry?): %v\n%s", err, out)
+	}
+
+	m := &fakeOpenAI{answers: [][]string{
+		{
+			chunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"call_edit","type":"function","function":{"name":"edit_file","arguments":"{\"path\":\"a.txt\",\"old_string\":\"old\",\"new_string\":\"new\"}"}}]}`, ""),
+			chunk(`{}`, "tool_calls"),
+		},
+		textAnswer("edited"),
+		bashAnswer("call_sleep", "sleep 60.5"),
+	}}
+	p := startGaruda(t, m) // only for its prepared home and model server; the TS client starts its own garuda
+	p.stdin.Close()
+	if err := os.WriteFile(filepath.Join(p.root, "a.txt"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := exec.Command(node, filepath.Join(dir, "client.mjs"), filepath.Join(bin, "garuda"), p.root)
+	run.Dir = dir
+	run.Env = p.cmd.Env
+	run.Stderr = testWriter{t}
+	out, err := run.Output()
+	if err != nil {
+		t.Fatalf("the TypeScript client failed: %v\n%s", err, out)
+	}
+	var s struct {
+		Init struct {
+			ProtocolVersion int `json:"protocolVersion"`
+			AuthMethods     []struct {
+				ID   string   `json:"id"`
+				Type string   `json:"type"`
+				Args []string `json:"args"`
+			} `json:"authMethods"`
+		} `json:"init"`
+		Session struct {
+			Modes struct {
+				CurrentModeID string `json:"currentModeId"`
+			} `json:"modes"`
+		} `json:"session"`
+		Edit        struct{ StopReason string } `json:"edit"`
+		Cancelled   struct{ StopReason string } `json:"cancelled"`
+		Permissions []struct {
+			ToolCall struct {
+				ToolCallID string `json:"toolCallId"`
+			} `json:"toolCall"`
+			Options []struct {
+				OptionID string `json:"optionId"`
+			} `json:"options"`
+		} `json:"permissions"`
+		Updates []json.RawMessage `json:"updates"`
+		Exit    struct {
+			Code *int `json:"code"`
+		} `json:"exit"`
+	}
+	if err := json.Unmarshal(out, &s); err != nil {
+		t.Fatalf("summary %s: %v", out, err)
+	}
+	if s.Init.ProtocolVersion != 1 || len(s.Init.AuthMethods) != 1 || s.Init.AuthMethods[0].ID != "garuda-setup" || s.Init.AuthMethods[0].Type != "terminal" {
+		t.Errorf("initialize %+v", s.Init)
+	}
+	if s.Session.Modes.CurrentModeID != "build" {
+		t.Errorf("modes %+v", s.Session.Modes)
+	}
+	if s.Edit.StopReason != "end_turn" || s.Cancelled.StopReason != "cancelled" {
+		t.Errorf("stop reasons %q %q", s.Edit.StopReason, s.Cancelled.StopReason)
+	}
+	if len(s.Permissions) != 1 || s.Permissions[0].ToolCall.ToolCallID != "call_edit" || len(s.Permissions[0].Options) != 3 {
+		t.Errorf("permissions %+v", s.Permissions)
+	}
+	b, _ := os.ReadFile(filepath.Join(p.root, "a.txt"))
+	if string(b) != "new\n" {
+		t.Errorf("a.txt = %q after once", b)
+	}
+	all := string(out)
+	if !strings.Contains(all, "Garuda: $ sleep 60.5 cancelled.") {
+		t.Error("no cancel line in the updates")
+	}
+	if s.Exit.Code == nil || *s.Exit.Code != 0 {
+		t.Errorf("garuda exited %+v", s.Exit)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for sleeperAlive("60.5") {
+		if time.Now().After(deadline) {
+			t.Fatal("sleep 60.5 survived")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
