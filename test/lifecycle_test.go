@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,4 +155,32 @@ func TestServePeerCredentials(t *testing.T) {
 	if !log.waitFor("refused a connection", 5*time.Second) || !strings.Contains(log.String(), "uid=65533") {
 		t.Errorf("the refusal is not logged:\n%s", log.String())
 	}
+}
+
+// A running garuda acp has confined itself: no_new_privs is set (read from outside, in /proc), and Landlock
+// forbids it to write or execute; the confinement itself is tested in frontend/confine.
+func TestAcpRunsConfined(t *testing.T) {
+	e := startEditor(t, t.TempDir())
+	e.request("initialize", initParams())
+	status := filepath.Join("/proc", strconv.Itoa(e.cmd.Process.Pid), "status")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, err := os.ReadFile(status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "NoNewPrivs:\t1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("garuda acp did not set no_new_privs:\n%s", data)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Negative control: the test process itself, unconfined, has it unset.
+	own, _ := os.ReadFile("/proc/self/status")
+	if !strings.Contains(string(own), "NoNewPrivs:\t0") {
+		t.Skip("the test runs with no_new_privs already set; the check shows nothing here")
+	}
+	e.closeAndWait()
 }

@@ -33,6 +33,9 @@ type Broker struct {
 
 	once   sync.Once
 	done   chan struct{}
+
+	gateOnce sync.Once
+	gate     chan struct{}
 	reason error
 	waited chan struct{}
 }
@@ -89,10 +92,24 @@ func isExecutable(p string) bool {
 
 // Connect starts or reaches the broker and checks that it answers.
 func Connect(ctx context.Context, o Options) (*Broker, error) {
+	b, err := Start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	b.Open()
+	if err := b.Ready(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Start starts or reaches the broker without waiting for it: every call but Hello waits until Open, so that the
+// front end can answer the editor at once and confine itself before it asks the broker for anything.
+func Start(ctx context.Context, o Options) (*Broker, error) {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
-	b := &Broker{done: make(chan struct{}), waited: make(chan struct{})}
+	b := &Broker{done: make(chan struct{}), waited: make(chan struct{}), gate: make(chan struct{})}
 	var conn net.Conn
 	if o.Addr != "" {
 		path, ok := strings.CutPrefix(o.Addr, "unix://")
@@ -116,6 +133,8 @@ func Connect(ctx context.Context, o Options) (*Broker, error) {
 	cc, err := grpc.NewClient("passthrough:///garuda-exec",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithIdleTimeout(0),
+		grpc.WithUnaryInterceptor(b.unaryGate),
+		grpc.WithStreamInterceptor(b.streamGate),
 		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) {
 			// There is one socket: a broker that broke it is gone, and is not dialled again.
 			if used {
@@ -131,16 +150,53 @@ func Connect(ctx context.Context, o Options) (*Broker, error) {
 	}
 	b.conn = cc
 	b.Client = execv1.NewExecServiceClient(cc)
+	return b, nil
+}
+
+// Open lets calls through.
+func (b *Broker) Open() { b.gateOnce.Do(func() { close(b.gate) }) }
+
+// helloMethod is the one call that does not wait for Open.
+const helloMethod = "/garuda.exec.v1.ExecService/Hello"
+
+func (b *Broker) wait(ctx context.Context, method string) error {
+	if method == helloMethod {
+		return nil
+	}
+	select {
+	case <-b.gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *Broker) unaryGate(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if err := b.wait(ctx, method); err != nil {
+		return err
+	}
+	return inv(ctx, method, req, reply, cc, opts...)
+}
+
+func (b *Broker) streamGate(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, st grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	if err := b.wait(ctx, method); err != nil {
+		return nil, err
+	}
+	return st(ctx, desc, cc, method, opts...)
+}
+
+// Ready checks that the broker answers.
+func (b *Broker) Ready(ctx context.Context) error {
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := b.Client.Hello(hctx, &execv1.HelloRequest{}); err != nil {
 		b.Close()
 		if b.reason != nil {
-			return nil, fmt.Errorf("the broker %s did not answer: %v", b.Path, b.reason)
+			return fmt.Errorf("the broker %s did not answer: %v", b.Path, b.reason)
 		}
-		return nil, fmt.Errorf("the broker %s did not answer (%v); if it runs as a service, check that it serves this user's uid (--allow-uid)", b.Path, err)
+		return fmt.Errorf("the broker %s did not answer (%v); if it runs as a service, check that it serves this user's uid (--allow-uid)", b.Path, err)
 	}
-	return b, nil
+	return nil
 }
 
 func unwrapSyscall(err error) error {

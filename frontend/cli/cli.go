@@ -104,12 +104,23 @@ func acp(ctx context.Context, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	b, err := connect(ctx, *addr)
+	b, err := brokerconn.Start(ctx, brokerconn.Options{Addr: *addr, Stderr: os.Stderr})
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	confineSelf()
+	// The editor is answered at once; every broker call waits until the broker answered and the front end has
+	// confined itself (loading the TLS roots alone takes about 10 ms).
+	ctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	go func() {
+		if err := b.Ready(ctx); err != nil {
+			fail(err)
+			return
+		}
+		confineSelf()
+		b.Open()
+	}()
 	err = acpagent.Serve(ctx, os.Stdin, protocol, acpagent.Options{
 		Broker:     b.Client,
 		BrokerDone: b.Done(),
@@ -117,6 +128,9 @@ func acp(ctx context.Context, args []string) error {
 		Model:      *model,
 		Getenv:     os.Getenv,
 	})
+	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
 	if err != nil {
 		if berr := b.Err(); berr != nil {
 			return berr

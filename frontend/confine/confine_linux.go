@@ -22,7 +22,7 @@ func Self() (warning string, err error) {
 		warning = fmt.Sprintf("the system's TLS roots could not be loaded (%v)", err)
 	}
 	// Defends against gaining privileges through a set-uid program, should anything still run one.
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+	if err := ll.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return warning, fmt.Errorf("set no_new_privs: %w", err)
 	}
 	abi, err := ll.LandlockGetABIVersion()
