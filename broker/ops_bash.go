@@ -43,6 +43,12 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 	if err != nil {
 		return failed(err), nil
 	}
+	// Protected folders that do not exist yet are made first, so that they can be covered and compared.
+	if !op.GetUnsandboxed() {
+		if err := sandbox.EnsureProtectedDirs(sess.root, spec.EnsureDirs); err != nil {
+			return failed(fmt.Errorf("prepare the protected folders: %w", err)), nil
+		}
+	}
 	protected := protectedPaths(sess.root)
 	before := sandbox.SnapshotPaths(protected)
 
