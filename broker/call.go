@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -69,6 +71,7 @@ type call struct {
 }
 
 func (c *call) send(m *execv1.CallResponse) error {
+	validUTF8(m)
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	return c.stream.Send(m)
@@ -137,4 +140,40 @@ func (c *call) ask(q *execv1.Question) (execv1.Choice, error) {
 // progress streams output or a line to the front end; a failure to send is the call's end, seen through ctx.
 func (c *call) progress(p *execv1.Progress) {
 	_ = c.send(&execv1.CallResponse{Msg: &execv1.CallResponse_Progress{Progress: p}})
+}
+
+// validUTF8 replaces bytes that are not UTF-8 in the text fields of a response: protobuf strings must be UTF-8,
+// and a file or a command's output need not be (raw output travels as bytes in Progress).
+func validUTF8(m *execv1.CallResponse) {
+	fix := func(s *string) {
+		if !utf8.ValidString(*s) {
+			*s = strings.ToValidUTF8(*s, "\uFFFD")
+		}
+	}
+	if q := m.GetQuestion(); q != nil {
+		fix(&q.Title)
+		fix(&q.Preview)
+		fix(&q.Warning)
+		if d := q.Diff; d != nil {
+			fix(&d.Path)
+			fix(&d.OldText)
+			fix(&d.NewText)
+		}
+	}
+	if r := m.GetResult(); r != nil {
+		fix(&r.Content)
+		for i := range r.Notices {
+			fix(&r.Notices[i])
+		}
+		for _, l := range r.Locations {
+			fix(&l.Path)
+		}
+		if rs := r.Resolved; rs != nil {
+			fix(&rs.Prompt)
+			fix(&rs.Message)
+		}
+	}
+	if p := m.GetProgress(); p != nil {
+		fix(&p.Line)
+	}
 }

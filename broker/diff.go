@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/garuda-dev/garuda/broker/fsops"
 )
@@ -47,6 +48,9 @@ func changePreview(abs string, p *fsops.Pending) string {
 		b.WriteString(" " + l + "\n")
 	}
 	s := b.String()
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD") + "\n(the text has bytes that are not UTF-8, shown as \uFFFD; they are written as they are)"
+	}
 	if len(s) > maxPreview {
 		s = s[:maxPreview] + fmt.Sprintf("\n[... preview cut at %d bytes of %d ...]", maxPreview, len(s))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/fsops"
@@ -116,7 +117,8 @@ func (s *Service) writeFile(ctx context.Context, c *call, path string, edit *exe
 		return res, nil
 	}
 	q := &execv1.Question{Title: verb + " " + abs, Preview: changePreview(abs, p), Hidden: p.Hidden}
-	if len(p.Old)+len(p.New) <= maxDiff {
+	// A diff is text: a file that is not valid UTF-8 is shown by the preview alone, which says so.
+	if len(p.Old)+len(p.New) <= maxDiff && utf8.Valid(p.Old) && utf8.Valid(p.New) {
 		q.Diff = &execv1.Diff{Path: abs, OldText: string(p.Old), NewText: string(p.New), NewFile: !p.Existed}
 	}
 	if res, err := s.authorize(c, policy.Request{Kind: kind, Tool: tool, Path: abs}, q); res != nil || err != nil {

@@ -63,7 +63,7 @@ var ErrShutdown = sandbox.ErrShutdown
 func NewService(cfg Config) *Service {
 	ctx, end := context.WithCancelCause(context.Background())
 	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	uh, _ := os.UserHomeDir()
 	return &Service{cfg: cfg, sessions: map[string]*session{}, done: ctx, end: end, id: newID()[:8], userHome: uh,

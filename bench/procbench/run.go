@@ -27,6 +27,7 @@ type sample struct {
 	memBroker      int64         // VmHWM of garuda-exec, bytes
 	exit           time.Duration // stdin closed until garuda and all its descendants are gone
 	questions      int           // permission questions the agent asked (none expected in build mode)
+	watched        int           // processes of the sleep watched after the cancel
 }
 
 // runner spawns the binaries; garuda and exec are absolute, symlink-free paths.
@@ -248,10 +249,12 @@ func (r *runner) once(ctx context.Context, idx int) (s sample, err error) {
 	}); err != nil {
 		return s, err
 	}
-	for _, p := range watched {
-		watched = append(watched, descendants(p.pid)...)
-	}
+	// Every process under the broker at this point belongs to the command (the echo has ended): the
+	// sandbox's helper, the shell and the sleep, whether their command lines carry the marker or not.
+	watched = append(watched, descendants(broker.pid)...)
+	watched = unique(watched)
 	tracked = append(tracked, watched...)
+	s.watched = len(watched)
 	t3 := time.Now()
 	if err := ed.notify("session/cancel", map[string]any{"sessionId": ns.SessionID}); err != nil {
 		return s, err
@@ -351,4 +354,17 @@ func toolCompleted(updates []json.RawMessage, id, want string) bool {
 		}
 	}
 	return false
+}
+
+// unique drops repeated processes, keeping the first of each.
+func unique(ps []proc) []proc {
+	seen := map[proc]bool{}
+	out := ps[:0]
+	for _, p := range ps {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "procbench:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses the flags, does one warm-up run and n measured runs, and prints the figures. A missed
+// target is not an error: the figures are printed and the exit code stays 0.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("procbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bin := fs.String("bin", "bin", "folder holding the built garuda and garuda-exec")
+	n := fs.Int("n", 10, "measured runs, after one warm-up run")
+	asJSON := fs.Bool("json", false, "print the figures as JSON instead of a table")
+	timeout := fs.Duration("timeout", 30*time.Second, "limit for each step of a run")
+	verbose := fs.Bool("v", false, "print each run's figures on stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *n < 1 {
+		return fmt.Errorf("-n %d: want at least 1 run", *n)
+	}
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("procbench reads /proc and runs the Linux sandbox: %s is not supported", runtime.GOOS)
+	}
+	r := &runner{timeout: *timeout}
+	var err error
+	if r.garuda, err = binary(*bin, "garuda"); err != nil {
+		return err
+	}
+	if r.exec, err = binary(*bin, "garuda-exec"); err != nil {
+		return err
+	}
+
+	if _, err := r.once(ctx, 0); err != nil {
+		return fmt.Errorf("warm-up run: %w", err)
+	}
+	samples := make([]sample, 0, *n)
+	for i := 1; i <= *n; i++ {
+		s, err := r.once(ctx, i)
+		if err != nil {
+			return fmt.Errorf("run %d of %d: %w", i, *n, err)
+		}
+		if *verbose {
+			fmt.Fprintf(stderr, "run %2d: init %s  new %s  turn %s  cancel→gone %s (%d processes)  mem %.1f+%.1f MiB  exit %s\n",
+				i, s.spawnInit, s.newSession, s.turn, s.cancelGone, s.watched, mib(s.memFront), mib(s.memBroker), s.exit)
+		}
+		samples = append(samples, s)
+	}
+	rep := report{Machine: describeMachine(), Runs: *n, Figures: figures(samples)}
+	for _, s := range samples {
+		rep.Questions += s.questions
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	rep.table(stdout)
+	return nil
+}
+
+// binary returns the absolute, symlink-free path of name in dir, as /proc/PID/exe shows it.
+func binary(dir, name string) (string, error) {
+	p, err := filepath.Abs(filepath.Join(dir, name))
+	if err != nil {
+		return "", fmt.Errorf("locate %s in %s: %w", name, dir, err)
+	}
+	if p, err = filepath.EvalSymlinks(p); err != nil {
+		return "", fmt.Errorf("locate %s (run make build first): %w", name, err)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return "", fmt.Errorf("locate %s: %w", name, err)
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not an executable file", p)
+	}
+	return p, nil
+}
+
+// machine describes where the figures were measured.
+type machine struct {
+	CPUs    int    `json:"cpus"`
+	CPU     string `json:"cpu"`
+	Kernel  string `json:"kernel"`
+	MemMiB  int64  `json:"mem_mib"`
+	Go      string `json:"go"`
+	Machine string `json:"arch"`
+}
+
+func describeMachine() machine {
+	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), Machine: runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			var kb int64
+			if _, err := fmt.Sscanf(l, "MemTotal: %d kB", &kb); err == nil {
+				m.MemMiB = kb >> 10
+				break
+			}
+		}
+	}
+	return m
+}
