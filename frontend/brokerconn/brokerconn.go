@@ -31,13 +31,13 @@ type Broker struct {
 	conn *grpc.ClientConn
 	cmd  *exec.Cmd
 
-	once   sync.Once
-	done   chan struct{}
+	once sync.Once
+	done chan struct{}
 
 	gateOnce sync.Once
 	gate     chan struct{}
-	reason error
-	waited chan struct{}
+	reason   error
+	waited   chan struct{}
 }
 
 // Done is closed when the broker is gone.

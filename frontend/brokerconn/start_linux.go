@@ -61,4 +61,3 @@ func (b *Broker) start(o Options) (net.Conn, error) {
 	}
 	return c, nil
 }
-
