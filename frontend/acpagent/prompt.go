@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -30,6 +32,9 @@ func promptText(blocks []acp.ContentBlock, root string) (string, []mention) {
 		switch {
 		case blk.Text != nil:
 			b.WriteString(blk.Text.Text)
+			for _, rel := range textMentions(blk.Text.Text) {
+				mentions = append(mentions, mention{rel: rel})
+			}
 		case blk.ResourceLink != nil:
 			l := blk.ResourceLink
 			sep()
@@ -61,6 +66,23 @@ func promptText(blocks []acp.ContentBlock, root string) (string, []mention) {
 		}
 	}
 	return b.String(), mentions
+}
+
+// atPath finds "@path" typed in the prompt: at the start or after a space or bracket, so that an e-mail address is
+// not one; a path has a "/" or a "." in it, so that "@Override" or "@team" is not one.
+var atPath = regexp.MustCompile(`(?:^|[\s(\[])@((?:\.{0,2}/)?[\w.\-/+~]+)`)
+
+// textMentions returns the paths the user typed as @path, once each.
+func textMentions(text string) []string {
+	var out []string
+	for _, m := range atPath.FindAllStringSubmatch(text, -1) {
+		p := strings.TrimRight(m[1], ".,;:!?)")
+		if p == "" || !strings.ContainsAny(p, "./") || slices.Contains(out, p) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // fenceFor is a code fence longer than any run of backticks in text, so the block cannot be closed early.

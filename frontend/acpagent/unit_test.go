@@ -2,6 +2,7 @@ package acpagent
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -139,5 +140,20 @@ func TestQuestionContentShowsHiddenCharacters(t *testing.T) {
 	big := strings.Repeat("x", maxDiff)
 	if c := questionContent(&execv1.Question{Preview: "p", Diff: &execv1.Diff{Path: "/a", OldText: big, NewText: "y"}}, "/"); len(c) != 1 {
 		t.Errorf("a diff over 1 MB was sent: %d parts", len(c))
+	}
+}
+
+func TestTextMentions(t *testing.T) {
+	for text, want := range map[string][]string{
+		"look at @src/main.go please":         {"src/main.go"},
+		"@README.md, then @docs/a.md.":        {"README.md", "docs/a.md"},
+		"mail me@example.com about @Override": nil,
+		"(@./x.txt) and @x.txt and @./x.txt":  {"./x.txt", "x.txt"},
+		"@/etc/hosts is outside":              {"/etc/hosts"},
+		"no mentions here, just an @ sign":    nil,
+	} {
+		if got := textMentions(text); !slices.Equal(got, want) {
+			t.Errorf("textMentions(%q) = %q, want %q", text, got, want)
+		}
 	}
 }

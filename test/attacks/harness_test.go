@@ -22,16 +22,26 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// tb is what the harness needs of a test or a benchmark.
+type tb interface {
+	Helper()
+	Fatal(...any)
+	TempDir() string
+	Cleanup(func())
+}
+
 // env is one broker, served in process on a unix socket, with a project root and a GARUDA_HOME.
 type env struct {
-	t    *testing.T
+	t    tb
 	sock string
 	root string
 	home string
 	svc  *broker.Service
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newBenchEnv(t) }
+
+func newBenchEnv(t tb) *env {
 	t.Helper()
 	dir := t.TempDir()
 	e := &env{t: t, sock: filepath.Join(dir, "b.sock"), root: filepath.Join(dir, "project"), home: filepath.Join(dir, "home")}
@@ -63,7 +73,7 @@ func (e *env) client() execv1.ExecServiceClient {
 
 func (e *env) open(c execv1.ExecServiceClient) string {
 	e.t.Helper()
-	r, err := c.OpenSession(ctx(e.t), &execv1.OpenSessionRequest{Root: e.root, Mode: execv1.Mode_MODE_BUILD})
+	r, err := c.OpenSession(context.Background(), &execv1.OpenSessionRequest{Root: e.root, Mode: execv1.Mode_MODE_BUILD})
 	if err != nil {
 		e.t.Fatal(err)
 	}
