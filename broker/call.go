@@ -39,7 +39,7 @@ func (s *Service) Call(stream execv1.ExecService_CallServer) error {
 	stopAfter := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
 	defer stopAfter()
 
-	c := &call{ctx: ctx, cancel: cancel, stream: stream, sess: sess, start: start, answers: make(chan *execv1.Answer, 1)}
+	c := &call{ctx: ctx, cancel: cancel, stream: stream, sess: sess, start: start, answers: make(chan *execv1.Answer, 1), hungUp: make(chan struct{})}
 	go c.receive()
 	res, err := s.do(ctx, c)
 	if err != nil {
@@ -68,6 +68,7 @@ type call struct {
 	pending  *execv1.Question // the question waiting for its answer
 	answered []string         // ids of questions already answered
 	answers  chan *execv1.Answer
+	hungUp   chan struct{} // closed when the client closed its sending side
 }
 
 func (c *call) send(m *execv1.CallResponse) error {
@@ -83,7 +84,9 @@ func (c *call) receive() {
 	for {
 		m, err := c.stream.Recv()
 		if err == io.EOF {
-			return // the client closed its side; it can still be asked nothing more, so open questions deny
+			// The client closed its side: nothing can answer a question any more, so an open or later one denies.
+			close(c.hungUp)
+			return
 		}
 		if err != nil {
 			c.cancel(err)
@@ -127,6 +130,8 @@ func (c *call) ask(q *execv1.Question) (execv1.Choice, error) {
 		return execv1.Choice_CHOICE_DENY, fmt.Errorf("send the question: %w", err)
 	}
 	select {
+	case <-c.hungUp:
+		return execv1.Choice_CHOICE_DENY, nil
 	case a := <-c.answers:
 		if !slices.Contains(q.GetChoices(), a.GetChoice()) {
 			return execv1.Choice_CHOICE_DENY, nil

@@ -18,6 +18,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/peercred"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -189,4 +190,8 @@ func run(ctx context.Context, cfg Config, ln net.Listener, uids []uint32) error 
 // refused logs a refused peer: the refused client itself only sees an unavailable broker.
 func (s *Service) refused(p peercred.Peer, reason error) {
 	s.cfg.Log.Warn("refused a connection", "uid", p.UID, "pid", p.PID, "reason", reason)
+	if err := s.record(audit.Record{Event: audit.EventRefusedConnection, Reason: reason.Error(),
+		Detail: map[string]string{"uid": strconv.Itoa(int(p.UID)), "pid": strconv.Itoa(int(p.PID))}}, false); err != nil {
+		s.cfg.Log.Warn("refused connection not audited", "err", err)
+	}
 }

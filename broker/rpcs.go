@@ -48,7 +48,8 @@ func (s *Service) Prepare(ctx context.Context, req *execv1.PrepareRequest) (*exe
 // SetupOptions lists what `garuda setup` offers.
 func (s *Service) SetupOptions(ctx context.Context, _ *execv1.SetupOptionsRequest) (*execv1.SetupOptionsResponse, error) {
 	res := &execv1.SetupOptionsResponse{Home: s.cfg.Home}
-	if cfg, err := config.Load(s.cfg.Home); err == nil {
+	cfg, err := config.Load(s.cfg.Home)
+	if err == nil {
 		res.CurrentDefault = cfg.Default
 	}
 	models := map[string][]string{}
@@ -60,6 +61,31 @@ func (s *Service) SetupOptions(ctx context.Context, _ *execv1.SetupOptionsReques
 		// The provider's recommended model first.
 		sort.SliceStable(ms, func(i, j int) bool { return ms[i] == p.DefaultModel && ms[j] != p.DefaultModel })
 		res.Providers = append(res.Providers, &execv1.SetupProvider{Name: p.Name, KeyEnv: p.APIKeyEnv, Models: ms})
+	}
+	// Providers of models.json too, so that `garuda setup --provider NAME` can store their key.
+	if cfg != nil {
+		var names []string
+		for name := range cfg.Providers {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			known := false
+			for _, p := range res.Providers {
+				known = known || p.Name == name
+			}
+			if known {
+				continue
+			}
+			var ms []string
+			for _, m := range cfg.Models {
+				if m.Provider == name {
+					ms = append(ms, m.Name)
+				}
+			}
+			sort.Strings(ms)
+			res.Providers = append(res.Providers, &execv1.SetupProvider{Name: name, KeyEnv: cfg.Providers[name].APIKeyEnv, Models: ms})
+		}
 	}
 	return res, nil
 }

@@ -40,15 +40,30 @@ func listenUnix(path, group string) (net.Listener, error) {
 		gid = g
 	}
 	dir := filepath.Dir(abs)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("--listen %s: create its folder: %w", abs, err)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("--listen %s: create its folder: %w", abs, err)
+		}
 	}
-	// Defends against other users reaching the socket: only the broker's user and the socket group may enter.
-	if err := os.Chown(dir, -1, gid); err != nil && gid >= 0 {
-		return nil, fmt.Errorf("--listen %s: give its folder to group %s: %w", abs, group, err)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %s: %w", abs, err)
 	}
-	if err := os.Chmod(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("--listen %s: restrict its folder: %w", abs, err)
+	switch {
+	case fi.Mode().Perm()&0o002 != 0 && fi.Mode()&os.ModeSticky == 0:
+		// A folder anyone may write without the sticky bit lets anyone replace the socket.
+		return nil, fmt.Errorf("--listen %s: its folder %s is writable by everyone; use a folder of the broker's own (it is created 0750)", abs, dir)
+	case fi.Mode().Perm()&0o002 == 0 && ownedByMe(fi):
+		// The broker's own folder: only its user and the socket group may enter. A shared folder such as /tmp is
+		// left as it is; the socket's own mode and the peer check still apply.
+		if gid >= 0 {
+			if err := os.Chown(dir, -1, gid); err != nil {
+				return nil, fmt.Errorf("--listen %s: give its folder to group %s: %w", abs, group, err)
+			}
+		}
+		if err := os.Chmod(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("--listen %s: restrict its folder: %w", abs, err)
+		}
 	}
 	if err := removeStale(abs); err != nil {
 		return nil, err

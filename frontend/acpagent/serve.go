@@ -265,22 +265,14 @@ func brokerGoneMarker(sessionID string) string {
 	return fmt.Sprintf(`"reason":"broker_exited","sessionId":%q`, sessionID)
 }
 
-// providerKeyNames lists the provider key variables Garuda knows; any other *_API_KEY of the environment is added.
-var providerKeyNames = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
-
-// envKeys names the provider key variables that are set (names only: the values never leave the front end).
+// envKeys names the variables that are set, so that the broker can tell which provider key variable (whatever a
+// provider's api_key_env calls it) the front end has. Names only: the values never leave the front end.
 func envKeys(getenv func(string) string) []string {
-	names := append([]string(nil), providerKeyNames...)
+	var set []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasSuffix(name, "_API_KEY") && !slices.Contains(names, name) {
-			names = append(names, name)
-		}
-	}
-	var set []string
-	for _, n := range names {
-		if getenv(n) != "" {
-			set = append(set, n)
+		if name != "" && getenv(name) != "" && !slices.Contains(set, name) {
+			set = append(set, name)
 		}
 	}
 	return set

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/grpc/status"
+
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -32,7 +34,7 @@ func setup(ctx context.Context, args []string) error {
 	defer b.Close()
 	opts, err := b.Client.SetupOptions(ctx, &execv1.SetupOptionsRequest{})
 	if err != nil {
-		return fmt.Errorf("setup: %w", err)
+		return fmt.Errorf("setup: %w", rpcErr(err))
 	}
 	in := bufio.NewReader(os.Stdin)
 	tty := isTerminal(0)
@@ -47,7 +49,7 @@ func setup(ctx context.Context, args []string) error {
 		fmt.Fprint(os.Stderr, "Choose a provider [1]: ")
 		s, err := readLine(in)
 		if err != nil {
-			return fmt.Errorf("setup: %w", err)
+			return fmt.Errorf("setup: %w", rpcErr(err))
 		}
 		i := 1
 		if s != "" {
@@ -73,7 +75,7 @@ func setup(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "Models: %s\nChoose a model [%s]: ", strings.Join(chosen.Models, ", "), chosen.Models[0])
 		s, err := readLine(in)
 		if err != nil {
-			return fmt.Errorf("setup: %w", err)
+			return fmt.Errorf("setup: %w", rpcErr(err))
 		}
 		*model = chosen.Models[0]
 		if s != "" {
@@ -90,7 +92,7 @@ func setup(ctx context.Context, args []string) error {
 		key, err = readSecret(in)
 		fmt.Fprintln(os.Stderr)
 		if err != nil {
-			return fmt.Errorf("setup: %w", err)
+			return fmt.Errorf("setup: %w", rpcErr(err))
 		}
 	}
 	if key == "" {
@@ -98,7 +100,7 @@ func setup(ctx context.Context, args []string) error {
 	}
 	res, err := b.Client.Setup(ctx, &execv1.SetupRequest{Provider: chosen.Name, Model: *model, ApiKey: key})
 	if err != nil {
-		return fmt.Errorf("setup: %w", err)
+		return fmt.Errorf("setup: %w", rpcErr(err))
 	}
 	fmt.Fprintf(os.Stderr, "Saved the key in %s and the default model %s in %s.\n", res.CredentialsPath, *model, res.ModelsPath)
 	return nil
@@ -127,7 +129,7 @@ func trust(ctx context.Context, args []string) error {
 	defer b.Close()
 	t, err := b.Client.InspectTrust(ctx, &execv1.InspectTrustRequest{Dir: dir})
 	if err != nil {
-		return fmt.Errorf("trust: %w", err)
+		return fmt.Errorf("trust: %w", rpcErr(err))
 	}
 	if !t.Exists {
 		fmt.Printf("%s has no project settings (%s); nothing to trust.\n", dir, t.SettingsPath)
@@ -161,7 +163,7 @@ func trust(ctx context.Context, args []string) error {
 	}
 	res, err := b.Client.PinTrust(ctx, &execv1.PinTrustRequest{Dir: dir, Hash: t.Hash})
 	if err != nil {
-		return fmt.Errorf("trust: %w", err)
+		return fmt.Errorf("trust: %w", rpcErr(err))
 	}
 	fmt.Printf("Trusted; pinned in %s. A change of the file needs a new yes.\n", res.TrustPath)
 	return nil
@@ -182,7 +184,7 @@ func undo(ctx context.Context, args []string) error {
 	defer b.Close()
 	res, err := b.Client.Undo(ctx, &execv1.UndoRequest{SessionId: *session, List: *list})
 	if err != nil {
-		return fmt.Errorf("undo: %w", err)
+		return fmt.Errorf("undo: %w", rpcErr(err))
 	}
 	if *list {
 		fmt.Printf("session %s:\n", res.SessionId)
@@ -225,7 +227,7 @@ func audit(ctx context.Context, args []string) error {
 	}
 	res, err := b.Client.VerifyAudit(ctx, &execv1.VerifyAuditRequest{File: file})
 	if err != nil {
-		return fmt.Errorf("audit verify: %w", err)
+		return fmt.Errorf("audit verify: %w", rpcErr(err))
 	}
 	bad := 0
 	for _, f := range res.Files {
@@ -240,4 +242,12 @@ func audit(ctx context.Context, args []string) error {
 		return exitError(1)
 	}
 	return nil
+}
+
+// rpcErr turns a broker's status error into its message: the user reads what the broker said, not gRPC's wrapping.
+func rpcErr(err error) error {
+	if st, ok := status.FromError(err); ok {
+		return errors.New(st.Message())
+	}
+	return err
 }

@@ -144,3 +144,23 @@ func TestOtherClientsSession(t *testing.T) {
 		t.Fatalf("the owner could not read: %v %v", res, err)
 	}
 }
+
+// A client that closes its side while a question is open cannot answer any more: the question denies at once.
+func TestHangUpDeniesOpenQuestion(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	sid := e.open(c)
+	st := start(t, c, ctx(t), sid, write("hung.txt", "x"))
+	m, err := next(t, st)
+	if err != nil || m.GetQuestion() == nil {
+		t.Fatalf("want a question: %v %v", m, err)
+	}
+	st.CloseSend()
+	m, err = next(t, st)
+	if err != nil || m.GetResult().GetStatus() != execv1.Status_STATUS_DENIED {
+		t.Fatalf("after hang-up: %v %v", m, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "hung.txt")); err == nil {
+		t.Fatal("written after the client hung up")
+	}
+}
