@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/garuda-dev/garuda/broker/audit"
@@ -175,6 +176,10 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 	}
 	if err := checkReach(p, root); err != nil {
 		return nil, toStatus(err)
+	}
+	// The whole filesystem, or Garuda's own folder, is no project: commands could write everywhere the broker can.
+	if root == "/" || root == s.cfg.Home || strings.HasPrefix(root, s.cfg.Home+string(filepath.Separator)) {
+		return nil, toStatus(fmt.Errorf("root %s: choose a project folder (not / nor $GARUDA_HOME): %w", root, ErrBadRequest))
 	}
 	mode := req.GetMode()
 	if mode == execv1.Mode_MODE_UNSPECIFIED {

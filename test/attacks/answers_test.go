@@ -164,3 +164,19 @@ func TestHangUpDeniesOpenQuestion(t *testing.T) {
 		t.Fatal("written after the client hung up")
 	}
 }
+
+// A front end cannot make the whole filesystem, or Garuda's own home, its project.
+func TestRootThatIsNoProject(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	for _, root := range []string{"/", e.home, filepath.Join(e.home, "audit")} {
+		os.MkdirAll(root, 0o700)
+		if _, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: root}); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("root %s: %v", root, err)
+		}
+	}
+	// Negative control: a project folder opens.
+	if _, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: e.root}); err != nil {
+		t.Fatal(err)
+	}
+}
