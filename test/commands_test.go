@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
 )
 
 func garuda(t *testing.T, home, stdin string, args ...string) (string, error) {
@@ -91,5 +93,34 @@ func TestAuditVerifyFindsAChange(t *testing.T) {
 	out, err = garuda(t, home, "", "audit", "verify", files[0])
 	if err == nil || !strings.Contains(out, "BROKEN") {
 		t.Fatalf("verify of a changed log: %v\n%s", err, out)
+	}
+}
+
+// garuda setup --test sends one tiny request with the saved key: a key the provider refuses fails setup with the
+// provider's word; one it accepts succeeds.
+func TestSetupTestsTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		turn fakeprovider.Turn
+		ok   bool
+	}{
+		{fakeprovider.Turn{Text: "OK"}, true},
+		{fakeprovider.Turn{Status: 401, Message: "invalid x-api-key"}, false},
+	} {
+		srv, err := fakeprovider.Serve("127.0.0.1:0", []fakeprovider.Turn{tc.turn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		home := filepath.Join(t.TempDir(), "home")
+		os.MkdirAll(home, 0o700)
+		models := `{"providers":{"local":{"type":"anthropic","base_url":"` + srv.URL + `","api_key_env":"LOCAL_API_KEY"}},"models":{"m":{"provider":"local","id":"fake"}}}`
+		os.WriteFile(filepath.Join(home, "models.json"), []byte(models), 0o600)
+		out, err := garuda(t, home, "the-key\n", "setup", "--provider", "local", "--model", "m", "--key-stdin", "--test")
+		srv.Close()
+		if tc.ok && (err != nil || !strings.Contains(out, "The key works")) {
+			t.Fatalf("a good key: %v\n%s", err, out)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(out, "test request failed")) {
+			t.Fatalf("a refused key: %v\n%s", err, out)
+		}
 	}
 }

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/status"
 
+	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -23,6 +25,7 @@ func setup(ctx context.Context, args []string) error {
 	provider := fs.String("provider", "", "provider name (anthropic, openai, or one from models.json)")
 	model := fs.String("model", "", "default model name")
 	keyStdin := fs.Bool("key-stdin", false, "read the API key from standard input (for scripts)")
+	test := fs.Bool("test", false, "test the key with one tiny request after saving it (asked on a terminal)")
 	addr := brokerFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -103,8 +106,45 @@ func setup(ctx context.Context, args []string) error {
 		return fmt.Errorf("setup: %w", rpcErr(err))
 	}
 	fmt.Fprintf(os.Stderr, "Saved the key in %s and the default model %s in %s.\n", res.CredentialsPath, *model, res.ModelsPath)
+	if tty && !*keyStdin && !*test {
+		fmt.Fprint(os.Stderr, "Test the key now with one tiny request? [Y/n] ")
+		s, err := readLine(in)
+		*test = err == nil && (s == "" || strings.EqualFold(s, "y") || strings.EqualFold(s, "yes"))
+	}
+	if *test {
+		return testKey(ctx, b.Client, *model)
+	}
 	return nil
 }
+
+// testKey sends one tiny request with the saved key, through the same settings a session would use.
+func testKey(ctx context.Context, c execv1.ExecServiceClient, name string) error {
+	prep, err := c.Prepare(ctx, &execv1.PrepareRequest{Model: name})
+	if err != nil {
+		return fmt.Errorf("setup: %w", rpcErr(err))
+	}
+	ms := prep.GetReady()
+	if ms == nil {
+		return fmt.Errorf("setup: %s", prep.GetAuthRequired())
+	}
+	client, err := model.New(model.ProviderConfig{Type: ms.Type, BaseURL: ms.BaseUrl, APIKey: ms.ApiKey, Model: ms.ModelId, MaxOutputTokens: 16, MaxRetries: 1})
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	_, err = client.Stream(tctx, model.Request{MaxTokens: 16, Messages: []model.Message{{Role: model.RoleUser,
+		Content: []model.Block{{Type: model.BlockText, Text: "Reply with OK."}}}}}, nopHandler{})
+	if err != nil {
+		return fmt.Errorf("setup: the key was saved, but the test request failed: %v; run garuda setup again with another key", err)
+	}
+	fmt.Fprintf(os.Stderr, "The key works: %s answered.\n", name)
+	return nil
+}
+
+type nopHandler struct{}
+
+func (nopHandler) Delta(model.DeltaKind, string) {}
 
 // trust shows a project's settings that loosen safety and pins them on a yes.
 func trust(ctx context.Context, args []string) error {
