@@ -23,15 +23,20 @@ func readInRoot(dir, rel string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readRegular(f, rel, max)
+}
+
+// readRegular reads an open file that must be a regular file of at most max bytes.
+func readRegular(f *os.File, name string, max int64) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", rel)
+		return nil, fmt.Errorf("%s is not a regular file", name)
 	}
 	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is over %d bytes", rel, max)
+		return nil, fmt.Errorf("%s is over %d bytes", name, max)
 	}
 	return io.ReadAll(io.LimitReader(f, max))
 }

@@ -35,22 +35,7 @@ func readHomeFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if fi.Size() > maxSettings {
-		return nil, fmt.Errorf("%s is over %d bytes", path, maxSettings)
-	}
-	data := make([]byte, fi.Size())
-	_, err = f.ReadAt(data, 0)
-	if err != nil && fi.Size() > 0 {
-		return nil, err
-	}
-	return data, nil
+	return readRegular(f, path, maxSettings)
 }
 
 func parseFile(path string) (*policy.Settings, error) {

@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"github.com/garuda-dev/garuda/broker/suggest"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -179,7 +181,7 @@ func (s *Set) closeMatches(name string) []string {
 		// Names longer than maxNameLen cannot match and are not measured, which defends against a long
 		// prompt costing quadratic time.
 		case len(typed) <= maxNameLen:
-			if d := levenshtein(typed, lc); d <= 2 {
+			if d := suggest.Distance(typed, lc); d <= 2 {
 				ms = append(ms, match{cand, d})
 			}
 		}
@@ -207,25 +209,4 @@ func (s *Set) closeMatches(name string) []string {
 		out = append(out, "/"+ms[i].name)
 	}
 	return out
-}
-
-// levenshtein is the edit distance between two strings, by bytes (names are ASCII).
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -175,15 +175,3 @@ func TestResolveUnknown(t *testing.T) {
 		t.Errorf("long name: %v", r.Kind)
 	}
 }
-
-func TestLevenshtein(t *testing.T) {
-	cases := []struct {
-		a, b string
-		d    int
-	}{{"", "", 0}, {"a", "", 1}, {"kitten", "sitting", 3}, {"help", "hello", 2}, {"pdf", "pfd", 2}, {"undo", "undo", 0}}
-	for _, c := range cases {
-		if got := levenshtein(c.a, c.b); got != c.d {
-			t.Errorf("levenshtein(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
-		}
-	}
-}

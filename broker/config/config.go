@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/garuda-dev/garuda/broker/suggest"
+
 	"errors"
 	"fmt"
 	"io/fs"
@@ -351,7 +353,7 @@ func closeNames(name string, names []string) []string {
 	var cs []cand
 	low := strings.ToLower(name)
 	for _, n := range names {
-		d := editDistance(low, strings.ToLower(n))
+		d := suggest.Distance(low, strings.ToLower(n))
 		if strings.Contains(strings.ToLower(n), low) || strings.Contains(low, strings.ToLower(n)) {
 			d = min(d, 1)
 		}
@@ -370,25 +372,4 @@ func closeNames(name string, names []string) []string {
 		out = append(out, cs[i].n)
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance of two strings, by bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
