@@ -56,7 +56,7 @@ lint: tools
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+	$(GO) test -p 1 -run '^$$' -bench . -benchmem -count 1 ./...
 	$(GO) run ./bench/procbench -bin $(BIN)
 
 clean:

@@ -163,6 +163,8 @@ func child(ctx context.Context, stderr io.Writer) error {
 
 // run serves until ctx ends, then kills every command at once and returns.
 func run(ctx context.Context, cfg Config, ln net.Listener, uids []uint32) error {
+	// What the kernel enforces is probed once, in the background, before the first session asks.
+	go probe()
 	svc := NewService(cfg)
 	pol := &peercred.Policy{UIDs: uids, OnRefuse: svc.refused}
 	srv := grpc.NewServer(

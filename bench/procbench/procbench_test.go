@@ -56,6 +56,12 @@ func TestProcessWatch(t *testing.T) {
 	if hwm, err := vmHWM(os.Getpid()); err != nil || hwm <= 0 {
 		t.Errorf("vmHWM of the test = %d, %v", hwm, err)
 	}
+	if anon, err := rssAnon(os.Getpid()); err != nil || anon <= 0 {
+		t.Errorf("rssAnon of the test = %d, %v", anon, err)
+	}
+	if _, err := statusBytes(os.Getpid(), "NoSuchKey"); err == nil {
+		t.Error("a missing status line is not an error")
+	}
 	if err := exec.Command("kill", fmt.Sprint(sleeper.pid)).Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,19 +81,31 @@ func TestEditor(t *testing.T) {
 	fromAgent, agentOut := io.Pipe()
 	ed := newEditor(agentIn)
 	go ed.read(fromAgent)
-	agent := bufio.NewReader(toAgent)
+	// What the editor writes, line by line (an io.Pipe does not buffer: read it concurrently).
+	lines := make(chan []byte, 8)
+	go func() {
+		br := bufio.NewReader(toAgent)
+		for {
+			l, err := br.ReadBytes('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- l
+		}
+	}()
 
 	ch, err := ed.send("initialize", map[string]any{"protocolVersion": 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var req message
-	line, _ := agent.ReadBytes('\n')
+	line := <-lines
 	if err := json.Unmarshal(line, &req); err != nil || req.Method != "initialize" {
 		t.Fatalf("the agent read %q", line)
 	}
 	fmt.Fprintf(agentOut, `{"jsonrpc":"2.0","id":77,"method":"session/request_permission","params":{}}`+"\n")
-	line, _ = agent.ReadBytes('\n')
+	line = <-lines
 	if !strings.Contains(string(line), `"id":77`) || !strings.Contains(string(line), `"optionId":"once"`) {
 		t.Errorf("answer to the permission question: %s", line)
 	}

@@ -118,23 +118,30 @@ func withMarker(marker string) []proc {
 }
 
 // vmHWM returns the peak resident set size of pid in bytes (VmHWM in /proc/PID/status).
-func vmHWM(pid int) (int64, error) {
+func vmHWM(pid int) (int64, error) { return statusBytes(pid, "VmHWM") }
+
+// rssAnon returns the anonymous resident memory of pid in bytes now (RssAnon: heap, stacks; not the
+// pages of the executable, which RssFile counts and other processes running it share).
+func rssAnon(pid int) (int64, error) { return statusBytes(pid, "RssAnon") }
+
+// statusBytes reads a "Key:   N kB" line of /proc/PID/status.
+func statusBytes(pid int, key string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, fmt.Errorf("read status of pid %d: %w", pid, err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
 			f := strings.Fields(rest) // "12345 kB"
 			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("status of pid %d: VmHWM %q", pid, rest)
+				return 0, fmt.Errorf("status of pid %d: %s %q", pid, key, rest)
 			}
 			kb, err := strconv.ParseInt(f[0], 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("status of pid %d: VmHWM %q: %w", pid, rest, err)
+				return 0, fmt.Errorf("status of pid %d: %s %q: %w", pid, key, rest, err)
 			}
 			return kb << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("status of pid %d: no VmHWM line", pid)
+	return 0, fmt.Errorf("status of pid %d: no %s line", pid, key)
 }

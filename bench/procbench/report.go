@@ -52,6 +52,7 @@ func figures(ss []sample) []figure {
 		newFigure("peak memory, front end + broker", "MiB", 40, col(func(s sample) float64 { return mib(s.memFront + s.memBroker) })),
 		newFigure("  peak memory, front end (garuda)", "MiB", 0, col(func(s sample) float64 { return mib(s.memFront) })),
 		newFigure("  peak memory, broker (garuda-exec)", "MiB", 0, col(func(s sample) float64 { return mib(s.memBroker) })),
+		newFigure("  anonymous memory now, both (RssAnon)", "MiB", 0, col(func(s sample) float64 { return mib(s.anon) })),
 		newFigure("exit after stdin closes", "ms", 1000, col(func(s sample) float64 { return ms(s.exit) })),
 	}
 }

@@ -25,6 +25,7 @@ type sample struct {
 	cancelAnswered time.Duration // session/cancel sent until the prompt is answered "cancelled"
 	memFront       int64         // VmHWM of garuda acp, bytes
 	memBroker      int64         // VmHWM of garuda-exec, bytes
+	anon           int64         // RssAnon of both at the same moment, bytes
 	exit           time.Duration // stdin closed until garuda and all its descendants are gone
 	questions      int           // permission questions the agent asked (none expected in build mode)
 	watched        int           // processes of the sleep watched after the cancel
@@ -288,6 +289,13 @@ func (r *runner) once(ctx context.Context, idx int) (s sample, err error) {
 	}
 	if s.memBroker, err = vmHWM(broker.pid); err != nil {
 		return s, err
+	}
+	for _, pid := range []int{gpid, broker.pid} {
+		a, err := rssAnon(pid)
+		if err != nil {
+			return s, err
+		}
+		s.anon += a
 	}
 	_, s.questions = ed.snapshot()
 	if err := ed.err(); err != nil {

@@ -268,10 +268,15 @@ func brokerGoneMarker(sessionID string) string {
 // envKeys names the variables that are set, so that the broker can tell which provider key variable (whatever a
 // provider's api_key_env calls it) the front end has. Names only: the values never leave the front end.
 func envKeys(getenv func(string) string) []string {
-	var set []string
+	names := []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
 	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if name != "" && getenv(name) != "" && !slices.Contains(set, name) {
+		if name, _, _ := strings.Cut(kv, "="); name != "" {
+			names = append(names, name)
+		}
+	}
+	var set []string
+	for _, name := range names {
+		if getenv(name) != "" && !slices.Contains(set, name) {
 			set = append(set, name)
 		}
 	}

@@ -1,6 +1,8 @@
 package confine
 
 import (
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,6 +40,11 @@ func try(attempt string) string {
 		_, err = os.ReadFile(arg)
 	case "exec":
 		err = exec.Command(arg).Run()
+	case "tls":
+		var pool *x509.CertPool
+		if pool, err = x509.SystemCertPool(); err == nil && pool.Equal(x509.NewCertPool()) {
+			err = errors.New("no TLS roots")
+		}
 	}
 	if err != nil {
 		return "refused: " + err.Error()
@@ -76,6 +83,10 @@ func TestSelfTakesFileAndExecPowerAway(t *testing.T) {
 		if got := attempt(t, what, true); !strings.HasPrefix(got, "refused") {
 			t.Errorf("%s after Self: %s", what, got)
 		}
+	}
+	// The TLS roots load after confinement (the front end reads them at its first HTTPS request).
+	if got := attempt(t, "tls", true); got != "done" {
+		t.Errorf("TLS roots after Self: %s", got)
 	}
 	// What DNS needs stays readable.
 	if _, err := os.Stat("/etc/hosts"); err == nil {
