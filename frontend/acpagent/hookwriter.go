@@ -31,9 +31,25 @@ func (h *hookWriter) watch(marker string) <-chan struct{} {
 	return c
 }
 
+// The SDK drops false capabilities (omitempty) and adds empty objects the spec does not list; the answer to
+// initialize is written as the spec gives it. sdkCaps is what the SDK writes for Garuda's capabilities
+// (TestInitializeLineIsTheSpecs keeps the two in step with the pinned SDK).
+var (
+	initMarker = []byte(`"agentInfo":{"name":"garuda"`)
+	sdkCaps    = []byte(`"agentCapabilities":{"auth":{},"mcpCapabilities":{},"promptCapabilities":{"embeddedContext":true},"sessionCapabilities":{}}`)
+	specCaps   = []byte(`"agentCapabilities":{"loadSession":false,"promptCapabilities":{"image":false,"audio":false,"embeddedContext":true},"mcpCapabilities":{"http":false,"sse":false}}`)
+)
+
 // Write writes one message (the SDK writes each message whole, under its own lock) and then fires its watches.
 func (h *hookWriter) Write(p []byte) (int, error) {
-	n, err := h.w.Write(p)
+	out := p
+	if bytes.Contains(p, initMarker) {
+		out = bytes.Replace(p, sdkCaps, specCaps, 1)
+	}
+	n, err := h.w.Write(out)
+	if err == nil {
+		n = len(p)
+	}
 	h.mu.Lock()
 	kept := h.watches[:0]
 	for _, w := range h.watches {

@@ -1,7 +1,10 @@
 package acpagent
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -155,5 +158,37 @@ func TestTextMentions(t *testing.T) {
 		if got := textMentions(text); !slices.Equal(got, want) {
 			t.Errorf("textMentions(%q) = %q, want %q", text, got, want)
 		}
+	}
+}
+
+// The answer to initialize is the spec's, false capabilities included, as the line an editor reads.
+func TestInitializeLineIsTheSpecs(t *testing.T) {
+	var buf bytes.Buffer
+	h := newHookWriter(&buf)
+	s := &server{opts: Options{Version: "9.9"}}
+	res, _ := s.Initialize(context.Background(), acp.InitializeRequest{ProtocolVersion: 1})
+	line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": res})
+	if !bytes.Contains(line, sdkCaps) {
+		t.Fatalf("the SDK no longer writes %s; update sdkCaps:\n%s", sdkCaps, line)
+	}
+	h.Write(append(line, '\n'))
+	var got struct {
+		Result map[string]any `json:"result"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"protocolVersion": float64(1),
+		"agentInfo":       map[string]any{"name": "garuda", "title": "Garuda", "version": "9.9"},
+		"agentCapabilities": map[string]any{
+			"loadSession":        false,
+			"promptCapabilities": map[string]any{"image": false, "audio": false, "embeddedContext": true},
+			"mcpCapabilities":    map[string]any{"http": false, "sse": false},
+		},
+		"authMethods": []any{},
+	}
+	if !reflect.DeepEqual(got.Result, want) {
+		t.Fatalf("initialize answered\n%v\nwant\n%v", got.Result, want)
 	}
 }
