@@ -166,13 +166,20 @@ func (s *Service) secrets(st *policy.State) []string {
 			out = append(out, filepath.Join(s.userHome, p))
 		}
 	}
+	walkRoot := false
 	for _, p := range policy.ReadDenyPatterns(st) {
-		if strings.ContainsAny(p, "*?[") {
+		switch {
+		case !strings.ContainsAny(p, "*?["):
+			out = append(out, p)
+		case strings.HasPrefix(p, st.Root+"/"):
+			walkRoot = true // "**" and friends: the walk below asks the policy itself, so its semantics hold
+		default:
 			matches, _ := filepath.Glob(p)
 			out = append(out, matches...)
-			continue
 		}
-		out = append(out, p)
+	}
+	if walkRoot {
+		out = append(out, deniedInRoot(st)...)
 	}
 	var existing []string
 	for _, p := range out {
@@ -222,6 +229,30 @@ func protectedForSandbox(root string) (readOnly, ensure []string) {
 		}
 	}
 	return readOnly, ensure
+}
+
+// deniedInRoot lists the files and folders of the root that the rules deny reading, for the sandbox to hide
+// (a denied folder is hidden whole). Bounded like the walk for nested repositories.
+func deniedInRoot(st *policy.State) []string {
+	var out []string
+	n := 0
+	filepath.WalkDir(st.Root, func(p string, d fs.DirEntry, err error) error {
+		n++
+		if err != nil || n > maxProtectedWalk {
+			return filepath.SkipDir
+		}
+		if p == st.Root {
+			return nil
+		}
+		if policy.Decide(policy.Request{Kind: policy.KindRead, Tool: "read_file", Path: p}, st).Verdict == policy.Deny {
+			out = append(out, p)
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	return out
 }
 
 // repoRoots is root and every folder below it that holds a .git (nested repositories, submodules, worktrees).

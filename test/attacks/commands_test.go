@@ -1,0 +1,41 @@
+package attacks
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+func bash(cmd string) *execv1.Start {
+	return &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: cmd}}}
+}
+
+// A read-deny rule reaches commands: the sandbox hides what read_file may not read, at any depth for "**" rules.
+func TestReadDenyRuleHidesFromCommands(t *testing.T) {
+	e := newEnv(t)
+	os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(`{"permissions":{"deny":["Read(**/.env)","read_file(./private/**)"]}}`), 0o600)
+	os.MkdirAll(filepath.Join(e.root, "app", "deep"), 0o755)
+	os.MkdirAll(filepath.Join(e.root, "private"), 0o755)
+	os.WriteFile(filepath.Join(e.root, "app", "deep", ".env"), []byte("TOKEN=deep-secret"), 0o644)
+	os.WriteFile(filepath.Join(e.root, ".env"), []byte("TOKEN=top-secret"), 0o644)
+	os.WriteFile(filepath.Join(e.root, "private", "key.pem"), []byte("private-secret"), 0o644)
+	os.WriteFile(filepath.Join(e.root, "app", "main.go"), []byte("package main // visible"), 0o644)
+	c := e.client()
+	sid := e.open(c)
+	res, _, err := run(t, start(t, c, ctx(t), sid, bash("cat .env app/deep/.env private/key.pem app/main.go 2>&1; true")), execv1.Choice_CHOICE_ONCE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"deep-secret", "top-secret", "private-secret"} {
+		if strings.Contains(res.GetContent(), secret) {
+			t.Errorf("a command read %s:\n%s", secret, res.GetContent())
+		}
+	}
+	// Negative control: what the rules allow is read.
+	if !strings.Contains(res.GetContent(), "package main // visible") {
+		t.Fatalf("the allowed file was not read:\n%s", res.GetContent())
+	}
+}
