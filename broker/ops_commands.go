@@ -8,6 +8,7 @@ import (
 
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/commands"
+	"github.com/garuda-dev/garuda/broker/homefile"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -131,7 +132,7 @@ func (s *Service) consent(c *call, cmd *commands.Command) (*execv1.Result, error
 		Detail: map[string]string{"hash": cmd.Hash, "root": c.sess.root}}, true); err != nil {
 		return nil, err
 	}
-	if err := writeHomeFile(path, cons.Marshal()); err != nil {
+	if err := homefile.WriteAtomic(path, cons.Marshal(), 0o600); err != nil {
 		return nil, fmt.Errorf("save the consent: %w", err)
 	}
 	return nil, nil

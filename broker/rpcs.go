@@ -14,6 +14,7 @@ import (
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/config"
 	"github.com/garuda-dev/garuda/broker/fsops"
+	"github.com/garuda-dev/garuda/broker/homefile"
 	"github.com/garuda-dev/garuda/broker/peercred"
 	"github.com/garuda-dev/garuda/broker/sessionlog"
 	"github.com/garuda-dev/garuda/broker/undo"
@@ -158,34 +159,10 @@ func (s *Service) PinTrust(ctx context.Context, req *execv1.PinTrustRequest) (*e
 	if err := s.record(audit.Record{Event: audit.EventConsent, Op: "trust", Input: req.GetDir(), Detail: map[string]string{"hash": req.GetHash()}}, true); err != nil {
 		return nil, toStatus(err)
 	}
-	if err := writeHomeFile(path, t.Marshal()); err != nil {
+	if err := homefile.WriteAtomic(path, t.Marshal(), 0o600); err != nil {
 		return nil, toStatus(err)
 	}
 	return &execv1.PinTrustResponse{TrustPath: path}, nil
-}
-
-// writeHomeFile writes a file of $GARUDA_HOME atomically, 0600.
-func writeHomeFile(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // Record appends to the session's file.

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/garuda-dev/garuda/broker/filelock"
+	"github.com/garuda-dev/garuda/broker/homefile"
 )
 
 // ErrClosed is returned by Commit and Note after Close.
@@ -185,7 +185,7 @@ func (l *Log) append(r *Record) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer filelock.Unlock(seg.f)
+	defer homefile.Unlock(seg.f)
 
 	fi, err := seg.f.Stat()
 	if err != nil {
@@ -227,7 +227,7 @@ func (l *Log) lockSegment(path string) (*segment, error) {
 			}
 		}
 		seg := l.cur
-		if err := filelock.Lock(seg.f); err != nil {
+		if err := homefile.Lock(seg.f); err != nil {
 			return nil, fmt.Errorf("lock audit log %s: %w", path, err)
 		}
 		// Writing to a file that was removed or replaced would lose the record without an error: check that the
@@ -237,7 +237,7 @@ func (l *Log) lockSegment(path string) (*segment, error) {
 		if herr == nil && derr == nil && os.SameFile(held, onDisk) {
 			return seg, nil
 		}
-		filelock.Unlock(seg.f)
+		homefile.Unlock(seg.f)
 		if derr != nil && !errors.Is(derr, os.ErrNotExist) {
 			return nil, fmt.Errorf("audit log %s: %w", path, derr)
 		}
@@ -261,7 +261,7 @@ func (l *Log) openSegment(path string) error {
 		l.cur = nil
 	}
 	// O_NOFOLLOW: a symlink planted in the audit folder must not redirect the log to another file.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|filelock.NoFollow, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|homefile.NoFollow, 0o600)
 	if err != nil {
 		return fmt.Errorf("open audit log: %w", err)
 	}

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/garuda-dev/garuda/broker/homefile"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,7 +51,7 @@ func WriteSetup(home, provider, model, apiKey string) error {
 		if err != nil {
 			return fmt.Errorf("setup: encode credentials: %w", err)
 		}
-		if err := writeAtomic(c.CredentialsPath, append(data, '\n'), 0o600); err != nil {
+		if err := homefile.WriteAtomic(c.CredentialsPath, append(data, '\n'), 0o600); err != nil {
 			return err
 		}
 	}
@@ -100,42 +102,5 @@ func setDefault(path, model string) error {
 	if err != nil {
 		return fmt.Errorf("setup: encode %s: %w", path, err)
 	}
-	return writeAtomic(path, append(out, '\n'), 0o644)
-}
-
-// writeAtomic replaces path with data: a reader sees the old file or the new one, never half.
-// The temporary file is created exclusively in the same folder with the final mode from the
-// start, so a key is never readable by others, not even for a moment, and a symlink planted at
-// the temporary name cannot redirect the write.
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("create a temporary file for %s: %w", path, err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("chmod %s: %w", tmp, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replace %s: %w", path, err)
-	}
-	ok = true
-	return nil
+	return homefile.WriteAtomic(path, append(out, '\n'), 0o644)
 }

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/garuda-dev/garuda/broker/filelock"
+	"github.com/garuda-dev/garuda/broker/homefile"
 )
 
 // Kinds of entries.
@@ -103,7 +103,7 @@ func (w *Writer) Append(kind string, data json.RawMessage) error {
 			return fmt.Errorf("create the sessions folder: %w", err)
 		}
 		// O_NOFOLLOW: a symlink planted in the sessions folder must not redirect the write.
-		f, err := os.OpenFile(w.Path(), os.O_WRONLY|os.O_APPEND|os.O_CREATE|filelock.NoFollow, 0o600)
+		f, err := os.OpenFile(w.Path(), os.O_WRONLY|os.O_APPEND|os.O_CREATE|homefile.NoFollow, 0o600)
 		if err != nil {
 			return fmt.Errorf("open session file: %w", err)
 		}

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/garuda-dev/garuda/broker/filelock"
+	"github.com/garuda-dev/garuda/broker/homefile"
 )
 
 var (
@@ -81,7 +81,7 @@ func (s *Store) Snapshot(session, abs string, old []byte, existed bool, newHash 
 	if existed {
 		sum := sha256.Sum256(old)
 		e.OldSHA256 = hex.EncodeToString(sum[:])
-		if err := writeAtomic(filepath.Join(sdir, e.ID+".pre"), old); err != nil {
+		if err := homefile.WriteAtomic(filepath.Join(sdir, e.ID+".pre"), old, 0o600); err != nil {
 			return "", fmt.Errorf("undo snapshot of %s: %w", abs, err)
 		}
 	}
@@ -213,7 +213,7 @@ func (s *Store) locked(session string, f func([]Entry) ([]Entry, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sdir := filepath.Join(s.dir, session)
-	lf, err := os.OpenFile(filepath.Join(sdir, ".lock"), os.O_RDWR|os.O_CREATE|filelock.NoFollow, 0o600)
+	lf, err := os.OpenFile(filepath.Join(sdir, ".lock"), os.O_RDWR|os.O_CREATE|homefile.NoFollow, 0o600)
 	if errors.Is(err, os.ErrNotExist) {
 		// No folder: nothing was ever snapshotted in this session.
 		_, ferr := f(nil)
@@ -226,7 +226,7 @@ func (s *Store) locked(session string, f func([]Entry) ([]Entry, error)) error {
 		return fmt.Errorf("lock undo session %s: %w", session, err)
 	}
 	defer lf.Close()
-	if err := filelock.Lock(lf); err != nil {
+	if err := homefile.Lock(lf); err != nil {
 		return fmt.Errorf("lock undo session %s: %w", session, err)
 	}
 	idx, err := s.load(session)
@@ -241,7 +241,7 @@ func (s *Store) locked(session string, f func([]Entry) ([]Entry, error)) error {
 	if err != nil {
 		return fmt.Errorf("encode undo index of %s: %w", session, err)
 	}
-	if err := writeAtomic(filepath.Join(sdir, "index.json"), b); err != nil {
+	if err := homefile.WriteAtomic(filepath.Join(sdir, "index.json"), b, 0o600); err != nil {
 		return fmt.Errorf("save undo index of %s: %w", session, err)
 	}
 	return nil
@@ -261,34 +261,4 @@ func (s *Store) load(session string) ([]Entry, error) {
 		return nil, fmt.Errorf("read undo index %s: %w", p, err)
 	}
 	return idx, nil
-}
-
-// writeAtomic writes path (0600) through a temp file, fsync and rename, so a crash leaves the old or the new file.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package filelock
+package homefile
 
 import (
 	"os"
