@@ -17,6 +17,7 @@ install: build
 	mkdir -p $(PREFIX_BIN)
 	install -m 0755 $(BIN)/garuda $(BIN)/garuda-exec $(PREFIX_BIN)/
 	@echo "installed garuda and garuda-exec in $(PREFIX_BIN)"
+	@case ":$$PATH:" in *":$(PREFIX_BIN):"*) ;; *) echo "note: $(PREFIX_BIN) is not on your PATH; add it, or editors will not find garuda";; esac
 
 # Everything CI runs.
 test: vet cross check-generated lint unit
