@@ -32,17 +32,20 @@ func (s *Service) commandSet(sess *session) (*commands.Set, error) {
 	return commands.Load(proj.FS(), userFS)
 }
 
-func (s *Service) commandList(sess *session) []*execv1.CommandInfo {
+// commandList is the / menu of a session and the warnings about malformed command files.
+func (s *Service) commandList(sess *session) ([]*execv1.CommandInfo, []string) {
 	set, err := s.commandSet(sess)
 	if err != nil {
 		s.cfg.Log.Warn("commands not loaded", "err", err)
-		return nil
+		if set == nil {
+			return nil, nil
+		}
 	}
 	var out []*execv1.CommandInfo
 	for _, c := range set.List() {
 		out = append(out, &execv1.CommandInfo{Name: c.Name, Description: c.Description, ArgumentHint: c.ArgumentHint, Source: c.Source})
 	}
-	return out
+	return out, set.Warnings()
 }
 
 // ListCommands lists the session's custom commands and skills, with warnings for malformed ones.
@@ -51,15 +54,8 @@ func (s *Service) ListCommands(ctx context.Context, req *execv1.ListCommandsRequ
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	set, err := s.commandSet(sess)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	res := &execv1.ListCommandsResponse{Notices: set.Warnings()}
-	for _, c := range set.List() {
-		res.Commands = append(res.Commands, &execv1.CommandInfo{Name: c.Name, Description: c.Description, ArgumentHint: c.ArgumentHint, Source: c.Source})
-	}
-	return res, nil
+	cmds, warnings := s.commandList(sess)
+	return &execv1.ListCommandsResponse{Commands: cmds, Notices: warnings}, nil
 }
 
 // resolveCommand resolves a prompt that starts with "/": a project's own command or skill needs a consent the

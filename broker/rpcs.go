@@ -43,6 +43,7 @@ func (s *Service) Prepare(ctx context.Context, req *execv1.PrepareRequest) (*exe
 		Name: r.Name, Provider: r.Provider, Type: r.Type, BaseUrl: r.BaseURL, ModelId: r.ModelID,
 		ContextWindow: int32(r.ContextWindow), MaxOutputTokens: int32(r.MaxOutputTokens),
 		ApiKeyEnv: r.APIKeyEnv, ApiKey: r.APIKey,
+		MaxSteps: int32(cfg.Limits.MaxSteps), MaxTurnTokens: int64(cfg.Limits.MaxTurnTokens),
 	}}}, nil
 }
 

@@ -201,12 +201,14 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 	}
 	notices = append(notices, sandboxNotices(sess.files.team)...)
 	instr, instrFile := s.instructions(sess)
+	commands, warnings := s.commandList(sess)
+	notices = append(notices, warnings...)
 	s.mu.Lock()
 	s.sessions[sess.id] = sess
 	s.mu.Unlock()
 	s.cfg.Log.Info("session opened", "session", sess.id, "root", root, "uid", p.UID)
 	return &execv1.OpenSessionResponse{SessionId: sess.id, Root: root, Notices: notices,
-		Instructions: instr, InstructionsFile: instrFile, Commands: s.commandList(sess)}, nil
+		Instructions: instr, InstructionsFile: instrFile, Commands: commands}, nil
 }
 
 // checkRoot accepts an absolute path of an existing folder.

@@ -64,8 +64,16 @@ type Config struct {
 	Default         string // from models.json; may be empty
 	Providers       map[string]ProviderSettings
 	Models          map[string]ModelSettings
-	credentials     map[string]string // provider name -> key; never printed
-	defaultLine     int
+	// Limits of one turn ("limits" in models.json); 0 means the agent's default.
+	Limits      Limits
+	credentials map[string]string // provider name -> key; never printed
+	defaultLine int
+}
+
+// Limits bound one turn of the agent loop.
+type Limits struct {
+	MaxSteps      int // model requests in one turn
+	MaxTurnTokens int // tokens in one turn
 }
 
 // Resolved is what a session needs to reach its model.
@@ -138,6 +146,19 @@ func (c *Config) parseModels(data []byte) error {
 			s, soff, err := p.str(`"default"`)
 			c.Default, c.defaultLine = s, p.line(soff)
 			return err
+		case "limits":
+			return p.object(`"limits"`, func(k string, koff int64) error {
+				var err error
+				switch k {
+				case "max_steps":
+					c.Limits.MaxSteps, err = p.positiveInt(`"limits" "max_steps"`)
+				case "max_turn_tokens":
+					c.Limits.MaxTurnTokens, err = p.positiveInt(`"limits" "max_turn_tokens"`)
+				default:
+					return p.errAt(koff, "limits: unknown key %q (known: max_steps, max_turn_tokens)", k)
+				}
+				return err
+			})
 		case "providers":
 			return p.object(`"providers"`, func(name string, off int64) error {
 				ps := ProviderSettings{Name: name, line: p.line(off)}
@@ -234,7 +255,7 @@ func (c *Config) parseModels(data []byte) error {
 				return nil
 			})
 		default:
-			return p.errAt(off, "unknown key %q (known: default, providers, models)", key)
+			return p.errAt(off, "unknown key %q (known: default, providers, models, limits)", key)
 		}
 	})
 	if err != nil {

@@ -160,6 +160,8 @@ func TestMalformedModelsJSON(t *testing.T) {
 		{"duplicate key", "{\"default\": \"a\",\n\"default\": \"b\"}", `line 2: the file: key "default" appears twice`},
 		{"trailing text", "{\"default\": \"a\"}\n{}", `line 2: invalid JSON: more text after the end`},
 		{"not an object", "[]", `the file: want an object, got a list`},
+		{"unknown limit", "{\"limits\": {\n\"steps\": 5}}", `line 2: limits: unknown key "steps"`},
+		{"bad limit", "{\"limits\": {\"max_steps\": 0}}", `"limits" "max_steps": want a whole number above 0, got 0`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -370,5 +372,17 @@ func TestHome(t *testing.T) {
 	t.Setenv("GARUDA_HOME", "/x/y")
 	if h, err := Home(); err != nil || h != "/x/y" {
 		t.Errorf("home = %q %v", h, err)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ModelsFile), `{"limits": {"max_steps": 7, "max_turn_tokens": 90000}}`, 0o644)
+	c, err := Load(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits != (Limits{MaxSteps: 7, MaxTurnTokens: 90000}) {
+		t.Fatalf("limits = %+v", c.Limits)
 	}
 }

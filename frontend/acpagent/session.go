@@ -119,7 +119,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	sess.notices = append(sess.notices, prep.GetNotices()...)
 	sess.notices = append(sess.notices, open.GetNotices()...)
 	if names := mcpNames(p.McpServers); len(names) > 0 {
-		sess.notices = append(sess.notices, fmt.Sprintf("the editor's MCP servers are not started in this version: %s. Garuda's own servers (~/.garuda/mcp.json) work as in the terminal.", strings.Join(names, ", ")))
+		sess.notices = append(sess.notices, fmt.Sprintf("the editor's MCP servers are not started in this version: %s.", strings.Join(names, ", ")))
 	}
 	sess.runner = &tools.Runner{Client: b, SessionID: sess.id, Approver: &approver{sess: sess}}
 	sess.ag = &agent.Session{
@@ -128,17 +128,12 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		System:          sess.systemPrompt,
 		ContextWindow:   int(ms.GetContextWindow()),
 		MaxOutputTokens: int(ms.GetMaxOutputTokens()),
+		Limits:          agent.Limits{MaxSteps: int(ms.GetMaxSteps()), MaxTokens: int(ms.GetMaxTurnTokens())},
 		Record:          sess.record,
 	}
 	go sess.writeRecords()
 
 	commands := open.GetCommands()
-	if lc, err := b.ListCommands(ctx, &execv1.ListCommandsRequest{SessionId: sess.id}); err == nil {
-		commands = lc.GetCommands()
-		sess.notices = append(sess.notices, lc.GetNotices()...)
-	} else if status.Code(err) != codes.Unimplemented {
-		s.opts.Log.Warn("list the commands", "session", sess.id, "err", err)
-	}
 
 	s.mu.Lock()
 	if s.closing {

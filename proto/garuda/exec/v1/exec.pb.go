@@ -597,8 +597,11 @@ type ModelSettings struct {
 	MaxOutputTokens int32  `protobuf:"varint,7,opt,name=max_output_tokens,json=maxOutputTokens,proto3" json:"max_output_tokens,omitempty"`
 	// api_key_env names the variable the front end reads the key from; api_key is set only when that variable is
 	// not set and the key comes from the credentials file.
-	ApiKeyEnv     string `protobuf:"bytes,8,opt,name=api_key_env,json=apiKeyEnv,proto3" json:"api_key_env,omitempty"`
-	ApiKey        string `protobuf:"bytes,9,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	ApiKeyEnv string `protobuf:"bytes,8,opt,name=api_key_env,json=apiKeyEnv,proto3" json:"api_key_env,omitempty"`
+	ApiKey    string `protobuf:"bytes,9,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// max_steps and max_turn_tokens are the limits of one turn from models.json ("limits"); 0 means the default.
+	MaxSteps      int32 `protobuf:"varint,10,opt,name=max_steps,json=maxSteps,proto3" json:"max_steps,omitempty"`
+	MaxTurnTokens int64 `protobuf:"varint,11,opt,name=max_turn_tokens,json=maxTurnTokens,proto3" json:"max_turn_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -694,6 +697,20 @@ func (x *ModelSettings) GetApiKey() string {
 		return x.ApiKey
 	}
 	return ""
+}
+
+func (x *ModelSettings) GetMaxSteps() int32 {
+	if x != nil {
+		return x.MaxSteps
+	}
+	return 0
+}
+
+func (x *ModelSettings) GetMaxTurnTokens() int64 {
+	if x != nil {
+		return x.MaxTurnTokens
+	}
+	return 0
 }
 
 type OpenSessionRequest struct {
@@ -3524,7 +3541,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x05ready\x18\x01 \x01(\v2\x1d.garuda.exec.v1.ModelSettingsH\x00R\x05ready\x12%\n" +
 	"\rauth_required\x18\x02 \x01(\tH\x00R\fauthRequired\x12\x18\n" +
 	"\anotices\x18\x03 \x03(\tR\anoticesB\t\n" +
-	"\aoutcome\"\x95\x02\n" +
+	"\aoutcome\"\xda\x02\n" +
 	"\rModelSettings\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x12\n" +
@@ -3534,7 +3551,10 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x0econtext_window\x18\x06 \x01(\x05R\rcontextWindow\x12*\n" +
 	"\x11max_output_tokens\x18\a \x01(\x05R\x0fmaxOutputTokens\x12\x1e\n" +
 	"\vapi_key_env\x18\b \x01(\tR\tapiKeyEnv\x12\x17\n" +
-	"\aapi_key\x18\t \x01(\tR\x06apiKey\"R\n" +
+	"\aapi_key\x18\t \x01(\tR\x06apiKey\x12\x1b\n" +
+	"\tmax_steps\x18\n" +
+	" \x01(\x05R\bmaxSteps\x12&\n" +
+	"\x0fmax_turn_tokens\x18\v \x01(\x03R\rmaxTurnTokens\"R\n" +
 	"\x12OpenSessionRequest\x12\x12\n" +
 	"\x04root\x18\x01 \x01(\tR\x04root\x12(\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x14.garuda.exec.v1.ModeR\x04mode\"\xec\x01\n" +
