@@ -1,18 +1,79 @@
 package broker
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sync"
 	"text/tabwriter"
 
+	"github.com/garuda-dev/garuda/broker/homefile"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
-// probe runs the sandbox's probe once per broker: what the kernel offers does not change while it runs.
-var probe = sync.OnceValue(sandbox.Probe)
+// probe is what the sandbox enforces on this machine, found once per broker. The probe starts helper processes
+// (about 10 ms), so its answer is kept for the boot in the user's private temp folder, keyed by the boot and the
+// broker binary. It only informs (Hello, notices): every command is confined by Run itself, which fails closed
+// whatever a cached report says. `garuda-exec doctor` always probes afresh.
+var probe = sync.OnceValue(func() sandbox.Report {
+	key := probeKey()
+	path := filepath.Join(workBase(), "probe.json")
+	if key != "" {
+		if r, ok := cachedProbe(path, key); ok {
+			return r
+		}
+	}
+	r := sandbox.Probe()
+	if key != "" {
+		if data, err := json.Marshal(probeCache{Key: key, Report: r}); err == nil && os.MkdirAll(workBase(), 0o700) == nil {
+			homefile.WriteAtomic(path, data, 0o600)
+		}
+	}
+	return r
+})
+
+type probeCache struct {
+	Key    string
+	Report sandbox.Report
+}
+
+// probeKey names this boot, this user and this broker binary; "" when any of them cannot be told.
+func probeKey() string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s|%d|%s|%d|%d", bytes.TrimSpace(boot), os.Getuid(), exe, fi.Size(), fi.ModTime().UnixNano())
+}
+
+// cachedProbe reads a cached report from the user's private folder (checked like the session folders).
+func cachedProbe(path, key string) (sandbox.Report, bool) {
+	if fi, err := os.Lstat(workBase()); err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || !ownedByMe(fi) {
+		return sandbox.Report{}, false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return sandbox.Report{}, false
+	}
+	var c probeCache
+	if json.Unmarshal(data, &c) != nil || c.Key != key || len(c.Report.Features) == 0 {
+		return sandbox.Report{}, false
+	}
+	return c.Report, true
+}
 
 func probeSandbox() ([]*execv1.Feature, bool) {
 	r := probe()
@@ -35,9 +96,9 @@ func sandboxNotices(team *policy.Settings) []string {
 	return []string{fmt.Sprintf("Garuda: commands are refused on this machine, whose kernel lacks %v; run `garuda-exec doctor`.", missing)}
 }
 
-// doctor prints what the sandbox enforces on this machine.
+// doctor prints what the sandbox enforces on this machine, probed afresh.
 func doctor(w io.Writer) error {
-	r := probe()
+	r := sandbox.Probe()
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "protection\tenforced\tdetail")
 	for _, f := range r.Features {

@@ -34,6 +34,7 @@ type sample struct {
 // runner spawns the binaries; garuda and exec are absolute, symlink-free paths.
 type runner struct {
 	garuda, exec string
+	tmp          string        // TMPDIR of every run
 	timeout      time.Duration // for each step
 }
 
@@ -86,9 +87,13 @@ func (r *runner) once(ctx context.Context, idx int) (s sample, err error) {
 		return s, fmt.Errorf("make a temp dir: %w", err)
 	}
 	defer os.RemoveAll(base)
-	home, ghome, root, tmp := filepath.Join(base, "home"), filepath.Join(base, "garuda-home"), filepath.Join(base, "project"), filepath.Join(base, "tmp")
+	home, ghome, root := filepath.Join(base, "home"), filepath.Join(base, "garuda-home"), filepath.Join(base, "project")
+	tmp := r.tmp
+	if tmp == "" {
+		tmp = filepath.Join(base, "tmp")
+	}
 	for _, d := range []string{home, ghome, root, tmp} {
-		if err := os.Mkdir(d, 0o700); err != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return s, fmt.Errorf("make %s: %w", d, err)
 		}
 	}
