@@ -103,11 +103,11 @@ func (s *Service) commandSpec(sess *session, st *policy.State, op *execv1.Bash) 
 		return sandbox.Spec{}, err
 	}
 	caches := map[string]string{}
-	for _, v := range []string{"XDG_CACHE_HOME", "GOCACHE", "npm_config_cache", "PIP_CACHE_DIR", "CARGO_TARGET_DIR_CACHE", "YARN_CACHE_FOLDER", "PNPM_HOME"} {
+	// The session's cache folders, handed to the usual tools so that builds and tests work in the sandbox.
+	for _, v := range []string{"XDG_CACHE_HOME", "GOCACHE", "npm_config_cache", "PIP_CACHE_DIR", "YARN_CACHE_FOLDER"} {
 		caches[v] = filepath.Join(work.cache, strings.ToLower(v))
 		os.MkdirAll(caches[v], 0o700)
 	}
-	delete(caches, "CARGO_TARGET_DIR_CACHE")
 	if err := os.MkdirAll(sess.outputDir, 0o700); err != nil {
 		return sandbox.Spec{}, fmt.Errorf("create the session's output folder: %w", err)
 	}

@@ -153,8 +153,6 @@ func newID() string {
 
 // Hello reports versions and the sandbox.
 func (s *Service) Hello(ctx context.Context, req *execv1.HelloRequest) (*execv1.HelloResponse, error) {
-	p, _ := peercred.FromContext(ctx)
-	_ = p
 	feats, ready := probeSandbox()
 	return &execv1.HelloResponse{
 		BrokerVersion: s.cfg.Version,

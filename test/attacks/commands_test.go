@@ -39,3 +39,32 @@ func TestReadDenyRuleHidesFromCommands(t *testing.T) {
 		t.Fatalf("the allowed file was not read:\n%s", res.GetContent())
 	}
 }
+
+// A long output is cut in the result, saved whole in the session's output folder, and read_file reads it there
+// without a question, while the rest of Garuda's home stays closed.
+func TestFullOutputIsReadable(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	sid := e.open(c)
+	res, _, err := run(t, start(t, c, ctx(t), sid, bash("seq 1 20000")), execv1.Choice_CHOICE_DENY)
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+		t.Fatalf("%v %v", res, err)
+	}
+	i := strings.Index(res.Content, e.home)
+	if i < 0 || strings.Contains(res.Content, "\n10000\n") {
+		t.Fatalf("the result is not cut with a note naming the saved output:\n%.300s", res.Content)
+	}
+	path := res.Content[i:]
+	path = path[:strings.IndexAny(path, " \n]")]
+	op := &execv1.Start{Op: &execv1.Start_ReadFile{ReadFile: &execv1.ReadFile{Path: path, Offset: 10000, Limit: 1}}}
+	out, qs, err := run(t, start(t, c, ctx(t), sid, op), execv1.Choice_CHOICE_DENY)
+	if err != nil || len(qs) != 0 || out.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(out.Content, "\t10000") {
+		t.Fatalf("read of the saved output %s: %.300v %v (%d questions)", path, out, err, len(qs))
+	}
+	// Negative control: another file of Garuda's home is denied.
+	os.WriteFile(filepath.Join(e.home, "credentials"), []byte("{}"), 0o600)
+	out, _, _ = run(t, start(t, c, ctx(t), sid, read(filepath.Join(e.home, "credentials"))), execv1.Choice_CHOICE_ONCE)
+	if out.GetStatus() != execv1.Status_STATUS_DENIED {
+		t.Fatalf("credentials: %v", out)
+	}
+}
