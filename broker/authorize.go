@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/garuda-dev/garuda/broker/audit"
@@ -76,7 +77,7 @@ func (s *Service) authorize(c *call, req policy.Request, q *execv1.Question) (*e
 		q.Preview = q.Title
 	}
 	q.Preview = joinLines(q.Preview, "Why Garuda asks: "+d.Reason)
-	q.Hidden = q.Hidden || fsops.HasHidden([]byte(q.Preview)) || fsops.HasHidden([]byte(q.Title))
+	q.Hidden = q.Hidden || fsops.HasHidden([]byte(q.Preview)) || fsops.HasHidden([]byte(q.Title)) || lineTricks(q.Title, q.Preview)
 	for _, ch := range d.Choices {
 		q.Choices = append(q.Choices, choiceOf(ch))
 	}
@@ -193,4 +194,10 @@ func joinLines(a, b string) string {
 		return a
 	}
 	return a + "\n" + b
+}
+
+// lineTricks reports a line break in a title (a title is one line, so a second line would be made up) or a lone
+// carriage return anywhere (a terminal or an editor may draw the text after it over the text before it).
+func lineTricks(title, preview string) bool {
+	return strings.ContainsAny(title, "\r\n") || strings.Contains(strings.ReplaceAll(preview, "\r\n", ""), "\r")
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -49,7 +50,11 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 			return failed(fmt.Errorf("prepare the protected folders: %w", err)), nil
 		}
 	}
-	protected := protectedPaths(sess.root)
+	// A second name for a protected file would carry writes past its read-only mount: refuse to run.
+	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {
+		return failed(fmt.Errorf("protected files have another hard link, through which a command could change them: %s; remove the other links and try again", strings.Join(linked, ", "))), nil
+	}
+	protected := spec.ReadOnly
 	before := sandbox.SnapshotPaths(protected)
 
 	pr := newProgress(c)
@@ -79,8 +84,16 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 	for _, n := range res.Notices {
 		b.WriteString("\n" + n)
 	}
-	// A protected file cannot be covered before it exists: say so when a command created or changed one.
-	if changed := sandbox.Changed(before, sandbox.SnapshotPaths(protected)); len(changed) > 0 {
+	// A protected file cannot be covered before it exists: say so when a command created or changed one, anywhere
+	// below the root (a new nested repository's hooks included).
+	changed := sandbox.Changed(before, sandbox.SnapshotPaths(protected))
+	after, _ := protectedScan(sess.root)
+	for _, p := range after {
+		if _, known := before[p]; !known {
+			changed = append(changed, p)
+		}
+	}
+	if len(changed) > 0 {
 		w := "Warning: the command created or changed protected paths: " + strings.Join(changed, ", ")
 		b.WriteString("\n" + w)
 		out.Notices = append(out.Notices, "Garuda: "+w)
@@ -128,7 +141,7 @@ func (s *Service) commandSpec(sess *session, st *policy.State, op *execv1.Bash) 
 		AllowWeaker:  st.Team.WeakerSandboxAllowed(),
 		OutputFile:   filepath.Join(sess.outputDir, fmt.Sprintf("%s-%s.log", time.Now().UTC().Format("20060102T150405"), newID()[:6])),
 	}
-	spec.ReadOnly, spec.EnsureDirs = protectedForSandbox(sess.root)
+	spec.ReadOnly, spec.EnsureDirs = protectedScan(sess.root)
 	return spec, nil
 }
 
@@ -161,6 +174,9 @@ func (s *Service) workDirs(sess *session) (workDirs, error) {
 // secrets are hidden from commands: Garuda's own home, the usual credential stores, and what read-deny rules name.
 func (s *Service) secrets(st *policy.State) []string {
 	out := []string{s.cfg.Home}
+	if st.Team != nil && st.Team.AuditDir != "" {
+		out = append(out, st.Team.AuditDir) // the audit log holds every session's command text
+	}
 	if s.userHome != "" {
 		for _, p := range []string{".ssh", ".aws", ".config/gh", ".netrc", ".docker", ".gnupg", ".kube", ".git-credentials", ".config/gcloud", ".azure", ".npmrc", ".pypirc"} {
 			out = append(out, filepath.Join(s.userHome, p))
@@ -193,46 +209,50 @@ func (s *Service) secrets(st *policy.State) []string {
 // maxProtectedWalk bounds the search for nested repositories' protected paths.
 const maxProtectedWalk = 50000
 
-// protectedPaths lists the protected paths of root (the one list in policy/) that exist, nested repositories
-// included, plus the protected names that do not exist yet, to compare before and after a command.
-func protectedPaths(root string) []string {
-	dirs, files := policy.ProtectedNames()
-	var out []string
-	for _, base := range repoRoots(root) {
-		for _, n := range append(append([]string(nil), dirs...), files...) {
-			out = append(out, filepath.Join(base, n))
+// protectedScan walks the root (bounded) for the protected paths that exist at any depth — the one list of
+// policy.Protected, in nested folders, nested repositories and inside .git (submodules' hooks and config, worktree
+// files) — and the hooks and info folders of each repository that do not exist yet, to be made and covered.
+func protectedScan(root string) (existing, ensure []string) {
+	n := 0
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if p == root {
+			return nil
 		}
-	}
-	return out
-}
-
-// protectedForSandbox splits the protected paths into those to make read-only and the folders to create first.
-func protectedForSandbox(root string) (readOnly, ensure []string) {
-	dirs, files := policy.ProtectedNames()
-	for _, base := range repoRoots(root) {
-		for _, n := range files {
-			readOnly = append(readOnly, filepath.Join(base, n))
+		n++
+		if err != nil || n > maxProtectedWalk {
+			return filepath.SkipDir
 		}
-		for _, n := range dirs {
-			p := filepath.Join(base, n)
-			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
-				readOnly = append(readOnly, p)
-				continue
-			}
-			// .git/hooks and .git/info are created so that they can be covered; other folders are not made in the
-			// user's project, and a command that creates one is named by the compare after it.
-			if strings.HasPrefix(n, ".git/") {
-				if fi, err := os.Lstat(filepath.Join(base, ".git")); err == nil && fi.IsDir() {
-					ensure = append(ensure, p)
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		name := d.Name()
+		if d.IsDir() {
+			switch {
+			case name == ".git":
+				// The repository's folder itself stays writable (git writes objects); what is protected inside is
+				// found by walking on.
+				for _, sub := range []string{"hooks", "info"} {
+					if _, err := os.Lstat(filepath.Join(p, sub)); errors.Is(err, fs.ErrNotExist) {
+						ensure = append(ensure, filepath.Join(p, sub))
+					}
 				}
+				return nil
+			case name == "node_modules", strings.Contains(rel, ".git/") && (name == "objects" || name == "refs" || name == "logs" || name == "lfs"):
+				return filepath.SkipDir
 			}
 		}
-	}
-	return readOnly, ensure
+		if policy.Protected(rel) {
+			existing = append(existing, p)
+			if d.IsDir() {
+				return filepath.SkipDir // covered whole
+			}
+		}
+		return nil
+	})
+	return existing, ensure
 }
 
 // deniedInRoot lists the files and folders of the root that the rules deny reading, for the sandbox to hide
-// (a denied folder is hidden whole). Bounded like the walk for nested repositories.
+// (a denied folder is hidden whole). Bounded like the scan of protected paths.
 func deniedInRoot(st *policy.State) []string {
 	var out []string
 	n := 0
@@ -255,29 +275,15 @@ func deniedInRoot(st *policy.State) []string {
 	return out
 }
 
-// repoRoots is root and every folder below it that holds a .git (nested repositories, submodules, worktrees).
-func repoRoots(root string) []string {
-	out := []string{root}
-	n := 0
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		n++
-		if err != nil || n > maxProtectedWalk {
-			return filepath.SkipDir
+// hardLinked lists the protected regular files that have more than one name.
+func hardLinked(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink > 1 {
+			out = append(out, p)
 		}
-		if !d.IsDir() {
-			return nil
-		}
-		switch d.Name() {
-		case ".git":
-			if p != filepath.Join(root, ".git") {
-				out = append(out, filepath.Dir(p))
-			}
-			return filepath.SkipDir
-		case "node_modules", ".cache", "target", "vendor":
-			return filepath.SkipDir
-		}
-		return nil
-	})
+	}
 	return out
 }
 

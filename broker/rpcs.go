@@ -2,11 +2,9 @@ package broker
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -221,50 +219,6 @@ func (s *Service) Undo(ctx context.Context, req *execv1.UndoRequest) (*execv1.Un
 
 func undoEntry(e undo.Entry) *execv1.UndoEntry {
 	return &execv1.UndoEntry{Id: e.ID, Path: e.Path, Time: e.Time.Format("2006-01-02 15:04:05"), Created: !e.Existed}
-}
-
-// restoreFile writes a pre-image back through the confined file operations, relative to the file's folder.
-func restoreFile(abs string, content []byte, existed bool) error {
-	dir, base := filepath.Split(abs)
-	if !existed {
-		r, err := os.OpenRoot(dir)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		return r.Remove(base)
-	}
-	r, err := fsops.OpenRoot(dir)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	p, err := r.PrepareWrite(base, content)
-	if err != nil {
-		return err
-	}
-	return r.Commit(p, nil)
-}
-
-// currentFile hashes a file as it is now, without following a symlink out of its folder.
-func currentFile(abs string) ([32]byte, bool, error) {
-	dir, base := filepath.Split(abs)
-	r, err := os.OpenRoot(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return [32]byte{}, false, nil
-	}
-	if err != nil {
-		return [32]byte{}, false, err
-	}
-	defer r.Close()
-	data, err := r.ReadFile(base)
-	if errors.Is(err, fs.ErrNotExist) {
-		return [32]byte{}, false, nil
-	}
-	if err != nil {
-		return [32]byte{}, false, err
-	}
-	return sha256.Sum256(data), true, nil
 }
 
 // VerifyAudit checks the hash chain of the audit log's files; only files of the audit folder are read.

@@ -346,6 +346,11 @@ func (l *loader) loadSkills(p place) {
 			l.warn(file, "symbolic link; skipped")
 			continue
 		}
+		// A FIFO or device would block or feed the reader: only regular files are opened.
+		if !fi.Mode().IsRegular() {
+			l.warn(file, "not a regular file; skipped")
+			continue
+		}
 		if l.nSkills >= MaxSkills {
 			l.capWarn(p.display, fmt.Sprintf("more than %d skills; the rest are ignored", MaxSkills))
 			return

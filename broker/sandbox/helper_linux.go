@@ -278,7 +278,8 @@ func protectPaths(hs *helperSpec) error {
 	// Protected paths (.git/hooks, .git/config, .garuda/, …) become read-only mounts: defends against a command
 	// planting hooks or config that run code later outside the sandbox.
 	for _, p := range hs.ReadOnly {
-		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		// Missing, or below a file (.git/config where .git is a worktree's gitdir file): nothing to cover.
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			continue
 		}
 		if err := bindSelf(p); err != nil {

@@ -81,6 +81,19 @@ func seccompProgram(onlyUnixSockets bool) []bpf.Instruction {
 		)
 	}
 	prog = append(prog,
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: sysOpenat2, SkipFalse: 1},
+		bpf.RetConstant{Val: retNOSYS},
+	)
+	for _, sc := range setidModeSyscalls {
+		prog = append(prog,
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: sc[0], SkipFalse: 4},
+			bpf.LoadAbsolute{Off: offArg0 + 8*sc[1], Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.S_ISUID | unix.S_ISGID, SkipFalse: 1},
+			bpf.RetConstant{Val: retEPERM},
+			bpf.RetConstant{Val: retAllow},
+		)
+	}
+	prog = append(prog,
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_IOCTL, SkipFalse: 6},
 		bpf.LoadAbsolute{Off: offArg1, Size: 4},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: ioctlTIOCSTI, SkipFalse: 1},

@@ -24,3 +24,17 @@ var deniedSyscalls = []uint32{
 	unix.SYS_SETHOSTNAME, unix.SYS_SETDOMAINNAME, unix.SYS_REBOOT, unix.SYS_SWAPON, unix.SYS_SWAPOFF,
 	unix.SYS_ACCT, unix.SYS_QUOTACTL,
 }
+
+// setidModeSyscalls take a file mode in the given argument; a mode with the set-user-ID or set-group-ID bit fails
+// with EPERM, so that a command cannot leave a set-id program in the project (a root broker's commands run as uid 0
+// without capabilities, and a file they own set-uid would give root to whoever runs it later).
+var setidModeSyscalls = [][2]uint32{
+	{unix.SYS_CHMOD, 1}, {unix.SYS_FCHMOD, 1}, {unix.SYS_FCHMODAT, 2}, {sysFchmodat2, 2},
+	{unix.SYS_OPEN, 2}, {unix.SYS_OPENAT, 3}, {unix.SYS_CREAT, 1}, {unix.SYS_MKNOD, 1}, {unix.SYS_MKNODAT, 2},
+}
+
+// sysFchmodat2 is fchmodat2 (Linux 6.6), which x/sys may not name yet.
+const sysFchmodat2 = 452
+
+// sysOpenat2 takes its mode inside a struct the filter cannot read: it fails with ENOSYS and libc uses openat.
+const sysOpenat2 = unix.SYS_OPENAT2

@@ -10,3 +10,7 @@ const (
 )
 
 var deniedSyscalls []uint32
+
+var setidModeSyscalls [][2]uint32
+
+const sysOpenat2 = 0
