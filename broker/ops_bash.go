@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -272,18 +271,6 @@ func deniedInRoot(st *policy.State) []string {
 		}
 		return nil
 	})
-	return out
-}
-
-// hardLinked lists the protected regular files that have more than one name.
-func hardLinked(paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		var st syscall.Stat_t
-		if err := syscall.Lstat(p, &st); err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink > 1 {
-			out = append(out, p)
-		}
-	}
 	return out
 }
 
