@@ -213,6 +213,7 @@ const maxProtectedWalk = 50000
 // files) — and the hooks and info folders of each repository that do not exist yet, to be made and covered.
 func protectedScan(root string) (existing, ensure []string) {
 	n := 0
+	gitDir := "" // the .git folder being walked, if any
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if p == root {
 			return nil
@@ -221,12 +222,22 @@ func protectedScan(root string) (existing, ensure []string) {
 		if err != nil || n > maxProtectedWalk {
 			return filepath.SkipDir
 		}
+		name := d.Name()
+		inGit := gitDir != "" && strings.HasPrefix(p, gitDir+"/")
+		// Every protected name starts with a dot (policy.Protected folds case and ignorable characters, so a name
+		// that is not plain ASCII is asked about too); outside .git, a plain name without a dot is not protected.
+		if !inGit && name[0] != '.' && isASCII(name) {
+			if d.IsDir() && name == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
-		name := d.Name()
 		if d.IsDir() {
 			switch {
-			case name == ".git":
+			case strings.EqualFold(name, ".git"):
+				gitDir = p
 				// The repository's folder itself stays writable (git writes objects); what is protected inside is
 				// found by walking on.
 				for _, sub := range []string{"hooks", "info"} {
@@ -327,4 +338,13 @@ func (p *progress) flush() {
 func (p *progress) stop() {
 	close(p.done)
 	p.wg.Wait()
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
