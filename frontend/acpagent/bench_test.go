@@ -70,3 +70,27 @@ func BenchmarkProcessSpawnInitialize(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkChunkToNotification streams an answer of 1000 text chunks through the agent loop and the ACP layer to
+// the client; chunk-ns is the time from one chunk to its agent_message_chunk notification read by the editor
+// (target: under 1 ms).
+func BenchmarkChunkToNotification(b *testing.B) {
+	const chunks = 1000
+	e := newEnv(b)
+	sid := e.newSession()
+	deltas := make([]model.FakeDelta, chunks)
+	for i := range deltas {
+		deltas[i] = model.FakeDelta{Kind: model.DeltaText, Text: "word "}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		step := model.TextStep("done")
+		step.Deltas = deltas
+		e.fake.Push(step)
+		res, err := e.prompt(sid, acp.TextBlock("talk"))
+		if err != nil || res.StopReason != acp.StopReasonEndTurn {
+			b.Fatal(res, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*chunks), "chunk-ns")
+}
