@@ -44,7 +44,13 @@ func newEnv(t *testing.T) *env { return newBenchEnv(t) }
 func newBenchEnv(t tb) *env {
 	t.Helper()
 	dir := t.TempDir()
-	e := &env{t: t, sock: filepath.Join(dir, "b.sock"), root: filepath.Join(dir, "project"), home: filepath.Join(dir, "home")}
+	return newEnvIn(t, dir, filepath.Join(dir, "project"), filepath.Join(dir, "home"))
+}
+
+// newEnvIn serves a broker on a socket in dir, for the project root and GARUDA_HOME given.
+func newEnvIn(t tb, dir, root, home string) *env {
+	t.Helper()
+	e := &env{t: t, sock: filepath.Join(dir, "b.sock"), root: root, home: home}
 	os.MkdirAll(e.root, 0o755)
 	os.MkdirAll(e.home, 0o700)
 	e.svc = broker.NewService(broker.Config{Home: e.home, ManagedPolicy: filepath.Join(dir, "managed.json"), Version: "test"})

@@ -14,12 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/garuda-dev/garuda/broker"
-	"github.com/garuda-dev/garuda/broker/peercred"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -28,21 +25,7 @@ import (
 // user's own home folder).
 func newEnvAt(t *testing.T, root, home string) *env {
 	t.Helper()
-	dir := t.TempDir()
-	e := &env{t: t, sock: filepath.Join(dir, "b.sock"), root: root, home: home}
-	os.MkdirAll(e.root, 0o755)
-	os.MkdirAll(e.home, 0o700)
-	e.svc = broker.NewService(broker.Config{Home: e.home, ManagedPolicy: filepath.Join(dir, "managed.json"), Version: "test"})
-	pol := &peercred.Policy{UIDs: []uint32{uint32(os.Getuid())}}
-	srv := grpc.NewServer(grpc.Creds(peercred.Credentials(pol)), grpc.UnaryInterceptor(pol.UnaryInterceptor), grpc.StreamInterceptor(pol.StreamInterceptor))
-	execv1.RegisterExecServiceServer(srv, e.svc)
-	ln, err := net.Listen("unix", e.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { e.svc.Shutdown(); srv.Stop() })
-	return e
+	return newEnvIn(t, t.TempDir(), root, home)
 }
 
 // sh runs a sandboxed command in build mode (answering "once" should anything ask) and returns its result.
