@@ -6,12 +6,15 @@ LDFLAGS := -X github.com/garuda-dev/garuda/frontend/cli.Version=$(VERSION) -X gi
 BUF     ?= $(shell command -v buf 2>/dev/null || echo .tools/node_modules/.bin/buf)
 GOBIN   ?= $(shell $(GO) env GOBIN)
 PREFIX_BIN := $(if $(GOBIN),$(GOBIN),$(HOME)/.local/bin)
+# The shipped build (test/release says why; TestMakefileBuildsRelease keeps the two in step): static, and without
+# grpc's x/net/trace.
+BUILD   := CGO_ENABLED=0 $(GO) build -trimpath -tags grpcnotrace
 
 .PHONY: build install test vet cross unit generate check-generated lint bench tools clean
 
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/garuda ./cmd/garuda
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/garuda-exec ./cmd/garuda-exec
+	$(BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/garuda ./cmd/garuda
+	$(BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/garuda-exec ./cmd/garuda-exec
 
 install: build
 	mkdir -p $(PREFIX_BIN)
@@ -27,8 +30,8 @@ vet:
 
 # Linux is the platform; elsewhere the binaries build and refuse to act with a reason.
 cross:
-	GOOS=darwin $(GO) build ./cmd/...
-	GOOS=windows $(GO) build ./cmd/...
+	GOOS=darwin $(BUILD) ./cmd/...
+	GOOS=windows $(BUILD) ./cmd/...
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...

@@ -2,6 +2,7 @@ package test
 
 import (
 	"bufio"
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/garuda-dev/garuda/test/release"
 )
 
 // bins holds the binaries built once for this test run, in a folder every user may read (the unprivileged tests
@@ -56,9 +59,7 @@ func run(m *testing.M) int {
 		os.WriteFile(bins.self, data, 0o755)
 	}
 	for _, b := range [][2]string{{bins.garuda, "./cmd/garuda"}, {bins.exec, "./cmd/garuda-exec"}} {
-		cmd := exec.Command("go", "build", "-ldflags", ld, "-o", b[0], b[1])
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if out, err := release.Command("..", ld, b[0], b[1]).CombinedOutput(); err != nil {
 			bins.err = fmt.Errorf("build %s: %v\n%s", b[1], err, out)
 			break
 		}
@@ -228,4 +229,40 @@ func (s *syncBuffer) waitFor(sub string, within time.Duration) bool {
 		}
 	}
 	return strings.Contains(s.String(), sub)
+}
+
+// The shipped binaries are static and leave out grpc's tracing (test/release): no dynamic loader, no libc mapped
+// in either process, and no html/template, whose reflection would keep every exported method linked.
+func TestShippedBinariesAreStaticAndLean(t *testing.T) {
+	needBins(t)
+	for _, bin := range []string{bins.garuda, bins.exec} {
+		f, err := elf.Open(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Errorf("%s has a dynamic loader (PT_INTERP): built with cgo", filepath.Base(bin))
+			}
+		}
+		syms, err := f.Symbols()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var linked bool
+		var unwanted string
+		for _, s := range syms {
+			if strings.HasPrefix(s.Name, "golang.org/x/net/trace.") || strings.HasPrefix(s.Name, "html/template.") {
+				unwanted = s.Name
+			}
+			linked = linked || strings.HasPrefix(s.Name, "google.golang.org/grpc.")
+		}
+		if unwanted != "" {
+			t.Errorf("%s links %s: built without -tags %s", filepath.Base(bin), unwanted, release.Tags)
+		}
+		if !linked {
+			t.Errorf("%s has no grpc symbols: the check above looked at nothing", filepath.Base(bin))
+		}
+	}
 }

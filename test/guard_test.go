@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/garuda-dev/garuda/test/release"
 )
 
 const module = "github.com/garuda-dev/garuda"
@@ -121,7 +123,7 @@ func TestOnePackageDocEach(t *testing.T) {
 // The privileged binary's dependencies are a reviewed list: a new one must show up in a diff of
 // cmd/garuda-exec/deps.txt. Regenerate with: go test ./test -run TestBrokerDeps (GARUDA_UPDATE_DEPS=1)
 func TestBrokerDeps(t *testing.T) {
-	got := goList(t, "-deps", "-f", `{{if not .Standard}}{{.ImportPath}}{{end}}`, "./cmd/garuda-exec")
+	got := goList(t, "-deps", "-tags", release.Tags, "-f", `{{if not .Standard}}{{.ImportPath}}{{end}}`, "./cmd/garuda-exec")
 	got = slices.DeleteFunc(got, func(s string) bool { return s == "" })
 	slices.Sort(got)
 	path := filepath.Join("..", "cmd", "garuda-exec", "deps.txt")
@@ -143,6 +145,32 @@ func TestBrokerDeps(t *testing.T) {
 	for _, d := range want {
 		if !slices.Contains(got, d) {
 			t.Errorf("garuda-exec no longer depends on %s: update cmd/garuda-exec/deps.txt (GARUDA_UPDATE_DEPS=1)", d)
+		}
+	}
+}
+
+// The Makefile builds what the process tests and the benchmarks run: the settings of test/release.
+func TestMakefileBuildsRelease(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for l := range strings.Lines(string(data)) {
+		if strings.HasPrefix(l, "BUILD ") {
+			line = l
+		}
+	}
+	for _, want := range []string{"CGO_ENABLED=" + release.CGO + " ", "-tags " + release.Tags, "-trimpath"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the Makefile's BUILD line %q lacks %q (test/release)", strings.TrimSpace(line), want)
+		}
+	}
+	for l := range strings.Lines(string(data)) {
+		if strings.Contains(l, "go build") || strings.Contains(l, "$(GO) build") {
+			if !strings.HasPrefix(l, "BUILD ") {
+				t.Errorf("the Makefile builds without $(BUILD): %q", strings.TrimSpace(l))
+			}
 		}
 	}
 }

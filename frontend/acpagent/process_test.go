@@ -17,6 +17,8 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/garuda-dev/garuda/test/release"
 )
 
 // These tests build garuda and garuda-exec and drive `garuda acp` as an editor does, against a local fake
@@ -39,7 +41,7 @@ func binaries(t testing.TB) string {
 		if buildErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", binDir, "../../cmd/garuda", "../../cmd/garuda-exec").CombinedOutput()
+		out, err := release.Command("../..", "", binDir, "./cmd/garuda", "./cmd/garuda-exec").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
