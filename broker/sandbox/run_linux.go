@@ -267,7 +267,7 @@ func startHelper(hs *helperSpec, cg *pidsCgroup) (*helper, error) {
 	}
 	cmd := exec.Command("/proc/self/exe", HelperArg, "init")
 	cmd.Args[0] = "garuda-sandbox"
-	cmd.Env = []string{} // the broker's environment (provider keys) never reaches the helper
+	cmd.Env = helperEnv // the broker's environment (provider keys) never reaches the helper
 	cmd.Stdout, cmd.Stderr = outW, outW
 	cmd.ExtraFiles = []*os.File{specR, stW}
 	cmd.SysProcAttr = sysProcAttr(hs)
