@@ -19,6 +19,7 @@ func (s *Service) state(sess *session) *policy.State {
 	defer sess.mu.Unlock()
 	st := &policy.State{
 		Root:           sess.root,
+		RealRoot:       sess.fs.Real(),
 		Home:           s.cfg.Home,
 		UserHome:       s.userHome,
 		OutputDir:      sess.outputDir,

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -51,7 +52,7 @@ func (s *Service) Call(stream execv1.ExecService_CallServer) error {
 	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, ErrProtocol) {
 		return toStatus(cause)
 	}
-	return c.send(&execv1.CallResponse{Msg: &execv1.CallResponse_Result{Result: res}})
+	return toStatus(c.send(&execv1.CallResponse{Msg: &execv1.CallResponse_Result{Result: res}}))
 }
 
 // call is one running Call.
@@ -62,7 +63,8 @@ type call struct {
 	sess   *session
 	start  *execv1.Start
 
-	sendMu sync.Mutex
+	sendMu    sync.Mutex
+	sendStuck bool // a Send was left blocked when the call ended
 
 	mu       sync.Mutex
 	pending  *execv1.Question // the question waiting for its answer
@@ -71,11 +73,34 @@ type call struct {
 	hungUp   chan struct{} // closed when the client closed its sending side
 }
 
+// sendGrace is how long a message is still waited for once its call has ended.
+const sendGrace = time.Second
+
+// send sends one message, and gives up soon after the call ends: defends against a client that never reads, which
+// keeps gRPC's Send blocked (flow control) and so the call, CloseSession and Shutdown waiting for ever. A Send left
+// behind ends with the stream, when Call returns.
 func (c *call) send(m *execv1.CallResponse) error {
 	validUTF8(m)
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	return c.stream.Send(m)
+	if c.sendStuck {
+		return fmt.Errorf("send: %w", context.Cause(c.ctx))
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.stream.Send(m) }()
+	select {
+	case err := <-done:
+		return err
+	case <-c.ctx.Done():
+	}
+	// The call has ended: a client that reads still gets the message (the last Result), one that does not is left.
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(sendGrace):
+		c.sendStuck = true
+		return fmt.Errorf("send: %w", context.Cause(c.ctx))
+	}
 }
 
 // receive reads the client's answers. Anything but one answer to the one open question ends the call: defends

@@ -19,6 +19,7 @@ var (
 	ErrBadRequest      = errors.New("bad request")
 	ErrConfig          = errors.New("configuration error")
 	ErrNothing         = errors.New("nothing to do")
+	ErrTooMany         = errors.New("too many open sessions; close some first")
 )
 
 // toStatus is the one place where the broker's errors become gRPC status codes.
@@ -44,6 +45,8 @@ func toStatus(err error) error {
 		code = codes.PermissionDenied
 	case errors.Is(err, context.Canceled), errors.Is(err, ErrShutdown):
 		code = codes.Canceled
+	case errors.Is(err, ErrTooMany):
+		code = codes.ResourceExhausted
 	}
 	return status.Error(code, err.Error())
 }

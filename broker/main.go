@@ -166,7 +166,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, uids []uint32) error 
 	// What the kernel enforces is probed once, in the background, before the first session asks.
 	go probe()
 	svc := NewService(cfg)
-	pol := &peercred.Policy{UIDs: uids, OnRefuse: svc.refused}
+	pol := &peercred.Policy{UIDs: uids, OnRefuse: svc.refused, OnClose: svc.ConnClosed}
 	srv := grpc.NewServer(
 		grpc.Creds(peercred.Credentials(pol)),
 		grpc.UnaryInterceptor(pol.UnaryInterceptor),

@@ -13,9 +13,10 @@ import (
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
-// commandSet loads the session's custom commands and skills afresh: the project's through a confined os.Root.
+// commandSet loads the session's custom commands and skills afresh: the project's through a confined os.Root of
+// the folder the session holds open.
 func (s *Service) commandSet(sess *session) (*commands.Set, error) {
-	proj, err := os.OpenRoot(sess.root)
+	proj, err := os.OpenRoot(sess.fs.FDPath())
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", sess.root, err)
 	}

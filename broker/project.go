@@ -59,7 +59,11 @@ func (s *Service) instructions(sess *session) (text, file string) {
 	}
 	for _, name := range []string{"AGENTS.md", "CLAUDE.md"} {
 		for _, d := range dirs {
-			data, err := readInRoot(d, name, maxInstructions)
+			at := d
+			if d == sess.root {
+				at = sess.fs.FDPath() // the folder the session holds open
+			}
+			data, err := readInRoot(at, name, maxInstructions)
 			if err == nil {
 				return string(data), filepath.Join(d, name)
 			}

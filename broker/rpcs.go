@@ -92,11 +92,12 @@ func (s *Service) SetupOptions(ctx context.Context, _ *execv1.SetupOptionsReques
 
 // Setup stores the key (0600) and the default model.
 func (s *Service) Setup(ctx context.Context, req *execv1.SetupRequest) (*execv1.SetupResponse, error) {
-	if err := config.WriteSetup(s.cfg.Home, req.GetProvider(), req.GetModel(), req.GetApiKey()); err != nil {
-		return nil, toStatus(fmt.Errorf("%w: %v", ErrConfig, err))
-	}
+	// Audited first: a setup that cannot be audited is not done.
 	if err := s.record(audit.Record{Event: "setup", Input: req.GetProvider() + " " + req.GetModel()}, true); err != nil {
 		return nil, toStatus(err)
+	}
+	if err := config.WriteSetup(s.cfg.Home, req.GetProvider(), req.GetModel(), req.GetApiKey()); err != nil {
+		return nil, toStatus(fmt.Errorf("%w: %v", ErrConfig, err))
 	}
 	return &execv1.SetupResponse{CredentialsPath: filepath.Join(s.cfg.Home, config.CredentialsFile),
 		ModelsPath: filepath.Join(s.cfg.Home, config.ModelsFile)}, nil
@@ -108,17 +109,17 @@ func (s *Service) InspectTrust(ctx context.Context, req *execv1.InspectTrustRequ
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	p, _ := peercred.FromContext(ctx)
-	if err := checkReach(p, dir); err != nil {
-		return nil, toStatus(err)
-	}
 	root, err := fsops.OpenRoot(dir)
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("%s: %w", dir, ErrRootNotFolder))
 	}
 	defer root.Close()
+	p, _ := peercred.FromContext(ctx)
+	if err := checkReach(p, root); err != nil {
+		return nil, toStatus(err)
+	}
 	res := &execv1.InspectTrustResponse{SettingsPath: filepath.Join(dir, projectSettingsPath)}
-	data, err := readInRoot(root.Path(), projectSettingsPath, maxSettings)
+	data, err := readInRoot(root.FDPath(), projectSettingsPath, maxSettings)
 	if errors.Is(err, fs.ErrNotExist) {
 		return res, nil
 	}
@@ -203,7 +204,15 @@ func (s *Service) Undo(ctx context.Context, req *execv1.UndoRequest) (*execv1.Un
 		}
 		return res, nil
 	}
-	e, err := s.undos.Undo(id, restoreFile, currentFile)
+	// The restore is audited before it writes: an undo that cannot be audited is not done.
+	restore := func(abs string, content []byte, existed bool) error {
+		if err := s.record(audit.Record{Session: id, Event: audit.EventDecision, Op: "undo", Input: abs, Verdict: "allow",
+			Rule: "undo", Reason: "restore the file as it was before Garuda's last change"}, true); err != nil {
+			return err
+		}
+		return restoreFile(abs, content, existed)
+	}
+	e, err := s.undos.Undo(id, restore, currentFile)
 	if err != nil {
 		if errors.Is(err, undo.ErrNothing) || errors.Is(err, undo.ErrChanged) {
 			return nil, toStatus(fmt.Errorf("%w: %v", ErrNothing, err))

@@ -67,8 +67,29 @@ func NewService(cfg Config) *Service {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	uh, _ := os.UserHomeDir()
+	if uh != "" {
+		uh = realPath(uh)
+	}
+	// Garuda's folders by their real names: every path the tools open is compared with them by name, and a root
+	// reached through a symlink is decided under its real name too.
+	cfg.Home = realPath(cfg.Home)
 	return &Service{cfg: cfg, sessions: map[string]*session{}, done: ctx, end: end, id: newID()[:8], userHome: uh,
 		undos: undo.Open(filepath.Join(cfg.Home, "undo"))}
+}
+
+// realPath is p with the symlinks of its longest existing part resolved (a folder not created yet keeps the rest
+// of its name).
+func realPath(p string) string {
+	rest := ""
+	for d := filepath.Clean(p); ; d = filepath.Dir(d) {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if d == filepath.Dir(d) {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+	}
 }
 
 // Shutdown ends every session and waits until every call, and so every command, is over.
@@ -172,12 +193,8 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if err := checkReach(p, root); err != nil {
-		return nil, toStatus(err)
-	}
-	// The whole filesystem, or Garuda's own folder, is no project: commands could write everywhere the broker can.
-	if root == "/" || root == s.cfg.Home || strings.HasPrefix(root, s.cfg.Home+string(filepath.Separator)) {
-		return nil, toStatus(fmt.Errorf("root %s: choose a project folder (not / nor $GARUDA_HOME): %w", root, ErrBadRequest))
+	if n := s.sessionsOf(p.UID); n >= maxSessions {
+		return nil, toStatus(fmt.Errorf("uid %d has %d sessions open: %w", p.UID, n, ErrTooMany))
 	}
 	mode := req.GetMode()
 	if mode == execv1.Mode_MODE_UNSPECIFIED {
@@ -186,6 +203,16 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 	fsroot, err := fsops.OpenRoot(root)
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("root %s: %w: %v", root, ErrRootNotFolder, err))
+	}
+	// The whole filesystem, or Garuda's own folder, is no project: commands could write everywhere the broker can.
+	// Checked on the folder opened too, so that a symlink to / or into $GARUDA_HOME is no way around it.
+	if s.noProject(root) || s.noProject(fsroot.Real()) {
+		fsroot.Close()
+		return nil, toStatus(fmt.Errorf("root %s: choose a project folder (not / nor $GARUDA_HOME): %w", root, ErrBadRequest))
+	}
+	if err := checkReach(p, fsroot); err != nil {
+		fsroot.Close()
+		return nil, toStatus(err)
 	}
 	sctx, cancel := context.WithCancelCause(s.done)
 	id := newID()
@@ -209,6 +236,11 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 		Instructions: instr, InstructionsFile: instrFile, Commands: commands}, nil
 }
 
+// noProject reports whether dir is / or $GARUDA_HOME or below it.
+func (s *Service) noProject(dir string) bool {
+	return dir == "/" || dir == s.cfg.Home || strings.HasPrefix(dir, s.cfg.Home+string(filepath.Separator))
+}
+
 // checkRoot accepts an absolute path of an existing folder.
 func checkRoot(root string) (string, error) {
 	if root == "" || !filepath.IsAbs(root) {
@@ -225,19 +257,57 @@ func checkRoot(root string) (string, error) {
 }
 
 // checkReach refuses a root that the peer does not own when the peer is another user than the broker's: defends
-// against one client of a shared broker acting on another user's project with the broker's rights.
-func checkReach(p peercred.Peer, root string) error {
+// against one client of a shared broker acting on another user's project with the broker's rights. It checks the
+// folder held open, not its path again, so that a symlink flipped after the open cannot swap another user's in.
+func checkReach(p peercred.Peer, root *fsops.Root) error {
 	if int(p.UID) == os.Getuid() {
 		return nil
 	}
-	fi, err := os.Stat(root)
+	fi, err := os.Stat(root.FDPath())
 	if err != nil {
-		return fmt.Errorf("root %s: %w", root, ErrRootNotFolder)
+		return fmt.Errorf("root %s: %w", root.Path(), ErrRootNotFolder)
 	}
 	if !ownedBy(fi, p.UID) {
-		return fmt.Errorf("root %s is not owned by uid %d; a broker serving other users opens only their own folders: %w", root, p.UID, ErrNotOwner)
+		return fmt.Errorf("root %s is not owned by uid %d; a broker serving other users opens only their own folders: %w", root.Path(), p.UID, ErrNotOwner)
 	}
 	return nil
+}
+
+// maxSessions bounds the open sessions of one uid: defends against a client exhausting the broker's file
+// descriptors and memory (each session holds its root open), which a shared broker's other users would feel.
+const maxSessions = 1024
+
+func (s *Service) sessionsOf(uid uint32) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, sess := range s.sessions {
+		if sess.owner.UID == uid {
+			n++
+		}
+	}
+	return n
+}
+
+// ConnClosed ends the sessions of a connection that closed: no other connection may use them, so they would
+// only hold their roots open until the broker stops (a serving broker may run for months).
+func (s *Service) ConnClosed(p peercred.Peer) {
+	s.mu.Lock()
+	var gone []*session
+	for id, sess := range s.sessions {
+		if sess.owner.Conn == p.Conn && sess.owner.UID == p.UID {
+			gone = append(gone, sess)
+			delete(s.sessions, id)
+		}
+	}
+	s.mu.Unlock()
+	// Not on the closing goroutine: ending a session waits for its calls, whose streams end with this connection.
+	go func() {
+		for _, sess := range gone {
+			sess.end(ErrShutdown)
+			sess.close()
+		}
+	}()
 }
 
 // session finds a session of the calling connection; defends against a client using another client's session.

@@ -83,7 +83,7 @@ func (s *Service) loadPolicy(root *fsops.Root) policyFiles {
 		// and team policy still applies. Its deny rules are lost, so say so plainly.
 		pf.notices = append(pf.notices, fmt.Sprintf("Garuda: your settings are ignored until fixed: %v", err))
 	}
-	data, err := readInRoot(root.Path(), projectSettingsPath, maxSettings)
+	data, err := readInRoot(root.FDPath(), projectSettingsPath, maxSettings)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:

@@ -77,6 +77,7 @@ type Request struct {
 // from the front end except through the broker's own checks.
 type State struct {
 	Root      string // the project folder (absolute)
+	RealRoot  string // Root with its symlinks resolved (set by the broker): paths below either are decided under both
 	Home      string // $GARUDA_HOME: credentials, trust and policy live here, so tools may not touch it
 	UserHome  string // for "~/" rules
 	OutputDir string // the session's output folder (full command outputs): reads allowed
@@ -119,7 +120,36 @@ var consentKinds = map[string]bool{"mcp_server": true, "hook": true, "command": 
 //  7. ask rules of the user and the project: ask (once or deny);
 //  8. session rules, then allow rules of the team, the user and the trusted project: allow;
 //  9. the defaults of the mode.
+//
+// When Root is reached through a symlink, a path below it under either name (Root or RealRoot) is decided under
+// both, and the stricter decision wins: defends against a symlinked root, or the real name of one, carrying the
+// file tools past $GARUDA_HOME and rules that name the other spelling.
 func Decide(req Request, st *State) Decision {
+	d := decide(req, st)
+	if st == nil || st.RealRoot == "" || st.RealRoot == st.Root || d.Verdict == Deny || req.Path == "" {
+		return d
+	}
+	alt := *st
+	alt.RealRoot = ""
+	if rel, in := within(st.Root, req.Path); in {
+		alt.Root, req.Path = st.RealRoot, filepath.Join(st.RealRoot, rel)
+	} else if rel, in := within(st.RealRoot, req.Path); in {
+		req.Path = filepath.Join(st.Root, rel)
+	} else {
+		return d
+	}
+	if ad := decide(req, &alt); stricter(ad, d) {
+		return ad
+	}
+	return d
+}
+
+// stricter reports whether a is stricter than b: a lower verdict, or a question with fewer choices.
+func stricter(a, b Decision) bool {
+	return a.Verdict < b.Verdict || a.Verdict == Ask && b.Verdict == Ask && len(a.Choices) < len(b.Choices)
+}
+
+func decide(req Request, st *State) Decision {
 	if st == nil {
 		return deny("default", "no policy state: refused")
 	}

@@ -62,6 +62,13 @@ func (r *Root) Close() error {
 // Path is the root's absolute path as given to OpenRoot.
 func (r *Root) Path() string { return r.path }
 
+// Real is the kernel's name of the root folder when it was opened (Path with its symlinks resolved).
+func (r *Root) Real() string { return r.real }
+
+// FDPath names the very folder the root holds open (/proc/self/fd/N): paths below it reach that folder whatever
+// has become of Path since, which defends against a symlink on the way swapped after the root was opened.
+func (r *Root) FDPath() string { return "/proc/self/fd/" + strconv.Itoa(r.fd) }
+
 // Abs joins p with the root when relative and cleans it; inside says whether the result is the root or below it,
 // lexically. It only picks the policy question: confinement is done by openat2 when the file is opened.
 func (r *Root) Abs(p string) (abs string, inside bool) {

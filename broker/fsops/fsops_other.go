@@ -17,6 +17,8 @@ func OpenRoot(dir string) (*Root, error) {
 
 func (r *Root) Close() error                { return nil }
 func (r *Root) Path() string                { return "" }
+func (r *Root) Real() string                { return "" }
+func (r *Root) FDPath() string              { return "" }
 func (r *Root) Abs(p string) (string, bool) { return p, false }
 
 func (r *Root) Read(ctx context.Context, req ReadRequest) (*ReadResult, error) {

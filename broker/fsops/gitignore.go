@@ -29,7 +29,7 @@ func parseGitignore(data []byte) []ignoreRule {
 		for strings.HasSuffix(s, " ") && !strings.HasSuffix(s, "\\ ") {
 			s = s[:len(s)-1]
 		}
-		if s == "" || s[0] == '#' {
+		if s == "" || s[0] == '#' || len(s) > maxPatternLen {
 			continue
 		}
 		var r ignoreRule

@@ -8,7 +8,8 @@ import (
 )
 
 // matcher is a compiled grep pattern: lit is a literal every match contains (found with bytes.Index, which is
-// vectorised, before the regexp runs), line matches one line, multi scans a whole buffer.
+// vectorised, before the regexp runs), line matches one line, multi scans a whole buffer. Without either, lines
+// are matched one by one.
 type matcher struct {
 	lit   []byte
 	line  *regexp.Regexp
@@ -24,14 +25,37 @@ func compileMatcher(pattern string, fold bool) (*matcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grep pattern %q: %w: %w", pattern, ErrBadPattern, err)
 	}
-	multi := regexp.MustCompile("(?m)" + flags + pattern)
-	m := &matcher{line: line, multi: multi}
+	m := &matcher{line: line}
 	if re, err := syntax.Parse(flags+pattern, syntax.Perl); err == nil {
 		if l := requiredLiteral(re.Simplify()); len(l) > 0 {
 			m.lit = []byte(l)
 		}
+		// A pattern that can match a line break ([^x]+, \s, (?s).) would make each search over the buffer run on past
+		// its line, to the end of the file, once per matching line: quadratic. Such patterns go line by line.
+		if m.lit == nil && !consumesNewline(re.Simplify()) {
+			m.multi, _ = regexp.Compile("(?m)" + flags + pattern)
+		}
 	}
 	return m, nil
+}
+
+// consumesNewline reports whether some instruction of re's program can read a '\n' (true when unsure).
+func consumesNewline(re *syntax.Regexp) bool {
+	prog, err := syntax.Compile(re)
+	if err != nil {
+		return true
+	}
+	for _, in := range prog.Inst {
+		switch in.Op {
+		case syntax.InstRuneAny:
+			return true
+		case syntax.InstRune, syntax.InstRune1:
+			if in.MatchRune('\n') {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // requiredLiteral returns the longest case-sensitive literal that every match of re contains ("" if none known).
@@ -75,14 +99,15 @@ func requiredLiteral(re *syntax.Regexp) string {
 func (m *matcher) matchLines(buf []byte, fn func(ls, le int) bool) {
 	pos := 0
 	for pos <= len(buf) {
-		var at int
-		if m.lit != nil {
+		at := pos // line by line
+		switch {
+		case m.lit != nil:
 			i := bytes.Index(buf[pos:], m.lit)
 			if i < 0 {
 				return
 			}
 			at = pos + i
-		} else {
+		case m.multi != nil:
 			loc := m.multi.FindIndex(buf[pos:])
 			if loc == nil {
 				return

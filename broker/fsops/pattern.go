@@ -30,30 +30,31 @@ func compileSeg(p string) (segPattern, error) {
 	return segPattern(out), nil
 }
 
-// match reports whether the path segments name match the whole pattern.
+// match reports whether the path segments name match the whole pattern. It fills one row per pattern segment
+// (row[j]: the rest of the pattern matches name[j:]), so it costs len(p)*len(name) steps: defends against
+// **/*/**/*/... backtracking exponentially over a deep path.
 func (p segPattern) match(name []string) bool {
-	if len(p) == 0 {
-		return len(name) == 0
-	}
-	if p[0] == "**" {
-		rest := p[1:]
-		if len(rest) == 0 {
-			return true
-		}
-		for i := 0; i <= len(name); i++ {
-			if rest.match(name[i:]) {
-				return true
+	next := make([]bool, len(name)+1) // the empty rest of the pattern matches only the empty rest of the name
+	next[len(name)] = true
+	cur := make([]bool, len(name)+1)
+	for i := len(p) - 1; i >= 0; i-- {
+		for j := len(name); j >= 0; j-- {
+			switch {
+			case p[i] == "**":
+				cur[j] = next[j] || j < len(name) && cur[j+1]
+			case j == len(name):
+				cur[j] = false
+			default:
+				ok := next[j+1]
+				if ok {
+					ok, _ = path.Match(p[i], name[j])
+				}
+				cur[j] = ok
 			}
 		}
-		return false
+		next, cur = cur, next
 	}
-	if len(name) == 0 {
-		return false
-	}
-	if ok, _ := path.Match(p[0], name[0]); !ok {
-		return false
-	}
-	return p[1:].match(name[1:])
+	return next[0]
 }
 
 // prefix reports whether some path below the folder dir (given as segments) could match the pattern; the walk skips
@@ -74,8 +75,16 @@ func (p segPattern) prefix(dir []string) bool {
 	return p[1:].prefix(dir[1:])
 }
 
-// expandBraces turns "a/*.{go,s}" into "a/*.go" and "a/*.s" (nested braces included).
-func expandBraces(p string) []string {
+// Bounds of a glob pattern: defend against a short pattern such as {a,b}{a,b}... expanding to 2^n patterns, and a
+// long one costing its length at every file. No path is longer than maxPatternLen.
+const (
+	maxAlternatives = 256
+	maxPatternLen   = 4096
+)
+
+// expandBraces turns "a/*.{go,s}" into "a/*.go" and "a/*.s" (nested braces included); false when that makes more
+// than maxAlternatives patterns.
+func expandBraces(p string) ([]string, bool) {
 	open := -1
 	depth := 0
 	for i := 0; i < len(p); i++ {
@@ -115,12 +124,16 @@ func expandBraces(p string) []string {
 			alts = append(alts, p[start:i])
 			var out []string
 			for _, a := range alts {
-				out = append(out, expandBraces(p[:open]+a+p[i+1:])...)
+				sub, ok := expandBraces(p[:open] + a + p[i+1:])
+				if !ok || len(out)+len(sub) > maxAlternatives {
+					return nil, false
+				}
+				out = append(out, sub...)
 			}
-			return out
+			return out, true
 		}
 	}
-	return []string{p}
+	return []string{p}, true
 }
 
 // globSet is a set of alternatives (after brace expansion). baseOnly alternatives (no "/" in the pattern, as in
@@ -131,8 +144,15 @@ type globSet struct {
 }
 
 func compileGlob(p string, baseOnlyWhenNoSlash bool) (*globSet, error) {
+	if len(p) > maxPatternLen {
+		return nil, fmt.Errorf("pattern of %d bytes, more than %d: %w", len(p), maxPatternLen, ErrBadPattern)
+	}
+	alts, ok := expandBraces(p)
+	if !ok {
+		return nil, fmt.Errorf("pattern %q: more than %d alternatives in braces: %w", p, maxAlternatives, ErrBadPattern)
+	}
 	g := &globSet{baseOnly: baseOnlyWhenNoSlash && !strings.Contains(p, "/")}
-	for _, alt := range expandBraces(p) {
+	for _, alt := range alts {
 		sp, err := compileSeg(alt)
 		if err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package fsops
 import (
 	"regexp/syntax"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -54,10 +55,14 @@ func TestGlobPrunesFolders(t *testing.T) {
 }
 
 func TestExpandBraces(t *testing.T) {
-	got := expandBraces("a.{x,{y,z}}")
+	got, ok := expandBraces("a.{x,{y,z}}")
 	want := []string{"a.x", "a.y", "a.z"}
-	if !slices.Equal(got, want) {
-		t.Errorf("expandBraces = %q, want %q", got, want)
+	if !ok || !slices.Equal(got, want) {
+		t.Errorf("expandBraces = %q %v, want %q", got, ok, want)
+	}
+	// 2^9 alternatives are more than a pattern may have.
+	if got, ok := expandBraces(strings.Repeat("{a,b}", 9)); ok {
+		t.Errorf("expandBraces of 2^9 alternatives = %d patterns", len(got))
 	}
 }
 

@@ -8,7 +8,7 @@ type Limits struct {
 	LineChars    int   // a line longer than this many characters is cut (2000)
 	ReadBytes    int   // cap of the text read_file returns (256 KiB)
 	ScanBytes    int64 // read_file never reads past this many bytes of a file (128 MiB)
-	EditBytes    int64 // largest file write_file/edit_file will load as the pre-image (16 MiB)
+	EditBytes    int64 // largest file write_file/edit_file will load as the pre-image, or make (16 MiB)
 	ListEntries  int   // cap of glob paths, grep lines/files (1000)
 	ListBytes    int   // cap of the text of a glob/grep result (256 KiB)
 	GrepLineChar int   // a grep result line longer than this is cut (500)

@@ -36,15 +36,15 @@ func (r *Root) PrepareWriteOutside(path string, content []byte) (*Pending, error
 // PrepareEdit is edit_file's first half: oldString must occur exactly once (or at least once with replaceAll);
 // otherwise ErrNoMatch or ErrManyMatches with the count.
 func (r *Root) PrepareEdit(path, oldString, newString string, replaceAll bool) (*Pending, error) {
-	return r.prepare("edit", path, false, editFunc(oldString, newString, replaceAll))
+	return r.prepare("edit", path, false, editFunc(oldString, newString, replaceAll, r.Limits.EditBytes))
 }
 
 // PrepareEditOutside is PrepareEdit for a path outside the root, to call only after policy allowed it.
 func (r *Root) PrepareEditOutside(path, oldString, newString string, replaceAll bool) (*Pending, error) {
-	return r.prepare("edit", path, true, editFunc(oldString, newString, replaceAll))
+	return r.prepare("edit", path, true, editFunc(oldString, newString, replaceAll, r.Limits.EditBytes))
 }
 
-func editFunc(oldString, newString string, replaceAll bool) func([]byte, bool) ([]byte, int, error) {
+func editFunc(oldString, newString string, replaceAll bool, limit int64) func([]byte, bool) ([]byte, int, error) {
 	return func(old []byte, existed bool) ([]byte, int, error) {
 		if !existed {
 			return nil, 0, ErrNotFound
@@ -64,6 +64,11 @@ func editFunc(oldString, newString string, replaceAll bool) func([]byte, bool) (
 			return nil, 0, ErrNoMatch
 		case n > 1 && !replaceAll:
 			return nil, 0, fmt.Errorf("%d matches: %w", n, ErrManyMatches)
+		}
+		// The size is known before a byte is allocated: defends against a replace_all that multiplies a small file
+		// into terabytes (an allocation the Go runtime cannot survive).
+		if size := int64(len(old)) + int64(n)*(int64(len(newString))-int64(len(oldString))); size > limit {
+			return nil, 0, fmt.Errorf("the edit would make %d bytes, more than %d MiB: %w", size, limit>>20, ErrTooLarge)
 		}
 		return bytes.ReplaceAll(old, []byte(oldString), []byte(newString)), n, nil
 	}
@@ -96,6 +101,9 @@ func (r *Root) prepare(op, path string, outside bool, change func(old []byte, ex
 	p.New, p.Matches, err = change(p.Old, p.Existed)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", op, t.abs, err)
+	}
+	if int64(len(p.New)) > r.Limits.EditBytes {
+		return nil, fmt.Errorf("%s %s: %d bytes, more than %d MiB: %w", op, t.abs, len(p.New), r.Limits.EditBytes>>20, ErrTooLarge)
 	}
 	p.Hidden = HasHidden(p.New)
 	return p, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
@@ -40,6 +41,8 @@ type Policy struct {
 	UIDs []uint32
 	// OnRefuse is told of every refused peer (for the log and the audit log).
 	OnRefuse func(p Peer, reason error)
+	// OnClose is told when the connection of a served peer closes (from the goroutine that closes it).
+	OnClose func(p Peer)
 }
 
 // Check reports whether p may use the broker.
@@ -75,7 +78,23 @@ func (c *creds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, 
 		}
 		return nil, nil, err
 	}
+	if c.pol.OnClose != nil {
+		conn = &closeConn{Conn: conn, onClose: func() { c.pol.OnClose(p) }}
+	}
 	return conn, AuthInfo{CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}, Peer: p}, nil
+}
+
+// closeConn tells its first Close.
+type closeConn struct {
+	net.Conn
+	once    sync.Once
+	onClose func()
+}
+
+func (c *closeConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.onClose)
+	return err
 }
 
 func (c *creds) ClientHandshake(context.Context, string, net.Conn) (net.Conn, credentials.AuthInfo, error) {
