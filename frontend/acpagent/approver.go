@@ -131,11 +131,12 @@ func (t *turn) ask(ctx context.Context, q *execv1.Question) execv1.Choice {
 		resp acp.RequestPermissionResponse
 		err  error
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The request's context is not the turn's: when its context ends, the SDK tells the editor with
+	// $/cancel_request, a method the schema marks UNSTABLE. After a stop the editor answers the question itself
+	// (cancelled), and the answer is dropped; the connection's end ends the wait in any case.
 	ch := make(chan answer, 1)
 	go func() {
-		resp, err := s.srv.client().RequestPermission(rctx, req)
+		resp, err := s.srv.client().RequestPermission(uctx, req)
 		ch <- answer{resp, err}
 	}()
 	choice := execv1.Choice_CHOICE_DENY

@@ -9,7 +9,8 @@ import (
 // hookWriter is the protocol output. It lets the server learn when a given response is on the wire: the SDK writes
 // a request's response only after the handler returns, and an update sent before that could overtake it.
 type hookWriter struct {
-	w io.Writer
+	w   io.Writer
+	wmu sync.Mutex // one message at a time: the SDK writes under its own lock, the inbox answers outside it
 
 	mu      sync.Mutex
 	watches []watch
@@ -40,13 +41,15 @@ var (
 	specCaps   = []byte(`"agentCapabilities":{"loadSession":false,"promptCapabilities":{"image":false,"audio":false,"embeddedContext":true},"mcpCapabilities":{"http":false,"sse":false}}`)
 )
 
-// Write writes one message (the SDK writes each message whole, under its own lock) and then fires its watches.
+// Write writes one message (the SDK and the inbox write each message whole) and then fires its watches.
 func (h *hookWriter) Write(p []byte) (int, error) {
 	out := p
 	if bytes.Contains(p, initMarker) {
 		out = bytes.Replace(p, sdkCaps, specCaps, 1)
 	}
+	h.wmu.Lock()
 	n, err := h.w.Write(out)
+	h.wmu.Unlock()
 	if err == nil {
 		n = len(p)
 	}

@@ -60,7 +60,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	}
 	hw := newHookWriter(out)
 	srv := &server{opts: opts, out: hw, sessions: map[string]*session{}, base: context.WithoutCancel(ctx), ready: make(chan struct{})}
-	conn := acp.NewAgentSideConnection(srv, hw, in)
+	conn := acp.NewAgentSideConnection(srv, hw, newInbox(in, srv))
 	conn.SetLogger(opts.Log)
 	srv.conn = conn
 	close(srv.ready)
@@ -117,7 +117,7 @@ func (s *server) lookup(id acp.SessionId) (*session, error) {
 	defer s.mu.Unlock()
 	sess := s.sessions[string(id)]
 	if sess == nil {
-		return nil, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown session %q", string(id))})
+		return nil, invalidParams(fmt.Sprintf("unknown session %q", string(id)))
 	}
 	return sess, nil
 }
@@ -220,13 +220,14 @@ func (s *server) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (a
 	return acp.AuthenticateResponse{}, nil
 }
 
-// Cancel aborts the session's running turn.
+// Cancel aborts the session's running turn (a prompt that had not begun when the cancel was read stops as it
+// begins: see inbox).
 func (s *server) Cancel(ctx context.Context, p acp.CancelNotification) error {
 	sess, err := s.lookup(p.SessionId)
 	if err != nil {
 		return nil // a cancel for a session that is gone has nothing to stop
 	}
-	sess.abort(errCancelled)
+	sess.cancelTurn()
 	return nil
 }
 

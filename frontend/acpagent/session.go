@@ -56,6 +56,12 @@ func authRequired(msg string) *acp.RequestError {
 	return &acp.RequestError{Code: -32000, Message: "Authentication required: " + msg, Data: map[string]any{"message": msg}}
 }
 
+// invalidParams is an invalid-params error (-32602) whose message says what is wrong: editors show the message (the
+// SDK's own says only "Invalid params").
+func invalidParams(msg string) *acp.RequestError {
+	return &acp.RequestError{Code: -32602, Message: msg, Data: map[string]any{"error": msg}}
+}
+
 // requestError is a plain JSON-RPC error whose message is the failure's own.
 func requestError(msg string) *acp.RequestError {
 	return &acp.RequestError{Code: -32603, Message: msg, Data: map[string]any{"error": msg}}
@@ -73,7 +79,7 @@ func statusMessage(err error) string {
 // modes; the / menu follows once the response is on the wire.
 func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
 	if p.Cwd == "" || !filepath.IsAbs(p.Cwd) {
-		return acp.NewSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd must be an absolute path to a folder, got %q", p.Cwd)})
+		return acp.NewSessionResponse{}, invalidParams(fmt.Sprintf("cwd must be an absolute path to a folder, got %q", p.Cwd))
 	}
 	b := s.opts.Broker
 	prep, err := b.Prepare(ctx, &execv1.PrepareRequest{Model: s.opts.Model, EnvKeys: envKeys(s.opts.Getenv)})
@@ -98,7 +104,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	open, err := b.OpenSession(ctx, &execv1.OpenSessionRequest{Root: filepath.Clean(p.Cwd), Mode: execv1.Mode_MODE_BUILD})
 	if err != nil {
 		if status.Code(err) == codes.InvalidArgument {
-			return acp.NewSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": "cwd must be an absolute path to a folder: " + statusMessage(err)})
+			return acp.NewSessionResponse{}, invalidParams("cwd must be an absolute path to a folder: " + statusMessage(err))
 		}
 		return acp.NewSessionResponse{}, requestError("open the session: " + statusMessage(err))
 	}
@@ -121,7 +127,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	if names := mcpNames(p.McpServers); len(names) > 0 {
 		sess.notices = append(sess.notices, fmt.Sprintf("the editor's MCP servers are not started in this version: %s.", strings.Join(names, ", ")))
 	}
-	sess.runner = &tools.Runner{Client: b, SessionID: sess.id, Approver: &approver{sess: sess}}
+	sess.runner = &tools.Runner{Client: b, SessionID: sess.id, Approver: &approver{sess: sess}, Notice: sess.resultNotice}
 	sess.ag = &agent.Session{
 		Model:           client,
 		Tools:           sess.runner,
@@ -209,6 +215,12 @@ type session struct {
 	open        []openCall
 	questions   int
 
+	// The editor's prompts and cancels in the order it sent them (see inbox): a cancel read after a prompt stops
+	// that prompt even when the SDK runs the cancel before the prompt's turn exists.
+	promptsRead   int // prompts read from the editor
+	promptsBegun  int // prompts whose handler has begun
+	cancelledUpTo int // promptsRead when the last cancel was read
+
 	recMu       sync.Mutex
 	recClosed   bool
 	records     chan record
@@ -257,6 +269,52 @@ func (s *session) notice(ctx context.Context, line string) {
 	s.message(ctx, "\n"+line+"\n")
 }
 
+// promptRead notes a prompt read from the editor, before its handler runs.
+func (s *session) promptRead() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.promptsRead++
+}
+
+// cancelRead notes a cancel read from the editor: it stops every prompt read before it, running or not yet begun.
+func (s *session) cancelRead() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancelledUpTo = s.promptsRead
+}
+
+// cancelTurn aborts the running turn when the editor's cancel was read after its prompt (a cancel that the SDK
+// handles late must not stop the next prompt).
+func (s *session) cancelTurn() {
+	s.mu.Lock()
+	t := s.turn
+	stop := t != nil && t.n <= s.cancelledUpTo
+	s.mu.Unlock()
+	if stop {
+		t.cancel(errCancelled)
+	}
+}
+
+// beginPrompt numbers a prompt whose handler begins, in the order the prompts were read.
+func (s *session) beginPrompt() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.promptsBegun++
+	s.promptsRead = max(s.promptsRead, s.promptsBegun)
+	return s.promptsBegun
+}
+
+// resultNotice shows a broker notice of a tool's result (a weaker sandbox, protected paths that a command changed)
+// as a line from Garuda, while a turn is open; one that comes after its turn answered is dropped.
+func (s *session) resultNotice(line string) {
+	s.mu.Lock()
+	t := s.turn
+	s.mu.Unlock()
+	if t != nil {
+		t.notice(line)
+	}
+}
+
 // abort ends the running turn with cause; it returns the turn or nil when none runs.
 func (s *session) abort(cause error) *turn {
 	s.mu.Lock()
@@ -271,7 +329,7 @@ func (s *session) abort(cause error) *turn {
 // setMode changes the mode: at once when no turn runs, else when the running turn ends.
 func (s *session) setMode(ctx context.Context, mode string) error {
 	if mode != modeBuild && mode != modePlan {
-		return acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown mode %q (build or plan)", mode)})
+		return invalidParams(fmt.Sprintf("unknown mode %q (build or plan)", mode))
 	}
 	s.mu.Lock()
 	if s.turn != nil {

@@ -24,6 +24,7 @@ func (s *server) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRes
 	if err != nil {
 		return acp.PromptResponse{}, err
 	}
+	n := sess.beginPrompt()
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -32,7 +33,7 @@ func (s *server) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRes
 	s.prompts.Add(1) // under s.mu, so that no prompt starts once shutdown waits for them
 	s.mu.Unlock()
 	defer s.prompts.Done()
-	return sess.prompt(p.Prompt)
+	return sess.prompt(n, p.Prompt)
 }
 
 // stopReasons maps the agent's stops to ACP's.
@@ -46,16 +47,24 @@ var stopReasons = map[agent.Stop]acp.StopReason{
 	agent.StopCancelled:     acp.StopReasonCancelled,
 }
 
-// prompt runs a turn. Its context is its own, not the request's: the SDK cancels a prompt's context when a second
-// prompt of the session arrives, and that second prompt must fail, not stop the first.
-func (s *session) prompt(blocks []acp.ContentBlock) (acp.PromptResponse, error) {
+// prompt runs a turn, the n-th prompt read of the session. Its context is its own, not the request's: the SDK
+// cancels a prompt's context when a second prompt of the session arrives, and that second prompt must fail, not stop
+// the first.
+func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, error) {
+	text, mentions := promptText(blocks, s.root)
+	if strings.TrimSpace(text) == "" {
+		return acp.PromptResponse{}, invalidParams("the prompt is empty")
+	}
 	tctx, cancel := context.WithCancelCause(s.srv.base)
-	t := &turn{s: s, ctx: tctx, cancel: cancel, calls: map[string]*callState{}}
+	t := &turn{s: s, n: n, ctx: tctx, cancel: cancel, calls: map[string]*callState{}}
 	s.mu.Lock()
 	if s.turn != nil {
 		s.mu.Unlock()
 		cancel(nil)
 		return acp.PromptResponse{}, requestError("a prompt is already running in this session; wait for it to end or cancel it")
+	}
+	if n <= s.cancelledUpTo {
+		cancel(errCancelled) // the editor's cancel came before this turn existed
 	}
 	s.turn = t
 	s.turnMode = s.mode
@@ -77,7 +86,6 @@ func (s *session) prompt(blocks []acp.ContentBlock) (acp.PromptResponse, error) 
 	for _, n := range notices {
 		s.notice(uctx, n)
 	}
-	text, mentions := promptText(blocks, s.root)
 
 	if name, ok := commandName(text); ok {
 		res, err := s.runner.Call(tctx, &execv1.Start{Op: &execv1.Start_ResolveCommand{ResolveCommand: &execv1.ResolveCommand{Text: text}}}, nil)
@@ -208,6 +216,7 @@ func (t *turn) end(uctx context.Context, stop agent.Stop, err error) (acp.Prompt
 // turn maps one turn's agent events to session/updates and knows its tool calls.
 type turn struct {
 	s      *session
+	n      int // the prompt's number in the session (see session.promptsRead)
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
@@ -242,6 +251,15 @@ func (t *turn) markStopLocked() {
 		if !t.calls[id].ended {
 			t.atStop = append(t.atStop, id)
 		}
+	}
+}
+
+// notice sends a line from Garuda during the turn; one that comes after the turn answered is dropped.
+func (t *turn) notice(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed {
+		t.s.notice(t.s.srv.base, line)
 	}
 }
 
