@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -817,6 +818,38 @@ func TestParallelQuestionsNameTheirOwnCalls(t *testing.T) {
 		}
 		if !strings.Contains(text, "outside the project folder") {
 			t.Errorf("question for %s lacks the warning line: %q", p.ToolCall.ToolCallId, text)
+		}
+	}
+}
+
+// A set_mode sent together with a prompt (JSON-RPC lets the two run at once): the whole turn runs in one mode, the
+// system prompt's and the broker's alike, whichever of the two the agent took first.
+func TestSetModeWithAPromptRunsTheTurnInOneMode(t *testing.T) {
+	e := newEnv(t)
+	for i := range 12 {
+		sid := e.newSession()
+		before := len(e.fake.Requests())
+		name := fmt.Sprintf("m%d.txt", i)
+		e.fake.Push(tool("toolu_m", "write_file", `{"path":"`+name+`","content":"x"}`), model.TextStep("ok"))
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(sid), ModeId: "plan"}); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() { defer wg.Done(); e.promptOK(sid, "write") }()
+		wg.Wait()
+		reqs := e.fake.Requests()
+		if len(reqs) <= before {
+			t.Fatal("the turn sent no model request")
+		}
+		planPrompt := strings.Contains(reqs[before].System, "Plan mode")
+		_, err := os.Stat(filepath.Join(e.root, name))
+		written := err == nil
+		if planPrompt == written {
+			t.Fatalf("run %d: the system prompt says plan mode: %v, the file was written: %v", i, planPrompt, written)
 		}
 	}
 }

@@ -206,9 +206,12 @@ type session struct {
 	runner           *tools.Runner
 	ag               *agent.Session
 
-	mu          sync.Mutex
-	turn        *turn // the running turn, nil between turns
-	mode        string
+	mu   sync.Mutex
+	turn *turn // the running turn, nil between turns
+	mode string
+	// modeMu is held while the mode changes and while a turn takes or leaves it: defends against a turn that runs
+	// with one mode's prompt while the broker decides in the other.
+	modeMu      sync.Mutex
 	pendingMode string   // a mode set during a turn, applied when it ends
 	turnMode    string   // the mode of the running turn, for its system prompt
 	notices     []string // lines that wait for the first prompt
@@ -331,6 +334,8 @@ func (s *session) setMode(ctx context.Context, mode string) error {
 	if mode != modeBuild && mode != modePlan {
 		return invalidParams(fmt.Sprintf("unknown mode %q (build or plan)", mode))
 	}
+	s.modeMu.Lock()
+	defer s.modeMu.Unlock()
 	s.mu.Lock()
 	if s.turn != nil {
 		s.pendingMode = mode
@@ -349,7 +354,7 @@ func (s *session) setMode(ctx context.Context, mode string) error {
 	return nil
 }
 
-// applyPendingMode gives the broker a mode set during the turn that just ended.
+// applyPendingMode gives the broker a mode set during the turn that just ended; s.modeMu is held.
 func (s *session) applyPendingMode(ctx context.Context) {
 	s.mu.Lock()
 	mode := s.pendingMode

@@ -57,9 +57,11 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 	}
 	tctx, cancel := context.WithCancelCause(s.srv.base)
 	t := &turn{s: s, n: n, ctx: tctx, cancel: cancel, calls: map[string]*callState{}}
+	s.modeMu.Lock() // a mode change in progress ends before the turn takes its mode
 	s.mu.Lock()
 	if s.turn != nil {
 		s.mu.Unlock()
+		s.modeMu.Unlock()
 		cancel(nil)
 		return acp.PromptResponse{}, requestError("a prompt is already running in this session; wait for it to end or cancel it")
 	}
@@ -71,14 +73,17 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 	notices := s.notices
 	s.notices = nil
 	s.mu.Unlock()
+	s.modeMu.Unlock()
 	stopWatch := context.AfterFunc(tctx, t.markStop)
 	defer func() {
 		stopWatch()
 		cancel(nil)
+		s.modeMu.Lock() // the next turn starts in the mode set during this one
 		s.mu.Lock()
 		s.turn = nil
 		s.mu.Unlock()
 		s.applyPendingMode(s.srv.base)
+		s.modeMu.Unlock()
 	}()
 	// Updates use a context that a cancel does not end: the final lines of a cancelled turn must go out.
 	uctx := s.srv.base
