@@ -43,6 +43,9 @@ func (s *Service) Call(stream execv1.ExecService_CallServer) error {
 	c := &call{ctx: ctx, cancel: cancel, stream: stream, sess: sess, start: start, answers: make(chan *execv1.Answer, 1), hungUp: make(chan struct{})}
 	go c.receive()
 	res, err := s.do(ctx, c)
+	if err != nil && errors.Is(context.Cause(ctx), errCallCancelled) {
+		res, err = &execv1.Result{Status: execv1.Status_STATUS_CANCELLED, Content: "Cancelled."}, nil
+	}
 	if err != nil {
 		return toStatus(err)
 	}
@@ -54,6 +57,9 @@ func (s *Service) Call(stream execv1.ExecService_CallServer) error {
 	}
 	return toStatus(c.send(&execv1.CallResponse{Msg: &execv1.CallResponse_Result{Result: res}}))
 }
+
+// errCallCancelled is the cause of a call that the front end cancelled with a Cancel message.
+var errCallCancelled = fmt.Errorf("the user cancelled the call: %w", context.Canceled)
 
 // call is one running Call.
 type call struct {
@@ -103,9 +109,11 @@ func (c *call) send(m *execv1.CallResponse) error {
 	}
 }
 
-// receive reads the client's answers. Anything but one answer to the one open question ends the call: defends
-// against a forged "allow" for a question never asked, a second answer, and an answer for another call.
+// receive reads the client's answers and its cancel. Anything but one answer to the one open question, or a cancel,
+// ends the call: defends against a forged "allow" for a question never asked, a second answer, and an answer for
+// another call. After a cancel every answer is ignored: the call is ending, and its open question denied.
 func (c *call) receive() {
+	cancelled := false
 	for {
 		m, err := c.stream.Recv()
 		if err == io.EOF {
@@ -117,7 +125,15 @@ func (c *call) receive() {
 			c.cancel(err)
 			return
 		}
+		if m.GetCancel() != nil {
+			cancelled = true
+			c.cancel(errCallCancelled)
+			continue
+		}
 		a := m.GetAnswer()
+		if cancelled && a != nil {
+			continue
+		}
 		if a == nil {
 			c.cancel(fmt.Errorf("a second start on one call: %w", ErrProtocol))
 			return

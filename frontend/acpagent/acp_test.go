@@ -394,6 +394,46 @@ func TestCancelDuringCommand(t *testing.T) {
 	}
 }
 
+// A command that ignores SIGTERM lives through the broker's 2 s grace: the prompt answers cancelled only once it
+// is gone (the call waits for the broker's result, up to the 3 s settle), so the editor never sees a stopped turn
+// with its command still running.
+func TestCancelAnswersOnceTheCommandIsGone(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	cmd := "trap '' TERM; echo started; sleep 61.26 & wait; wait"
+	e.fake.Push(tool("toolu_t", "bash", fmt.Sprintf(`{"command":%q}`, cmd)), model.TextStep("never"))
+	done := make(chan acp.PromptResponse, 1)
+	go func() {
+		r, err := e.prompt(sid, acp.TextBlock("run"))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	e.ed.waitFor(t, "the command's output", func(ed *editor) bool {
+		_, _, texts := toolCall(ed.updates, "toolu_t")
+		return slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "started") })
+	})
+	if !sleeperAlive("61.26") {
+		t.Fatal("negative control: the command's sleep is not running before the cancel")
+	}
+	e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)})
+	r := <-done
+	if sleeperAlive("61.26") {
+		t.Error("the prompt answered while the command still ran")
+	}
+	if r.StopReason != acp.StopReasonCancelled {
+		t.Errorf("stop %q", r.StopReason)
+	}
+	ups, _ := e.ed.snapshot()
+	if _, st, _ := toolCall(ups, "toolu_t"); st != acp.ToolCallStatusFailed {
+		t.Errorf("status %q, want failed", st)
+	}
+	if !strings.Contains(messages(ups), "Garuda: $ "+cmd+" cancelled.") {
+		t.Errorf("messages %q", messages(ups))
+	}
+}
+
 // sleeperAlive reports whether a process runs "sleep <arg>".
 func sleeperAlive(arg string) bool {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")

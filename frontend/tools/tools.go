@@ -102,20 +102,39 @@ func Result(callID string, res *execv1.Result) agent.ToolResult {
 	return out
 }
 
+// Settle is how long a cancelled call waits for the broker's Result: longer than the broker's 2 s grace between
+// SIGTERM and SIGKILL, so that when the call returns nothing of its command runs any more.
+const Settle = 3 * time.Second
+
 // Call runs one broker Call: it sends start (with this runner's session id), answers each Question through the
 // Approver, reports Progress to progress (if not nil, at most every ProgressEvery, never after Call returns) and
-// returns the Result. Cancelling ctx cancels the call: the broker kills its command and denies an open question.
+// returns the Result. Cancelling ctx cancels the call: the broker denies an open question, ends the command's whole
+// process tree and answers with a cancelled Result, which Call waits for up to Settle before it ends the stream.
 func (r *Runner) Call(ctx context.Context, start *execv1.Start, progress func(line string)) (*execv1.Result, error) {
 	start.SessionId = r.SessionID
-	ctx, cancel := context.WithCancel(ctx)
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel() // ends the stream, whatever way the call ends
-	stream, err := r.Client.Call(ctx)
+	stream, err := r.Client.Call(sctx)
 	if err != nil {
 		return nil, fmt.Errorf("start a broker call for %s: %w", opName(start), brokerErr(err))
 	}
-	if err := stream.Send(&execv1.CallRequest{Msg: &execv1.CallRequest_Start{Start: start}}); err != nil {
+	var sendMu sync.Mutex // the cancel is sent from another goroutine than the answers
+	send := func(m *execv1.CallRequest) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(m)
+	}
+	if err := send(&execv1.CallRequest{Msg: &execv1.CallRequest_Start{Start: start}}); err != nil {
 		return nil, fmt.Errorf("send %s to the broker: %w", opName(start), brokerErr(recvErr(stream, err)))
 	}
+	stopCancel := context.AfterFunc(ctx, func() {
+		if send(&execv1.CallRequest{Msg: &execv1.CallRequest_Cancel{Cancel: &execv1.Cancel{}}}) != nil {
+			cancel()
+			return
+		}
+		time.AfterFunc(Settle, cancel)
+	})
+	defer stopCancel()
 	th := newThrottle(progress, r.ProgressEvery)
 	defer th.stop()
 	for {
@@ -135,7 +154,7 @@ func (r *Runner) Call(ctx context.Context, start *execv1.Start, progress func(li
 			}
 			ans := &execv1.CallRequest{Msg: &execv1.CallRequest_Answer{Answer: &execv1.Answer{QuestionId: q.GetQuestionId(), Choice: choice}}}
 			// A failed send shows on the next Recv.
-			_ = stream.Send(ans)
+			_ = send(ans)
 		case *execv1.CallResponse_Progress:
 			p := msg.Progress
 			if p.GetLine() != "" {

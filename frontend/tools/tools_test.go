@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -182,6 +183,30 @@ func TestRunBrokerErrorFails(t *testing.T) {
 	}
 }
 
+// A cancel is sent to the broker, which ends the command and still answers: the call returns the broker's Result
+// (the command is gone by then), not an error of its own.
+func TestRunCancelWaitsForTheBrokersResult(t *testing.T) {
+	started := make(chan struct{})
+	client := dial(t, func(_ *execv1.Start, stream execv1.ExecService_CallServer) error {
+		close(started)
+		m, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		if m.GetCancel() == nil {
+			return fmt.Errorf("got %v, want a cancel", m)
+		}
+		return stream.Send(&execv1.CallResponse{Msg: &execv1.CallResponse_Result{Result: &execv1.Result{Status: execv1.Status_STATUS_CANCELLED, Content: "killed after 1 s"}}})
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	res := (&Runner{Client: client}).Run(ctx, agent.ToolCall{ID: "c", Name: "bash", Input: json.RawMessage(`{"command":"sleep 60"}`)}, nil)
+	if res.Status != agent.StatusCancelled || res.Content != "killed after 1 s" {
+		t.Errorf("got %+v, want the broker's cancelled result", res)
+	}
+}
+
+// A broker that does not answer the cancel (an older one, or a stuck one): the stream ends after Settle.
 func TestRunCancelEndsTheBrokerCall(t *testing.T) {
 	ended := make(chan error, 1)
 	started := make(chan struct{})

@@ -1,0 +1,116 @@
+package attacks
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// running lists the pids whose command line holds marker.
+func running(marker string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(strings.ReplaceAll(string(data), "\x00", " "), marker) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// startSleeper starts a command that ignores SIGTERM (so it lives through the broker's 2 s grace) and waits until
+// it runs.
+func startSleeper(t *testing.T, c execv1.ExecServiceClient, cx context.Context, sid, marker string) execv1.ExecService_CallClient {
+	t.Helper()
+	st := start(t, c, cx, sid, bash("trap '' TERM; sleep "+marker+" & wait; wait"))
+	deadline := time.Now().Add(20 * time.Second)
+	for len(running("sleep "+marker)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never ran")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return st
+}
+
+// A Cancel message ends the command's whole process tree, and only then does the broker answer with the Result:
+// when the front end has it, nothing of the call runs. Control: ending the stream (the other way to cancel) answers
+// at once, while the command that ignores SIGTERM still runs.
+func TestCancelMessageAnswersOnceTheCommandIsGone(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	sid := e.open(c)
+
+	marker := "61.7301"
+	st := startSleeper(t, c, ctx(t), sid, marker)
+	if err := st.Send(&execv1.CallRequest{Msg: &execv1.CallRequest_Cancel{Cancel: &execv1.Cancel{}}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := next(t, st)
+	if err != nil {
+		t.Fatalf("after a cancel the broker still answers with a result: %v", err)
+	}
+	if r := m.GetResult(); r.GetStatus() != execv1.Status_STATUS_CANCELLED {
+		t.Errorf("result %v, want cancelled", r)
+	}
+	if left := running("sleep " + marker); len(left) > 0 {
+		t.Errorf("the result came while the command still ran: %v", left)
+	}
+
+	marker = "61.7302"
+	cx, cancel := context.WithCancel(ctx(t))
+	st = startSleeper(t, c, cx, sid, marker)
+	cancel()
+	if _, err := next(t, st); err == nil {
+		t.Fatal("control: a cancelled stream still answered")
+	}
+	if len(running("sleep "+marker)) == 0 {
+		t.Skip("control: the command was gone at once; the check above shows nothing here")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(running("sleep "+marker)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command outlived its cancelled stream: %v", running("sleep "+marker))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A Cancel while a question is open denies it (nothing is written), the answer that follows is ignored, not a
+// protocol error, and the Result says cancelled.
+func TestCancelMessageDuringAQuestion(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	sid := e.open(c)
+	st := start(t, c, ctx(t), sid, write("cancelled.txt", "x"))
+	m, err := next(t, st)
+	if err != nil || m.GetQuestion() == nil {
+		t.Fatalf("want a question, got %v %v", m, err)
+	}
+	if err := st.Send(&execv1.CallRequest{Msg: &execv1.CallRequest_Cancel{Cancel: &execv1.Cancel{}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := answer(st, m.GetQuestion().GetQuestionId(), execv1.Choice_CHOICE_ONCE); err != nil {
+		t.Fatal(err)
+	}
+	m, err = next(t, st)
+	if err != nil {
+		t.Fatalf("after a cancel the broker still answers with a result: %v", err)
+	}
+	if r := m.GetResult(); r.GetStatus() != execv1.Status_STATUS_CANCELLED {
+		t.Errorf("result %v, want cancelled", r)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "cancelled.txt")); !os.IsNotExist(err) {
+		t.Error("the write went ahead after its cancel")
+	}
+	// Control: the same write answered "once" without a cancel is written.
+	if res, _, err := run(t, start(t, c, ctx(t), sid, write("kept.txt", "x")), execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+		t.Fatalf("control write: %v %v", res, err)
+	}
+}
