@@ -67,7 +67,7 @@ func (s *Set) Resolve(text string) Resolution {
 				Message: fmt.Sprintf("/%s is not available over ACP in this version; run `%s` in a terminal.", name, cli)}
 		}
 		return Resolution{Kind: KindMessage,
-			Message: fmt.Sprintf("/%s is only in the terminal and not available over ACP in this version.", name)}
+			Message: fmt.Sprintf("/%s is not available over ACP in this version.", name)}
 	}
 	return Resolution{Kind: KindMessage, Message: s.unknown(name)}
 }
@@ -132,7 +132,7 @@ func (s *Set) help() string {
 		b.WriteString("No custom commands or skills. Add commands as .garuda/commands/NAME.md (or " +
 			"$GARUDA_HOME/commands/NAME.md) and skills as .garuda/skills/NAME/SKILL.md.\n")
 	}
-	b.WriteString("\nThe built-in chat commands (/undo, /diff, /compact …) are only in the terminal in this version.")
+	b.WriteString("\nThe built-in chat commands (/undo, /diff, /compact …) are not available over ACP in this version; `garuda undo`, `garuda setup`, `garuda doctor` and `garuda trust` do their work in a terminal.")
 	return b.String()
 }
 

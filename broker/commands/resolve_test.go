@@ -112,10 +112,10 @@ func TestResolveBuiltins(t *testing.T) {
 		"/doctor":      "/doctor is not available over ACP in this version; run `garuda doctor` in a terminal.",
 		"/permissions": "/permissions is not available over ACP in this version; run `garuda trust` in a terminal.",
 		"/trust":       "/trust is not available over ACP in this version; run `garuda trust` in a terminal.",
-		"/diff":        "/diff is only in the terminal and not available over ACP in this version.",
-		"/compact":     "/compact is only in the terminal and not available over ACP in this version.",
-		"/clear":       "/clear is only in the terminal and not available over ACP in this version.",
-		"/quit":        "/quit is only in the terminal and not available over ACP in this version.",
+		"/diff":        "/diff is not available over ACP in this version.",
+		"/compact":     "/compact is not available over ACP in this version.",
+		"/clear":       "/clear is not available over ACP in this version.",
+		"/quit":        "/quit is not available over ACP in this version.",
 		"/plan":        "/plan is not a command over ACP; choose the Plan mode in the editor's mode selector.",
 	}
 	for text, want := range cases {
@@ -137,7 +137,7 @@ func TestResolveHelp(t *testing.T) {
 		t.Fatalf("/help = %+v", r)
 	}
 	for _, want := range []string{"Custom commands:", "/hello <who> — Say hello (.claude/commands/hello.md)", "/a:b",
-		"/mine — Mine ($GARUDA_HOME/commands/mine.md)", "Skills:", "/pdf — Work with PDFs", "only in the terminal"} {
+		"/mine — Mine ($GARUDA_HOME/commands/mine.md)", "Skills:", "/pdf — Work with PDFs", "not available over ACP in this version"} {
 		if !strings.Contains(r.Message, want) {
 			t.Errorf("/help lacks %q:\n%s", want, r.Message)
 		}
