@@ -157,6 +157,31 @@ type Session struct {
 	// The usage of the last response covers History[:usageMark]; the estimate adds only what came after.
 	usage     model.Usage
 	usageMark int
+
+	callIDs map[string]bool // every tool call id of the session so far
+	nextID  int
+}
+
+// uniqueCallID returns id, or a new one when id is empty or this session used it before: defends against a
+// provider reusing ids (local servers number the calls of each answer from 0; a broken or hostile endpoint may send
+// one id twice), which would make the editor overwrite one call's entry and ask about the wrong call.
+func (s *Session) uniqueCallID(id string) string {
+	if s.callIDs == nil {
+		s.callIDs = map[string]bool{}
+		for _, m := range s.History {
+			for _, b := range m.Content {
+				if b.Type == model.BlockToolUse {
+					s.callIDs[b.ToolUseID] = true
+				}
+			}
+		}
+	}
+	for id == "" || s.callIDs[id] {
+		s.nextID++
+		id = fmt.Sprintf("garuda_call_%d", s.nextID)
+	}
+	s.callIDs[id] = true
+	return id
 }
 
 // Compaction is what Record receives when older turns were summarised.
@@ -253,9 +278,13 @@ func (t *turn) run(ctx context.Context, prompt string) (Stop, error) {
 		msg := resp.Message
 		msg.Role = model.RoleAssistant
 		for i, b := range msg.Content {
-			if b.Type == model.BlockToolUse && len(b.Input) == 0 {
+			if b.Type != model.BlockToolUse {
+				continue
+			}
+			if len(b.Input) == 0 {
 				msg.Content[i].Input = json.RawMessage("{}") // providers require an object
 			}
+			msg.Content[i].ToolUseID = s.uniqueCallID(b.ToolUseID)
 		}
 		calls := toolCalls(msg)
 		if len(msg.Content) > 0 {

@@ -526,3 +526,35 @@ func TestEmptyPromptIsRefused(t *testing.T) {
 		t.Errorf("RunTurn = %q, %v with %d messages; want an error and nothing sent", stop, err, len(s.History))
 	}
 }
+
+// Tool call ids are unique in a session, whatever the provider sends: an id reused in a later answer, twice in one
+// answer, or empty gets a new one, and its result comes back under the new id.
+func TestToolCallIDsAreUniqueInASession(t *testing.T) {
+	tools := &fakeTools{run: func(ctx context.Context, c ToolCall, progress func(string)) ToolResult {
+		return ToolResult{Status: StatusCompleted, Content: "ran " + c.ID}
+	}}
+	f := newFake(t,
+		answerCalls(use("call_0", ToolGlob, `{"pattern":"a"}`), use("call_0", ToolGlob, `{"pattern":"b"}`)),
+		answerCalls(use("call_0", ToolGlob, `{"pattern":"c"}`), use("", ToolGlob, `{"pattern":"d"}`)),
+		answerText("ok"))
+	s := newSession(f, tools)
+	var rec recorder
+	if _, err := s.RunTurn(t.Context(), "go", rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range rec.of(EventToolCall) {
+		if e.Call.ID == "" || seen[e.Call.ID] {
+			t.Errorf("tool call id %q is empty or used twice", e.Call.ID)
+		}
+		seen[e.Call.ID] = true
+	}
+	if len(seen) != 4 || !seen["call_0"] {
+		t.Errorf("ids %v: want 4, the first kept as the provider sent it", seen)
+	}
+	for _, e := range rec.of(EventToolResult) {
+		if e.Result.CallID != e.Call.ID || e.Result.Content != "ran "+e.Call.ID {
+			t.Errorf("result %+v of call %q", e.Result, e.Call.ID)
+		}
+	}
+}
