@@ -266,9 +266,9 @@ func brokerGoneMarker(sessionID string) string {
 	return fmt.Sprintf(`"reason":"broker_exited","sessionId":%q`, sessionID)
 }
 
-// envKeys names the variables that are set, so that the broker can tell which provider key variable (whatever a
+// EnvKeys names the variables that are set, so that the broker can tell which provider key variable (whatever a
 // provider's api_key_env calls it) the front end has. Names only: the values never leave the front end.
-func envKeys(getenv func(string) string) []string {
+func EnvKeys(getenv func(string) string) []string {
 	names := []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
 	for _, kv := range os.Environ() {
 		if name, _, _ := strings.Cut(kv, "="); name != "" {

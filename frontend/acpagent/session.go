@@ -82,7 +82,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		return acp.NewSessionResponse{}, invalidParams(fmt.Sprintf("cwd must be an absolute path to a folder, got %q", p.Cwd))
 	}
 	b := s.opts.Broker
-	prep, err := b.Prepare(ctx, &execv1.PrepareRequest{Model: s.opts.Model, EnvKeys: envKeys(s.opts.Getenv)})
+	prep, err := b.Prepare(ctx, &execv1.PrepareRequest{Model: s.opts.Model, EnvKeys: EnvKeys(s.opts.Getenv)})
 	if err != nil {
 		return acp.NewSessionResponse{}, requestError("prepare the session: " + statusMessage(err))
 	}

@@ -186,6 +186,27 @@ func doctor(ctx context.Context, args []string, w io.Writer) error {
 	} else {
 		fmt.Fprintln(tw, "\ncommands\tREFUSED: the sandbox lacks what is required here (see above)")
 	}
+	if h.Uid == 0 {
+		fmt.Fprintln(tw, "\t(the broker runs as root: a command has no capabilities, but it can read what root's uid can; run Garuda as a normal user)")
+	}
+	// The model as session/new would find it: the same Prepare, with the variables of this shell.
+	prep, err := b.Client.Prepare(ctx, &execv1.PrepareRequest{Model: os.Getenv("GARUDA_MODEL"), EnvKeys: acpagent.EnvKeys(os.Getenv)})
+	switch {
+	case err != nil:
+		fmt.Fprintf(tw, "\nmodel\tUNKNOWN: %v\n", err)
+	case prep.GetAuthRequired() != "":
+		fmt.Fprintf(tw, "\nmodel\tNOT SET UP: %s\n", prep.GetAuthRequired())
+	default:
+		m := prep.GetReady()
+		key := "from the credentials file"
+		if env := m.GetApiKeyEnv(); env != "" && os.Getenv(env) != "" {
+			key = "from $" + env
+		}
+		fmt.Fprintf(tw, "\nmodel\t%s (%s, %s), key %s\n", m.GetName(), m.GetProvider(), m.GetModelId(), key)
+	}
+	for _, n := range prep.GetNotices() {
+		fmt.Fprintf(tw, "\t%s\n", n)
+	}
 	return nil
 }
 
