@@ -65,7 +65,7 @@ func (r *Root) Grep(ctx context.Context, req GrepRequest, allow func(abs string)
 		g.startAbs = filepath.Dir(abs)
 		if allow != nil && !allow(abs) {
 			g.skipped.Add(1)
-		} else if gf, ok := searchFD(int(f.Fd()), st.Size, st.Mtim.Nano(), filepath.Base(abs), m, mode, g.ctxLines, g.lineChars); ok {
+		} else if gf, ok := searchFD(ctx, int(f.Fd()), st.Size, st.Mtim.Nano(), filepath.Base(abs), m, mode, g.ctxLines, g.lineChars); ok {
 			g.files = append(g.files, gf)
 		}
 	} else if err := r.grepTree(ctx, req.Path, g); err != nil {
@@ -143,7 +143,7 @@ func (r *Root) grepTree(ctx context.Context, p string, g *grepSearch) error {
 			if w.done() {
 				return nil
 			}
-			gf, ok := searchFile(dir.fd, name, rel, g.m, g.mode, g.ctxLines, g.lineChars)
+			gf, ok := searchFile(ctx, dir.fd, name, rel, g.m, g.mode, g.ctxLines, g.lineChars)
 			if !ok {
 				return nil
 			}
@@ -276,7 +276,7 @@ const mmapAbove = 4 << 20
 // searchFile opens the file name in the folder dirfd (one component beneath it, no symlinks, no magic links;
 // non-blocking then fstat: only regular files are read) and searches it; ok is false for files without a match,
 // binary files and files it cannot read. rel is its path relative to the search folder.
-func searchFile(dirfd int, name, rel string, m *matcher, mode string, ctxLines, lineChars int) (gf grepFile, ok bool) {
+func searchFile(ctx context.Context, dirfd int, name, rel string, m *matcher, mode string, ctxLines, lineChars int) (gf grepFile, ok bool) {
 	fd, err := openat2(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, resolveWrite)
 	if err != nil {
 		return gf, false
@@ -286,11 +286,11 @@ func searchFile(dirfd int, name, rel string, m *matcher, mode string, ctxLines, 
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size == 0 {
 		return gf, false
 	}
-	return searchFD(fd, st.Size, st.Mtim.Nano(), rel, m, mode, ctxLines, lineChars)
+	return searchFD(ctx, fd, st.Size, st.Mtim.Nano(), rel, m, mode, ctxLines, lineChars)
 }
 
 // searchFD searches the open regular file fd of the given size.
-func searchFD(fd int, size, mtime int64, rel string, m *matcher, mode string, ctxLines, lineChars int) (gf grepFile, ok bool) {
+func searchFD(ctx context.Context, fd int, size, mtime int64, rel string, m *matcher, mode string, ctxLines, lineChars int) (gf grepFile, ok bool) {
 	var buf []byte
 	if size >= mmapAbove {
 		b, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_PRIVATE)
@@ -333,7 +333,7 @@ func searchFD(fd int, size, mtime int64, rel string, m *matcher, mode string, ct
 	}
 	gf = grepFile{rel: rel, mtime: mtime}
 	var matched [][2]int
-	m.matchLines(buf, func(ls, le int) bool {
+	m.matchLines(ctx, buf, func(ls, le int) bool {
 		gf.count++
 		if mode == "files" {
 			return false

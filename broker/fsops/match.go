@@ -2,6 +2,7 @@ package fsops
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
@@ -95,10 +96,21 @@ func requiredLiteral(re *syntax.Regexp) string {
 	return ""
 }
 
+// scanWindow is how much of a file one regexp scan covers before the call's end is checked again.
+const scanWindow = 64 << 10
+
 // matchLines calls fn with the start and end offsets of every line of buf that matches; fn returns false to stop.
-func (m *matcher) matchLines(buf []byte, fn func(ls, le int) bool) {
-	pos := 0
-	for pos <= len(buf) {
+// It stops early when ctx ends: defends against one huge file keeping a cancelled grep (and the broker's shutdown)
+// busy, as ctx is checked after every scanWindow bytes or 1024 lines, whichever comes first.
+func (m *matcher) matchLines(ctx context.Context, buf []byte, fn func(ls, le int) bool) {
+	pos, checked := 0, 0
+	for step := 0; pos <= len(buf); step++ {
+		if step%1024 == 0 || pos-checked >= scanWindow {
+			if ctx.Err() != nil {
+				return
+			}
+			checked = pos
+		}
 		at := pos // line by line
 		switch {
 		case m.lit != nil:
@@ -108,9 +120,21 @@ func (m *matcher) matchLines(buf []byte, fn func(ls, le int) bool) {
 			}
 			at = pos + i
 		case m.multi != nil:
-			loc := m.multi.FindIndex(buf[pos:])
+			// A window ends at a line's end, and a match of multi never spans lines (else it would go line by line),
+			// so no match is lost; a candidate is checked against its whole line below.
+			end := min(pos+scanWindow, len(buf))
+			if i := bytes.IndexByte(buf[end:], '\n'); i >= 0 {
+				end += i + 1
+			} else {
+				end = len(buf)
+			}
+			loc := m.multi.FindIndex(buf[pos:end])
 			if loc == nil {
-				return
+				if end == len(buf) {
+					return
+				}
+				pos = end
+				continue
 			}
 			at = pos + loc[0]
 		}

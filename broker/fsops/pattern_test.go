@@ -1,6 +1,7 @@
 package fsops
 
 import (
+	"context"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -145,7 +146,7 @@ func TestMatchLines(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []string
-		m.matchLines(buf, func(ls, le int) bool { got = append(got, string(buf[ls:le])); return true })
+		m.matchLines(context.Background(), buf, func(ls, le int) bool { got = append(got, string(buf[ls:le])); return true })
 		if !slices.Equal(got, want) {
 			t.Errorf("%q matched %q, want %q", pat, got, want)
 		}

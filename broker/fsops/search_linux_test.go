@@ -193,7 +193,7 @@ func TestGrepSurvivesTruncatedMapping(t *testing.T) {
 	m, _ := compileMatcher("nomatch", false)
 	// The file is one page but is searched as if it were 8 MiB, as when it shrinks after fstat: the pages past its
 	// end raise SIGBUS. Without SetPanicOnFault this would kill the test binary, so no negative control runs here.
-	if _, ok := searchFD(int(f.Fd()), 2*mmapAbove, 0, "shrunk.txt", m, "files", 0, 500); ok {
+	if _, ok := searchFD(context.Background(), int(f.Fd()), 2*mmapAbove, 0, "shrunk.txt", m, "files", 0, 500); ok {
 		t.Fatal("a file with a fault reported a match")
 	}
 }
@@ -270,4 +270,52 @@ func TestSearchThroughSymlinkSeesRealPaths(t *testing.T) {
 	if err != nil || res.Skipped != 1 || !slices.Equal(asked, []string{filepath.Join(root, ".git/config")}) {
 		t.Fatalf("glob in a symlink to .git: %+v, %v, allow asked %q", res, err, asked)
 	}
+}
+
+// A cancelled grep stops inside one huge file: a slow pattern (no literal to look for first) over 64 MiB would take
+// far longer than the test. Control: the same search without the cancel is still running when the cancelled one has
+// returned.
+func TestGrepStopsInsideAHugeFile(t *testing.T) {
+	dir := t.TempDir()
+	line := strings.Repeat("7", 999) + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "digits.txt"), []byte(strings.Repeat(line, 64<<10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// One pattern is scanned over the buffer, the other (it can match a line break) line by line.
+	for _, pat := range []string{`\d{200}[xy]`, `[^x]{200}[yz]`} {
+		t.Run(pat, func(t *testing.T) { grepStopsWhenCancelled(t, r, pat) })
+	}
+}
+
+func grepStopsWhenCancelled(t *testing.T, r *Root, pattern string) {
+	req := GrepRequest{Pattern: pattern, OutputMode: "content"}
+	all := func(string) bool { return true }
+
+	control, stopControl := context.WithCancel(context.Background())
+	defer stopControl()
+	controlDone := make(chan struct{})
+	go func() { r.Grep(control, req, all); close(controlDone) }()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Grep(ctx, req, all); close(done) }()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the cancelled grep did not stop inside the file")
+	}
+	select {
+	case <-controlDone:
+		t.Skip("control: the search ended by itself this fast; the check above shows nothing here")
+	default:
+	}
+	stopControl()
+	<-controlDone
 }
