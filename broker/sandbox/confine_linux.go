@@ -83,6 +83,11 @@ func applyLandlock(hs *helperSpec) error {
 	}
 	devWrite := landlock.AccessFSSet(ll.AccessFSWriteFile|ll.AccessFSReadFile|ll.AccessFSTruncate) & handled
 	rules = append(rules, landlock.PathAccess(devWrite, "/dev/null", "/dev/zero", "/dev/full").IgnoreIfMissing())
+	if hs.PrivatePts {
+		// The sandbox's own terminals: opening a pty and setting its modes needs ioctls (TIOCSTI stays refused by
+		// seccomp).
+		rules = append(rules, landlock.PathAccess((devWrite|ll.AccessFSIoctlDev)&handled, ptmxPath, ptsDir))
+	}
 	fd, _, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
 		return fmt.Errorf("landlock: build ruleset (ABI %d, writable %v): %w", abi, writable, err)

@@ -10,7 +10,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -35,6 +37,7 @@ type helperSpec struct {
 	Seccomp      bool
 	Nproc        uint64 // >0: set RLIMIT_NPROC (counted per user namespace, so only the command's processes)
 	PrivateShm   bool   // set by the init stage: /dev/shm is a private tmpfs the command may write
+	PrivatePts   bool   // set by the init stage: /dev/pts is a devpts instance of the sandbox's own
 }
 
 // helperStatus is what the init stage reports to the broker on fd 4 when the command has ended.
@@ -206,13 +209,18 @@ func setupNamespace(hs *helperSpec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
+	procFlags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
 	if !hs.Unsandboxed {
+		if err := lockDown(hs); err != nil {
+			return err
+		}
 		if err := protectPaths(hs); err != nil {
 			return err
 		}
+		procFlags |= unix.MS_RDONLY // sysctls and /proc/<pid> files: Landlock refuses writes there too
 	}
 	// A fresh /proc shows only this pid namespace (defends against reading other processes' environ and cmdline).
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+	if err := unix.Mount("proc", "/proc", "proc", procFlags, ""); err != nil {
 		return fmt.Errorf("mount /proc for the pid namespace: %w", err)
 	}
 	if hs.NetNS {
@@ -238,22 +246,188 @@ func makeReadOnly(p string) error {
 	return nil
 }
 
+// safeDevices are the only device nodes a command can open; every other mount is nodev.
+var safeDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+func writablePlaces(hs *helperSpec) []string {
+	var w []string
+	if !hs.ReadOnlyRoot {
+		w = append(w, hs.Root)
+	}
+	w = append(w, hs.Writable...)
+	// A place inside another is bound after it, on top.
+	sort.SliceStable(w, func(i, j int) bool { return strings.Count(w[i], "/") < strings.Count(w[j], "/") })
+	return w
+}
+
+// lockDown makes every mount read-only, nosuid and nodev, then makes the writable places (and the mounts below
+// them that were writable) writable again and lets safeDevices be opened. Landlock covers neither chmod, chown,
+// utimes and extended attributes nor opening device nodes for reading: defends against changing files' modes
+// and times outside the writable places, and against reading raw disks, consoles, terminals or a device node
+// found anywhere.
+func lockDown(hs *helperSpec) error {
+	places := writablePlaces(hs)
+	var rw []string
+	for _, w := range places {
+		for _, m := range append([]string{w}, mountPointsBelow(w)...) {
+			var st unix.Statfs_t
+			if err := unix.Statfs(m, &st); err == nil && st.Flags&unix.ST_RDONLY == 0 {
+				rw = append(rw, m)
+			}
+		}
+	}
+	for _, w := range places {
+		if err := bindSelf(w); err != nil {
+			return err
+		}
+	}
+	var devs []string
+	for _, d := range safeDevices {
+		if fi, err := os.Lstat(d); err == nil && fi.Mode()&fs.ModeCharDevice != 0 {
+			if err := bindSelf(d); err != nil {
+				return err
+			}
+			devs = append(devs, d)
+		}
+	}
+	if err := setMountAttr("/", unix.AT_RECURSIVE, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, 0); err != nil {
+		return err
+	}
+	for _, m := range rw {
+		if err := setMountAttr(m, 0, 0, unix.MOUNT_ATTR_RDONLY); err != nil {
+			return err
+		}
+	}
+	for _, d := range devs {
+		if err := setMountAttr(d, 0, 0, unix.MOUNT_ATTR_NODEV); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func setMountAttr(p string, flags uint, set, clear uint64) error {
+	attr := unix.MountAttr{Attr_set: set, Attr_clr: clear}
+	if err := unix.MountSetattr(unix.AT_FDCWD, p, flags, &attr); err != nil {
+		return fmt.Errorf("set mount attributes of %s (set %#x, clear %#x): %w", p, set, clear, err)
+	}
+	return nil
+}
+
+// mountEntry is a line of /proc/self/mountinfo: the device, the folder of its file system that is mounted, and where.
+type mountEntry struct{ dev, root, point string }
+
+func readMountinfo() []mountEntry {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []mountEntry
+	for _, line := range strings.Split(string(b), "\n") {
+		if fields := strings.Fields(line); len(fields) >= 5 {
+			out = append(out, mountEntry{dev: fields[2], root: unescapeMountinfo(fields[3]), point: unescapeMountinfo(fields[4])})
+		}
+	}
+	return out
+}
+
+// mountPointsBelow lists the mount points strictly below dir.
+func mountPointsBelow(dir string) []string {
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = resolved
+	}
+	var out []string
+	for _, m := range readMountinfo() {
+		if m.point != dir && within(m.point, dir) {
+			out = append(out, m.point)
+		}
+	}
+	return out
+}
+
+// withOtherNames adds to paths the other names, through other mounts of the same file system, of each of them
+// (only names that reach the same file).
+func withOtherNames(paths []string, mounts []mountEntry) []string {
+	out := slices.Clone(paths)
+	for _, p := range paths {
+		resolved, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(resolved, &st) != nil {
+			continue
+		}
+		// The mount p is on: the deepest mount point above it, the last one mounted there.
+		at := -1
+		for i, m := range mounts {
+			if beneath(resolved, m.point) && (at < 0 || len(m.point) >= len(mounts[at].point)) {
+				at = i
+			}
+		}
+		if at < 0 {
+			continue
+		}
+		rel, _ := filepath.Rel(mounts[at].point, resolved)
+		inFS := filepath.Join(mounts[at].root, rel)
+		for _, m := range mounts {
+			if m.dev != mounts[at].dev || !beneath(inFS, m.root) {
+				continue
+			}
+			rest, _ := filepath.Rel(m.root, inFS)
+			other := filepath.Join(m.point, rest)
+			var ost unix.Stat_t
+			if other != resolved && !slices.Contains(out, other) && unix.Stat(other, &ost) == nil && ost.Dev == st.Dev && ost.Ino == st.Ino {
+				out = append(out, other)
+			}
+		}
+	}
+	return out
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 for a space…) of a path in /proc/self/mountinfo.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
+// beneath is within, where dir may be "/".
+func beneath(p, dir string) bool {
+	return dir == "/" || within(p, dir)
+}
+
 // protectPaths makes protected paths read-only and hides secrets and outside unix sockets.
 func protectPaths(hs *helperSpec) error {
-	var writable []string
-	if !hs.ReadOnlyRoot {
-		writable = append(writable, hs.Root)
-	}
-	writable = append(writable, hs.Writable...)
-	// A read-only mount inside a writable tree can be dodged by renaming its parent away and putting a copy in its
-	// place; every folder between a writable place and a protected path becomes a mount point, which cannot be
-	// renamed or removed (EBUSY).
+	writable := writablePlaces(hs)
+	// The same file system mounted a second time (WSL's /mnt/wslg/distro, ostree's /sysroot, a bind mount) shows
+	// each path under another name too: defends against reading a secret, or reaching a socket, by that name.
+	mounts := readMountinfo()
+	hs.ReadOnly = withOtherNames(hs.ReadOnly, mounts)
+	hs.Hidden = withOtherNames(hs.Hidden, mounts)
+	hs.Sockets = withOtherNames(hs.Sockets, mounts)
+	// A read-only or hiding mount inside a writable tree can be dodged by renaming its parent away (and putting a
+	// copy in its place, or letting the next command's rules miss it at its new path); every folder between a
+	// writable place and a protected, hidden or covered path becomes a mount point, which cannot be renamed or
+	// removed (EBUSY).
 	anc := map[string]bool{}
-	for _, p := range hs.ReadOnly {
+	for _, p := range slices.Concat(hs.ReadOnly, hs.Hidden, hs.Sockets) {
 		for _, w := range writable {
 			if !within(p, w) || p == w {
 				continue
@@ -316,6 +490,7 @@ func protectPaths(hs *helperSpec) error {
 		}
 		hs.PrivateShm = true
 	}
+	hs.PrivatePts = privatePts()
 	// Pathname unix sockets of the host (the broker's socket, docker.sock, dbus…) are not covered by Landlock before
 	// ABI 9 nor by the network namespace: cover each with /dev/null. Defends against talking to host daemons.
 	for _, s := range hs.Sockets {
@@ -331,6 +506,41 @@ func protectPaths(hs *helperSpec) error {
 }
 
 const shmDir = "/dev/shm"
+
+// privatePts mounts a devpts instance of the sandbox's own on /dev/pts and its ptmx on /dev/ptmx, so that programs
+// that need a terminal (script, expect, a test runner's pty) work; it shows only the terminals made inside, never
+// the host's (defends against reading or writing other sessions' terminals). Where the kernel refuses it, the
+// command has no terminal at all: the host's stay unreachable (nodev) either way.
+func privatePts() bool {
+	if fi, err := os.Stat(ptsDir); err != nil || !fi.IsDir() {
+		return false
+	}
+	fi, err := os.Lstat(ptmxPath)
+	if err != nil {
+		return false
+	}
+	// /dev/ptmx is a device node, or a link to pts/ptmx that reaches the new instance by itself.
+	link := fi.Mode()&fs.ModeSymlink != 0
+	if target, _ := os.Readlink(ptmxPath); link && target != "pts/ptmx" && target != "/dev/pts/ptmx" {
+		return false
+	}
+	if !link && fi.Mode()&fs.ModeCharDevice == 0 {
+		return false
+	}
+	if unix.Mount("devpts", ptsDir, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") != nil {
+		return false
+	}
+	if !link && unix.Mount(filepath.Join(ptsDir, "ptmx"), ptmxPath, "", unix.MS_BIND, "") != nil {
+		_ = unix.Unmount(ptsDir, unix.MNT_DETACH)
+		return false
+	}
+	return true
+}
+
+const (
+	ptsDir   = "/dev/pts"
+	ptmxPath = "/dev/ptmx"
+)
 
 func hideFile(p string) error {
 	if err := unix.Mount(os.DevNull, p, "", unix.MS_BIND, ""); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -219,21 +220,85 @@ func plan(s Spec) (*helperSpec, []string, error) {
 	return hs, notices, nil
 }
 
-// hostUnixSockets lists the pathname unix sockets bound in the caller's network namespace.
+// hostUnixSockets lists the pathname unix sockets bound in every network namespace this user can see: a socket of
+// another namespace is reachable by its path all the same. A name bound relative to the binder's working folder is
+// looked for in the working folder of each process holding the socket. Defends against a command talking to host
+// daemons through sockets the broker's own namespace does not list.
 func hostUnixSockets() []string {
-	f, err := os.Open("/proc/self/net/unix")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
 	seen := map[string]bool{}
 	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 8 && strings.HasPrefix(fields[7], "/") && !seen[fields[7]] {
-			seen[fields[7]] = true
-			out = append(out, fields[7])
+	relative := map[string]string{} // socket inode -> relative name
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, table := range unixSocketTables() {
+		f, err := os.Open(table)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 8 || fields[0] == "Num" || strings.HasPrefix(fields[7], "@") {
+				continue
+			}
+			if name := fields[7]; strings.HasPrefix(name, "/") {
+				add(name)
+			} else {
+				relative[fields[6]] = name
+			}
+		}
+		f.Close()
+	}
+	if len(relative) > 0 {
+		for _, p := range relativeSocketPaths(relative) {
+			add(p)
+		}
+	}
+	return out
+}
+
+// unixSocketTables names /proc/<pid>/net/unix of one process in each network namespace visible in /proc.
+func unixSocketTables() []string {
+	tables := []string{"/proc/self/net/unix"}
+	self, _ := os.Readlink("/proc/self/ns/net")
+	seen := map[string]bool{self: true}
+	pids, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range pids {
+		ns, err := os.Readlink(p + "/ns/net")
+		if err != nil || seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		tables = append(tables, p+"/net/unix")
+	}
+	return tables
+}
+
+// relativeSocketPaths finds, for sockets bound by a relative name (keyed by socket inode), the processes holding
+// them and returns each name joined to the holder's working folder where a socket is found there.
+func relativeSocketPaths(names map[string]string) []string {
+	var out []string
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range fds {
+		l, err := os.Readlink(fd)
+		if err != nil || !strings.HasPrefix(l, "socket:[") {
+			continue
+		}
+		name, ok := names[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")]
+		if !ok {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join(fd, "..", "..", "cwd"))
+		if err != nil {
+			continue
+		}
+		p := filepath.Join(cwd, name)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+			out = append(out, p)
 		}
 	}
 	return out

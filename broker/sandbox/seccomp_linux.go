@@ -25,9 +25,10 @@ const (
 
 // buildSeccomp assembles the filter: other architectures are killed; the listed syscalls fail with EPERM;
 // clone/unshare asking for a new user namespace fail with EPERM; clone3 (whose flags a filter cannot read) fails
-// with ENOSYS so that libc falls back to clone; TIOCSTI and TIOCLINUX fail with EPERM. Only the low 32 bits of an
-// ioctl request are compared because the kernel truncates it to 32 bits (defends against high-bit bypasses).
-// onlyUnixSockets also refuses every socket but AF_UNIX (the fallback where no network namespace exists).
+// with ENOSYS so that libc falls back to clone; TIOCSTI and TIOCLINUX fail with EPERM; sockets of a family not in
+// socketFamilies fail with EPERM. Only the low 32 bits of an ioctl request are compared because the kernel
+// truncates it to 32 bits (defends against high-bit bypasses). onlyUnixSockets also refuses every socket but
+// AF_UNIX (the fallback where no network namespace exists).
 func buildSeccomp(onlyUnixSockets bool) ([]unix.SockFilter, error) {
 	if !seccompArchSupported {
 		return nil, fmt.Errorf("seccomp: no syscall table for this architecture")
@@ -71,14 +72,21 @@ func seccompProgram(onlyUnixSockets bool) []bpf.Instruction {
 			bpf.RetConstant{Val: retAllow},
 		)
 	}
+	// Only the address families a network namespace isolates: AF_VSOCK reaches the hypervisor and the machine's
+	// vsock services from any namespace, and a family not loaded yet makes the kernel load its module.
+	families := socketFamilies
 	if onlyUnixSockets {
+		families = []uint32{unix.AF_UNIX}
+	}
+	for _, nr := range []uint32{unix.SYS_SOCKET, unix.SYS_SOCKETPAIR} {
 		prog = append(prog,
-			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SOCKET, SkipFalse: 4},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: uint8(len(families) + 3)},
 			bpf.LoadAbsolute{Off: offArg0, Size: 4},
-			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipFalse: 1},
-			bpf.RetConstant{Val: retAllow},
-			bpf.RetConstant{Val: retEPERM},
 		)
+		for i, fam := range families {
+			prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: fam, SkipTrue: uint8(len(families) - i)})
+		}
+		prog = append(prog, bpf.RetConstant{Val: retEPERM}, bpf.RetConstant{Val: retAllow})
 	}
 	prog = append(prog,
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: sysOpenat2, SkipFalse: 1},
@@ -105,6 +113,10 @@ func seccompProgram(onlyUnixSockets bool) []bpf.Instruction {
 	)
 	return prog
 }
+
+// socketFamilies are the address families a command may use: unix, IPv4 and IPv6 (only the loopback of the
+// command's own network namespace), netlink (of that namespace: ip, getaddrinfo).
+var socketFamilies = []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
 
 // installSeccomp loads the filter on the calling thread (no TSYNC: the thread execs right after).
 func installSeccomp(onlyUnixSockets bool) error {

@@ -31,18 +31,28 @@ func SnapshotPaths(paths []string) map[string]string {
 // planted .git -> /somewhere to make the broker create folders outside the project.
 func EnsureProtectedDirs(root string, dirs []string) error {
 	root = filepath.Clean(root)
+	if len(dirs) == 0 {
+		return nil
+	}
+	// Folders are made through the root's handle, which never leaves it: defends against a command still running
+	// swapping a checked folder for a symlink to outside between the check and the mkdir.
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("create protected folders: %w", err)
+	}
+	defer r.Close()
 	for _, d := range dirs {
 		d = filepath.Clean(d)
 		rel, err := filepath.Rel(root, d)
 		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
 			return fmt.Errorf("create protected folder %s: not below the root %s", d, root)
 		}
-		p := root
+		p, inRoot := root, "."
 		for _, part := range strings.Split(rel, "/") {
-			p = filepath.Join(p, part)
+			p, inRoot = filepath.Join(p, part), filepath.Join(inRoot, part)
 			fi, err := os.Lstat(p)
 			if errors.Is(err, fs.ErrNotExist) {
-				if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				if err := r.Mkdir(inRoot, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 					return fmt.Errorf("create protected folder %s: %w", p, err)
 				}
 				continue
@@ -132,12 +142,18 @@ func fingerprint(p string) string {
 	}
 }
 
+// hashFile hashes the regular file p. It follows no symlink and never blocks on a FIFO: defends the broker against
+// a command (another one still running) swapping a protected file for a link to /dev/zero or for a FIFO between the
+// listing and the open.
 func hashFile(p string) string {
-	f, err := os.Open(p)
+	f, err := openNoFollow(p)
 	if err != nil {
 		return "unreadable " + err.Error()
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Sprintf("not a regular file (%v)", err)
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "unreadable " + err.Error()
