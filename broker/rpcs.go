@@ -172,6 +172,9 @@ func (s *Service) Record(ctx context.Context, req *execv1.RecordRequest) (*execv
 		return nil, toStatus(err)
 	}
 	if err := sess.log.Append(req.GetKind(), req.GetData()); err != nil {
+		if errors.Is(err, sessionlog.ErrFull) {
+			return nil, toStatus(fmt.Errorf("%w: %v", ErrTooMany, err))
+		}
 		return nil, toStatus(fmt.Errorf("%w: %v", ErrBadRequest, err))
 	}
 	return &execv1.RecordResponse{}, nil

@@ -31,7 +31,12 @@ var (
 	ErrBadID = errors.New("invalid session id")
 	// ErrClosed is returned by Append after Close.
 	ErrClosed = errors.New("session file closed")
+	// ErrFull is returned by Append for an entry that would take the file past MaxFileSize.
+	ErrFull = errors.New("session file full")
 )
+
+// MaxFileSize bounds one session's file: defends $GARUDA_HOME's disk against a front end that records without end.
+const MaxFileSize = 256 << 20
 
 // validID keeps a hostile session id from naming another path ("../x", "/etc/passwd", NUL...).
 var validID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
@@ -58,16 +63,18 @@ type Entry struct {
 type Writer struct {
 	dir, id string
 	now     func() time.Time
+	limit   int64
 
 	mu     sync.Mutex
 	f      *os.File
+	size   int64 // bytes in the file
 	closed bool
 }
 
 // Open returns a writer for <dir>/<sessionID>.jsonl. Nothing is created before the first Append; an invalid id
 // makes every Append fail with ErrBadID.
 func Open(dir string, sessionID string) *Writer {
-	return &Writer{dir: dir, id: sessionID, now: time.Now}
+	return &Writer{dir: dir, id: sessionID, now: time.Now, limit: MaxFileSize}
 }
 
 // Path is the session file's path.
@@ -107,9 +114,21 @@ func (w *Writer) Append(kind string, data json.RawMessage) error {
 		if err != nil {
 			return fmt.Errorf("open session file: %w", err)
 		}
-		w.f = f
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("open session file: %w", err)
+		}
+		w.f, w.size = f, fi.Size()
 	}
-	if _, err := w.f.Write(append(line, '\n')); err != nil {
+	line = append(line, '\n')
+	if w.size+int64(len(line)) > w.limit {
+		return fmt.Errorf("session %s: a %s entry of %d bytes would take the file past %d MiB; it is not kept: %w",
+			w.id, kind, len(line), w.limit>>20, ErrFull)
+	}
+	n, err := w.f.Write(line)
+	w.size += int64(n)
+	if err != nil {
 		return fmt.Errorf("write session file %s: %w", w.Path(), err)
 	}
 	return nil

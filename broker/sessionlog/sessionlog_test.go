@@ -184,3 +184,43 @@ func TestReadNamesATornLine(t *testing.T) {
 		t.Fatalf("Read = %d entries, %v; want 1 and an error naming line 2", len(got), err)
 	}
 }
+
+// TestFileSizeIsBounded: entries that would take the file past its limit are refused with ErrFull, the file stays
+// whole and under the limit, and the count starts from what an earlier writer left in the file.
+func TestFileSizeIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	w := Open(dir, "s1")
+	w.limit = 4096
+	data := json.RawMessage(`"` + strings.Repeat("x", 900) + `"`)
+	kept := 0
+	var err error
+	for range 10 {
+		if err = w.Append(KindMessage, data); err != nil {
+			break
+		}
+		kept++
+	}
+	if !errors.Is(err, ErrFull) || kept != 4 {
+		t.Fatalf("kept %d entries, then %v; want 4 then ErrFull", kept, err)
+	}
+	// A small entry still fits.
+	if err := w.Append(KindStop, nil); err != nil {
+		t.Fatalf("a small entry after a refused one: %v", err)
+	}
+	w.Close()
+	entries, err := Read(w.Path())
+	if err != nil || len(entries) != 5 {
+		t.Fatalf("read back %d entries: %v", len(entries), err)
+	}
+	fi, _ := os.Stat(w.Path())
+	if fi.Size() > 4096 {
+		t.Fatalf("file is %d bytes, past the 4096 limit", fi.Size())
+	}
+	// A new writer of the same session counts the bytes already there.
+	w2 := Open(dir, "s1")
+	w2.limit = 4096
+	if err := w2.Append(KindMessage, data); !errors.Is(err, ErrFull) {
+		t.Fatalf("a second writer appended past the limit: %v", err)
+	}
+	w2.Close()
+}
