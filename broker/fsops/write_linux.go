@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -138,7 +140,9 @@ func (r *Root) loadPreimage(t *target) ([]byte, *unix.Stat_t, error) {
 }
 
 // Commit writes p.New if the file is still what Prepare saw (same existence and hash, else ErrChanged). before is
-// called with the pre-image first (the undo snapshot); an error from it stops the write. The write is atomic: a temp
+// called with the pre-image first (the undo snapshot) and the file's real path (its folder as the kernel names the
+// one opened: no symlink on the way, so that undo can reach it again without following one); an error from it stops
+// the write. The write is atomic: a temp
 // file created with O_EXCL in the same folder (by its fd), fsync, renameat over the target, fsync of the folder.
 // Missing parent folders of a new file are created (inside the root only).
 func (r *Root) Commit(p *Pending, before func(abs string, old []byte, existed bool) error) error {
@@ -184,7 +188,11 @@ func (r *Root) Commit(p *Pending, before func(abs string, old []byte, existed bo
 		return fmt.Errorf("write %s: %w", p.Abs, ErrChanged)
 	}
 	if before != nil {
-		if err := before(p.Abs, cur, p.Existed); err != nil {
+		real := p.Abs
+		if d, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(dfd)); err == nil && filepath.IsAbs(d) && !strings.HasSuffix(d, " (deleted)") {
+			real = filepath.Join(d, base)
+		}
+		if err := before(real, cur, p.Existed); err != nil {
 			return fmt.Errorf("write %s: undo snapshot: %w", p.Abs, err)
 		}
 	}

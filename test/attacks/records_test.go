@@ -3,6 +3,7 @@ package attacks
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,5 +124,31 @@ func TestUndoRestoresThePreImage(t *testing.T) {
 	// Nothing left to undo: a clear refusal, not a silent success.
 	if _, err := c.Undo(ctx(t), &execv1.UndoRequest{SessionId: sid}); err == nil {
 		t.Fatal("a second undo succeeded with nothing to undo")
+	}
+}
+
+// A project opened by a path through a symlink (~/code -> /data/code) can undo its changes: the snapshot names the
+// file by its real path, which undo reaches without following a link.
+func TestUndoInARootReachedThroughASymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	link := filepath.Join(dir, "link")
+	if err := errors.Join(os.MkdirAll(real, 0o755), os.Symlink(real, link)); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvIn(t, dir, link, filepath.Join(dir, "home"))
+	c := e.client()
+	sid := e.open(c)
+	path := filepath.Join(real, "u.txt")
+	mustWrite(t, path, "before")
+	if res, _, err := run(t, start(t, c, ctx(t), sid, write("u.txt", "after")), execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+		t.Fatalf("write: %v %v", res, err)
+	}
+	res, err := c.Undo(ctx(t), &execv1.UndoRequest{SessionId: sid})
+	if err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != "before" || res.GetRestored().GetPath() != path {
+		t.Fatalf("undo left %q (%v)", data, res)
 	}
 }
