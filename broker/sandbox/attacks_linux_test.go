@@ -164,18 +164,21 @@ func TestAttackTCPOut(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go acceptAndClose(l)
 	cmd := attackCmd(t, "tcp", l.Addr().String())
 	expectDenied(t, "TCP to the host", f.sandboxed(cmd))
 	expectWorked(t, "TCP to the host", f.unsandboxed(cmd))
+}
+
+// acceptAndClose accepts every connection on l and closes it at once, until l is closed.
+func acceptAndClose(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
 }
 
 // udpListener counts datagrams that reach a host-side UDP socket.
@@ -233,15 +236,7 @@ func TestAttackUnixSockets(t *testing.T) {
 	must(t, err)
 	defer la.Close()
 	for _, ln := range []net.Listener{l, la} {
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
+		go acceptAndClose(ln)
 	}
 	expectDenied(t, "connect to the broker's socket", f.sandboxed(attackCmd(t, "unix", path)))
 	expectWorked(t, "connect to the broker's socket", f.unsandboxed(attackCmd(t, "unix", path)))
@@ -436,15 +431,7 @@ func TestNoNetNSFallback(t *testing.T) {
 	must(t, err)
 	defer la.Close()
 	for _, ln := range []net.Listener{l, lu, la} {
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
+		go acceptAndClose(ln)
 	}
 	udpAddr, udpGot := udpListener(t)
 	attacks := [][]string{{"tcp", l.Addr().String()}, {"unix", path}, {"abstract", abstract}, {"udp", udpAddr}, {"dns", udpAddr}}

@@ -661,15 +661,7 @@ func TestAttackMoreIPv6Loopback(t *testing.T) {
 		t.Skipf("no IPv6 loopback here: %v", err)
 	}
 	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go acceptAndClose(l)
 	f := newFixture(t)
 	expectDenied(t, "TCP to the host's ::1", f.sandboxed(attackCmd(t, "tcp", l.Addr().String())))
 	expectWorked(t, "TCP to the host's ::1", f.unsandboxed(attackCmd(t, "tcp", l.Addr().String())))
