@@ -11,9 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -142,9 +140,8 @@ func (r *Root) loadPreimage(t *target) ([]byte, *unix.Stat_t, error) {
 // Commit writes p.New if the file is still what Prepare saw (same existence and hash, else ErrChanged). before is
 // called with the pre-image first (the undo snapshot) and the file's real path (its folder as the kernel names the
 // one opened: no symlink on the way, so that undo can reach it again without following one); an error from it stops
-// the write. The write is atomic: a temp
-// file created with O_EXCL in the same folder (by its fd), fsync, renameat over the target, fsync of the folder.
-// Missing parent folders of a new file are created (inside the root only).
+// the write. The write is atomic: a temp file created with O_EXCL in the same folder (by its fd), fsync, renameat
+// over the target, fsync of the folder. Missing parent folders of a new file are created (inside the root only).
 func (r *Root) Commit(p *Pending, before func(abs string, old []byte, existed bool) error) error {
 	if p == nil || p.root != r {
 		// A Pending names a path relative to the root that prepared it; another root would write elsewhere.
@@ -189,7 +186,7 @@ func (r *Root) Commit(p *Pending, before func(abs string, old []byte, existed bo
 	}
 	if before != nil {
 		real := p.Abs
-		if d, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(dfd)); err == nil && filepath.IsAbs(d) && !strings.HasSuffix(d, " (deleted)") {
+		if d, err := fdPath(dfd); err == nil && filepath.IsAbs(d) && !strings.HasSuffix(d, " (deleted)") {
 			real = filepath.Join(d, base)
 		}
 		if err := before(real, cur, p.Existed); err != nil {
