@@ -267,9 +267,10 @@ func writablePlaces(hs *helperSpec) []string {
 // found anywhere.
 func lockDown(hs *helperSpec) error {
 	places := writablePlaces(hs)
+	mounts := readMountinfo()
 	var rw []string
 	for _, w := range places {
-		for _, m := range append([]string{w}, mountPointsBelow(w)...) {
+		for _, m := range append([]string{w}, mountPointsBelow(w, mounts)...) {
 			var st unix.Statfs_t
 			if err := unix.Statfs(m, &st); err == nil && st.Flags&unix.ST_RDONLY == 0 {
 				rw = append(rw, m)
@@ -331,13 +332,13 @@ func readMountinfo() []mountEntry {
 	return out
 }
 
-// mountPointsBelow lists the mount points strictly below dir.
-func mountPointsBelow(dir string) []string {
+// mountPointsBelow lists the mount points of mounts strictly below dir.
+func mountPointsBelow(dir string, mounts []mountEntry) []string {
 	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = resolved
 	}
 	var out []string
-	for _, m := range readMountinfo() {
+	for _, m := range mounts {
 		if m.point != dir && within(m.point, dir) {
 			out = append(out, m.point)
 		}
