@@ -9,6 +9,7 @@ import (
 
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/fsops"
+	"github.com/garuda-dev/garuda/broker/permit"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -51,28 +52,40 @@ func choiceOf(c policy.Choice) execv1.Choice {
 	return execv1.Choice_CHOICE_DENY
 }
 
-// mutating reports whether a request changes something: its records are on disk before it goes ahead.
-func mutating(k policy.Kind) bool {
-	return k != policy.KindRead && k != policy.KindSearch
+// decide decides req for op and audits the decision. It returns the grant that carries the call on, or the Result
+// of a deny. Nothing of the operation's target has been touched yet: a denied request's answer, timing and records
+// are the same whatever the target holds, whether it exists and whatever it is.
+func (s *Service) decide(c *call, op *operation, req policy.Request) (*grant, *execv1.Result, error) {
+	return s.decideAs(c, op, op.name, req)
 }
 
-// authorize decides a request and, when the decision is ask, asks the question q. It returns nil when the
-// operation may go ahead, else the Result that ends the call (denied or cancelled). Every decision and every
-// answer is audited; an answer that cannot be audited is not acted on.
-func (s *Service) authorize(c *call, req policy.Request, q *execv1.Question) (*execv1.Result, error) {
-	st := s.state(c.sess)
-	d := policy.Decide(req, st)
-	rec := audit.Record{Session: c.sess.id, Event: audit.EventDecision, Op: req.Tool, Input: summary(req),
-		Verdict: d.Verdict.String(), Rule: d.Rule, Reason: d.Reason}
-	if err := s.record(rec, mutating(req.Kind)); err != nil {
-		return nil, err
+// decideAs is decide with the audit log's op given: a consent asked inside an operation is recorded as its kind
+// (command, skill).
+func (s *Service) decideAs(c *call, op *operation, name string, req policy.Request) (*grant, *execv1.Result, error) {
+	d, p := permit.Decide(req, s.state(c.sess))
+	if err := s.auditDecision(c, name, op.changes, req, d); err != nil {
+		return nil, nil, err
 	}
-	switch d.Verdict {
-	case policy.Allow:
-		return nil, nil
-	case policy.Deny:
-		return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: "Denied: " + d.Reason + "."}, nil
+	if d.Verdict == policy.Deny {
+		return nil, denied(d.Reason), nil
 	}
+	return &grant{s: s, c: c, op: op, req: req, d: d, p: p}, nil, nil
+}
+
+// auditDecision records a decision; for an operation that changes something, on disk before it goes ahead.
+func (s *Service) auditDecision(c *call, op string, changes bool, req policy.Request, d policy.Decision) error {
+	return s.record(audit.Record{Session: c.sess.id, Event: audit.EventDecision, Op: op, Input: summary(req),
+		Verdict: d.Verdict.String(), Rule: d.Rule, Reason: d.Reason}, changes)
+}
+
+func denied(reason string) *execv1.Result {
+	return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: "Denied: " + reason + "."}
+}
+
+// ask asks the question q of an ask decision d and audits the answer; an answer that cannot be audited is not acted
+// on. It returns nil when the user allowed it (and adds the session rule for "Allow for this session"), else the
+// Result that ends the call (denied or cancelled).
+func (s *Service) ask(c *call, req policy.Request, d policy.Decision, q *execv1.Question) (*execv1.Result, error) {
 	q.Warning = joinLines(q.Warning, d.Warning)
 	if q.Preview == "" {
 		q.Preview = q.Title
@@ -94,7 +107,7 @@ func (s *Service) authorize(c *call, req policy.Request, q *execv1.Question) (*e
 		if cause := context.Cause(c.ctx); errors.Is(cause, ErrProtocol) {
 			return nil, cause
 		}
-		return &execv1.Result{Status: execv1.Status_STATUS_CANCELLED, Content: "Cancelled."}, nil
+		return cancelled(), nil
 	case err != nil:
 		return nil, err
 	}
@@ -110,7 +123,7 @@ func (s *Service) authorize(c *call, req policy.Request, q *execv1.Question) (*e
 	case execv1.Choice_CHOICE_ONCE:
 		return nil, nil
 	case execv1.Choice_CHOICE_SESSION:
-		if rule, ok := policy.SessionRule(req, st); ok {
+		if rule, ok := policy.SessionRule(req, s.state(c.sess)); ok {
 			c.sess.mu.Lock()
 			c.sess.rules = append(c.sess.rules, rule)
 			c.sess.mu.Unlock()
@@ -118,6 +131,10 @@ func (s *Service) authorize(c *call, req policy.Request, q *execv1.Question) (*e
 		return nil, nil
 	}
 	return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: "The user denied this: " + q.Title + "."}, nil
+}
+
+func cancelled() *execv1.Result {
+	return &execv1.Result{Status: execv1.Status_STATUS_CANCELLED, Content: "Cancelled."}
 }
 
 func choiceName(c execv1.Choice) string {
@@ -163,14 +180,14 @@ func (s *Service) record(r audit.Record, commit bool) error {
 }
 
 // execution audits the end of an operation.
-func (s *Service) execution(c *call, op, input string, res *execv1.Result, started time.Time) error {
-	r := audit.Record{Session: c.sess.id, Event: audit.EventExecution, Op: op, Input: input,
+func (s *Service) execution(c *call, op *operation, input string, res *execv1.Result, started time.Time) error {
+	r := audit.Record{Session: c.sess.id, Event: audit.EventExecution, Op: op.name, Input: input,
 		Status: statusName(res.GetStatus()), DurationMS: time.Since(started).Milliseconds()}
-	if op == "bash" {
+	if op.kind == policy.KindCommand {
 		code := int(res.GetExitCode())
 		r.ExitCode = &code
 	}
-	return s.record(r, op != "read_file" && op != "glob" && op != "grep" && op != "attach_mention")
+	return s.record(r, op.changes)
 }
 
 func statusName(st execv1.Status) string {

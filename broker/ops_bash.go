@@ -24,20 +24,32 @@ const unsandboxedWarning = "Outside the sandbox: this command can use the networ
 // progressEvery is how often command output is streamed to the front end at most.
 const progressEvery = 250 * time.Millisecond
 
+func checkBash(s *Service, c *call) (*request, error) {
+	op := c.start.GetBash()
+	cmdText := op.GetCommand()
+	if strings.TrimSpace(cmdText) == "" {
+		return nil, errors.New("bash: the command is empty")
+	}
+	return &request{
+		policy: policy.Request{Kind: policy.KindCommand, Tool: policy.OpBash, Command: cmdText, Sandboxed: !op.GetUnsandboxed(), Dir: c.sess.root},
+		input:  cmdText,
+		run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+			q := &execv1.Question{Title: "$ " + cmdText, Preview: cmdText}
+			if op.GetUnsandboxed() {
+				q.Warning = unsandboxedWarning
+			}
+			if res, err := g.confirm(q); res != nil || err != nil {
+				return res, err
+			}
+			return s.bash(ctx, c, op)
+		},
+	}, nil
+}
+
+// bash runs a command the policy allowed.
 func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.Result, error) {
 	sess := c.sess
 	cmdText := op.GetCommand()
-	if strings.TrimSpace(cmdText) == "" {
-		return failed(errors.New("bash: the command is empty")), nil
-	}
-	req := policy.Request{Kind: policy.KindCommand, Tool: "bash", Command: cmdText, Sandboxed: !op.GetUnsandboxed(), Dir: sess.root}
-	q := &execv1.Question{Title: "$ " + cmdText, Preview: cmdText}
-	if op.GetUnsandboxed() {
-		q.Warning = unsandboxedWarning
-	}
-	if res, err := s.authorize(c, req, q); res != nil || err != nil {
-		return res, err
-	}
 	st := s.state(sess)
 	spec, err := s.commandSpec(sess, st, op)
 	if err != nil {

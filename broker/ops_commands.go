@@ -30,7 +30,9 @@ func (s *Service) commandSet(sess *session) (*commands.Set, error) {
 	if user != nil {
 		userFS = user.FS()
 	}
-	return commands.Load(proj.FS(), userFS)
+	// The project's files are seen as the read policy lets the model see them.
+	project := policyFS{fsys: proj.FS(), root: sess.root, allow: s.allowRead(s.state(sess))}
+	return commands.Load(project, userFS)
 }
 
 // commandList is the / menu of a session and the warnings about malformed command files.
@@ -59,37 +61,54 @@ func (s *Service) ListCommands(ctx context.Context, req *execv1.ListCommandsRequ
 	return &execv1.ListCommandsResponse{Commands: cmds, Notices: warnings}, nil
 }
 
+func checkResolveCommand(s *Service, c *call) (*request, error) {
+	text := c.start.GetResolveCommand().GetText()
+	return &request{input: text, run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+		return s.resolveCommand(g, text)
+	}}, nil
+}
+
 // resolveCommand resolves a prompt that starts with "/": a project's own command or skill needs a consent the
 // first time, pinned by its content hash.
-func (s *Service) resolveCommand(ctx context.Context, c *call, op *execv1.ResolveCommand) (*execv1.Result, error) {
-	set, err := s.commandSet(c.sess)
+func (s *Service) resolveCommand(g *grant, text string) (*execv1.Result, error) {
+	set, err := s.commandSet(g.c.sess)
 	if err != nil {
 		return failed(err), nil
 	}
-	r := set.Resolve(op.GetText())
+	r := set.Resolve(text)
 	switch r.Kind {
 	case commands.KindNotCommand:
 		return &execv1.Result{Resolved: &execv1.Resolved{Kind: execv1.Resolved_KIND_NOT_COMMAND}}, nil
 	case commands.KindMessage:
 		return &execv1.Result{Content: r.Message, Resolved: &execv1.Resolved{Kind: execv1.Resolved_KIND_MESSAGE, Message: r.Message}}, nil
 	}
-	if res, err := s.consent(c, r.Command); res != nil || err != nil {
+	if res, err := s.consent(g, r.Command); res != nil || err != nil {
 		return res, err
 	}
 	return &execv1.Result{Content: r.Prompt, Resolved: &execv1.Resolved{Kind: execv1.Resolved_KIND_PROMPT, Prompt: r.Prompt}}, nil
 }
 
+func checkLoadSkill(s *Service, c *call) (*request, error) {
+	name := c.start.GetLoadSkill().GetName()
+	if name == "" {
+		return nil, fmt.Errorf("the skill's name is empty: %w", ErrBadRequest)
+	}
+	return &request{input: name, run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+		return s.loadSkill(g, name)
+	}}, nil
+}
+
 // loadSkill gives the model a skill's body, with the same consent as /name.
-func (s *Service) loadSkill(ctx context.Context, c *call, op *execv1.LoadSkill) (*execv1.Result, error) {
-	set, err := s.commandSet(c.sess)
+func (s *Service) loadSkill(g *grant, name string) (*execv1.Result, error) {
+	set, err := s.commandSet(g.c.sess)
 	if err != nil {
 		return failed(err), nil
 	}
-	sk, ok := set.Skill(op.GetName())
+	sk, ok := set.Skill(name)
 	if !ok {
-		return failed(fmt.Errorf("no skill named %q", op.GetName())), nil
+		return failed(fmt.Errorf("no skill named %q", name)), nil
 	}
-	if res, err := s.consent(c, sk); res != nil || err != nil {
+	if res, err := s.consent(g, sk); res != nil || err != nil {
 		return res, err
 	}
 	return &execv1.Result{Content: sk.Body}, nil
@@ -97,10 +116,11 @@ func (s *Service) loadSkill(ctx context.Context, c *call, op *execv1.LoadSkill) 
 
 // consent asks, once per content hash, before a project's own command or skill is used: defends against a
 // repository that plants instructions the user never chose to run.
-func (s *Service) consent(c *call, cmd *commands.Command) (*execv1.Result, error) {
+func (s *Service) consent(g *grant, cmd *commands.Command) (*execv1.Result, error) {
 	if cmd == nil || !commands.NeedsConsent(cmd) {
 		return nil, nil
 	}
+	c := g.c
 	kind := "command"
 	if cmd.Skill {
 		kind = "skill"
@@ -116,12 +136,16 @@ func (s *Service) consent(c *call, cmd *commands.Command) (*execv1.Result, error
 		return nil, nil
 	}
 	req := policy.Request{Kind: policy.KindConsent, Tool: kind, ConsentKind: kind, ConsentName: cmd.Name}
+	cg, res, err := s.decideAs(c, g.op, kind, req)
+	if res != nil || err != nil {
+		return res, err
+	}
 	q := &execv1.Question{
 		Title:   fmt.Sprintf("Use the project's %s /%s?", kind, cmd.Name),
 		Preview: fmt.Sprintf("%s (from %s) will be sent to the model as instructions:\n\n%s", cmd.Name, cmd.Path, cmd.Body),
 		Consent: true,
 	}
-	if res, err := s.authorize(c, req, q); res != nil || err != nil {
+	if res, err := cg.confirm(q); res != nil || err != nil {
 		return res, err
 	}
 	cons.Grant(kind, cmd.Name, c.sess.root, cmd.Hash)

@@ -3,13 +3,13 @@ package broker
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
 	"unicode/utf8"
 
-	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/fsops"
+	"github.com/garuda-dev/garuda/broker/permit"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -29,205 +29,236 @@ func locations(ls ...fsops.Location) []*execv1.Location {
 	return out
 }
 
-// realDenied decides a path outside the root again as the kernel will resolve its folder, so that a folder that
-// is a symlink cannot carry a read or write into a place the rules deny (defends against a link to $GARUDA_HOME).
-// Inside the root, openat2 refuses any link that leaves it, so the lexical path is the real one.
-func (s *Service) realDenied(c *call, req policy.Request, inside bool) *execv1.Result {
+// errEmptyPath is the check of every path operation: a path is required (what it names is the policy's to decide).
+var errEmptyPath = fmt.Errorf("the path is empty: %w", ErrBadRequest)
+
+func checkReadFile(s *Service, c *call) (*request, error) {
+	op := c.start.GetReadFile()
+	if op.GetPath() == "" {
+		return nil, errEmptyPath
+	}
+	abs, inside := c.sess.fs.Abs(op.GetPath())
+	return &request{
+		policy: policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: abs},
+		input:  op.GetPath(),
+		run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+			if res, err := g.confirm(&execv1.Question{Title: "Read " + abs, Preview: "Read " + abs}); res != nil || err != nil {
+				return res, err
+			}
+			if res, err := s.realDenied(g, inside); res != nil || err != nil {
+				return res, err
+			}
+			r, err := c.sess.fs.Read(ctx, g.p, fsops.ReadRequest{Offset: int(op.GetOffset()), Limit: int(op.GetLimit()),
+				Recheck: s.allowRead(s.state(c.sess))})
+			if err != nil {
+				return failed(err), nil
+			}
+			return &execv1.Result{Content: joinLines(r.Text, r.Note), Locations: locations(r.Location)}, nil
+		},
+	}, nil
+}
+
+// checkAttachMention reads a file the user mentioned, with the normal read check. It asks nothing: a mention of a
+// file the rules do not simply allow, or outside the project folder, is not attached.
+func checkAttachMention(s *Service, c *call) (*request, error) {
+	op := c.start.GetAttachMention()
+	if op.GetPath() == "" {
+		return nil, errEmptyPath
+	}
+	abs, inside := c.sess.fs.Abs(op.GetPath())
+	return &request{
+		policy: policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: abs},
+		input:  op.GetPath(),
+		run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+			if !g.p.Acts() || !inside {
+				reason := g.d.Reason
+				if !inside {
+					reason = "it is outside the project folder"
+				}
+				return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: fmt.Sprintf("%s was not attached: %s", op.GetPath(), reason)}, nil
+			}
+			r, err := c.sess.fs.Read(ctx, g.p, fsops.ReadRequest{Recheck: s.allowRead(s.state(c.sess))})
+			if err != nil {
+				return failed(err), nil
+			}
+			return &execv1.Result{Content: joinLines(r.Text, r.Note), Locations: locations(r.Location)}, nil
+		},
+	}, nil
+}
+
+func checkWriteFile(s *Service, c *call) (*request, error) {
+	op := c.start.GetWriteFile()
+	content := []byte(op.GetContent())
+	return checkChange(s, c, op.GetPath(), policy.KindWrite, func(g *grant) (*fsops.Pending, error) {
+		return c.sess.fs.PrepareWrite(g.p, content)
+	})
+}
+
+func checkEditFile(s *Service, c *call) (*request, error) {
+	op := c.start.GetEditFile()
+	// What can be told without the file is told before the policy is asked, and so the same for every file.
+	switch {
+	case op.GetOldString() == "":
+		return nil, fmt.Errorf("old_string is empty: %w", fsops.ErrNoMatch)
+	case op.GetOldString() == op.GetNewString():
+		return nil, errors.New("old_string and new_string are the same; nothing to change")
+	}
+	return checkChange(s, c, op.GetPath(), policy.KindEdit, func(g *grant) (*fsops.Pending, error) {
+		return c.sess.fs.PrepareEdit(g.p, op.GetOldString(), op.GetNewString(), op.GetReplaceAll())
+	})
+}
+
+// checkChange is the pipeline of write_file and edit_file. Where the decision lets the target be read before the
+// question (policy.Previewable), the file is prepared and the question shows its diff. Anywhere else the first
+// question carries no content ("Edit <path>?"): only after "allow" is the file opened, matched and shown, in a
+// second question with the diff. So a denied or refused request says nothing of what the file holds.
+func checkChange(s *Service, c *call, path string, kind policy.Kind, prepare func(*grant) (*fsops.Pending, error)) (*request, error) {
+	if path == "" {
+		return nil, errEmptyPath
+	}
+	abs, inside := c.sess.fs.Abs(path)
+	tool, verb := policy.OpWriteFile, "Write"
+	if kind == policy.KindEdit {
+		tool, verb = policy.OpEditFile, "Edit"
+	}
+	return &request{
+		policy: policy.Request{Kind: kind, Tool: tool, Path: abs},
+		input:  path,
+		run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+			staged := !g.p.Previews()
+			if staged {
+				title := verb + " " + abs
+				if !inside {
+					title += ", outside the project folder"
+				}
+				q := &execv1.Question{Title: title + "?", Preview: title + "? The change is shown next, before it is made."}
+				if res, err := g.confirm(q); res != nil || err != nil {
+					return res, err
+				}
+			}
+			if res, err := s.realDenied(g, inside); res != nil || err != nil {
+				return res, err
+			}
+			p, err := prepare(g)
+			if err != nil {
+				return failed(err), nil
+			}
+			q := &execv1.Question{Title: verb + " " + abs, Preview: changePreview(abs, p), Hidden: p.Hidden}
+			// A diff is text: a file that is not valid UTF-8 is shown by the preview alone, which says so.
+			if len(p.Old)+len(p.New) <= maxDiff && utf8.Valid(p.Old) && utf8.Valid(p.New) {
+				q.Diff = &execv1.Diff{Path: abs, OldText: string(p.Old), NewText: string(p.New), NewFile: !p.Existed}
+			}
+			ask := g.confirm
+			if staged {
+				ask = g.review
+			}
+			if res, err := ask(q); res != nil || err != nil {
+				return res, err
+			}
+			if err := ctx.Err(); err != nil {
+				return cancelled(), nil
+			}
+			newHash := sha256.Sum256(p.New)
+			err = c.sess.fs.Commit(g.p, p, func(abs string, old []byte, existed bool) error {
+				_, err := s.undos.Snapshot(c.sess.id, abs, old, existed, newHash)
+				return err
+			})
+			if err != nil {
+				return failed(err), nil
+			}
+			msg := fmt.Sprintf("Wrote %d bytes to %s.", len(p.New), abs)
+			switch {
+			case kind == policy.KindEdit:
+				msg = fmt.Sprintf("Edited %s: %d replacement(s).", abs, p.Matches)
+			case !p.Existed:
+				msg = fmt.Sprintf("Created %s (%d bytes).", abs, len(p.New))
+			}
+			return &execv1.Result{Content: msg, Locations: locations(fsops.Location{Path: abs, Line: firstChangedLine(p.Old, p.New)})}, nil
+		},
+	}, nil
+}
+
+// realDenied decides a path outside the root again as the kernel will resolve its folder, so that a folder that is
+// a symlink cannot carry a read or write into a place the rules deny (defends against a link to $GARUDA_HOME).
+// Inside the root, openat2 refuses any link that leaves it, so the lexical path is the real one. It runs only once
+// the path asked for is allowed (its folder is then the operation's to look at), and the decision is audited.
+func (s *Service) realDenied(g *grant, inside bool) (*execv1.Result, error) {
 	if inside {
-		return nil
+		return nil, nil
 	}
-	dir, err := filepath.EvalSymlinks(filepath.Dir(req.Path))
+	dir, err := filepath.EvalSymlinks(filepath.Dir(g.req.Path))
 	if err != nil {
-		return nil // a folder that does not exist fails at open
+		return nil, nil // a folder that does not exist fails at open
 	}
-	real := filepath.Join(dir, filepath.Base(req.Path))
-	if real == req.Path {
-		return nil
+	real := filepath.Join(dir, filepath.Base(g.req.Path))
+	if real == g.req.Path {
+		return nil, nil
 	}
+	req := g.req
 	req.Path = real
-	if d := policy.Decide(req, s.state(c.sess)); d.Verdict == policy.Deny {
-		return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: fmt.Sprintf("Denied: the path resolves to %s: %s.", real, d.Reason)}
-	}
-	return nil
-}
-
-func (s *Service) readFile(ctx context.Context, c *call, op *execv1.ReadFile) (*execv1.Result, error) {
-	abs, inside := c.sess.fs.Abs(op.GetPath())
-	req := policy.Request{Kind: policy.KindRead, Tool: "read_file", Path: abs}
-	if res := s.realDenied(c, req, inside); res != nil {
-		return res, nil
-	}
-	if res, err := s.authorize(c, req, &execv1.Question{Title: "Read " + abs, Preview: "Read " + abs}); res != nil || err != nil {
-		return res, err
-	}
-	r, err := c.sess.fs.Read(ctx, fsops.ReadRequest{Path: abs, Offset: int(op.GetOffset()), Limit: int(op.GetLimit()), Outside: !inside,
-		Recheck: s.allowRead(s.state(c.sess))})
-	if err != nil {
-		return failed(err), nil
-	}
-	text := r.Text
-	if r.Note != "" {
-		text = joinLines(text, r.Note)
-	}
-	return &execv1.Result{Content: text, Locations: locations(r.Location)}, nil
-}
-
-// attachMention reads a file the user mentioned, with the normal read check. It asks nothing: a mention of a file
-// the rules do not simply allow is not attached.
-func (s *Service) attachMention(ctx context.Context, c *call, op *execv1.AttachMention) (*execv1.Result, error) {
-	abs, inside := c.sess.fs.Abs(op.GetPath())
-	st := s.state(c.sess)
-	d := policy.Decide(policy.Request{Kind: policy.KindRead, Tool: "read_file", Path: abs}, st)
-	if err := s.record(auditDecision(c, "attach_mention", abs, d), false); err != nil {
+	d, _ := permit.Decide(req, s.state(g.c.sess))
+	if err := s.auditDecision(g.c, g.op.name, g.op.changes, req, d); err != nil {
 		return nil, err
 	}
-	if d.Verdict != policy.Allow || !inside {
-		return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: fmt.Sprintf("%s was not attached: %s", op.GetPath(), d.Reason)}, nil
+	if d.Verdict == policy.Deny {
+		return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: fmt.Sprintf("Denied: the path resolves to %s: %s.", real, d.Reason)}, nil
 	}
-	r, err := c.sess.fs.Read(ctx, fsops.ReadRequest{Path: abs, Recheck: s.allowRead(st)})
-	if err != nil {
-		return failed(err), nil
-	}
-	return &execv1.Result{Content: joinLines(r.Text, r.Note), Locations: locations(r.Location)}, nil
+	return nil, nil
 }
 
-func (s *Service) writeFile(ctx context.Context, c *call, path string, edit *execv1.EditFile, content string) (*execv1.Result, error) {
-	fsr := c.sess.fs
-	abs, inside := fsr.Abs(path)
-	var p *fsops.Pending
-	var err error
-	tool, verb, kind := "write_file", "Write", policy.KindWrite
-	switch {
-	case edit != nil && inside:
-		p, err = fsr.PrepareEdit(abs, edit.GetOldString(), edit.GetNewString(), edit.GetReplaceAll())
-	case edit != nil:
-		p, err = fsr.PrepareEditOutside(abs, edit.GetOldString(), edit.GetNewString(), edit.GetReplaceAll())
-	case inside:
-		p, err = fsr.PrepareWrite(abs, []byte(content))
-	default:
-		p, err = fsr.PrepareWriteOutside(abs, []byte(content))
-	}
-	if edit != nil {
-		tool, verb, kind = "edit_file", "Edit", policy.KindEdit
-	}
-	if err != nil {
-		return failed(err), nil
-	}
-	if res := s.realDenied(c, policy.Request{Kind: kind, Tool: tool, Path: abs}, inside); res != nil {
-		return res, nil
-	}
-	q := &execv1.Question{Title: verb + " " + abs, Preview: changePreview(abs, p), Hidden: p.Hidden}
-	// A diff is text: a file that is not valid UTF-8 is shown by the preview alone, which says so.
-	if len(p.Old)+len(p.New) <= maxDiff && utf8.Valid(p.Old) && utf8.Valid(p.New) {
-		q.Diff = &execv1.Diff{Path: abs, OldText: string(p.Old), NewText: string(p.New), NewFile: !p.Existed}
-	}
-	if res, err := s.authorize(c, policy.Request{Kind: kind, Tool: tool, Path: abs}, q); res != nil || err != nil {
-		return res, err
-	}
-	if err := ctx.Err(); err != nil {
-		return &execv1.Result{Status: execv1.Status_STATUS_CANCELLED, Content: "Cancelled."}, nil
-	}
-	newHash := sha256.Sum256(p.New)
-	err = fsr.Commit(p, func(abs string, old []byte, existed bool) error {
-		_, err := s.undos.Snapshot(c.sess.id, abs, old, existed, newHash)
-		return err
-	})
-	if err != nil {
-		return failed(err), nil
-	}
-	msg := fmt.Sprintf("Wrote %d bytes to %s.", len(p.New), abs)
-	if !p.Existed {
-		msg = fmt.Sprintf("Created %s (%d bytes).", abs, len(p.New))
-	}
-	if edit != nil {
-		msg = fmt.Sprintf("Edited %s: %d replacement(s).", abs, p.Matches)
-	}
-	return &execv1.Result{Content: msg, Locations: locations(fsops.Location{Path: abs, Line: firstChangedLine(p.Old, p.New)})}, nil
-}
-
-// allowRead is the filter of glob and grep: a file is listed only when reading it is simply allowed.
+// allowRead is the filter of glob, grep and of the files a command set is loaded from: a file is opened only when
+// reading it is simply allowed.
 func (s *Service) allowRead(st *policy.State) func(string) bool {
 	return func(abs string) bool {
-		return policy.Decide(policy.Request{Kind: policy.KindRead, Tool: "read_file", Path: abs}, st).Verdict == policy.Allow
+		return policy.Decide(policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: abs}, st).Verdict == policy.Allow
 	}
 }
 
-func (s *Service) search(ctx context.Context, c *call, tool, path string, run func(st *policy.State) (*fsops.ListResult, error)) (*execv1.Result, error) {
-	abs, _ := c.sess.fs.Abs(path)
-	if path == "" {
-		abs = c.sess.root
+func checkGlob(s *Service, c *call) (*request, error) {
+	g := c.start.GetGlob()
+	if g.GetPattern() == "" {
+		return nil, fmt.Errorf("the pattern is empty: %w", ErrBadRequest)
 	}
-	req := policy.Request{Kind: policy.KindSearch, Tool: tool, Path: abs}
-	if res, err := s.authorize(c, req, &execv1.Question{Title: "Search " + abs}); res != nil || err != nil {
-		return res, err
-	}
-	r, err := run(s.state(c.sess))
-	if err != nil {
-		return failed(err), nil
-	}
-	text := r.Text
-	if r.Note != "" {
-		text = joinLines(text, r.Note)
-	}
-	return &execv1.Result{Content: text, Locations: locations(r.Locations...)}, nil
+	return checkSearch(s, c, g.GetPath(), g.GetPattern(), func(ctx context.Context, gr *grant, allow func(string) bool) (*fsops.ListResult, error) {
+		return c.sess.fs.Glob(ctx, gr.p, g.GetPattern(), allow)
+	})
 }
 
-func auditDecision(c *call, op, input string, d policy.Decision) audit.Record {
-	return audit.Record{Session: c.sess.id, Event: "decision", Op: op, Input: input, Verdict: d.Verdict.String(), Rule: d.Rule, Reason: d.Reason}
+func checkGrep(s *Service, c *call) (*request, error) {
+	g := c.start.GetGrep()
+	if g.GetPattern() == "" {
+		return nil, fmt.Errorf("the pattern is empty: %w", ErrBadRequest)
+	}
+	req := fsops.GrepRequest{Pattern: g.GetPattern(), Glob: g.GetGlob(), CaseInsensitive: g.GetCaseInsensitive(),
+		Context: int(g.GetContext()), OutputMode: g.GetOutputMode()}
+	return checkSearch(s, c, g.GetPath(), g.GetPattern(), func(ctx context.Context, gr *grant, allow func(string) bool) (*fsops.ListResult, error) {
+		return c.sess.fs.Grep(ctx, gr.p, req, allow)
+	})
 }
 
-// do runs the call's operation and audits its end.
-func (s *Service) do(ctx context.Context, c *call) (*execv1.Result, error) {
-	started := time.Now()
-	var res *execv1.Result
-	var err error
-	var name, input string
-	switch op := c.start.GetOp().(type) {
-	case *execv1.Start_ReadFile:
-		name, input = "read_file", op.ReadFile.GetPath()
-		res, err = s.readFile(ctx, c, op.ReadFile)
-	case *execv1.Start_WriteFile:
-		name, input = "write_file", op.WriteFile.GetPath()
-		res, err = s.writeFile(ctx, c, op.WriteFile.GetPath(), nil, op.WriteFile.GetContent())
-	case *execv1.Start_EditFile:
-		name, input = "edit_file", op.EditFile.GetPath()
-		res, err = s.writeFile(ctx, c, op.EditFile.GetPath(), op.EditFile, "")
-	case *execv1.Start_Glob:
-		g := op.Glob
-		name, input = "glob", g.GetPattern()
-		res, err = s.search(ctx, c, "glob", g.GetPath(), func(st *policy.State) (*fsops.ListResult, error) {
-			return c.sess.fs.Glob(ctx, g.GetPattern(), g.GetPath(), s.allowRead(st))
-		})
-	case *execv1.Start_Grep:
-		g := op.Grep
-		name, input = "grep", g.GetPattern()
-		res, err = s.search(ctx, c, "grep", g.GetPath(), func(st *policy.State) (*fsops.ListResult, error) {
-			return c.sess.fs.Grep(ctx, fsops.GrepRequest{Pattern: g.GetPattern(), Path: g.GetPath(), Glob: g.GetGlob(),
-				CaseInsensitive: g.GetCaseInsensitive(), Context: int(g.GetContext()), OutputMode: g.GetOutputMode()}, s.allowRead(st))
-		})
-	case *execv1.Start_Bash:
-		name, input = "bash", op.Bash.GetCommand()
-		res, err = s.bash(ctx, c, op.Bash)
-	case *execv1.Start_AttachMention:
-		name, input = "attach_mention", op.AttachMention.GetPath()
-		res, err = s.attachMention(ctx, c, op.AttachMention)
-	case *execv1.Start_ResolveCommand:
-		name, input = "resolve_command", op.ResolveCommand.GetText()
-		res, err = s.resolveCommand(ctx, c, op.ResolveCommand)
-	case *execv1.Start_LoadSkill:
-		name, input = "skill", op.LoadSkill.GetName()
-		res, err = s.loadSkill(ctx, c, op.LoadSkill)
-	default:
-		return nil, fmt.Errorf("operation %T: %w", c.start.GetOp(), ErrBadRequest)
+// checkSearch is the pipeline of glob and grep: the folder searched is decided, and every file in it again by the
+// read policy before it is opened or listed.
+func checkSearch(s *Service, c *call, path, pattern string, run func(context.Context, *grant, func(string) bool) (*fsops.ListResult, error)) (*request, error) {
+	abs := c.sess.root
+	if path != "" {
+		abs, _ = c.sess.fs.Abs(path)
 	}
-	if err != nil {
-		return nil, err
+	tool := policy.OpGlob
+	if c.start.GetGrep() != nil {
+		tool = policy.OpGrep
 	}
-	if res.Status == execv1.Status_STATUS_UNSPECIFIED {
-		res.Status = execv1.Status_STATUS_COMPLETED
-	}
-	if err := s.execution(c, name, input, res, started); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return &request{
+		policy: policy.Request{Kind: policy.KindSearch, Tool: tool, Path: abs},
+		input:  pattern,
+		run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+			if res, err := g.confirm(&execv1.Question{Title: "Search " + abs}); res != nil || err != nil {
+				return res, err
+			}
+			r, err := run(ctx, g, s.allowRead(s.state(c.sess)))
+			if err != nil {
+				return failed(err), nil
+			}
+			return &execv1.Result{Content: joinLines(r.Text, r.Note), Locations: locations(r.Locations...)}, nil
+		},
+	}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/garuda-dev/garuda/policy"
 )
 
 // readInRoot reads a regular file below dir, confined to dir by os.Root (no .., no symlink out of it), without
@@ -57,8 +59,14 @@ func (s *Service) instructions(sess *session) (text, file string) {
 	if _, err := os.Lstat(filepath.Join(dirs[len(dirs)-1], ".git")); err != nil {
 		dirs = dirs[:1]
 	}
+	st := s.state(sess)
 	for _, name := range []string{"AGENTS.md", "CLAUDE.md"} {
 		for _, d := range dirs {
+			// A file that a rule denies reading is not read: it would reach the model as instructions.
+			read := policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: filepath.Join(d, name)}
+			if policy.Decide(read, st).Verdict == policy.Deny {
+				continue
+			}
 			at := d
 			if d == sess.root {
 				at = sess.fs.FDPath() // the folder the session holds open

@@ -14,6 +14,7 @@ import (
 	"github.com/garuda-dev/garuda/broker/fsops"
 	"github.com/garuda-dev/garuda/broker/homefile"
 	"github.com/garuda-dev/garuda/broker/peercred"
+	"github.com/garuda-dev/garuda/broker/permit"
 	"github.com/garuda-dev/garuda/broker/sessionlog"
 	"github.com/garuda-dev/garuda/broker/undo"
 	"github.com/garuda-dev/garuda/policy"
@@ -207,22 +208,25 @@ func (s *Service) Undo(ctx context.Context, req *execv1.UndoRequest) (*execv1.Un
 		}
 		return res, nil
 	}
-	// The restore is audited before it writes: an undo that cannot be audited is not done.
-	restore := func(abs string, content []byte, existed bool) error {
-		if err := s.record(audit.Record{Session: id, Event: audit.EventDecision, Op: "undo", Input: abs, Verdict: "allow",
-			Rule: "undo", Reason: "restore the file as it was before Garuda's last change"}, true); err != nil {
-			return err
+	// The path is decided (and the decision audited) before anything of it is opened: an undo that the policy
+	// denies, or that cannot be audited, is not done.
+	var p permit.Permit
+	current := func(abs string) ([32]byte, bool, error) {
+		var err error
+		if p, err = s.undoPermit(id, abs); err != nil {
+			return [32]byte{}, false, err
 		}
-		return restoreFile(abs, content, existed)
+		return currentFile(p)
 	}
-	e, err := s.undos.Undo(id, restore, currentFile)
+	restore := func(abs string, content []byte, existed bool) error { return restoreFile(p, content, existed) }
+	e, err := s.undos.Undo(id, restore, current)
 	if err != nil {
-		if errors.Is(err, undo.ErrNothing) || errors.Is(err, undo.ErrChanged) {
+		if errors.Is(err, undo.ErrNothing) || errors.Is(err, undo.ErrChanged) || errors.Is(err, errUndoDenied) {
 			return nil, toStatus(fmt.Errorf("%w: %v", ErrNothing, err))
 		}
 		return nil, toStatus(err)
 	}
-	if err := s.record(audit.Record{Session: id, Event: audit.EventExecution, Op: "undo", Input: e.Path, Status: "completed"}, true); err != nil {
+	if err := s.record(audit.Record{Session: id, Event: audit.EventExecution, Op: policy.OpUndo, Input: e.Path, Status: "completed"}, true); err != nil {
 		return nil, toStatus(err)
 	}
 	res.Restored = undoEntry(*e)
@@ -262,4 +266,38 @@ func (s *Service) VerifyAudit(ctx context.Context, req *execv1.VerifyAuditReques
 		res.Files = append(res.Files, c)
 	}
 	return res, nil
+}
+
+// errUndoDenied is an undo of a path that the policy now denies writing.
+var errUndoDenied = errors.New("the policy denies writing this path")
+
+// undoPermit decides the undo of abs as a write, under the state of the session if it is still open (else the team
+// and user settings with the file's folder as the root), and audits the decision. A question's answer is the
+// user's own `garuda undo`; a deny refuses the undo before the file is looked at.
+func (s *Service) undoPermit(id, abs string) (permit.Permit, error) {
+	s.mu.Lock()
+	sess := s.sessions[id]
+	s.mu.Unlock()
+	var st *policy.State
+	if sess != nil {
+		st = s.state(sess)
+	} else {
+		files := s.homePolicy()
+		st = &policy.State{Root: filepath.Dir(abs), Home: s.cfg.Home, UserHome: s.userHome, Mode: policy.ModeBuild,
+			Team: files.team, TeamErr: files.teamErr, User: files.user}
+	}
+	req := policy.Request{Kind: policy.KindWrite, Tool: policy.OpWriteFile, Path: abs}
+	d, p := permit.Decide(req, st)
+	rec := audit.Record{Session: id, Event: audit.EventDecision, Op: policy.OpUndo, Input: abs, Verdict: "allow",
+		Rule: "undo", Reason: "restore the file as it was before Garuda's last change"}
+	if d.Verdict == policy.Deny {
+		rec.Verdict, rec.Rule, rec.Reason = "deny", d.Rule, d.Reason
+	}
+	if err := s.record(rec, true); err != nil {
+		return permit.Permit{}, err
+	}
+	if d.Verdict == policy.Deny {
+		return permit.Permit{}, fmt.Errorf("%s: %w: %s", abs, errUndoDenied, d.Reason)
+	}
+	return permit.Granted(p), nil
 }

@@ -72,17 +72,7 @@ const projectSettingsPath = ".garuda/settings.json"
 // loadPolicy reads every settings file for a session on root. The project's file is read through the confined
 // file operations (a hostile repository cannot point it elsewhere).
 func (s *Service) loadPolicy(root *fsops.Root) policyFiles {
-	var pf policyFiles
-	pf.team, pf.teamErr = s.teamPolicy()
-	if pf.teamErr != nil {
-		pf.notices = append(pf.notices, fmt.Sprintf("Garuda: team policy could not be read, so every action is refused: %v", pf.teamErr))
-	}
-	var err error
-	if pf.user, err = parseFile(filepath.Join(s.cfg.Home, "settings.json")); err != nil {
-		// A broken user file is ignored with a notice: it can only have loosened or tightened the user's own choices,
-		// and team policy still applies. Its deny rules are lost, so say so plainly.
-		pf.notices = append(pf.notices, fmt.Sprintf("Garuda: your settings are ignored until fixed: %v", err))
-	}
+	pf := s.homePolicy()
 	data, err := readInRoot(root.FDPath(), projectSettingsPath, maxSettings)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -96,6 +86,22 @@ func (s *Service) loadPolicy(root *fsops.Root) policyFiles {
 		} else {
 			pf.trusted = s.trusted(root.Path(), policy.TrustHash(data))
 		}
+	}
+	return pf
+}
+
+// homePolicy reads the settings files that are not the project's: team policy and the user's settings.
+func (s *Service) homePolicy() policyFiles {
+	var pf policyFiles
+	pf.team, pf.teamErr = s.teamPolicy()
+	if pf.teamErr != nil {
+		pf.notices = append(pf.notices, fmt.Sprintf("Garuda: team policy could not be read, so every action is refused: %v", pf.teamErr))
+	}
+	var err error
+	if pf.user, err = parseFile(filepath.Join(s.cfg.Home, "settings.json")); err != nil {
+		// A broken user file is ignored with a notice: it can only have loosened or tightened the user's own choices,
+		// and team policy still applies. Its deny rules are lost, so say so plainly.
+		pf.notices = append(pf.notices, fmt.Sprintf("Garuda: your settings are ignored until fixed: %v", err))
 	}
 	return pf
 }

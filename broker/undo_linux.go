@@ -11,6 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/garuda-dev/garuda/broker/fsops"
+	"github.com/garuda-dev/garuda/broker/permit"
+	"github.com/garuda-dev/garuda/policy"
 )
 
 // openParent opens the folder of abs from "/" following no symlink in any component: defends against a folder
@@ -31,8 +33,13 @@ func openParent(abs string) (int, string, error) {
 	return fd, base, nil
 }
 
-// restoreFile puts a pre-image back (or removes a file Garuda created), with no symlink followed anywhere.
-func restoreFile(abs string, content []byte, existed bool) error {
+// restoreFile puts a pre-image back (or removes a file Garuda created) at the permit's path, with no symlink
+// followed anywhere.
+func restoreFile(p permit.Permit, content []byte, existed bool) error {
+	abs := p.Path()
+	if err := p.CheckAct(abs, policy.KindWrite); err != nil {
+		return err
+	}
 	if !existed {
 		fd, base, err := openParent(abs)
 		if err != nil {
@@ -49,15 +56,19 @@ func restoreFile(abs string, content []byte, existed bool) error {
 		return err
 	}
 	defer r.Close()
-	p, err := r.PrepareWrite(abs, content)
+	pend, err := r.PrepareWrite(p, content)
 	if err != nil {
 		return err
 	}
-	return r.Commit(p, nil)
+	return r.Commit(p, pend, nil)
 }
 
-// currentFile hashes a file as it is now, with no symlink followed anywhere.
-func currentFile(abs string) ([32]byte, bool, error) {
+// currentFile hashes the file at the permit's path as it is now, with no symlink followed anywhere.
+func currentFile(p permit.Permit) ([32]byte, bool, error) {
+	abs := p.Path()
+	if err := p.CheckPreview(abs, policy.KindWrite); err != nil {
+		return [32]byte{}, false, err
+	}
 	fd, base, err := openParent(abs)
 	if errors.Is(err, unix.ENOENT) {
 		return [32]byte{}, false, nil

@@ -125,6 +125,20 @@ var consentKinds = map[string]bool{"mcp_server": true, "hook": true, "command": 
 // both, and the stricter decision wins: defends against a symlinked root, or the real name of one, carrying the
 // file tools past $GARUDA_HOME and rules that name the other spelling.
 func Decide(req Request, st *State) Decision {
+	d := decideUnderBothRoots(req, st)
+	// An edit matches old_string against the file and says how often it was found: it reads the file, so a read
+	// that the rules deny denies the edit (defends against recovering a read-denied file one guessed substring at a
+	// time).
+	if req.Kind == KindEdit && d.Verdict != Deny {
+		if rd := decideUnderBothRoots(Request{Kind: KindRead, Tool: OpReadFile, Path: req.Path}, st); rd.Verdict == Deny {
+			return deny(rd.Rule, "an edit reads the file, and "+rd.Reason)
+		}
+	}
+	return d
+}
+
+// decideUnderBothRoots is Decide of one request, under Root and RealRoot.
+func decideUnderBothRoots(req Request, st *State) Decision {
 	d := decide(req, st)
 	if st == nil || st.RealRoot == "" || st.RealRoot == st.Root || d.Verdict == Deny || req.Path == "" {
 		return d
@@ -382,7 +396,7 @@ func (r *Rule) matches(req *Request, st *State, cmd *command, allow bool) bool {
 		return false
 	}
 	switch r.tool {
-	case "bash":
+	case OpBash:
 		if allow {
 			// allow rules are matched part by part in allowedByRules
 			return false
@@ -396,7 +410,7 @@ func (r *Rule) matches(req *Request, st *State, cmd *command, allow bool) bool {
 			}
 		}
 		return false
-	case "web_fetch":
+	case OpWebFetch:
 		return r.all || hostMatch(r.host, req.Host)
 	case "mcp":
 		srv, tool := req.Server, req.MCPTool
@@ -408,7 +422,7 @@ func (r *Rule) matches(req *Request, st *State, cmd *command, allow bool) bool {
 		}
 		return r.mcpServer == srv && (r.mcpTool == "" || r.mcpTool == "*" || r.mcpTool == tool)
 	default:
-		if allow && (r.tool == "glob" || r.tool == "grep") && req.Tool != r.tool {
+		if allow && (r.tool == OpGlob || r.tool == OpGrep) && req.Tool != r.tool {
 			return false // an allow for one search tool is not an allow for the other
 		}
 		if r.all {
@@ -459,7 +473,7 @@ func allowedByRules(req *Request, st *State, cmd *command) (Decision, bool) {
 		for _, s := range sources {
 			for i := range s.rules {
 				r := &s.rules[i]
-				if r.tool == "bash" && r.allowMatch(part) {
+				if r.tool == OpBash && r.allowMatch(part) {
 					hit = r
 					if first == nil || s.session && !firstSession {
 						first, firstSession = r, s.session
@@ -657,7 +671,7 @@ func ReadDenyPatterns(st *State) []string {
 			continue
 		}
 		for _, r := range s.Deny {
-			if !r.covers(KindRead) || r.tool == "mcp" || r.tool == "bash" {
+			if !r.covers(KindRead) || r.tool == "mcp" || r.tool == OpBash {
 				continue
 			}
 			if r.all {

@@ -46,24 +46,24 @@ type Rule struct {
 }
 
 var toolAliases = map[string]string{
-	"bash": "bash", "Bash": "bash",
-	"read_file": "read_file", "Read": "read_file",
-	"write_file": "write_file", "Write": "write_file",
-	"edit_file": "edit_file", "Edit": "edit_file", "MultiEdit": "edit_file",
-	"glob": "glob", "Glob": "glob",
-	"grep": "grep", "Grep": "grep",
-	"web_fetch": "web_fetch", "WebFetch": "web_fetch",
+	OpBash: OpBash, "Bash": OpBash,
+	OpReadFile: OpReadFile, "Read": OpReadFile,
+	OpWriteFile: OpWriteFile, "Write": OpWriteFile,
+	OpEditFile: OpEditFile, "Edit": OpEditFile, "MultiEdit": OpEditFile,
+	OpGlob: OpGlob, "Glob": OpGlob,
+	OpGrep: OpGrep, "Grep": OpGrep,
+	OpWebFetch: OpWebFetch, "WebFetch": OpWebFetch,
 }
 
 var toolKinds = map[string][]Kind{
-	"bash":       {KindCommand},
-	"read_file":  {KindRead, KindSearch},
-	"write_file": {KindWrite, KindEdit},
-	"edit_file":  {KindWrite, KindEdit},
-	"glob":       {KindSearch},
-	"grep":       {KindSearch},
-	"web_fetch":  {KindNetwork},
-	"mcp":        {KindMCPTool, KindConsent},
+	OpBash:      {KindCommand},
+	OpReadFile:  {KindRead, KindSearch},
+	OpWriteFile: {KindWrite, KindEdit},
+	OpEditFile:  {KindWrite, KindEdit},
+	OpGlob:      {KindSearch},
+	OpGrep:      {KindSearch},
+	OpWebFetch:  {KindNetwork},
+	"mcp":       {KindMCPTool, KindConsent},
 }
 
 // ParseRule parses one rule (see Rule). Its Source is empty; ParseSettings sets it to the file's name.
@@ -105,9 +105,9 @@ func ParseRule(text string) (Rule, error) {
 		return r, nil
 	}
 	switch canon {
-	case "bash":
+	case OpBash:
 		return r, r.parseCommand(arg)
-	case "web_fetch":
+	case OpWebFetch:
 		d, ok := strings.CutPrefix(arg, "domain:")
 		h, valid := normHostPattern(d)
 		if !ok || !valid {
@@ -198,15 +198,15 @@ func (r Rule) String() string { return r.Text }
 // describe says in words what a rule lets happen, for Loosening.
 func (r Rule) describe() string {
 	switch {
-	case r.tool == "bash" && r.all:
+	case r.tool == OpBash && r.all:
 		return "runs any command without asking, also outside the sandbox"
-	case r.tool == "bash":
+	case r.tool == OpBash:
 		return "runs these commands without asking, also outside the sandbox"
 	case r.tool == "mcp":
 		return "uses this MCP tool without asking"
-	case r.tool == "web_fetch":
+	case r.tool == OpWebFetch:
 		return "fetches from the network without asking"
-	case r.tool == "read_file" || r.tool == "glob" || r.tool == "grep":
+	case r.tool == OpReadFile || r.tool == OpGlob || r.tool == OpGrep:
 		return "reads without asking"
 	default:
 		return "changes files without asking"

@@ -36,7 +36,7 @@ func BenchmarkGrepGoSrc(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			var n int
 			for b.Loop() {
-				res, err := r.Grep(context.Background(), GrepRequest{Pattern: c.pat, OutputMode: "content"}, nil)
+				res, err := r.grep(context.Background(), GrepRequest{Pattern: c.pat, OutputMode: "content"}, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -52,7 +52,7 @@ func BenchmarkGlobGoSrc(b *testing.B) {
 	r := goSrc(b)
 	var n int
 	for b.Loop() {
-		res, err := r.Glob(context.Background(), "**/*.go", "", nil)
+		res, err := r.glob(context.Background(), "**/*.go", "", nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func BenchmarkRead1MB(b *testing.B) {
 	}
 	defer r.Close()
 	for b.Loop() {
-		if _, err := r.Read(context.Background(), ReadRequest{Path: "a.txt"}); err != nil {
+		if _, err := r.read(context.Background(), ReadRequest{Path: "a.txt"}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -93,7 +93,7 @@ func BenchmarkRead1MBWhole(b *testing.B) {
 	defer r.Close()
 	r.Limits.ReadBytes = 4 << 20
 	for b.Loop() {
-		if _, err := r.Read(context.Background(), ReadRequest{Path: "a.txt", Limit: 1 << 20}); err != nil {
+		if _, err := r.read(context.Background(), ReadRequest{Path: "a.txt", Limit: 1 << 20}); err != nil {
 			b.Fatal(err)
 		}
 	}

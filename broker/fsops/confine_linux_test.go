@@ -63,7 +63,7 @@ func wantErr(t *testing.T, what string, err, target error) {
 }
 
 func read(r *Root, p string, outside bool) error {
-	_, err := r.Read(context.Background(), ReadRequest{Path: p, Outside: outside})
+	_, err := r.read(context.Background(), ReadRequest{Path: p, Outside: outside})
 	return err
 }
 
@@ -93,7 +93,7 @@ func TestAbs(t *testing.T) {
 func TestDotDotEscapes(t *testing.T) {
 	r, root, _ := fixture(t)
 	wantErr(t, "read ../outside/secret", read(r, "../outside/secret", false), ErrEscapes)
-	_, err := r.PrepareWrite("../outside/secret", []byte("x"))
+	_, err := r.prepareWrite("../outside/secret", []byte("x"))
 	wantErr(t, "write ../outside/secret", err, ErrEscapes)
 
 	// The kernel, not the lexical check, is the confinement: the raw path with .. is refused by openat2 itself.
@@ -110,19 +110,19 @@ func TestAbsolutePathOutside(t *testing.T) {
 	r, _, outside := fixture(t)
 	secret := filepath.Join(outside, "secret")
 	wantErr(t, "read absolute path outside", read(r, secret, false), ErrEscapes)
-	_, err := r.PrepareEdit(secret, "SECRET", "x", false)
+	_, err := r.prepareEdit(secret, "SECRET", "x", false)
 	wantErr(t, "edit absolute path outside", err, ErrEscapes)
 
 	// Once policy allowed it, the outside read and write work, opened relative to the folder's fd.
-	res, err := r.Read(context.Background(), ReadRequest{Path: secret, Outside: true})
+	res, err := r.read(context.Background(), ReadRequest{Path: secret, Outside: true})
 	if err != nil || res.Text != "     1\tSECRET\n" {
 		t.Fatalf("allowed outside read = %+v, %v", res, err)
 	}
-	p, err := r.PrepareEditOutside(secret, "SECRET", "PUBLIC", false)
+	p, err := r.prepareEditOutside(secret, "SECRET", "PUBLIC", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Commit(p, nil); err != nil {
+	if err := r.commit(p, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, secret); got != "PUBLIC\n" {
@@ -138,7 +138,7 @@ func TestSymlinkToOutside(t *testing.T) {
 
 	for _, p := range []string{"link/secret", "abs", "rel"} {
 		wantErr(t, "read "+p, read(r, p, false), ErrEscapes)
-		_, err := r.PrepareWrite(p, []byte("pwned"))
+		_, err := r.prepareWrite(p, []byte("pwned"))
 		if !errors.Is(err, ErrSymlink) && !errors.Is(err, ErrEscapes) {
 			t.Fatalf("write %s: %v, want ErrSymlink or ErrEscapes", p, err)
 		}
@@ -161,7 +161,7 @@ func TestSymlinkInsideRoot(t *testing.T) {
 		t.Fatalf("read symlink inside root: %v", err)
 	}
 	// Writes never follow one: the question named alias.txt, the write would land in real.txt.
-	_, err := r.PrepareWrite("alias.txt", []byte("x"))
+	_, err := r.prepareWrite("alias.txt", []byte("x"))
 	wantErr(t, "write through symlink inside root", err, ErrSymlink)
 }
 
@@ -170,7 +170,7 @@ func TestFolderSwappedForSymlink(t *testing.T) {
 	// The outside file has the same bytes, so the pre-image hash cannot catch the swap; only the fd-relative
 	// open with no symlinks does.
 	writeFile(t, filepath.Join(root, "sub", "secret"), "SECRET\n")
-	p, err := r.PrepareWrite("sub/secret", []byte("pwned\n"))
+	p, err := r.prepareWrite("sub/secret", []byte("pwned\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,19 +180,19 @@ func TestFolderSwappedForSymlink(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "sub")); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "commit after the folder became a symlink", r.Commit(p, nil), ErrSymlink)
+	wantErr(t, "commit after the folder became a symlink", r.commit(p, nil), ErrSymlink)
 	if got := readFile(t, filepath.Join(outside, "secret")); got != "SECRET\n" {
 		t.Fatalf("outside file changed: %q", got)
 	}
 	// The file itself swapped for a symlink to a file with the same bytes: refused as well.
 	writeFile(t, filepath.Join(root, "f"), "SECRET\n")
-	p, err = r.PrepareWrite("f", []byte("pwned\n"))
+	p, err = r.prepareWrite("f", []byte("pwned\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(root, "f"))
 	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "f"))
-	wantErr(t, "commit after the file became a symlink", r.Commit(p, nil), ErrSymlink)
+	wantErr(t, "commit after the file became a symlink", r.commit(p, nil), ErrSymlink)
 	if got := readFile(t, filepath.Join(outside, "secret")); got != "SECRET\n" {
 		t.Fatalf("outside file changed: %q", got)
 	}
@@ -210,21 +210,21 @@ func TestHardLinkToOutside(t *testing.T) {
 	if err := os.Link(secret, filepath.Join(root, "h")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := r.PrepareWrite("h", []byte("pwned\n"))
+	_, err := r.prepareWrite("h", []byte("pwned\n"))
 	wantErr(t, "write a hard-linked file", err, ErrHardLinked)
-	_, err = r.PrepareEdit("h", "SECRET", "pwned", false)
+	_, err = r.prepareEdit("h", "SECRET", "pwned", false)
 	wantErr(t, "edit a hard-linked file", err, ErrHardLinked)
 
 	// A link made between the question and the answer is refused too.
 	writeFile(t, filepath.Join(root, "g"), "G\n")
-	p, err := r.PrepareWrite("g", []byte("new\n"))
+	p, err := r.prepareWrite("g", []byte("new\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Link(filepath.Join(root, "g"), filepath.Join(outside, "g")); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "commit after a hard link appeared", r.Commit(p, nil), ErrHardLinked)
+	wantErr(t, "commit after a hard link appeared", r.commit(p, nil), ErrHardLinked)
 
 	// Negative control: a plain in-place write through the link changes the outside file.
 	os.WriteFile(filepath.Join(root, "h"), []byte("pwned\n"), 0o644)
@@ -238,7 +238,7 @@ func TestProcMagicLinks(t *testing.T) {
 	secret := filepath.Join(outside, "secret")
 	viaProc := "/proc/self/root" + secret
 	wantErr(t, "read "+viaProc, read(r, viaProc, true), ErrSymlink)
-	_, err := r.PrepareWriteOutside(viaProc, []byte("x"))
+	_, err := r.prepareWriteOutside(viaProc, []byte("x"))
 	wantErr(t, "write "+viaProc, err, ErrSymlink)
 	// A symlink in the root to /proc/self/root: absolute, so it leaves the root.
 	os.Symlink("/proc/self/root", filepath.Join(root, "p"))
@@ -259,9 +259,9 @@ func TestFIFODoesNotBlock(t *testing.T) {
 	}
 	// If Read blocked on the FIFO (no writer ever comes), this test would hang and fail at the test timeout.
 	wantErr(t, "read a FIFO", read(r, "fifo", false), ErrNotRegular)
-	_, err := r.PrepareWrite("fifo", []byte("x"))
+	_, err := r.prepareWrite("fifo", []byte("x"))
 	wantErr(t, "write a FIFO", err, ErrNotRegular)
-	res, err := r.Grep(context.Background(), GrepRequest{Pattern: "x"}, nil)
+	res, err := r.grep(context.Background(), GrepRequest{Pattern: "x"}, nil)
 	if err != nil || res.Count != 0 {
 		t.Fatalf("grep with a FIFO in the tree = %+v, %v", res, err)
 	}
@@ -294,7 +294,7 @@ func TestFIFODoesNotBlock(t *testing.T) {
 func TestDevicesAndSockets(t *testing.T) {
 	r, root, _ := fixture(t)
 	wantErr(t, "read /dev/zero", read(r, "/dev/zero", true), ErrNotRegular)
-	_, err := r.PrepareWriteOutside("/dev/null", []byte("x"))
+	_, err := r.prepareWriteOutside("/dev/null", []byte("x"))
 	wantErr(t, "write /dev/null", err, ErrNotRegular)
 	if unix.Geteuid() == 0 {
 		if err := unix.Mknod(filepath.Join(root, "zero"), unix.S_IFCHR|0o644, int(unix.Mkdev(1, 5))); err != nil {
@@ -346,7 +346,7 @@ func TestSparse5GB(t *testing.T) {
 		if n := rchar(t) - before; n > 1<<20 {
 			t.Fatalf("read %d bytes of a 5 GB file, want at most 1 MiB", n)
 		}
-		gr, err := r.Grep(context.Background(), GrepRequest{Pattern: "hello"}, nil)
+		gr, err := r.grep(context.Background(), GrepRequest{Pattern: "hello"}, nil)
 		if err != nil || gr.Count != 0 {
 			t.Fatalf("grep over a sparse file = %+v, %v (binary files are skipped)", gr, err)
 		}
@@ -356,7 +356,7 @@ func TestSparse5GB(t *testing.T) {
 	r.Limits.ScanBytes = 1 << 20
 	big := bytes.Repeat([]byte("line\n"), 300_000) // 1.5 MB
 	os.WriteFile(filepath.Join(root, "big.txt"), big, 0o644)
-	_, err := r.Read(context.Background(), ReadRequest{Path: "big.txt", Offset: 250_000})
+	_, err := r.read(context.Background(), ReadRequest{Path: "big.txt", Offset: 250_000})
 	wantErr(t, "read past the scan cap", err, ErrTooLarge)
 }
 
@@ -372,22 +372,22 @@ func TestSymlinkReadRechecked(t *testing.T) {
 	os.Symlink(".env", filepath.Join(root, "README"))
 	noEnv := func(real string) bool { return filepath.Base(real) != ".env" }
 
-	_, err := r.Read(context.Background(), ReadRequest{Path: "README", Recheck: noEnv})
+	_, err := r.read(context.Background(), ReadRequest{Path: "README", Recheck: noEnv})
 	wantErr(t, "read a symlink to a denied file", err, ErrDenied)
-	res, err := r.Read(context.Background(), ReadRequest{Path: "README", Recheck: func(string) bool { return true }})
+	res, err := r.read(context.Background(), ReadRequest{Path: "README", Recheck: func(string) bool { return true }})
 	if err != nil || res.Real != filepath.Join(root, ".env") || res.Abs != filepath.Join(root, "README") {
 		t.Fatalf("allowed read through a symlink = %+v, %v", res, err)
 	}
 	// A plain file is not rechecked: Real is the path asked.
 	writeFile(t, filepath.Join(root, "plain"), "x\n")
-	res, err = r.Read(context.Background(), ReadRequest{Path: "plain", Recheck: func(string) bool { return false }})
+	res, err = r.read(context.Background(), ReadRequest{Path: "plain", Recheck: func(string) bool { return false }})
 	if err != nil || res.Real != res.Abs {
 		t.Fatalf("plain read = %+v, %v", res, err)
 	}
 
 	// Outside the root no symlink is followed, and the error names the real path to ask for.
 	os.Symlink("secret", filepath.Join(outside, "link"))
-	_, err = r.Read(context.Background(), ReadRequest{Path: filepath.Join(outside, "link"), Outside: true})
+	_, err = r.read(context.Background(), ReadRequest{Path: filepath.Join(outside, "link"), Outside: true})
 	wantErr(t, "read a symlink outside the root", err, ErrSymlink)
 	if !strings.Contains(err.Error(), "the real path is "+filepath.Join(outside, "secret")) {
 		t.Fatalf("error %q does not name the real path", err)

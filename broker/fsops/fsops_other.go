@@ -21,27 +21,27 @@ func (r *Root) Real() string                { return "" }
 func (r *Root) FDPath() string              { return "" }
 func (r *Root) Abs(p string) (string, bool) { return p, false }
 
-func (r *Root) Read(ctx context.Context, req ReadRequest) (*ReadResult, error) {
+func (r *Root) read(ctx context.Context, req ReadRequest) (*ReadResult, error) {
 	return nil, ErrUnsupported
 }
-func (r *Root) PrepareWrite(path string, content []byte) (*Pending, error) {
+func (r *Root) prepareWrite(path string, content []byte) (*Pending, error) {
 	return nil, ErrUnsupported
 }
-func (r *Root) PrepareWriteOutside(path string, content []byte) (*Pending, error) {
+func (r *Root) prepareWriteOutside(path string, content []byte) (*Pending, error) {
 	return nil, ErrUnsupported
 }
-func (r *Root) PrepareEdit(path, oldString, newString string, replaceAll bool) (*Pending, error) {
+func (r *Root) prepareEdit(path, oldString, newString string, replaceAll bool) (*Pending, error) {
 	return nil, ErrUnsupported
 }
-func (r *Root) PrepareEditOutside(path, oldString, newString string, replaceAll bool) (*Pending, error) {
+func (r *Root) prepareEditOutside(path, oldString, newString string, replaceAll bool) (*Pending, error) {
 	return nil, ErrUnsupported
 }
-func (r *Root) Commit(p *Pending, before func(abs string, old []byte, existed bool) error) error {
+func (r *Root) commit(p *Pending, before func(abs string, old []byte, existed bool) error) error {
 	return ErrUnsupported
 }
-func (r *Root) Glob(ctx context.Context, pattern, path string, allow func(abs string) bool) (*ListResult, error) {
+func (r *Root) glob(ctx context.Context, pattern, path string, allow func(abs string) bool) (*ListResult, error) {
 	return nil, ErrUnsupported
 }
-func (r *Root) Grep(ctx context.Context, req GrepRequest, allow func(abs string) bool) (*ListResult, error) {
+func (r *Root) grep(ctx context.Context, req GrepRequest, allow func(abs string) bool) (*ListResult, error) {
 	return nil, ErrUnsupported
 }

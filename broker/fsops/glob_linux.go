@@ -13,11 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Glob is glob: files below path (the root when empty) whose path relative to it matches pattern ("**" for any
+// glob is Glob: files below path (the root when empty) whose path relative to it matches pattern ("**" for any
 // number of folders, {a,b} alternatives), .gitignore respected, .git and symlinks skipped, newest first, capped at
 // Limits.ListEntries with a note. allow is asked for every file that would be returned (concurrently: it must be
-// safe for concurrent use); files it refuses are left out and counted in Skipped.
-func (r *Root) Glob(ctx context.Context, pattern, path string, allow func(abs string) bool) (*ListResult, error) {
+// safe for concurrent use); files it refuses are left out, and nothing of the answer says they exist.
+func (r *Root) glob(ctx context.Context, pattern, path string, allow func(abs string) bool) (*ListResult, error) {
 	if path == "" {
 		path = "."
 	}
@@ -41,19 +41,15 @@ func (r *Root) Glob(ctx context.Context, pattern, path string, allow func(abs st
 		mtime int64
 	}
 	var (
-		mu      sync.Mutex
-		hits    []hit
-		skipped int
+		mu   sync.Mutex
+		hits []hit
 	)
-	w := &walker{ctx: ctx, startFD: startFD, startRel: startRel, descend: gs.mayContain}
+	w := &walker{ctx: ctx, startFD: startFD, startRel: startRel, descend: gs.mayContain, allow: allow, startAbs: startAbs}
 	w.file = func(w *walker, dir *dirRef, name, rel string) {
 		if !gs.matchFile(rel) {
 			return
 		}
 		if allow != nil && !allow(filepath.Join(startAbs, rel)) {
-			mu.Lock()
-			skipped++
-			mu.Unlock()
 			return
 		}
 		var st unix.Stat_t
@@ -65,7 +61,7 @@ func (r *Root) Glob(ctx context.Context, pattern, path string, allow func(abs st
 		hits = append(hits, hit{rel, st.Mtim.Nano()})
 		mu.Unlock()
 	}
-	if err := w.run(r.rootIgnore(startRel)); err != nil {
+	if err := w.run(r.rootIgnore(startRel, allow)); err != nil {
 		return nil, fmt.Errorf("glob %q in %s: %w", pattern, startAbs, err)
 	}
 	slices.SortFunc(hits, func(a, b hit) int {
@@ -77,7 +73,7 @@ func (r *Root) Glob(ctx context.Context, pattern, path string, allow func(abs st
 		}
 		return strings.Compare(a.rel, b.rel)
 	})
-	res := &ListResult{Count: len(hits), Skipped: skipped}
+	res := &ListResult{Count: len(hits)}
 	var sb strings.Builder
 	for i, h := range hits {
 		if i == r.Limits.ListEntries || sb.Len()+len(h.rel) > r.Limits.ListBytes {
@@ -96,9 +92,6 @@ func (r *Root) Glob(ctx context.Context, pattern, path string, allow func(abs st
 	}
 	if res.Truncated {
 		notes = append(notes, fmt.Sprintf("showing the %d newest of %d files; narrow the pattern or the path", len(res.Locations), len(hits)))
-	}
-	if skipped > 0 {
-		notes = append(notes, fmt.Sprintf("%d files skipped by permission rules", skipped))
 	}
 	res.Note = strings.Join(notes, "; ")
 	return res, nil

@@ -32,10 +32,11 @@ type grepFile struct {
 	lines []grepLine
 }
 
-// Grep is grep: RE2 syntax (Go's regexp), over the files below req.Path (the root when empty) that req.Glob
+// grep is Grep: RE2 syntax (Go's regexp), over the files below req.Path (the root when empty) that req.Glob
 // matches, .gitignore respected, binary files skipped, searched in parallel; capped at Limits.ListEntries with a
-// note. allow is asked (concurrently) before a file is opened; refused files are skipped and counted.
-func (r *Root) Grep(ctx context.Context, req GrepRequest, allow func(abs string) bool) (*ListResult, error) {
+// note. allow is asked (concurrently) before a file is opened; refused files are left out, and nothing of the
+// answer (no match, count or note) says they exist.
+func (r *Root) grep(ctx context.Context, req GrepRequest, allow func(abs string) bool) (*ListResult, error) {
 	mode := req.OutputMode
 	switch mode {
 	case "":
@@ -63,10 +64,10 @@ func (r *Root) Grep(ctx context.Context, req GrepRequest, allow func(abs string)
 	if f, abs, st := r.openSearchFile(req.Path); f != nil {
 		defer f.Close()
 		g.startAbs = filepath.Dir(abs)
-		if allow != nil && !allow(abs) {
-			g.skipped.Add(1)
-		} else if gf, ok := searchFD(ctx, int(f.Fd()), st.Size, st.Mtim.Nano(), filepath.Base(abs), m, mode, g.ctxLines, g.lineChars); ok {
-			g.files = append(g.files, gf)
+		if allow == nil || allow(abs) {
+			if gf, ok := searchFD(ctx, int(f.Fd()), st.Size, st.Mtim.Nano(), filepath.Base(abs), m, mode, g.ctxLines, g.lineChars); ok {
+				g.files = append(g.files, gf)
+			}
 		}
 	} else if err := r.grepTree(ctx, req.Path, g); err != nil {
 		return nil, err
@@ -85,11 +86,10 @@ type grepSearch struct {
 	startAbs  string
 	stopAt    int64 // the search stops well past the cap: the result stays bounded whatever the pattern
 
-	mu      sync.Mutex
-	files   []grepFile
-	skipped atomic.Int64
-	total   atomic.Int64 // matching lines (content, count) or files (files) found so far
-	cut     atomic.Bool  // a file was left unsearched: the counts are lower bounds
+	mu    sync.Mutex
+	files []grepFile
+	total atomic.Int64 // matching lines (content, count) or files (files) found so far
+	cut   atomic.Bool  // a file was left unsearched: the counts are lower bounds
 }
 
 // openSearchFile opens p when it names a regular file inside the root (else nil), with its real path.
@@ -123,13 +123,12 @@ func (r *Root) grepTree(ctx context.Context, p string, g *grepSearch) error {
 	}
 	defer unix.Close(startFD)
 	g.startAbs = startAbs
-	w := &walker{ctx: ctx, startFD: startFD, startRel: startRel, descend: func(string) bool { return true }}
+	w := &walker{ctx: ctx, startFD: startFD, startRel: startRel, descend: func(string) bool { return true }, allow: g.allow, startAbs: startAbs}
 	w.file = func(w *walker, dir *dirRef, name, rel string) {
 		if g.gs != nil && !g.gs.matchFile(rel) {
 			return
 		}
 		if g.allow != nil && !g.allow(filepath.Join(startAbs, rel)) {
-			g.skipped.Add(1)
 			return
 		}
 		dir.acquire()
@@ -161,7 +160,7 @@ func (r *Root) grepTree(ctx context.Context, p string, g *grepSearch) error {
 			work()
 		}
 	}
-	if err := w.run(r.rootIgnore(startRel)); err != nil {
+	if err := w.run(r.rootIgnore(startRel, g.allow)); err != nil {
 		return fmt.Errorf("grep in %s: %w", startAbs, err)
 	}
 	return nil
@@ -184,7 +183,7 @@ func (r *Root) grepResult(g *grepSearch) *ListResult {
 	} else {
 		slices.SortFunc(files, func(a, b grepFile) int { return strings.Compare(a.rel, b.rel) })
 	}
-	res := &ListResult{Skipped: int(g.skipped.Load()), Truncated: cut}
+	res := &ListResult{Truncated: cut}
 	var sb strings.Builder
 	shown, found := 0, 0
 	outputFull := false
@@ -259,9 +258,6 @@ outer:
 			what = "more than " + what
 		}
 		notes = append(notes, fmt.Sprintf("output cut: showing %d of %s %s; narrow the pattern, the path or the glob", shown, what, unit))
-	}
-	if n := res.Skipped; n > 0 {
-		notes = append(notes, fmt.Sprintf("%d files skipped by permission rules", n))
 	}
 	res.Note = strings.Join(notes, "; ")
 	return res

@@ -13,10 +13,10 @@ import (
 	"unicode/utf8"
 )
 
-// Read is read_file: lines numbered like `cat -n`, from req.Offset (1-based), at most req.Limit lines, each cut at
+// read is Read of req.Path: lines numbered like `cat -n`, from req.Offset (1-based), at most req.Limit lines, each cut at
 // Limits.LineChars characters, the whole cut at Limits.ReadBytes, with a note saying what was cut and how to read on.
 // Binary content fails with ErrBinary; invalid UTF-8 is shown as U+FFFD with a note.
-func (r *Root) Read(ctx context.Context, req ReadRequest) (*ReadResult, error) {
+func (r *Root) read(ctx context.Context, req ReadRequest) (*ReadResult, error) {
 	t, err := r.resolve(req.Path, req.Outside, resolveRead)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", req.Path, err)

@@ -26,7 +26,7 @@ func TestReadNumberedAndNotes(t *testing.T) {
 	writeFile(t, filepath.Join(root, "a.txt"), sb.String())
 	ctx := context.Background()
 
-	res, err := r.Read(ctx, ReadRequest{Path: "a.txt"})
+	res, err := r.read(ctx, ReadRequest{Path: "a.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +41,11 @@ func TestReadNumberedAndNotes(t *testing.T) {
 		t.Fatalf("location %+v", res.Location)
 	}
 
-	res, err = r.Read(ctx, ReadRequest{Path: "a.txt", Offset: 2499, Limit: 10})
+	res, err = r.read(ctx, ReadRequest{Path: "a.txt", Offset: 2499, Limit: 10})
 	if err != nil || res.Text != "  2499\tline 2499\n  2500\tline 2500\n" || res.More || res.Note != "" {
 		t.Fatalf("tail read = %+v, %v", res, err)
 	}
-	res, err = r.Read(ctx, ReadRequest{Path: "a.txt", Offset: 3000})
+	res, err = r.read(ctx, ReadRequest{Path: "a.txt", Offset: 3000})
 	if err != nil || res.Lines != 0 || !strings.Contains(res.Note, "only 2500 lines") {
 		t.Fatalf("read past the end = %+v, %v", res, err)
 	}
@@ -53,7 +53,7 @@ func TestReadNumberedAndNotes(t *testing.T) {
 	// The byte cap: 2000 lines of 1000 characters are ~2 MB, more than 256 KiB.
 	long := strings.Repeat(strings.Repeat("x", 1000)+"\n", 2000)
 	writeFile(t, filepath.Join(root, "wide.txt"), long)
-	res, err = r.Read(ctx, ReadRequest{Path: "wide.txt"})
+	res, err = r.read(ctx, ReadRequest{Path: "wide.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,18 +63,18 @@ func TestReadNumberedAndNotes(t *testing.T) {
 	}
 
 	writeFile(t, filepath.Join(root, "empty"), "")
-	res, err = r.Read(ctx, ReadRequest{Path: "empty"})
+	res, err = r.read(ctx, ReadRequest{Path: "empty"})
 	if err != nil || res.Text != "" || res.Note != "the file is empty" {
 		t.Fatalf("empty file = %+v, %v", res, err)
 	}
-	_, err = r.Read(ctx, ReadRequest{Path: "missing"})
+	_, err = r.read(ctx, ReadRequest{Path: "missing"})
 	wantErr(t, "read a missing file", err, ErrNotFound)
 }
 
 func TestReadInvalidUTF8(t *testing.T) {
 	r, root, _ := fixture(t)
 	writeFile(t, filepath.Join(root, "latin1"), "ok\ncaf\xe9 \xff\xfe\n")
-	res, err := r.Read(context.Background(), ReadRequest{Path: "latin1"})
+	res, err := r.read(context.Background(), ReadRequest{Path: "latin1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestReadOneHugeLine(t *testing.T) {
 	r, root, _ := fixture(t)
 	line := strings.Repeat("é", 5<<20) // 10 MB, 5 Mi characters, one line
 	writeFile(t, filepath.Join(root, "min.js"), line+"\nnext\n")
-	res, err := r.Read(context.Background(), ReadRequest{Path: "min.js"})
+	res, err := r.read(context.Background(), ReadRequest{Path: "min.js"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,14 +103,14 @@ func TestReadOneHugeLine(t *testing.T) {
 func TestWriteAndEdit(t *testing.T) {
 	r, root, _ := fixture(t)
 	// A new file in a new folder.
-	p, err := r.PrepareWrite("new/dir/a.go", []byte("package a\n"))
+	p, err := r.prepareWrite("new/dir/a.go", []byte("package a\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Existed || p.Old != nil || p.OldHash != sha256.Sum256(nil) || p.Abs != filepath.Join(root, "new/dir/a.go") {
 		t.Fatalf("pending for a new file: %+v", p)
 	}
-	if err := r.Commit(p, nil); err != nil {
+	if err := r.commit(p, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, filepath.Join(root, "new/dir/a.go")); got != "package a\n" {
@@ -121,19 +121,19 @@ func TestWriteAndEdit(t *testing.T) {
 	script := filepath.Join(root, "run.sh")
 	writeFile(t, script, "echo a\necho a\necho b\n")
 	os.Chmod(script, 0o750)
-	_, err = r.PrepareEdit("run.sh", "echo c", "x", false)
+	_, err = r.prepareEdit("run.sh", "echo c", "x", false)
 	wantErr(t, "edit with no match", err, ErrNoMatch)
-	_, err = r.PrepareEdit("run.sh", "echo a", "x", false)
+	_, err = r.prepareEdit("run.sh", "echo a", "x", false)
 	wantErr(t, "edit with two matches", err, ErrManyMatches)
 	if !strings.Contains(err.Error(), "2 matches") {
 		t.Fatalf("error %q does not say how many matches", err)
 	}
-	p, err = r.PrepareEdit("run.sh", "echo a", "echo z", true)
+	p, err = r.prepareEdit("run.sh", "echo a", "echo z", true)
 	if err != nil || p.Matches != 2 || string(p.New) != "echo z\necho z\necho b\n" || string(p.Old) != "echo a\necho a\necho b\n" {
 		t.Fatalf("replace_all = %+v, %v", p, err)
 	}
 	var snap []byte
-	if err := r.Commit(p, func(abs string, old []byte, existed bool) error {
+	if err := r.commit(p, func(abs string, old []byte, existed bool) error {
 		if abs != script || !existed {
 			return fmt.Errorf("snapshot of %s existed=%v", abs, existed)
 		}
@@ -150,13 +150,13 @@ func TestWriteAndEdit(t *testing.T) {
 	if string(snap) != "echo a\necho a\necho b\n" {
 		t.Fatalf("snapshot %q", snap)
 	}
-	p, _ = r.PrepareWrite("run.sh", snap)
-	if err := r.Commit(p, nil); err != nil || readFile(t, script) != string(snap) {
+	p, _ = r.prepareWrite("run.sh", snap)
+	if err := r.commit(p, nil); err != nil || readFile(t, script) != string(snap) {
 		t.Fatalf("undo: %v", err)
 	}
-	_, err = r.PrepareEdit("missing.go", "a", "b", false)
+	_, err = r.prepareEdit("missing.go", "a", "b", false)
 	wantErr(t, "edit a missing file", err, ErrNotFound)
-	_, err = r.PrepareWrite("new", []byte("x"))
+	_, err = r.prepareWrite("new", []byte("x"))
 	wantErr(t, "write over a folder", err, ErrIsDir)
 
 	// No temp file is left behind.
@@ -173,28 +173,28 @@ func TestCommitRefusesChangedFile(t *testing.T) {
 	f := filepath.Join(root, "f.txt")
 	writeFile(t, f, "v1\n")
 
-	p, _ := r.PrepareEdit("f.txt", "v1", "v2", false)
+	p, _ := r.prepareEdit("f.txt", "v1", "v2", false)
 	writeFile(t, f, "someone else\n")
-	wantErr(t, "commit after the file changed", r.Commit(p, nil), ErrChanged)
-	if !strings.Contains(r.Commit(p, nil).Error(), "the file changed since the question; ask again") {
+	wantErr(t, "commit after the file changed", r.commit(p, nil), ErrChanged)
+	if !strings.Contains(r.commit(p, nil).Error(), "the file changed since the question; ask again") {
 		t.Fatal("ErrChanged message")
 	}
 	if got := readFile(t, f); got != "someone else\n" {
 		t.Fatalf("file overwritten: %q", got)
 	}
 
-	p, _ = r.PrepareWrite("g.txt", []byte("mine\n"))
+	p, _ = r.prepareWrite("g.txt", []byte("mine\n"))
 	writeFile(t, filepath.Join(root, "g.txt"), "theirs\n")
-	wantErr(t, "commit after the file appeared", r.Commit(p, nil), ErrChanged)
+	wantErr(t, "commit after the file appeared", r.commit(p, nil), ErrChanged)
 
-	p, _ = r.PrepareWrite("f.txt", []byte("mine\n"))
+	p, _ = r.prepareWrite("f.txt", []byte("mine\n"))
 	os.Remove(f)
-	wantErr(t, "commit after the file was deleted", r.Commit(p, nil), ErrChanged)
+	wantErr(t, "commit after the file was deleted", r.commit(p, nil), ErrChanged)
 
 	// An undo snapshot that fails stops the write.
 	writeFile(t, f, "v1\n")
-	p, _ = r.PrepareWrite("f.txt", []byte("v2\n"))
-	err := r.Commit(p, func(string, []byte, bool) error { return errors.New("disk full") })
+	p, _ = r.prepareWrite("f.txt", []byte("v2\n"))
+	err := r.commit(p, func(string, []byte, bool) error { return errors.New("disk full") })
 	if err == nil || readFile(t, f) != "v1\n" {
 		t.Fatalf("commit with a failing snapshot: %v, file %q", err, readFile(t, f))
 	}
@@ -223,11 +223,11 @@ func TestHelperCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Limits.EditBytes = 2 * helperSize
-	p, err := r.PrepareWrite("big", newContent)
+	p, err := r.prepareWrite("big", newContent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Commit(p, func(string, []byte, bool) error { fmt.Println("ready"); return nil }); err != nil {
+	if err := r.commit(p, func(string, []byte, bool) error { fmt.Println("ready"); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	os.Exit(0)
@@ -289,7 +289,7 @@ func TestKilledMidWrite(t *testing.T) {
 func TestCommitOnlyOnceAndOnItsRoot(t *testing.T) {
 	r, root, _ := fixture(t)
 	writeFile(t, filepath.Join(root, "f"), "v1\n")
-	p, err := r.PrepareWrite("f", []byte("v2\n"))
+	p, err := r.prepareWrite("f", []byte("v2\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,12 +298,12 @@ func TestCommitOnlyOnceAndOnItsRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if err := other.Commit(p, nil); err == nil {
+	if err := other.commit(p, nil); err == nil {
 		t.Fatal("a pending write was committed by another root")
 	}
-	if err := r.Commit(p, nil); err != nil {
+	if err := r.commit(p, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Replaying the same approval fails: the pre-image is gone.
-	wantErr(t, "commit twice", r.Commit(p, nil), ErrChanged)
+	wantErr(t, "commit twice", r.commit(p, nil), ErrChanged)
 }

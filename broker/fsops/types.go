@@ -96,6 +96,5 @@ type ListResult struct {
 	Locations []Location
 	Count     int  // paths found (glob, grep files), or matching lines (grep content and count)
 	Truncated bool // the result was cut at the cap
-	Skipped   int  // files left out because allow() said no
 	Note      string
 }

@@ -30,6 +30,10 @@ type walker struct {
 	stopped  atomic.Bool
 	// descend says whether a folder (relative to the start) may hold wanted files.
 	descend func(rel string) bool
+	// allow, if set, decides a folder or a .gitignore by its absolute path (startAbs joined with its name) before
+	// it is opened: a folder the read policy hides is not entered, so nothing about the walk depends on it.
+	allow    func(abs string) bool
+	startAbs string
 	// file is called, concurrently, for each regular file not ignored (rel is relative to the start folder). It
 	// may keep dir past its return with dir.acquire and dir.release.
 	file func(w *walker, dir *dirRef, name, rel string)
@@ -100,6 +104,11 @@ func (w *walker) rootRel(rel string) string {
 	return w.startRel + "/" + rel
 }
 
+// allowed asks allow about rel, relative to the start folder.
+func (w *walker) allowed(rel string) bool {
+	return w.allow == nil || w.allow(path.Join(w.startAbs, rel))
+}
+
 func (w *walker) stop() { w.stopped.Store(true) }
 
 func (w *walker) done() bool { return w.stopped.Load() || w.ctx.Err() != nil }
@@ -129,7 +138,7 @@ func (w *walker) walkEntries(rel string, dir *dirRef, ign *ignoreNode) {
 	}
 	// A .gitignore of this folder applies to everything below it.
 	for _, e := range ents {
-		if e.name == ".gitignore" && e.typ == unix.DT_REG {
+		if e.name == ".gitignore" && e.typ == unix.DT_REG && w.allowed(path.Join(rel, ".gitignore")) {
 			if data := readSmall(fd, ".gitignore"); data != nil {
 				if rules := parseGitignore(data); len(rules) > 0 {
 					d := w.rootRel(rel)
@@ -153,7 +162,7 @@ func (w *walker) walkEntries(rel string, dir *dirRef, ign *ignoreNode) {
 		}
 		switch e.typ {
 		case unix.DT_DIR:
-			if name == ".git" || ign.ignored(w.rootRel(childRel), true) || !w.descend(childRel) {
+			if name == ".git" || ign.ignored(w.rootRel(childRel), true) || !w.descend(childRel) || !w.allowed(childRel) {
 				continue
 			}
 			// Beneath the start folder with no symlink in any component: a folder swapped for a symlink is not entered.
@@ -191,9 +200,16 @@ func readSmall(dirfd int, name string) []byte {
 }
 
 // rootIgnore returns the ignore rules from .git/info/exclude of the root, which apply below every .gitignore.
-func (r *Root) rootIgnore(startRel string) *ignoreNode {
+// A file allow refuses is not read.
+func (r *Root) rootIgnore(startRel string, allow func(abs string) bool) *ignoreNode {
+	read := func(rel string) []byte {
+		if allow != nil && !allow(path.Join(r.path, rel)) {
+			return nil
+		}
+		return readSmall(r.fd, rel)
+	}
 	var node *ignoreNode
-	if data := readSmall(r.fd, ".git/info/exclude"); data != nil {
+	if data := read(".git/info/exclude"); data != nil {
 		if rules := parseGitignore(data); len(rules) > 0 {
 			node = &ignoreNode{rules: rules}
 		}
@@ -204,7 +220,7 @@ func (r *Root) rootIgnore(startRel string) *ignoreNode {
 	}
 	dir := "."
 	for _, part := range strings.Split(startRel, "/") {
-		if data := readSmall(r.fd, path.Join(dir, ".gitignore")); data != nil {
+		if data := read(path.Join(dir, ".gitignore")); data != nil {
 			if rules := parseGitignore(data); len(rules) > 0 {
 				d := dir
 				if d == "." {

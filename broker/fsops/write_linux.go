@@ -17,30 +17,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// PrepareWrite is write_file's first half: it reads the pre-image (if any) and returns the exact bytes that Commit
+// prepareWrite is PrepareWrite of a path inside the root: it reads the pre-image (if any) and returns the exact bytes that Commit
 // will write. path must be inside the root (else ErrEscapes).
-func (r *Root) PrepareWrite(path string, content []byte) (*Pending, error) {
+func (r *Root) prepareWrite(path string, content []byte) (*Pending, error) {
 	return r.prepare("write", path, false, func(old []byte, existed bool) ([]byte, int, error) {
 		return bytes.Clone(content), 0, nil
 	})
 }
 
-// PrepareWriteOutside is PrepareWrite for a path outside the root, to call only after policy allowed it. The path
+// prepareWriteOutside is prepareWrite for a path outside the root, to call only after policy allowed it. The path
 // is opened from "/" with the same rules (no symlink in any component, no magic link).
-func (r *Root) PrepareWriteOutside(path string, content []byte) (*Pending, error) {
+func (r *Root) prepareWriteOutside(path string, content []byte) (*Pending, error) {
 	return r.prepare("write", path, true, func(old []byte, existed bool) ([]byte, int, error) {
 		return bytes.Clone(content), 0, nil
 	})
 }
 
-// PrepareEdit is edit_file's first half: oldString must occur exactly once (or at least once with replaceAll);
+// prepareEdit is PrepareEdit of a path inside the root: oldString must occur exactly once (or at least once with replaceAll);
 // otherwise ErrNoMatch or ErrManyMatches with the count.
-func (r *Root) PrepareEdit(path, oldString, newString string, replaceAll bool) (*Pending, error) {
+func (r *Root) prepareEdit(path, oldString, newString string, replaceAll bool) (*Pending, error) {
 	return r.prepare("edit", path, false, editFunc(oldString, newString, replaceAll, r.Limits.EditBytes))
 }
 
-// PrepareEditOutside is PrepareEdit for a path outside the root, to call only after policy allowed it.
-func (r *Root) PrepareEditOutside(path, oldString, newString string, replaceAll bool) (*Pending, error) {
+// prepareEditOutside is prepareEdit for a path outside the root, to call only after policy allowed it.
+func (r *Root) prepareEditOutside(path, oldString, newString string, replaceAll bool) (*Pending, error) {
 	return r.prepare("edit", path, true, editFunc(oldString, newString, replaceAll, r.Limits.EditBytes))
 }
 
@@ -137,12 +137,12 @@ func (r *Root) loadPreimage(t *target) ([]byte, *unix.Stat_t, error) {
 	return old, st, nil
 }
 
-// Commit writes p.New if the file is still what Prepare saw (same existence and hash, else ErrChanged). before is
+// commit writes p.New if the file is still what Prepare saw (same existence and hash, else ErrChanged). before is
 // called with the pre-image first (the undo snapshot) and the file's real path (its folder as the kernel names the
 // one opened: no symlink on the way, so that undo can reach it again without following one); an error from it stops
 // the write. The write is atomic: a temp file created with O_EXCL in the same folder (by its fd), fsync, renameat
 // over the target, fsync of the folder. Missing parent folders of a new file are created (inside the root only).
-func (r *Root) Commit(p *Pending, before func(abs string, old []byte, existed bool) error) error {
+func (r *Root) commit(p *Pending, before func(abs string, old []byte, existed bool) error) error {
 	if p == nil || p.root != r {
 		// A Pending names a path relative to the root that prepared it; another root would write elsewhere.
 		return errors.New("commit: the pending write was not prepared by this root")

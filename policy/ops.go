@@ -1,0 +1,41 @@
+package policy
+
+// The operations the broker decides, by name: the op of their audit records and, for the model's tools, the tool
+// names of the settings grammar. This is the one list; the broker's operation table uses these names.
+const (
+	OpReadFile       = "read_file"
+	OpWriteFile      = "write_file"
+	OpEditFile       = "edit_file"
+	OpGlob           = "glob"
+	OpGrep           = "grep"
+	OpBash           = "bash"
+	OpAttachMention  = "attach_mention"
+	OpResolveCommand = "resolve_command"
+	OpSkill          = "skill"
+	OpUndo           = "undo"
+	OpWebFetch       = "web_fetch" // a rule of the settings grammar; no operation yet
+)
+
+// Previewable reports whether the target of req, a write or edit that Decide answered with ask, may be opened and
+// read to build its question: only where a read_file of that path needs no question, inside the project folder and
+// not a protected path. Reading a target to show it counts as reading it: defends against a question (its diff,
+// or a "found 0 times" instead of a question) that tells the model what a file it may not read holds.
+func Previewable(req Request, st *State) bool {
+	if st == nil || req.Kind != KindWrite && req.Kind != KindEdit {
+		return false
+	}
+	if !inRoot(req.Path, st) || protectedAbs(req.Path, st) {
+		return false
+	}
+	return Decide(Request{Kind: KindRead, Tool: OpReadFile, Path: req.Path}, st).Verdict == Allow
+}
+
+// inRoot reports whether p is below the project folder under either of its names (not the folder itself).
+func inRoot(p string, st *State) bool {
+	for _, root := range []string{st.Root, st.RealRoot} {
+		if rel, in := within(root, p); in && rel != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,297 @@
+package attacks
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/protobuf/encoding/prototext"
+
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// Decide before any I/O: for a request the policy denies (or whose content-free question the user refuses),
+// nothing observable — the result, the questions asked, the audit records — depends on what the target holds,
+// whether it exists, or what kind of file it is; and the target is never opened. Each case runs in six worlds
+// that differ only in the target, and compares what a hostile front end sees, byte for byte.
+
+// world is one state of a request's target.
+type world struct {
+	name string
+	make func(t *testing.T, path string)
+}
+
+var worlds = []world{
+	{"the right guess", func(t *testing.T, p string) { mustWrite(t, p, "token=SECRET-1234\n") }},
+	{"another text", func(t *testing.T, p string) { mustWrite(t, p, "token=OTHER-98765432\n") }},
+	{"missing", func(t *testing.T, p string) {}},
+	{"a folder", func(t *testing.T, p string) { mustMkdir(t, p) }},
+	{"a FIFO", func(t *testing.T, p string) {
+		mustMkdir(t, filepath.Dir(p))
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"a symlink", func(t *testing.T, p string) {
+		mustMkdir(t, filepath.Dir(p))
+		if err := os.Symlink("/etc/hostname", p); err != nil {
+			t.Fatal(err)
+		}
+	}},
+}
+
+func mustMkdir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// denial is a way a request is refused: a mode, settings, the target, and how questions are answered.
+type denial struct {
+	name     string
+	plan     bool
+	settings string                                // $GARUDA_HOME/settings.json
+	target   func(e *env) string                   // the path the worlds differ in
+	answer   execv1.Choice                         // the answer to any question
+	ops      map[string]func(string) *execv1.Start // by Start.op field; the argument is the target
+}
+
+// fileOps are the operations that take the target's path or a pattern that reaches it.
+func fileOps() map[string]func(string) *execv1.Start {
+	return map[string]func(string) *execv1.Start{
+		"read_file":  func(p string) *execv1.Start { return read(p) },
+		"write_file": func(p string) *execv1.Start { return write(p, "token=SECRET-1234\n") },
+		"edit_file":  func(p string) *execv1.Start { return editOp(p, "SECRET-1234", "guessed", false) },
+		"glob": func(p string) *execv1.Start {
+			return &execv1.Start{Op: &execv1.Start_Glob{Glob: &execv1.Glob{Pattern: "**/" + filepath.Base(p), Path: filepath.Dir(p)}}}
+		},
+		"grep": func(p string) *execv1.Start {
+			return &execv1.Start{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: "SECRET-1234", Path: filepath.Dir(p), OutputMode: "count"}}}
+		},
+		"attach_mention": func(p string) *execv1.Start {
+			return &execv1.Start{Op: &execv1.Start_AttachMention{AttachMention: &execv1.AttachMention{Path: p}}}
+		},
+	}
+}
+
+var denials = []denial{
+	{
+		name:   "Garuda's credentials",
+		target: func(e *env) string { return filepath.Join(e.home, "credentials") },
+		answer: execv1.Choice_CHOICE_ONCE,
+		ops:    fileOps(),
+	},
+	{
+		name:     "plan mode and a read deny rule",
+		plan:     true,
+		settings: `{"permissions": {"deny": ["read_file(.env)", "bash(cat *)"]}}`,
+		target:   func(e *env) string { return filepath.Join(e.root, ".env") },
+		answer:   execv1.Choice_CHOICE_ONCE,
+		ops: merge(fileOps(), map[string]func(string) *execv1.Start{
+			"bash": func(p string) *execv1.Start { return bash("cat " + p) },
+		}),
+	},
+	{
+		name:     "a read deny rule in build mode, the question refused",
+		settings: `{"permissions": {"deny": ["read_file(.env)"]}}`,
+		target:   func(e *env) string { return filepath.Join(e.root, ".env") },
+		answer:   execv1.Choice_CHOICE_DENY,
+		ops:      fileOps(),
+	},
+	{
+		name:   "outside the project, the question refused",
+		target: func(e *env) string { return filepath.Join(filepath.Dir(e.root), "outside", "secret.txt") },
+		answer: execv1.Choice_CHOICE_DENY,
+		ops: map[string]func(string) *execv1.Start{
+			"read_file":  fileOps()["read_file"],
+			"write_file": fileOps()["write_file"],
+			"edit_file":  fileOps()["edit_file"],
+			"glob":       fileOps()["glob"],
+			"grep":       fileOps()["grep"],
+		},
+	},
+	{
+		name:     "a project command and a skill in a folder a rule hides",
+		settings: `{"permissions": {"deny": ["read_file(.garuda/**)"]}}`,
+		target:   func(e *env) string { return filepath.Join(e.root, ".garuda", "skills", "s", "SKILL.md") },
+		answer:   execv1.Choice_CHOICE_ONCE,
+		ops: map[string]func(string) *execv1.Start{
+			"load_skill": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_LoadSkill{LoadSkill: &execv1.LoadSkill{Name: "s"}}}
+			},
+			"resolve_command": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_ResolveCommand{ResolveCommand: &execv1.ResolveCommand{Text: "/s please"}}}
+			},
+		},
+	},
+}
+
+func merge(a, b map[string]func(string) *execv1.Start) map[string]func(string) *execv1.Start {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+// observe runs op once in a new broker whose target is in world w, and returns everything a front end and the
+// audit log see of it, with the temp folders' names replaced, and whether the broker opened the target.
+func observe(t *testing.T, d denial, w world, op func(string) *execv1.Start) (seen string, opened bool) {
+	t.Helper()
+	dir := t.TempDir()
+	e := newEnvIn(t, dir, filepath.Join(dir, "project"), filepath.Join(dir, "home"))
+	if d.settings != "" {
+		mustWrite(t, filepath.Join(e.home, "settings.json"), d.settings)
+	}
+	target := d.target(e)
+	if strings.HasSuffix(target, "SKILL.md") {
+		// The skill is well formed in the worlds where it is a file.
+		w = skillWorld(w)
+	}
+	w.make(t, target)
+	c := e.client()
+	mode := execv1.Mode_MODE_BUILD
+	if d.plan {
+		mode = execv1.Mode_MODE_PLAN
+	}
+	r, err := c.OpenSession(context.Background(), &execv1.OpenSessionRequest{Root: e.root, Mode: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch := watchOpens(t, filepath.Dir(target))
+	res, qs, err := run(t, start(t, c, ctx(t), r.SessionId, op(target)), d.answer)
+	opened = watch(filepath.Base(target))
+	var b strings.Builder
+	fmt.Fprintf(&b, "error: %v\nresult: %s\n", err, prototext.Format(res))
+	for _, q := range qs {
+		q.QuestionId = ""
+		fmt.Fprintf(&b, "question: %s\n", prototext.Format(q))
+	}
+	for _, rec := range auditRecords(t, e.home) {
+		fmt.Fprintf(&b, "audit: %s %s %q %s %q %q %s %s\n", rec.Event, rec.Op, rec.Input, rec.Verdict, rec.Rule, rec.Reason, rec.Status, rec.AnsweredBy)
+	}
+	seen = strings.ReplaceAll(b.String(), r.SessionId, "$SESSION")
+	return strings.ReplaceAll(seen, dir, "$DIR"), opened
+}
+
+// skillWorld makes a file world's content a skill, so that a skill that could be read would load.
+func skillWorld(w world) world {
+	switch w.name {
+	case "the right guess", "another text":
+		text := w.name
+		return world{w.name, func(t *testing.T, p string) {
+			mustWrite(t, p, "---\nname: s\ndescription: "+text+"\n---\nbody of "+text+"\n")
+		}}
+	}
+	return w
+}
+
+// watchOpens watches dir for opens and reads of its entries; the function it returns says whether name was
+// opened or read since.
+func watchOpens(t *testing.T, dir string) func(name string) bool {
+	t.Helper()
+	mustMkdir(t, dir)
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_OPEN|unix.IN_ACCESS); err != nil {
+		t.Fatal(err)
+	}
+	return func(name string) bool {
+		defer unix.Close(fd)
+		buf := make([]byte, 64<<10)
+		seen := false
+		for {
+			n, err := unix.Read(fd, buf)
+			if n <= 0 || err != nil {
+				return seen
+			}
+			for off := 0; off+unix.SizeofInotifyEvent <= n; {
+				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+				nameBytes := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+				if strings.TrimRight(string(nameBytes), "\x00") == name {
+					seen = true
+				}
+				off += unix.SizeofInotifyEvent + int(ev.Len)
+			}
+		}
+	}
+}
+
+func TestDeniedRequestsAnswerTheSameWhateverTheTargetIs(t *testing.T) {
+	for _, d := range denials {
+		for field, op := range d.ops {
+			t.Run(d.name+"/"+field, func(t *testing.T) {
+				var first string
+				for i, w := range worlds {
+					seen, opened := observe(t, d, w, op)
+					if opened {
+						t.Errorf("in the world where the target is %s, the broker opened it", w.name)
+					}
+					if i == 0 {
+						first = seen
+						// resolve_command and skill decide nothing here: the hidden file is simply not found.
+						if field != "resolve_command" && field != "load_skill" && !strings.Contains(seen, "audit: decision") {
+							t.Fatalf("no decision was audited:\n%s", seen)
+						}
+						continue
+					}
+					if seen != first {
+						t.Errorf("the answer depends on the target: where it is %s\n%s\nwhere it is %s\n%s", worlds[0].name, first, w.name, seen)
+					}
+				}
+			})
+		}
+	}
+}
+
+// The control: the same comparison, for requests whose target the policy lets the model read, sees the worlds
+// differ (an edit's "found 0 times", a read's content, a grep's count, a skill's body). So the test above would
+// catch an operation that opened its target first.
+func TestDecideFirstControlSeesReadableTargets(t *testing.T) {
+	readable := denial{
+		name:   "a readable file in the project",
+		target: func(e *env) string { return filepath.Join(e.root, "notes.txt") },
+		answer: execv1.Choice_CHOICE_DENY,
+		ops:    fileOps(),
+	}
+	skills := denials[len(denials)-1]
+	skills.settings = ""
+	for _, d := range []denial{readable, skills} {
+		for field, op := range d.ops {
+			t.Run(field, func(t *testing.T) {
+				a, _ := observe(t, d, worlds[0], op)
+				b, _ := observe(t, d, worlds[1], op)
+				c, _ := observe(t, d, worlds[2], op)
+				if a == b && b == c {
+					t.Errorf("three worlds of a readable target look the same to %s:\n%s", field, a)
+				}
+			})
+		}
+	}
+}
+
+// Guard: every operation of the broker API is in the table of TestDeniedRequestsAnswerTheSameWhateverTheTargetIs,
+// so an operation added later cannot skip it.
+func TestEveryOperationIsCheckedForDecideFirst(t *testing.T) {
+	covered := map[string]bool{}
+	for _, d := range denials {
+		for field := range d.ops {
+			covered[field] = true
+		}
+	}
+	fields := (&execv1.Start{}).ProtoReflect().Descriptor().Oneofs().ByName("op").Fields()
+	for i := range fields.Len() {
+		name := string(fields.Get(i).Name())
+		if !covered[name] {
+			t.Errorf("operation %s has no case in the decide-first test: add one to denials", name)
+		}
+	}
+}
