@@ -106,9 +106,9 @@ func (s *Service) do(ctx context.Context, c *call) (*execv1.Result, error) {
 
 // grant is a decided request on its way: the decision, the permit it gives, and the means to ask.
 type grant struct {
-	s  *Service
-	c  *call
-	op *operation
+	s   *Service
+	c   *call
+	op  *operation
 	req policy.Request
 	d   policy.Decision
 	p   permit.Permit

@@ -76,7 +76,9 @@ func (p Permit) Acts() bool { return p.level == levelAct }
 func (p Permit) Previews() bool { return p.level >= levelPreview }
 
 // CheckAct returns nil when p lets an operation of one of kinds act on path.
-func (p Permit) CheckAct(path string, kinds ...policy.Kind) error { return p.check(path, levelAct, kinds) }
+func (p Permit) CheckAct(path string, kinds ...policy.Kind) error {
+	return p.check(path, levelAct, kinds)
+}
 
 // CheckPreview returns nil when p lets an operation of one of kinds open and read path.
 func (p Permit) CheckPreview(path string, kinds ...policy.Kind) error {
