@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,7 +25,7 @@ func TestReleaseBadInput(t *testing.T) {
 	} {
 		t.Run(c.version, func(t *testing.T) {
 			parent := t.TempDir()
-			err := run(options{root: moduleRoot, version: c.version, out: filepath.Join(parent, "dist"), log: &bytes.Buffer{}, allowDirty: true})
+			err := run(options{root: moduleRoot, version: c.version, out: filepath.Join(parent, "dist"), log: &bytes.Buffer{}})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("release %q: error %v, want one saying %q", c.version, err, c.want)
 			}
@@ -38,15 +37,13 @@ func TestReleaseBadInput(t *testing.T) {
 // A tree with uncommitted changes to tracked files is refused; untracked files are not changes of the commit, and
 // a release that then fails (here: the build) writes nothing either.
 func TestReleaseDirtyTree(t *testing.T) {
-	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull) // never the real home's git config
+	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull) // the release's own git calls: never the home's configuration
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	repo := t.TempDir()
-	gitIn := func(args ...string) {
+	git := func(args ...string) {
 		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
+		if err := gitIn(repo, args...); err != nil {
+			t.Fatal(err)
 		}
 	}
 	write := func(name, content string) {
@@ -58,9 +55,9 @@ func TestReleaseDirtyTree(t *testing.T) {
 	write("go.mod", "module "+module+"\n\ngo 1.26\n")
 	write("LICENSE", "license\n")
 	write("README.md", "readme\n")
-	gitIn("init", "-q")
-	gitIn("add", ".")
-	gitIn("commit", "-q", "-m", "first")
+	git("init", "-q")
+	git("add", ".")
+	git("commit", "-q", "-m", "first")
 
 	parent := t.TempDir()
 	out := filepath.Join(parent, "dist")
@@ -73,7 +70,7 @@ func TestReleaseDirtyTree(t *testing.T) {
 
 	// Negative control: the same tree with the change committed and only an untracked file passes the check and
 	// gets as far as the build (the repository has no cmd/garuda).
-	gitIn("commit", "-q", "-am", "second")
+	git("commit", "-q", "-am", "second")
 	write("untracked.txt", "x\n")
 	err = run(options{root: repo, version: testVersion, out: out, log: &bytes.Buffer{}})
 	if err == nil || !strings.Contains(err.Error(), "build for linux-x86_64") {
@@ -92,7 +89,7 @@ func TestReleaseKeepsOtherFolders(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "notes.md"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := run(options{root: moduleRoot, version: testVersion, out: out, log: &bytes.Buffer{}, allowDirty: true})
+	err := run(options{root: moduleRoot, version: testVersion, out: out, log: &bytes.Buffer{}})
 	if err == nil || !strings.Contains(err.Error(), "holds no previous release") {
 		t.Fatalf("error %v, want a refusal to replace the folder", err)
 	}
@@ -100,7 +97,7 @@ func TestReleaseKeepsOtherFolders(t *testing.T) {
 		t.Fatalf("the folder's file is gone or changed: %q, %v", data, err)
 	}
 	root, _ := filepath.Abs(moduleRoot)
-	err = run(options{root: moduleRoot, version: testVersion, out: root, log: &bytes.Buffer{}, allowDirty: true})
+	err = run(options{root: moduleRoot, version: testVersion, out: root, log: &bytes.Buffer{}})
 	if err == nil || !strings.Contains(err.Error(), "holds the module itself") {
 		t.Fatalf("release into the module's root: error %v, want a refusal", err)
 	}

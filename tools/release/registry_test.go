@@ -71,7 +71,7 @@ func TestAgentJSONRules(t *testing.T) {
 		}, "uses /latest/"},
 		{"archive of another version", "garuda", func(m map[string]any) {
 			target(m, "linux-x86_64")["archive"] = downloadURL("0.15.2", "garuda-0.15.2-linux-x86_64.tar.gz")
-		}, "is of version 0.15.2, the entry's is 0.16.0"},
+		}, "is of version 0.15.2, the entry's is " + testVersion},
 		{"short sha256", "garuda", func(m map[string]any) { target(m, "linux-x86_64")["sha256"] = "abc" }, "sha256 must be 64 hex digits"},
 		{"no cmd", "garuda", func(m map[string]any) { delete(target(m, "linux-x86_64"), "cmd") }, "missing cmd"},
 		{"no archive", "garuda", func(m map[string]any) { delete(target(m, "linux-x86_64"), "archive") }, "missing archive"},
@@ -191,7 +191,7 @@ func TestReleaseRules(t *testing.T) {
 		}, "distribution.binary.linux-x86_64.sha256"},
 		{"archive of another repository", func(dist string) {
 			editEntry(t, dist, func(m map[string]any) {
-				target(m, "linux-x86_64")["archive"] = "https://github.com/someone/garuda/releases/download/v0.16.0/" + linux
+				target(m, "linux-x86_64")["archive"] = "https://github.com/someone/garuda/releases/download/v" + testVersion + "/" + linux
 			})
 		}, "distribution.binary.linux-x86_64.archive"},
 		{"cmd without ./", func(dist string) {
@@ -215,9 +215,9 @@ func TestReleaseRules(t *testing.T) {
 		}, "a binary for windows-aarch64, which the release does not build"},
 		{"a sum for no archive", func(dist string) {
 			f, _ := os.OpenFile(filepath.Join(dist, sumsFile), os.O_APPEND|os.O_WRONLY, 0)
-			f.WriteString(strings.Repeat("1", 64) + "  garuda-0.16.0-plan9-x86_64.tar.gz\n")
+			f.WriteString(strings.Repeat("1", 64) + "  garuda-" + testVersion + "-plan9-x86_64.tar.gz\n")
 			f.Close()
-		}, "lists garuda-0.16.0-plan9-x86_64.tar.gz"},
+		}, "lists garuda-" + testVersion + "-plan9-x86_64.tar.gz"},
 		{"description silent on the platform", func(dist string) {
 			editEntry(t, dist, func(m map[string]any) { m["description"] = "A coding agent." })
 		}, "does not say where Garuda runs"},
@@ -226,7 +226,7 @@ func TestReleaseRules(t *testing.T) {
 		}, `license is "MIT", want "Apache-2.0"`},
 		{"other version", func(dist string) {
 			editEntry(t, dist, func(m map[string]any) { m["version"] = "0.16.1" })
-		}, `version is "0.16.1", want "0.16.0"`},
+		}, `version is "0.16.1", want "` + testVersion + `"`},
 		{"no icon", func(dist string) {
 			os.Remove(filepath.Join(dist, entryDir, "icon.svg"))
 		}, "the registry requires an icon"},

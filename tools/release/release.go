@@ -72,8 +72,6 @@ type options struct {
 	version string    // MAJOR.MINOR.PATCH
 	out     string    // the folder to write (relative to root unless absolute); a previous release there is replaced
 	log     io.Writer // one line per archive
-
-	allowDirty bool // test hook: the tests build from a working tree that may have uncommitted changes
 }
 
 // Main runs the release tool with its arguments (without the program name).
@@ -112,10 +110,8 @@ func run(o options) error {
 	if err := checkOut(root, out); err != nil {
 		return err
 	}
-	if !o.allowDirty {
-		if err := checkClean(root); err != nil {
-			return err
-		}
+	if err := checkClean(root); err != nil {
+		return err
 	}
 	mtime, err := commitTime(root)
 	if err != nil {
