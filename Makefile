@@ -36,6 +36,13 @@ cross:
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...
 
+# make release VERSION=x.y.z: the archives of every platform, SHA256SUMS and the ACP Registry entry, in dist/
+# (replaced as a whole; tools/release says how). No VERSION on the command line or in the environment is an error,
+# not the development version above.
+.PHONY: release
+release:
+	$(GO) run ./tools/release -version '$(if $(filter file,$(origin VERSION)),,$(VERSION))'
+
 tools: $(BUF)
 
 .tools/node_modules/.bin/buf:

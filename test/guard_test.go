@@ -149,7 +149,7 @@ func TestBrokerDeps(t *testing.T) {
 	}
 }
 
-// The Makefile builds what the process tests and the benchmarks run: the settings of test/release.
+// The Makefile builds what the process tests, the benchmarks and make release run: the settings of test/release.
 func TestMakefileBuildsRelease(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "Makefile"))
 	if err != nil {
@@ -165,6 +165,15 @@ func TestMakefileBuildsRelease(t *testing.T) {
 		if !strings.Contains(line, want) {
 			t.Errorf("the Makefile's BUILD line %q lacks %q (test/release)", strings.TrimSpace(line), want)
 		}
+	}
+	var ldflags string
+	for l := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(l, "LDFLAGS "); ok {
+			ldflags = strings.TrimSpace(strings.TrimLeft(v, " :="))
+		}
+	}
+	if want := release.LDFlags("$(VERSION)"); ldflags != want {
+		t.Errorf("the Makefile's LDFLAGS are %q; test/release (and so make release) stamps %q", ldflags, want)
 	}
 	for l := range strings.Lines(string(data)) {
 		if strings.Contains(l, "go build") || strings.Contains(l, "$(GO) build") {

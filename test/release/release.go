@@ -17,6 +17,14 @@ const Tags = "grpcnotrace"
 // is mapped, and the front end never needs to load an NSS module under its Landlock rules.
 const CGO = "0"
 
+// LDFlags are the -ldflags that stamp version into both binaries: `garuda --version`, `garuda-exec --version`, the
+// broker's Hello and the agentInfo.version of ACP initialize. The Makefile's LDFLAGS line is LDFlags("$(VERSION)");
+// TestMakefileBuildsRelease keeps the two in step.
+func LDFlags(version string) string {
+	return "-X github.com/garuda-dev/garuda/frontend/cli.Version=" + version +
+		" -X github.com/garuda-dev/garuda/broker.Version=" + version
+}
+
 // Command returns the `go build` of pkgs into out (a file, or a folder for several packages) with the shipped
 // settings; ldflags may be empty. dir is the module's root.
 func Command(dir, ldflags, out string, pkgs ...string) *exec.Cmd {
