@@ -234,7 +234,7 @@ func (s *Service) Undo(ctx context.Context, req *execv1.UndoRequest) (*execv1.Un
 }
 
 func undoEntry(e undo.Entry) *execv1.UndoEntry {
-	return &execv1.UndoEntry{Id: e.ID, Path: e.Path, Time: e.Time.Format("2006-01-02 15:04:05"), Created: !e.Existed}
+	return &execv1.UndoEntry{Path: e.Path, Time: e.Time.Format("2006-01-02 15:04:05"), Created: !e.Existed}
 }
 
 // VerifyAudit checks the hash chain of the audit log's files; only files of the audit folder are read.

@@ -17,7 +17,7 @@ const maxDiff = 1 << 20
 // approver asks the editor with session/request_permission.
 type approver struct{ sess *session }
 
-// Ask implements tools.Approver. Any failure, a cancelled answer or an unknown option is a deny; an aborted turn
+// Ask implements brokerconn.Approver. Any failure, a cancelled answer or an unknown option is a deny; an aborted turn
 // is a deny at once, without waiting for the editor.
 func (a *approver) Ask(ctx context.Context, q *execv1.Question) execv1.Choice {
 	a.sess.mu.Lock()

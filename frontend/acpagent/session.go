@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/garuda-dev/garuda/frontend/agent"
+	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/tools"
 	"github.com/garuda-dev/garuda/frontend/visible"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -127,7 +128,12 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	if names := mcpNames(p.McpServers); len(names) > 0 {
 		sess.notices = append(sess.notices, fmt.Sprintf("the editor's MCP servers are not started in this version: %s.", strings.Join(names, ", ")))
 	}
-	sess.runner = &tools.Runner{Client: b, SessionID: sess.id, Approver: &approver{sess: sess}, Notice: sess.resultNotice}
+	for _, c := range open.GetCommands() {
+		if c.GetSkill() {
+			sess.skills = append(sess.skills, agent.SkillInfo{Name: c.GetName(), Description: c.GetDescription()})
+		}
+	}
+	sess.runner = &brokerconn.Runner{Client: b, SessionID: sess.id, Approver: &approver{sess: sess}, Notice: sess.resultNotice}
 	sess.ag = &agent.Session{
 		Model:           client,
 		Tools:           sess.runner,
@@ -203,7 +209,8 @@ type session struct {
 	root             string
 	instructions     string
 	instructionsFile string
-	runner           *tools.Runner
+	runner           *brokerconn.Runner
+	skills           []agent.SkillInfo // the session's skills, for the system prompt
 	ag               *agent.Session
 
 	mu   sync.Mutex
@@ -241,14 +248,22 @@ func (s *session) systemPrompt() string {
 	if mode == "" {
 		mode = modeBuild
 	}
-	return agent.SystemPrompt(agent.PromptInfo{
+	specs := s.runner.Specs()
+	info := agent.PromptInfo{
 		Root:             s.root,
 		Mode:             mode,
 		Date:             time.Now().Format("2006-01-02"),
-		Tools:            s.runner.Specs(),
+		Tools:            specs,
+		ToolRules:        tools.Rules(specs),
 		Instructions:     s.instructions,
 		InstructionsFile: s.instructionsFile,
-	})
+	}
+	for _, t := range specs {
+		if t.Name == tools.Skill {
+			info.Skills = s.skills
+		}
+	}
+	return agent.SystemPrompt(info)
 }
 
 // update sends one session/update. ctx must outlive a cancel: the final updates of a cancelled turn go out too.

@@ -12,8 +12,8 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/garuda-dev/garuda/frontend/agent"
+	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/model"
-	"github.com/garuda-dev/garuda/frontend/tools"
 	"github.com/garuda-dev/garuda/frontend/visible"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -365,4 +365,4 @@ func visibleJSON(raw json.RawMessage) any {
 	return walk(v)
 }
 
-var _ tools.Approver = (*approver)(nil)
+var _ brokerconn.Approver = (*approver)(nil)

@@ -28,9 +28,6 @@ func TestToolTitlesAndKinds(t *testing.T) {
 		{"bash", `{"command":"sleep 60"}`, "$ sleep 60", acp.ToolKindExecute},
 		{"bash", `{"command":"echo a\nrm -rf x"}`, "$ echo a ⏎ rm -rf x", acp.ToolKindExecute},
 		{"bash", `{"command":"ls \u202e fdp"}`, `$ ls \u202e fdp`, acp.ToolKindExecute},
-		{"web_fetch", `{"url":"https://x.org"}`, "Fetch https://x.org", acp.ToolKindFetch},
-		{"web_search", `{"query":"go acp"}`, "Search the web: go acp", acp.ToolKindFetch},
-		{"todo", `{}`, "Update the plan", acp.ToolKindThink},
 		{"mcp__github__create_issue", `{}`, "github/create_issue", acp.ToolKindOther},
 		{"mystery", `{}`, "mystery", acp.ToolKindOther},
 	}

@@ -30,7 +30,7 @@ func TestTurnEndsDone(t *testing.T) {
 		t.Errorf("history = %+v", s.History)
 	}
 	req := f.requests()[0]
-	if req.System != "system" || len(req.Tools) != len(ToolSpecs()) || req.MaxTokens != DefaultMaxOutputTokens {
+	if req.System != "system" || len(req.Tools) != len(specs) || req.MaxTokens != DefaultMaxOutputTokens {
 		t.Errorf("request = system %q, %d tools, max %d", req.System, len(req.Tools), req.MaxTokens)
 	}
 }

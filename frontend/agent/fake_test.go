@@ -121,7 +121,7 @@ type fakeTools struct {
 	ran []string // call ids, in the order they started
 }
 
-func (f *fakeTools) Specs() []model.ToolSpec   { return ToolSpecs() }
+func (f *fakeTools) Specs() []model.ToolSpec   { return specs }
 func (f *fakeTools) ReadOnly(name string) bool { return f.ro[name] }
 func (f *fakeTools) Run(ctx context.Context, c ToolCall, progress func(string)) ToolResult {
 	f.mu.Lock()
@@ -138,6 +138,16 @@ func (f *fakeTools) started() []string {
 	defer f.mu.Unlock()
 	return append([]string(nil), f.ran...)
 }
+
+// Tool names of the tests: the loop treats every name alike (the front end's table is package tools).
+const (
+	ToolReadFile  = "read_file"
+	ToolWriteFile = "write_file"
+	ToolEditFile  = "edit_file"
+	ToolGlob      = "glob"
+	ToolGrep      = "grep"
+	ToolBash      = "bash"
+)
 
 var readOnlyTools = map[string]bool{ToolReadFile: true, ToolGlob: true, ToolGrep: true}
 

@@ -166,7 +166,7 @@ func doctor(ctx context.Context, args []string, w io.Writer) error {
 		return exitError(1)
 	}
 	defer b.Close()
-	h, err := b.Client.Hello(ctx, &execv1.HelloRequest{ClientVersion: Version})
+	h, err := b.Client.Hello(ctx, &execv1.HelloRequest{})
 	if err != nil {
 		fmt.Fprintf(tw, "broker answers\tno: %v\n", err)
 		return exitError(1)

@@ -1,3 +1,4 @@
-// Package tools runs the model's tool calls through the broker (garuda-exec): it turns each call into a typed Call,
-// answers the broker's questions through an Approver, streams progress and returns the result to the agent loop.
+// Package tools is the front end's table of the model's tools: for each, its name, the JSON schema derived from the
+// struct its input decodes into, how an editor shows it (kind, title, the file it is about) and the broker
+// operation it becomes. It does no I/O: package brokerconn runs the calls.
 package tools

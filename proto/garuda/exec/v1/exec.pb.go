@@ -242,7 +242,6 @@ func (Resolved_Kind) EnumDescriptor() ([]byte, []int) {
 
 type HelloRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	ClientVersion string                 `protobuf:"bytes,1,opt,name=client_version,json=clientVersion,proto3" json:"client_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -275,13 +274,6 @@ func (x *HelloRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use HelloRequest.ProtoReflect.Descriptor instead.
 func (*HelloRequest) Descriptor() ([]byte, []int) {
 	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{0}
-}
-
-func (x *HelloRequest) GetClientVersion() string {
-	if x != nil {
-		return x.ClientVersion
-	}
-	return ""
 }
 
 type HelloResponse struct {
@@ -2579,7 +2571,9 @@ type CommandInfo struct {
 	Description  string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	ArgumentHint string                 `protobuf:"bytes,3,opt,name=argument_hint,json=argumentHint,proto3" json:"argument_hint,omitempty"`
 	// source is "project", "user" or the folder it came from.
-	Source        string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	Source string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	// skill marks an Agent Skill (the model may load it with the skill tool); else a custom command.
+	Skill         bool `protobuf:"varint,5,opt,name=skill,proto3" json:"skill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2640,6 +2634,13 @@ func (x *CommandInfo) GetSource() string {
 		return x.Source
 	}
 	return ""
+}
+
+func (x *CommandInfo) GetSkill() bool {
+	if x != nil {
+		return x.Skill
+	}
+	return false
 }
 
 type ListCommandsRequest struct {
@@ -2839,7 +2840,6 @@ type SetupProvider struct {
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	KeyEnv        string                 `protobuf:"bytes,2,opt,name=key_env,json=keyEnv,proto3" json:"key_env,omitempty"`
 	Models        []string               `protobuf:"bytes,3,rep,name=models,proto3" json:"models,omitempty"`
-	HasKey        bool                   `protobuf:"varint,4,opt,name=has_key,json=hasKey,proto3" json:"has_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2893,13 +2893,6 @@ func (x *SetupProvider) GetModels() []string {
 		return x.Models
 	}
 	return nil
-}
-
-func (x *SetupProvider) GetHasKey() bool {
-	if x != nil {
-		return x.HasKey
-	}
-	return false
 }
 
 type SetupRequest struct {
@@ -3347,7 +3340,6 @@ func (x *UndoResponse) GetRestored() *UndoEntry {
 
 type UndoEntry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
 	Time          string                 `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
 	Created       bool                   `protobuf:"varint,4,opt,name=created,proto3" json:"created,omitempty"`
@@ -3383,13 +3375,6 @@ func (x *UndoEntry) ProtoReflect() protoreflect.Message {
 // Deprecated: Use UndoEntry.ProtoReflect.Descriptor instead.
 func (*UndoEntry) Descriptor() ([]byte, []int) {
 	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{48}
-}
-
-func (x *UndoEntry) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
 }
 
 func (x *UndoEntry) GetPath() string {
@@ -3574,9 +3559,8 @@ var File_garuda_exec_v1_exec_proto protoreflect.FileDescriptor
 
 const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\n" +
-	"\x19garuda/exec/v1/exec.proto\x12\x0egaruda.exec.v1\"5\n" +
-	"\fHelloRequest\x12%\n" +
-	"\x0eclient_version\x18\x01 \x01(\tR\rclientVersion\"\xe7\x01\n" +
+	"\x19garuda/exec/v1/exec.proto\x12\x0egaruda.exec.v1\"$\n" +
+	"\fHelloRequestJ\x04\b\x01\x10\x02R\x0eclient_version\"\xe7\x01\n" +
 	"\rHelloResponse\x12%\n" +
 	"\x0ebroker_version\x18\x01 \x01(\tR\rbrokerVersion\x12\x1f\n" +
 	"\vapi_version\x18\x02 \x01(\tR\n" +
@@ -3744,12 +3728,13 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\"\x10\n" +
-	"\x0eRecordResponse\"\x80\x01\n" +
+	"\x0eRecordResponse\"\x96\x01\n" +
 	"\vCommandInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12#\n" +
 	"\rargument_hint\x18\x03 \x01(\tR\fargumentHint\x12\x16\n" +
-	"\x06source\x18\x04 \x01(\tR\x06source\"4\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\x12\x14\n" +
+	"\x05skill\x18\x05 \x01(\bR\x05skill\"4\n" +
 	"\x13ListCommandsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"i\n" +
@@ -3760,12 +3745,11 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x14SetupOptionsResponse\x12;\n" +
 	"\tproviders\x18\x01 \x03(\v2\x1d.garuda.exec.v1.SetupProviderR\tproviders\x12\x12\n" +
 	"\x04home\x18\x02 \x01(\tR\x04home\x12'\n" +
-	"\x0fcurrent_default\x18\x03 \x01(\tR\x0ecurrentDefault\"m\n" +
+	"\x0fcurrent_default\x18\x03 \x01(\tR\x0ecurrentDefault\"c\n" +
 	"\rSetupProvider\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
 	"\akey_env\x18\x02 \x01(\tR\x06keyEnv\x12\x16\n" +
-	"\x06models\x18\x03 \x03(\tR\x06models\x12\x17\n" +
-	"\ahas_key\x18\x04 \x01(\bR\x06hasKey\"Y\n" +
+	"\x06models\x18\x03 \x03(\tR\x06modelsJ\x04\b\x04\x10\x05R\ahas_key\"Y\n" +
 	"\fSetupRequest\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x17\n" +
@@ -3796,12 +3780,11 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x123\n" +
 	"\aentries\x18\x02 \x03(\v2\x19.garuda.exec.v1.UndoEntryR\aentries\x125\n" +
-	"\brestored\x18\x03 \x01(\v2\x19.garuda.exec.v1.UndoEntryR\brestored\"]\n" +
-	"\tUndoEntry\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\brestored\x18\x03 \x01(\v2\x19.garuda.exec.v1.UndoEntryR\brestored\"W\n" +
+	"\tUndoEntry\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
 	"\x04time\x18\x03 \x01(\tR\x04time\x12\x18\n" +
-	"\acreated\x18\x04 \x01(\bR\acreated\"(\n" +
+	"\acreated\x18\x04 \x01(\bR\acreatedJ\x04\b\x01\x10\x02R\x02id\"(\n" +
 	"\x12VerifyAuditRequest\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\"K\n" +
 	"\x13VerifyAuditResponse\x124\n" +

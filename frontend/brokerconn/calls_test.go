@@ -1,4 +1,4 @@
-package tools
+package brokerconn
 
 import (
 	"context"
@@ -16,54 +16,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/garuda-dev/garuda/frontend/agent"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
-func TestStartMapsEveryTool(t *testing.T) {
-	cases := []struct {
-		name, input string
-		want        *execv1.Start
-	}{
-		{"read_file", `{"path":"a.go","offset":3,"limit":9}`, &execv1.Start{CallId: "c", Op: &execv1.Start_ReadFile{ReadFile: &execv1.ReadFile{Path: "a.go", Offset: 3, Limit: 9}}}},
-		{"write_file", `{"path":"a.go","content":"x"}`, &execv1.Start{CallId: "c", Op: &execv1.Start_WriteFile{WriteFile: &execv1.WriteFile{Path: "a.go", Content: "x"}}}},
-		{"edit_file", `{"path":"a.go","old_string":"a","new_string":"b","replace_all":true}`, &execv1.Start{CallId: "c", Op: &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: "a.go", OldString: "a", NewString: "b", ReplaceAll: true}}}},
-		{"glob", `{"pattern":"**/*.go","path":"src"}`, &execv1.Start{CallId: "c", Op: &execv1.Start_Glob{Glob: &execv1.Glob{Pattern: "**/*.go", Path: "src"}}}},
-		{"grep", `{"pattern":"x","path":"p","glob":"*.go","case_insensitive":true,"context":2,"output_mode":"content"}`, &execv1.Start{CallId: "c", Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: "x", Path: "p", Glob: "*.go", CaseInsensitive: true, Context: 2, OutputMode: "content"}}}},
-		{"bash", `{"command":"ls","timeout_ms":5,"description":"list"}`, &execv1.Start{CallId: "c", Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "ls", TimeoutMs: 5, Description: "list"}}}},
-		{"bash", `{"command":"ls","sandbox":true}`, &execv1.Start{CallId: "c", Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "ls"}}}},
-		{"bash", `{"command":"curl x","sandbox":false}`, &execv1.Start{CallId: "c", Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "curl x", Unsandboxed: true}}}},
-		{"skill", `{"name":"deploy"}`, &execv1.Start{CallId: "c", Op: &execv1.Start_LoadSkill{LoadSkill: &execv1.LoadSkill{Name: "deploy"}}}},
-	}
-	for _, c := range cases {
-		got, err := Start(agent.ToolCall{ID: "c", Name: c.name, Input: json.RawMessage(c.input)})
-		if err != nil {
-			t.Errorf("%s %s: %v", c.name, c.input, err)
-			continue
-		}
-		if !proto.Equal(got, c.want) {
-			t.Errorf("%s %s:\n got %v\nwant %v", c.name, c.input, got, c.want)
-		}
-	}
-}
-
-func TestStartRefusesBadInput(t *testing.T) {
-	for _, c := range []struct{ name, input, want string }{
-		{"read_file", `{}`, `"path" is required`},
-		{"bash", `{"command":""}`, `"command" is required`},
-		{"edit_file", `{"path":1}`, "not valid"},
-		{"rm_rf", `{}`, `no tool named "rm_rf"`},
-	} {
-		_, err := Start(agent.ToolCall{ID: "c", Name: c.name, Input: json.RawMessage(c.input)})
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s %s: err %v, want %q", c.name, c.input, err, c.want)
-		}
-	}
-}
-
-// scripted is a broker whose Call runs the test's script.
 type scripted struct {
 	execv1.UnimplementedExecServiceServer
 	script func(start *execv1.Start, stream execv1.ExecService_CallServer) error

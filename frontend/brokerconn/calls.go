@@ -1,8 +1,7 @@
-package tools
+package brokerconn
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/garuda-dev/garuda/frontend/agent"
 	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/frontend/tools"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -29,12 +29,13 @@ const DefaultProgressEvery = 250 * time.Millisecond
 // maxPending bounds the progress text kept between two reports; older output is dropped.
 const maxPending = 4096
 
-// Runner implements agent.Tools over the broker for one broker session.
+// Runner implements agent.Tools over the broker for one broker session: each model tool call becomes a broker Call
+// (see package tools for the table that maps them).
 type Runner struct {
 	Client    execv1.ExecServiceClient
 	SessionID string
 	Approver  Approver
-	// Tools are the specs offered to the model; nil means agent.ToolSpecs().
+	// Tools are the specs offered to the model; nil means tools.Specs().
 	Tools []model.ToolSpec
 	// Notice, if set, receives the broker's notices of a result (lines for the user).
 	Notice func(line string)
@@ -49,22 +50,19 @@ func (r *Runner) Specs() []model.ToolSpec {
 	if r.Tools != nil {
 		return r.Tools
 	}
-	return agent.ToolSpecs()
+	return tools.Specs()
 }
 
 // ReadOnly implements agent.Tools: reads and searches may run in parallel.
 func (r *Runner) ReadOnly(name string) bool {
-	switch name {
-	case agent.ToolReadFile, agent.ToolGlob, agent.ToolGrep:
-		return true
-	}
-	return false
+	t, ok := tools.Lookup(name)
+	return ok && t.ReadOnly
 }
 
 // Run implements agent.Tools: it runs the call through the broker and returns its result. A call the broker could
 // not run ends failed with the reason; a cancelled ctx ends it cancelled.
 func (r *Runner) Run(ctx context.Context, call agent.ToolCall, progress func(line string)) agent.ToolResult {
-	start, err := Start(call)
+	start, err := tools.Start(call.ID, call.Name, call.Input)
 	if err != nil {
 		return agent.ToolResult{CallID: call.ID, Status: agent.StatusFailed, Content: err.Error()}
 	}
@@ -187,122 +185,10 @@ func brokerErr(err error) error {
 }
 
 func opName(s *execv1.Start) string {
-	switch s.GetOp().(type) {
-	case *execv1.Start_ReadFile:
-		return agent.ToolReadFile
-	case *execv1.Start_WriteFile:
-		return agent.ToolWriteFile
-	case *execv1.Start_EditFile:
-		return agent.ToolEditFile
-	case *execv1.Start_Glob:
-		return agent.ToolGlob
-	case *execv1.Start_Grep:
-		return agent.ToolGrep
-	case *execv1.Start_Bash:
-		return agent.ToolBash
-	case *execv1.Start_LoadSkill:
-		return agent.ToolSkill
-	case *execv1.Start_ResolveCommand:
-		return "resolve_command"
-	case *execv1.Start_AttachMention:
-		return "attach_mention"
+	if fd := s.ProtoReflect().WhichOneof(s.ProtoReflect().Descriptor().Oneofs().ByName("op")); fd != nil {
+		return string(fd.Name())
 	}
-	return fmt.Sprintf("%T", s.GetOp())
-}
-
-// Start turns a model tool call into the broker's typed request. An input that does not fit the tool's schema is
-// an error the model reads.
-func Start(call agent.ToolCall) (*execv1.Start, error) {
-	in := call.Input
-	if len(in) == 0 {
-		in = json.RawMessage("{}")
-	}
-	s := &execv1.Start{CallId: call.ID}
-	bad := func(err error) (*execv1.Start, error) {
-		return nil, fmt.Errorf("the input of %s is not valid: %w", call.Name, err)
-	}
-	switch call.Name {
-	case agent.ToolReadFile:
-		var v struct {
-			Path          string
-			Offset, Limit int32
-		}
-		if err := decode(in, &v, "path"); err != nil {
-			return bad(err)
-		}
-		s.Op = &execv1.Start_ReadFile{ReadFile: &execv1.ReadFile{Path: v.Path, Offset: v.Offset, Limit: v.Limit}}
-	case agent.ToolWriteFile:
-		var v struct{ Path, Content string }
-		if err := decode(in, &v, "path"); err != nil {
-			return bad(err)
-		}
-		s.Op = &execv1.Start_WriteFile{WriteFile: &execv1.WriteFile{Path: v.Path, Content: v.Content}}
-	case agent.ToolEditFile:
-		var v struct {
-			Path       string
-			OldString  string `json:"old_string"`
-			NewString  string `json:"new_string"`
-			ReplaceAll bool   `json:"replace_all"`
-		}
-		if err := decode(in, &v, "path"); err != nil {
-			return bad(err)
-		}
-		s.Op = &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: v.Path, OldString: v.OldString, NewString: v.NewString, ReplaceAll: v.ReplaceAll}}
-	case agent.ToolGlob:
-		var v struct{ Pattern, Path string }
-		if err := decode(in, &v, "pattern"); err != nil {
-			return bad(err)
-		}
-		s.Op = &execv1.Start_Glob{Glob: &execv1.Glob{Pattern: v.Pattern, Path: v.Path}}
-	case agent.ToolGrep:
-		var v struct {
-			Pattern, Path, Glob string
-			CaseInsensitive     bool   `json:"case_insensitive"`
-			Context             int32  `json:"context"`
-			OutputMode          string `json:"output_mode"`
-		}
-		if err := decode(in, &v, "pattern"); err != nil {
-			return bad(err)
-		}
-		s.Op = &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: v.Pattern, Path: v.Path, Glob: v.Glob, CaseInsensitive: v.CaseInsensitive, Context: v.Context, OutputMode: v.OutputMode}}
-	case agent.ToolBash:
-		var v struct {
-			Command     string
-			TimeoutMS   int32 `json:"timeout_ms"`
-			Description string
-			Sandbox     *bool
-		}
-		if err := decode(in, &v, "command"); err != nil {
-			return bad(err)
-		}
-		// Only an explicit false leaves the sandbox; the broker then always asks the user.
-		unsandboxed := v.Sandbox != nil && !*v.Sandbox
-		s.Op = &execv1.Start_Bash{Bash: &execv1.Bash{Command: v.Command, TimeoutMs: v.TimeoutMS, Description: v.Description, Unsandboxed: unsandboxed}}
-	case agent.ToolSkill:
-		var v struct{ Name string }
-		if err := decode(in, &v, "name"); err != nil {
-			return bad(err)
-		}
-		s.Op = &execv1.Start_LoadSkill{LoadSkill: &execv1.LoadSkill{Name: v.Name}}
-	default:
-		return nil, fmt.Errorf("there is no tool named %q", call.Name)
-	}
-	return s, nil
-}
-
-// decode reads a tool input into v and checks that the required string field is not empty.
-func decode(in json.RawMessage, v any, required string) error {
-	if err := json.Unmarshal(in, v); err != nil {
-		return err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(in, &m); err != nil {
-		return err
-	}
-	if s, _ := m[required].(string); s == "" {
-		return fmt.Errorf("%q is required", required)
-	}
-	return nil
+	return "an empty call"
 }
 
 // throttle passes progress on at most once per interval, with everything that arrived since (its tail), and

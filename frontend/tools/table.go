@@ -1,0 +1,347 @@
+package tools
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/garuda-dev/garuda/frontend/model"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// Names of Garuda's built-in tools.
+const (
+	ReadFile  = "read_file"
+	WriteFile = "write_file"
+	EditFile  = "edit_file"
+	Glob      = "glob"
+	Grep      = "grep"
+	Bash      = "bash"
+	Skill     = "skill"
+)
+
+// Kind is how an editor shows a tool call: ACP's tool kinds.
+type Kind string
+
+const (
+	KindRead    Kind = "read"
+	KindEdit    Kind = "edit"
+	KindSearch  Kind = "search"
+	KindExecute Kind = "execute"
+	KindThink   Kind = "think"
+	KindFetch   Kind = "fetch"
+	KindOther   Kind = "other"
+)
+
+// Tool is one entry of the table: everything the front end knows of a tool is here, so a tool is added in one
+// place. Its input schema is derived from the struct its input is decoded into, so the two cannot disagree.
+type Tool struct {
+	Name        string
+	Description string // for the model
+	Rule        string // its one line in the system prompt's list of tools
+	Kind        Kind
+	ReadOnly    bool // calls may run in parallel with other read-only calls of the same step
+
+	input  reflect.Type
+	decode func(json.RawMessage) (any, error) // strict: the input must fit the schema
+	parse  func(json.RawMessage) any          // lenient, for titles and locations: what fits is read
+	title  func(any) string
+	path   func(any) (path string, line int) // the file it is about, if any
+	start  func(any) *execv1.Start
+}
+
+// Location is a file a call is about, and its line when known (else 0).
+type Location struct {
+	Path string
+	Line int
+}
+
+// define makes a table entry for a tool whose input decodes into In: title, path and start see the decoded
+// input.
+func define[In any](t Tool, title func(*In) string, path func(*In) (string, int), start func(*In) *execv1.Start) Tool {
+	t.input = reflect.TypeFor[In]()
+	t.decode = func(raw json.RawMessage) (any, error) {
+		in := new(In)
+		if err := decodeInput(raw, in, t.input); err != nil {
+			return nil, err
+		}
+		return in, nil
+	}
+	t.parse = func(raw json.RawMessage) any {
+		in := new(In)
+		_ = json.Unmarshal(raw, in) // a bad input still gets what can be read of it
+		return in
+	}
+	t.title = func(v any) string { return title(v.(*In)) }
+	if path != nil {
+		t.path = func(v any) (string, int) { return path(v.(*In)) }
+	}
+	t.start = func(v any) *execv1.Start { return start(v.(*In)) }
+	return t
+}
+
+type readFileInput struct {
+	Path   string `json:"path" jsonschema:"minLength=1" jsonschema_description:"The file to read: a path relative to the project root, or absolute."`
+	Offset int32  `json:"offset,omitempty" jsonschema:"minimum=1" jsonschema_description:"The first line to show, 1-based. Default 1."`
+	Limit  int32  `json:"limit,omitempty" jsonschema:"minimum=1" jsonschema_description:"How many lines to show. Default 2000."`
+}
+
+type writeFileInput struct {
+	Path    string `json:"path" jsonschema:"minLength=1" jsonschema_description:"The file to write: a path relative to the project root, or absolute."`
+	Content string `json:"content" jsonschema_description:"The complete new content of the file."`
+}
+
+type editFileInput struct {
+	Path       string `json:"path" jsonschema:"minLength=1" jsonschema_description:"The file to edit: a path relative to the project root, or absolute."`
+	OldString  string `json:"old_string" jsonschema:"minLength=1" jsonschema_description:"The exact text to replace."`
+	NewString  string `json:"new_string" jsonschema_description:"The text to put in its place; must differ from old_string."`
+	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"default=false" jsonschema_description:"Replace every occurrence of old_string instead of exactly one."`
+}
+
+type globInput struct {
+	Pattern string `json:"pattern" jsonschema:"minLength=1" jsonschema_description:"The pattern, relative to path."`
+	Path    string `json:"path,omitempty" jsonschema_description:"The folder to search in. Default: the project root."`
+}
+
+type grepInput struct {
+	Pattern         string `json:"pattern" jsonschema:"minLength=1" jsonschema_description:"The regular expression to search for."`
+	Path            string `json:"path,omitempty" jsonschema_description:"A file or folder to search in. Default: the project root."`
+	Glob            string `json:"glob,omitempty" jsonschema_description:"Only search files whose name matches this pattern, e.g. \"*.go\" or \"src/**/*.ts\"."`
+	CaseInsensitive bool   `json:"case_insensitive,omitempty" jsonschema:"default=false" jsonschema_description:"Ignore case."`
+	Context         int32  `json:"context,omitempty" jsonschema:"minimum=0" jsonschema_description:"Lines of context before and after each match (output_mode content)."`
+	OutputMode      string `json:"output_mode,omitempty" jsonschema:"enum=content,enum=files,enum=count,default=files" jsonschema_description:"What to show: matching lines, matching files, or counts."`
+}
+
+type bashInput struct {
+	Command     string `json:"command" jsonschema:"minLength=1" jsonschema_description:"The command line, run by bash."`
+	TimeoutMS   int32  `json:"timeout_ms,omitempty" jsonschema:"minimum=1,maximum=600000" jsonschema_description:"Stop the command after this many milliseconds. Default 120000, at most 600000."`
+	Description string `json:"description,omitempty" jsonschema_description:"What the command does, in a few words, shown to the user."`
+	Sandbox     *bool  `json:"sandbox,omitempty" jsonschema:"default=true" jsonschema_description:"Run in the sandbox (the default). false asks the user to run the command outside it, with the network and the whole filesystem: only when the sandbox stopped it and the command is needed."`
+}
+
+type skillInput struct {
+	Name string `json:"name" jsonschema:"minLength=1" jsonschema_description:"The skill's name, as listed."`
+}
+
+// table is every built-in tool, in the order they are offered.
+var table = []Tool{
+	define(Tool{
+		Name: ReadFile, Kind: KindRead, ReadOnly: true,
+		Description: "Read a text file. The result shows its lines numbered like `cat -n`, from line `offset` " +
+			"(1-based, default 1), at most `limit` lines (default 2000); very long lines are cut, and a note says " +
+			"how to read on when the file has more. Read a file before you edit it. Several read_file, glob and " +
+			"grep calls in one answer run in parallel.",
+		Rule: "read_file: read a file, numbered lines; use offset and limit for long files.",
+	}, func(in *readFileInput) string { return "Read " + in.Path },
+		func(in *readFileInput) (string, int) { return in.Path, int(in.Offset) },
+		func(in *readFileInput) *execv1.Start {
+			return &execv1.Start{Op: &execv1.Start_ReadFile{ReadFile: &execv1.ReadFile{Path: in.Path, Offset: in.Offset, Limit: in.Limit}}}
+		}),
+	define(Tool{
+		Name: WriteFile, Kind: KindEdit,
+		Description: "Create a file, or replace the whole content of one. Prefer edit_file to change part of an " +
+			"existing file, and read a file before you replace it. The user may be asked to approve the write; " +
+			"a denied write is not done. Missing parent folders are created.",
+		Rule: "write_file: create a file or replace all of it. For an existing file prefer edit_file.",
+	}, func(in *writeFileInput) string { return "Write " + in.Path },
+		func(in *writeFileInput) (string, int) { return in.Path, 0 },
+		func(in *writeFileInput) *execv1.Start {
+			return &execv1.Start{Op: &execv1.Start_WriteFile{WriteFile: &execv1.WriteFile{Path: in.Path, Content: in.Content}}}
+		}),
+	define(Tool{
+		Name: EditFile, Kind: KindEdit,
+		Description: "Replace exact text in a file. `old_string` must occur exactly once in the file (include " +
+			"enough surrounding lines to make it unique), unless `replace_all` is true. Copy the text exactly as " +
+			"read_file shows it, without the line-number prefix, keeping indentation. The user may be asked to " +
+			"approve the edit; a denied edit is not done.",
+		Rule: "edit_file: replace exact text; old_string must be unique in the file unless replace_all. Read the " +
+			"file first and copy the text exactly, without line numbers.",
+	}, func(in *editFileInput) string { return "Edit " + in.Path },
+		func(in *editFileInput) (string, int) { return in.Path, 0 },
+		func(in *editFileInput) *execv1.Start {
+			return &execv1.Start{Op: &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: in.Path, OldString: in.OldString, NewString: in.NewString, ReplaceAll: in.ReplaceAll}}}
+		}),
+	define(Tool{
+		Name: Glob, Kind: KindSearch, ReadOnly: true,
+		Description: "Find files by name pattern, newest first. `**` matches any number of folders and {a,b} " +
+			"alternatives, e.g. \"**/*.go\" or \"src/**/*.{ts,tsx}\". Files ignored by .gitignore and the .git " +
+			"folder are left out. Use this instead of find or ls in bash.",
+		Rule: "glob: find files by name pattern (** for any folders).",
+	}, func(in *globInput) string { return "Search " + in.Pattern },
+		func(in *globInput) (string, int) { return in.Path, 0 },
+		func(in *globInput) *execv1.Start {
+			return &execv1.Start{Op: &execv1.Start_Glob{Glob: &execv1.Glob{Pattern: in.Pattern, Path: in.Path}}}
+		}),
+	define(Tool{
+		Name: Grep, Kind: KindSearch, ReadOnly: true,
+		Description: "Search file contents with a regular expression (Go RE2 syntax: no backreferences or " +
+			"lookaround). Files ignored by .gitignore are left out. output_mode \"files\" (the default) lists the " +
+			"matching files, \"content\" shows matching lines as path:line:text (with `context` lines around " +
+			"them), \"count\" the matches per file. Use this instead of grep or rg in bash.",
+		Rule: "grep: search contents with a regular expression; use it, not grep or rg in bash.",
+	}, func(in *grepInput) string { return "Search " + in.Pattern },
+		func(in *grepInput) (string, int) { return in.Path, 0 },
+		func(in *grepInput) *execv1.Start {
+			return &execv1.Start{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: in.Pattern, Path: in.Path, Glob: in.Glob,
+				CaseInsensitive: in.CaseInsensitive, Context: in.Context, OutputMode: in.OutputMode}}}
+		}),
+	define(Tool{
+		Name: Bash, Kind: KindExecute,
+		Description: "Run a shell command in the project root with bash. By default it runs in Garuda's sandbox: " +
+			"no network, writes only inside the project and a private temporary folder (none in plan mode), " +
+			"protected paths such as .git/hooks read-only. Output (stdout and stderr) is returned, with the exit " +
+			"status. Use read_file, glob, grep, edit_file and write_file for files, not cat, find, sed or echo. " +
+			"If a command fails only because of the sandbox (it needs the network or a path outside the " +
+			"project), you may run it again with sandbox: false: that asks the user, who may refuse.",
+		Rule: "bash: run a command in the project root, in the sandbox (no network; writes only in the project and " +
+			"a temporary folder). Use the file tools for files, not cat, sed, find or echo. If a command fails only " +
+			"because of the sandbox and it is needed, run it again with sandbox: false: that asks the user.",
+	}, func(in *bashInput) string { return "$ " + in.Command }, nil,
+		func(in *bashInput) *execv1.Start {
+			// Only an explicit false leaves the sandbox; the broker then always asks the user.
+			unsandboxed := in.Sandbox != nil && !*in.Sandbox
+			return &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: in.Command, TimeoutMs: in.TimeoutMS, Description: in.Description, Unsandboxed: unsandboxed}}}
+		}),
+	define(Tool{
+		Name: Skill, Kind: KindOther,
+		Description: "Load a skill: instructions for a kind of task, written by the user or the project. The " +
+			"available skills are listed in the system prompt; load one when the task matches its description, " +
+			"then follow it.",
+		Rule: "skill: load one of the skills listed below when the task matches it, then follow it.",
+	}, func(in *skillInput) string { return "Skill: " + in.Name }, nil,
+		func(in *skillInput) *execv1.Start {
+			return &execv1.Start{Op: &execv1.Start_LoadSkill{LoadSkill: &execv1.LoadSkill{Name: in.Name}}}
+		}),
+}
+
+// Lookup finds a built-in tool by name.
+func Lookup(name string) (*Tool, bool) {
+	for i := range table {
+		if table[i].Name == name {
+			return &table[i], true
+		}
+	}
+	return nil, false
+}
+
+var (
+	specsOnce sync.Once
+	specs     []model.ToolSpec
+)
+
+// Specs returns the model-facing specs of the built-in tools, in the table's order; each call returns a new slice.
+// The schemas are derived on first use, not at start.
+func Specs() []model.ToolSpec {
+	specsOnce.Do(func() {
+		for i := range table {
+			t := &table[i]
+			specs = append(specs, model.ToolSpec{Name: t.Name, Description: t.Description, InputSchema: t.Schema()})
+		}
+	})
+	return append([]model.ToolSpec(nil), specs...)
+}
+
+// Rules returns the system prompt's line for each of specs: the table's rule for a built-in tool, else the first
+// line of its description.
+func Rules(specs []model.ToolSpec) []string {
+	out := make([]string, 0, len(specs))
+	for _, s := range specs {
+		if t, ok := Lookup(s.Name); ok {
+			out = append(out, t.Rule)
+			continue
+		}
+		d := strings.TrimSpace(s.Description)
+		if i := strings.IndexByte(d, '\n'); i >= 0 {
+			d = d[:i]
+		}
+		out = append(out, s.Name+": "+d)
+	}
+	return out
+}
+
+// Schema is the tool's input schema, reflected from its input struct: fields without omitempty are required,
+// and no other property is allowed.
+func (t *Tool) Schema() json.RawMessage {
+	r := jsonschema.Reflector{Anonymous: true, DoNotReference: true, ExpandedStruct: true}
+	s := r.ReflectFromType(t.input)
+	s.Version = ""
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("the schema of %s: %v", t.Name, err)) // a struct of the table that cannot be reflected
+	}
+	return b
+}
+
+// decodeInput reads a tool input into in, and checks that every required field of the schema is present and, where
+// the schema says minLength 1, not empty.
+func decodeInput(raw json.RawMessage, in any, typ reflect.Type) error {
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(raw, in); err != nil {
+		return err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return err
+	}
+	for i := range typ.NumField() {
+		tag := typ.Field(i).Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" || name == "-" || strings.Contains(opts, "omitempty") {
+			continue
+		}
+		v, ok := fields[name]
+		nonEmpty := strings.Contains(typ.Field(i).Tag.Get("jsonschema"), "minLength=1")
+		if !ok || string(v) == "null" || nonEmpty && string(v) == `""` {
+			return fmt.Errorf("%q is required", name)
+		}
+	}
+	return nil
+}
+
+// Start turns a model tool call into the broker's typed request. An input that does not fit the tool's schema is
+// an error the model reads.
+func Start(callID, name string, input json.RawMessage) (*execv1.Start, error) {
+	t, ok := Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("there is no tool named %q", name)
+	}
+	in, err := t.decode(input)
+	if err != nil {
+		return nil, fmt.Errorf("the input of %s is not valid: %w", name, err)
+	}
+	s := t.start(in)
+	s.CallId = callID
+	return s, nil
+}
+
+// Describe returns the title and kind of a call as the editor shows it: the table's title of what can be read of
+// its input; for a tool the table does not hold (an MCP tool, mcp__server__tool) server/tool, kind other.
+func Describe(name string, input json.RawMessage) (string, Kind) {
+	t, ok := Lookup(name)
+	if !ok {
+		if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
+			if server, tool, ok := strings.Cut(rest, "__"); ok {
+				return server + "/" + tool, KindOther
+			}
+		}
+		return name, KindOther
+	}
+	return t.title(t.parse(input)), t.Kind
+}
+
+// Path returns the file a call is about, and the line when the input names one; ok is false for a tool without
+// one, or an input that does not name it.
+func Path(name string, input json.RawMessage) (Location, bool) {
+	t, ok := Lookup(name)
+	if !ok || t.path == nil {
+		return Location{}, false
+	}
+	p, line := t.path(t.parse(input))
+	return Location{Path: p, Line: line}, p != ""
+}
