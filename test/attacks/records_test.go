@@ -152,3 +152,36 @@ func TestUndoInARootReachedThroughASymlink(t *testing.T) {
 		t.Fatalf("undo left %q (%v)", data, res)
 	}
 }
+
+// Undo decides first: the restore of a path the policy now denies writing is refused, and audited, before the file
+// is looked at. Control: without the rule the same undo restores the file.
+func TestUndoOfADeniedPathIsRefusedFirst(t *testing.T) {
+	for _, deny := range []bool{false, true} {
+		e := newEnv(t)
+		c := e.client()
+		sid := e.open(c)
+		path := filepath.Join(e.root, "u.txt")
+		os.WriteFile(path, []byte("before"), 0o644)
+		if res, _, err := run(t, start(t, c, ctx(t), sid, write("u.txt", "after")), execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+			t.Fatalf("write: %v %v", res, err)
+		}
+		if _, err := c.CloseSession(ctx(t), &execv1.CloseSessionRequest{SessionId: sid}); err != nil {
+			t.Fatal(err)
+		}
+		if deny {
+			os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(`{"permissions": {"deny": ["write_file(//`+path[1:]+`)"]}}`), 0o600)
+		}
+		_, err := c.Undo(ctx(t), &execv1.UndoRequest{SessionId: sid})
+		data, _ := os.ReadFile(path)
+		recs := auditRecords(t, e.home)
+		last := recs[len(recs)-1]
+		switch {
+		case !deny && (err != nil || string(data) != "before"):
+			t.Errorf("control: undo without the rule: %v, file %q", err, data)
+		case deny && (err == nil || !strings.Contains(err.Error(), "denies") || string(data) != "after"):
+			t.Errorf("undo of a denied path: %v, file %q", err, data)
+		case deny && (last.Op != "undo" || last.Event != "decision" || last.Verdict != "deny"):
+			t.Errorf("the refused undo's last record is %+v, want its deny", last)
+		}
+	}
+}
