@@ -21,7 +21,7 @@ func (r *Root) glob(ctx context.Context, pattern, path string, allow func(abs st
 	if path == "" {
 		path = "."
 	}
-	startFD, startRel, startAbs, err := r.startWalk("glob", path)
+	startFD, startRel, startAbs, err := r.startWalk("glob", path, allow)
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func (r *Root) grep(ctx context.Context, req GrepRequest, allow func(abs string)
 		g.ctxLines = min(max(req.Context, 0), 20)
 	}
 	// A path naming one regular file searches that file alone (the glob filter does not apply).
-	if f, abs, st := r.openSearchFile(req.Path); f != nil {
+	if f, abs, st := r.openSearchFile(req.Path, allow); f != nil {
 		defer f.Close()
 		g.startAbs = filepath.Dir(abs)
 		if allow == nil || allow(abs) {
@@ -92,8 +92,9 @@ type grepSearch struct {
 	cut   atomic.Bool  // a file was left unsearched: the counts are lower bounds
 }
 
-// openSearchFile opens p when it names a regular file inside the root (else nil), with its real path.
-func (r *Root) openSearchFile(p string) (*os.File, string, *unix.Stat_t) {
+// openSearchFile opens p when it names a regular file inside the root (else nil), with its real path: symlinks
+// beneath the root are followed by follow, where they lead decided by allow before it is opened.
+func (r *Root) openSearchFile(p string, allow func(abs string) bool) (*os.File, string, *unix.Stat_t) {
 	if p == "" {
 		return nil, "", nil
 	}
@@ -102,22 +103,20 @@ func (r *Root) openSearchFile(p string) (*os.File, string, *unix.Stat_t) {
 		return nil, "", nil
 	}
 	defer t.close()
+	if t.rel, err = r.follow(t.rel, allow); err != nil {
+		return nil, "", nil
+	}
+	t.flags = resolveWrite
 	f, st, err := openRegular(t)
 	if err != nil {
 		return nil, "", nil
 	}
-	// Named by where it is, as in the walk: a symlink beneath the root may have led elsewhere in it.
-	name, err := fdPath(int(f.Fd()))
-	if err != nil {
-		f.Close()
-		return nil, "", nil
-	}
-	return f, r.inRoot(name), st
+	return f, filepath.Join(r.path, filepath.FromSlash(t.rel)), st
 }
 
 // grepTree searches the folder p in parallel.
 func (r *Root) grepTree(ctx context.Context, p string, g *grepSearch) error {
-	startFD, startRel, startAbs, err := r.startWalk("grep", p)
+	startFD, startRel, startAbs, err := r.startWalk("grep", p, g.allow)
 	if err != nil {
 		return err
 	}

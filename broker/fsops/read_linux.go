@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -22,24 +23,28 @@ func (r *Root) read(ctx context.Context, req ReadRequest) (*ReadResult, error) {
 		return nil, fmt.Errorf("read %s: %w", req.Path, err)
 	}
 	defer t.close()
+	real := t.abs
+	if !t.outside {
+		// A symlink beneath the root may lead elsewhere in the root (README -> .env): policy decided on the path
+		// asked, so where the links lead is decided again before it is looked at, and the file opened is exactly
+		// that path (no symlink followed by the open).
+		realRel, err := r.follow(t.rel, req.Recheck)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", t.abs, err)
+		}
+		if realRel != t.rel {
+			real = filepath.Join(r.path, filepath.FromSlash(realRel))
+			if req.Recheck != nil && !req.Recheck(real) {
+				return nil, fmt.Errorf("read %s: a symlink leads to %s: %w", t.abs, real, ErrDenied)
+			}
+		}
+		t.rel, t.flags = realRel, resolveWrite
+	}
 	f, _, err := openRegular(t)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", t.abs, err)
 	}
 	defer f.Close()
-	real := t.abs
-	if !t.outside {
-		// A symlink beneath the root may have led elsewhere in the root (README -> .env): policy decided on the
-		// path asked, so the file actually opened is checked again before a byte of it is read.
-		name, err := fdPath(int(f.Fd()))
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", t.abs, err)
-		}
-		real = r.inRoot(name)
-		if real != t.abs && req.Recheck != nil && !req.Recheck(real) {
-			return nil, fmt.Errorf("read %s: a symlink leads to %s: %w", t.abs, real, ErrDenied)
-		}
-	}
 
 	lim := r.Limits
 	first := max(req.Offset, 1)

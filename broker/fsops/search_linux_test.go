@@ -4,6 +4,7 @@ package fsops
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -254,8 +255,12 @@ func TestSearchThroughSymlinkSeesRealPaths(t *testing.T) {
 	os.Symlink(".git", filepath.Join(root, "docs"))
 	os.Symlink(".env", filepath.Join(root, "notes"))
 	var asked []string
-	// The .gitignore files the walk would read are asked about too; what matters here is the files searched.
+	// Folders may be searched, files may not; the .gitignore files the walk would read are asked about too, and
+	// what matters here is the files.
 	allow := func(abs string) bool {
+		if abs == filepath.Join(root, ".git") {
+			return true
+		}
 		if base := filepath.Base(abs); base != ".gitignore" && base != "exclude" {
 			asked = append(asked, abs)
 		}
@@ -267,10 +272,20 @@ func TestSearchThroughSymlinkSeesRealPaths(t *testing.T) {
 	if err != nil || res.Text != "" || !slices.Equal(asked, []string{filepath.Join(root, ".git/config")}) {
 		t.Fatalf("grep in a symlink to .git: %+v, %v, allow asked %q", res, err, asked)
 	}
-	asked = nil
-	res, err = r.grep(ctx, GrepRequest{Pattern: "secret", Path: "notes"}, allow)
-	if err != nil || res.Text != "" || !slices.Equal(asked, []string{filepath.Join(root, ".env")}) {
-		t.Fatalf("grep of a symlink to .env: %+v, %v, allow asked %q", res, err, asked)
+	// A link to a file the rules hide is refused before the file is looked at, and says so whether it exists or
+	// not.
+	for _, exists := range []bool{true, false} {
+		if !exists {
+			os.Remove(filepath.Join(root, ".env"))
+		}
+		asked = nil
+		_, err = r.grep(ctx, GrepRequest{Pattern: "secret", Path: "notes"}, allow)
+		if !errors.Is(err, ErrDenied) || len(asked) == 0 || slices.ContainsFunc(asked, func(a string) bool { return a != filepath.Join(root, ".env") }) {
+			t.Fatalf("grep of a symlink to .env (exists: %v): %v, allow asked %q", exists, err, asked)
+		}
+		if _, err := r.read(ctx, ReadRequest{Path: "notes", Recheck: allow}); !errors.Is(err, ErrDenied) {
+			t.Fatalf("read of a symlink to .env (exists: %v): %v", exists, err)
+		}
 	}
 	asked = nil
 	res, err = r.glob(ctx, "*", "docs", allow)

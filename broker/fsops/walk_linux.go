@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -53,8 +54,9 @@ func (d *dirRef) release() {
 	}
 }
 
-// startWalk opens p (inside the root; symlinks beneath the root are followed for the start folder only).
-func (r *Root) startWalk(op, p string) (fd int, rel, abs string, err error) {
+// startWalk opens the folder p (inside the root). Symlinks beneath the root are followed for the start folder only,
+// by follow: where they lead is decided by allow before it is opened, and the walk names files by where they are.
+func (r *Root) startWalk(op, p string, allow func(abs string) bool) (fd int, rel, abs string, err error) {
 	if p == "" {
 		p = "."
 	}
@@ -62,25 +64,20 @@ func (r *Root) startWalk(op, p string) (fd int, rel, abs string, err error) {
 	if err != nil {
 		return -1, "", "", fmt.Errorf("%s in %s: %w", op, p, err)
 	}
-	fd, err = openat2(t.base, t.rel, unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveRead)
+	rel, err = r.follow(t.rel, allow)
+	if err != nil {
+		return -1, "", "", fmt.Errorf("%s in %s: %w", op, t.abs, err)
+	}
+	abs = filepath.Join(r.path, filepath.FromSlash(rel))
+	if rel != t.rel && allow != nil && !allow(abs) {
+		return -1, "", "", fmt.Errorf("%s in %s: a symlink leads to %s: %w", op, t.abs, abs, ErrDenied)
+	}
+	fd, err = openat2(r.fd, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
 	if err != nil {
 		if errors.Is(err, unix.ENOTDIR) {
 			return -1, "", "", fmt.Errorf("%s in %s: not a folder: %w", op, t.abs, ErrNotFound)
 		}
 		return -1, "", "", fmt.Errorf("%s in %s: %w", op, t.abs, mapErrno(err))
-	}
-	// A symlink beneath the root may have led elsewhere in it (docs -> .git): the walk names files by where they
-	// are, so allow() and the results see the real paths.
-	name, err := fdPath(fd)
-	if err != nil {
-		unix.Close(fd)
-		return -1, "", "", fmt.Errorf("%s in %s: %w", op, t.abs, err)
-	}
-	abs = r.inRoot(name)
-	rel, ok := r.rel(abs)
-	if !ok {
-		unix.Close(fd)
-		return -1, "", "", fmt.Errorf("%s in %s: %w", op, t.abs, ErrEscapes)
 	}
 	return fd, rel, abs, nil
 }

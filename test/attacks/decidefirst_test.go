@@ -106,6 +106,22 @@ var denials = []denial{
 		ops:      fileOps(),
 	},
 	{
+		name:     "a symlink in the project to a file a read rule hides",
+		settings: `{"permissions": {"deny": ["read_file(.env)"]}}`,
+		target:   func(e *env) string { return filepath.Join(e.root, ".env") },
+		answer:   execv1.Choice_CHOICE_DENY,
+		ops: map[string]func(string) *execv1.Start{
+			"read_file":      throughLink(fileOps()["read_file"]),
+			"attach_mention": throughLink(fileOps()["attach_mention"]),
+			"grep": throughLink(func(p string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: "SECRET-1234", Path: p, OutputMode: "count"}}}
+			}),
+			"glob": throughLink(func(p string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_Glob{Glob: &execv1.Glob{Pattern: "*", Path: p}}}
+			}),
+		},
+	},
+	{
 		name:   "outside the project, the question refused",
 		target: func(e *env) string { return filepath.Join(filepath.Dir(e.root), "outside", "secret.txt") },
 		answer: execv1.Choice_CHOICE_DENY,
@@ -131,6 +147,16 @@ var denials = []denial{
 			},
 		},
 	},
+}
+
+// throughLink makes a symlink "link" beside the target that points at it, and asks op about the link: the link is
+// the model's to make (a command can plant one), the target is hidden.
+func throughLink(op func(string) *execv1.Start) func(string) *execv1.Start {
+	return func(p string) *execv1.Start {
+		link := filepath.Join(filepath.Dir(p), "link")
+		os.Symlink(filepath.Base(p), link)
+		return op(link)
+	}
 }
 
 func merge(a, b map[string]func(string) *execv1.Start) map[string]func(string) *execv1.Start {
