@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -228,13 +229,31 @@ func TestProcessLimit(t *testing.T) {
 func TestForkBomb(t *testing.T) {
 	f := newFixture(t)
 	m := marker()
-	s := f.spec(": " + m + "; b(){ b | b & }; b; sleep 30")
-	s.Timeout = 2 * time.Second
-	r := f.run(s) // returning at all shows the broker stayed responsive
-	if !r.TimedOut || !bytes.Contains(r.Output, []byte("fork")) {
-		t.Errorf("fork bomb: timed out %v, exit %d, output %q", r.TimedOut, r.ExitCode, r.Output[:min(200, len(r.Output))])
+	s := f.spec(": " + m + "; b(){ b | b & }; b; sleep 60")
+	// The bomb is stopped once a fork has failed (the limit held), not after a fixed time: on a loaded machine
+	// the shell can take seconds to reach the limit.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var seen bytes.Buffer
+	var mu sync.Mutex
+	s.OnOutput = func(b []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen.Write(b)
+		if bytes.Contains(seen.Bytes(), []byte("fork")) {
+			cancel()
+		}
 	}
-	if sv := survivors(m); len(sv) > 0 {
+	s.Timeout = 45 * time.Second
+	r, err := Run(ctx, s) // returning at all shows the broker stayed responsive
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Cancelled || !bytes.Contains(r.Output, []byte("fork")) {
+		t.Errorf("fork bomb: cancelled %v (timed out %v), exit %d, output %q", r.Cancelled, r.TimedOut, r.ExitCode,
+			r.Output[:min(200, len(r.Output))])
+	}
+	if sv := survivors(m); len(sv) > 0 { // Run returns once the whole tree is gone
 		t.Fatalf("%d fork bomb processes survived", len(sv))
 	}
 	// No negative control: an unbounded fork bomb would take down this shared machine; TestProcessLimit shows
