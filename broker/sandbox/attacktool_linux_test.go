@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -118,6 +119,9 @@ func runAttack(args []string) int {
 		buf := make([]byte, 4)
 		n, _ := c.Read(buf)
 		return ok("local server answered %q", buf[:n])
+	case "alloc": // allocate N MiB and touch every page
+		n, _ := strconv.Atoi(args[1])
+		return ok("allocated %d MiB", allocate(n))
 	case "procs": // start up to N sleeping processes; report how many started
 		n, _ := strconv.Atoi(args[1])
 		started := 0
@@ -136,4 +140,19 @@ func runAttack(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "unknown attack %v\n", args)
 	return 2
+}
+
+// allocate allocates and touches mib MiB, in 64 MiB pieces kept until it returns; it returns mib. An allocation
+// the kernel refuses (RLIMIT_DATA) ends the program with Go's "out of memory"; a memory cgroup kills it.
+func allocate(mib int) int {
+	var keep [][]byte
+	for done := 0; done < mib; done += 64 {
+		b := make([]byte, min(64, mib-done)<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		keep = append(keep, b)
+	}
+	runtime.KeepAlive(keep)
+	return mib
 }

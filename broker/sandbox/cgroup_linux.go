@@ -33,17 +33,23 @@ type limitMechanisms struct {
 // chooseMechanisms picks, for each limit, the cgroup v2 controller where it is delegated to the broker, else the
 // cgroup v1 hierarchy as root, else a resource limit (which, for processes, root does not obey: the caller fails
 // closed then).
-func chooseMechanisms() limitMechanisms {
+// With v2 false the cgroup v2 controllers are passed over (they failed: v2err says why).
+func chooseMechanisms(v2 bool, v2err error) limitMechanisms {
 	var m limitMechanisms
 	groups, err := ownCgroups()
 	if err != nil {
 		m.memWhy, m.pidsWhy = err.Error(), err.Error()
 		return m
 	}
-	dir, v2err := delegatedV2(groups)
 	if v2err == nil {
-		m.memory, m.pids, m.v2Dir = byCgroupV2, byCgroupV2, dir
-		return m
+		v2err = errors.New("not used")
+	}
+	if v2 {
+		var dir string
+		if dir, v2err = delegatedV2(groups); v2err == nil {
+			m.memory, m.pids, m.v2Dir = byCgroupV2, byCgroupV2, dir
+			return m
+		}
 	}
 	for _, c := range []struct {
 		name string
@@ -177,6 +183,15 @@ func delegatedV2(groups map[string]string) (string, error) {
 			if err := unix.Access(filepath.Join(dir, f), unix.W_OK); err != nil {
 				return "", fmt.Errorf("%s is not delegated to this user (%s: %w)", dir, f, err)
 			}
+		}
+		// A cgroup with processes cannot hand controllers to children: the broker must be alone in it (it then
+		// moves itself into a leaf), never sharing it with, say, the editor that started it.
+		procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", filepath.Join(dir, "cgroup.procs"), err)
+		}
+		if others := slices.DeleteFunc(strings.Fields(string(procs)), func(p string) bool { return p == strconv.Itoa(os.Getpid()) }); len(others) > 0 {
+			return "", fmt.Errorf("the broker shares its cgroup %s with %d other processes", dir, len(others))
 		}
 		return dir, nil
 	}

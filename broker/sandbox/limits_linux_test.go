@@ -6,20 +6,17 @@ import (
 	"testing"
 )
 
-// flood allocates 2 GiB: tail keeps a line without a newline whole in memory.
-const flood = "head -c 2G /dev/zero | tail >/dev/null"
-
 // TestMemoryLimit: a command over its memory limit fails with the limit named; the same command under a higher
 // limit succeeds (the negative control). As root this is the cgroup v1 memory controller; as nobody (TestAsNobody)
 // RLIMIT_DATA.
 func TestMemoryLimit(t *testing.T) {
 	f := newFixture(t)
-	s := f.spec(flood)
+	s := f.spec(attackCmd(t, "alloc", "2048")) // 2 GiB
 	s.Limits = Limits{MemoryBytes: 1 << 30}
 	r := f.run(s)
-	t.Logf("1024 MiB: exit %d, limits hit %q, output %q", r.ExitCode, r.LimitsHit, out(r))
+	t.Logf("1024 MiB: exit %d, limits hit %q, output %.200q", r.ExitCode, r.LimitsHit, out(r))
 	if r.ExitCode == 0 || len(r.LimitsHit) != 1 || !strings.Contains(r.LimitsHit[0], "memory limit reached (1024 MiB") {
-		t.Errorf("2 GiB under a 1024 MiB limit: exit %d, limits hit %q, output %q", r.ExitCode, r.LimitsHit, r.Output)
+		t.Errorf("2 GiB under a 1024 MiB limit: exit %d, limits hit %q, output %.300q", r.ExitCode, r.LimitsHit, r.Output)
 	}
 	s.Limits = Limits{MemoryBytes: 4 << 30}
 	if r := f.run(s); r.ExitCode != 0 || len(r.LimitsHit) != 0 {

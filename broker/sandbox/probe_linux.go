@@ -131,7 +131,7 @@ func orDetail(errText, ok string) string {
 // limitFeatures reports how memory and processes are limited here. A cgroup v1 group is made and removed to
 // prove it works; a delegated cgroup v2 is only checked (using it moves the broker into a leaf of its cgroup).
 func limitFeatures(add func(name string, ok bool, detail string), userNS bool) {
-	m := chooseMechanisms()
+	m := chooseMechanisms(true, nil)
 	lim := Limits{}.withDefaults()
 	var cgErr error
 	if m.memory == byCgroupV1 || m.pids == byCgroupV1 {

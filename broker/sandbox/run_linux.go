@@ -40,10 +40,19 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	var cg *commandCgroup
 	var mech limitMechanisms
 	if !s.Unsandboxed {
-		mech = chooseMechanisms()
-		if mech.pids == byRlimit && os.Geteuid() == 0 {
+		mech = chooseMechanisms(true, nil)
+		if mech.memory == byCgroupV2 {
+			if cg, err = newCommandCgroup(mech, lim.MemoryBytes, lim.Processes); err != nil {
+				// A delegated cgroup v2 that does not work out: the next mechanism, and say why.
+				notices = append(notices, "cgroup v2 limits failed, using the next mechanism: "+err.Error())
+				mech = chooseMechanisms(false, err)
+			}
+		}
+		switch {
+		case cg != nil:
+		case mech.pids == byRlimit && os.Geteuid() == 0:
 			err = fmt.Errorf("as root RLIMIT_NPROC is not enforced and no pids cgroup: %s", mech.pidsWhy)
-		} else {
+		default:
 			cg, err = newCommandCgroup(mech, lim.MemoryBytes, lim.Processes)
 		}
 		if err != nil {
@@ -123,17 +132,17 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		}
 		return res, nil
 	}
+	if st.SetupError != "" {
+		return res, fmt.Errorf("run %q: sandbox set-up: %s; run `garuda-exec doctor`: %w", s.Command, strings.TrimSpace(st.SetupError), ErrUnavailable)
+	}
+	res.ExitCode, res.Signaled = st.Exit, st.Signal != 0
 	if cg != nil {
 		res.LimitsHit = cg.hit()
 	}
 	if hs.DataLimit > 0 && res.ExitCode != 0 && allocationFailed(res.Output) {
 		res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("memory limit reached (%d MiB for each process, RLIMIT_DATA; "+
-			"limits.memory_mb): an allocation failed", lim.MemoryBytes>>20))
+			"limits.memory_mb): the output shows a failed allocation", lim.MemoryBytes>>20))
 	}
-	if st.SetupError != "" {
-		return res, fmt.Errorf("run %q: sandbox set-up: %s; run `garuda-exec doctor`: %w", s.Command, strings.TrimSpace(st.SetupError), ErrUnavailable)
-	}
-	res.ExitCode, res.Signaled = st.Exit, st.Signal != 0
 	return res, nil
 }
 
