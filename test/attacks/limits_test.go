@@ -2,8 +2,11 @@ package attacks
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +14,33 @@ import (
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
-// flood allocates 2 GiB: tail keeps a line without a newline whole in memory.
-const flood = "head -c 2G /dev/zero | tail >/dev/null"
+// allocArg makes the test binary a program that allocates and touches N MiB: $TESTBIN __alloc N.
+const allocArg = "__alloc"
+
+func allocate(mib string) int {
+	n, err := strconv.Atoi(mib)
+	if err != nil {
+		return 2
+	}
+	var keep [][]byte
+	for done := 0; done < n; done += 64 {
+		b := make([]byte, min(64, n-done)<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		keep = append(keep, b)
+	}
+	runtime.KeepAlive(keep)
+	fmt.Printf("allocated %d MiB\n", n)
+	return 0
+}
+
+// flood is a command that allocates 2 GiB.
+func flood(t *testing.T) string {
+	exe, err := os.Executable()
+	must(t, err)
+	return exe + " " + allocArg + " 2048"
+}
 
 // With "limits": {"memory_mb": 1024} in team policy, a command that allocates 2 GiB fails with the limit named;
 // while it runs, and after it was killed, the broker and another session keep answering. The negative control:
@@ -45,7 +73,7 @@ func TestMemoryFloodIsContained(t *testing.T) {
 			t.Fatalf("%s: the other session's command: %v %v", when, res, err)
 		}
 	}
-	st := start(t, c, cx, sid, bash("echo waiting; while [ ! -e release ]; do sleep 0.05; done; "+flood))
+	st := start(t, c, cx, sid, bash("echo waiting; while [ ! -e release ]; do sleep 0.05; done; "+flood(t)))
 	for {
 		m, err := st.Recv()
 		if err != nil {
@@ -71,7 +99,7 @@ func TestMemoryFloodIsContained(t *testing.T) {
 	answering("after the flood")
 
 	setLimits("4096") // read when a session opens
-	res, _, err = run(t, start(t, c, cx, e.open(c), bash(flood+" && echo done")), execv1.Choice_CHOICE_DENY)
+	res, _, err = run(t, start(t, c, cx, e.open(c), bash(flood(t)+" && echo done")), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "done") {
 		t.Errorf("negative control: 2 GiB under memory_mb 4096: %v %v", res, err)
 	}
