@@ -258,22 +258,10 @@ func newCommandCgroup(m limitMechanisms, memBytes int64, procs int) (*commandCgr
 			cg.remove()
 			return nil, err
 		}
-		parent := filepath.Join(base, "garuda", user)
-		if err := os.MkdirAll(parent, 0o755); err != nil {
+		dir, err := v1Group(base, user, name, c.controller == "memory", memBytes)
+		if err != nil {
 			cg.remove()
-			return nil, fmt.Errorf("create cgroup %s: %w", parent, err)
-		}
-		sweepStaleCgroups(parent)
-		if c.controller == "memory" {
-			if err := setV1Memory(parent, memBytes); err != nil {
-				cg.remove()
-				return nil, err
-			}
-		}
-		dir := filepath.Join(parent, name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			cg.remove()
-			return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
+			return nil, err
 		}
 		cg.dirs = append(cg.dirs, dir)
 		*c.dst = dir
@@ -291,6 +279,35 @@ func newCommandCgroup(m limitMechanisms, memBytes int64, procs int) (*commandCgr
 		return nil, nil
 	}
 	return cg, nil
+}
+
+// v1Group makes the command's group name in the user's parent below base (garuda/<user>/<name>), setting the
+// parent's memory limit first when memory is true. A parent another broker removed as it emptied is made again.
+func v1Group(base, user, name string, memory bool, memBytes int64) (string, error) {
+	parent := filepath.Join(base, "garuda", user)
+	sweepStaleCgroups(filepath.Join(base, "garuda")) // groups of the layout before the per-user parent
+	for try := 0; ; try++ {
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			return "", fmt.Errorf("create cgroup %s: %w", parent, err)
+		}
+		sweepStaleCgroups(parent)
+		if memory {
+			if err := setV1Memory(parent, memBytes); err != nil {
+				if errors.Is(err, os.ErrNotExist) && try < 3 {
+					continue
+				}
+				return "", err
+			}
+		}
+		dir := filepath.Join(parent, name)
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) || try >= 3 {
+			return "", fmt.Errorf("create cgroup %s: %w", dir, err)
+		}
+	}
 }
 
 // v2Parent makes the user's parent group in the broker's delegated cgroup v2 folder. A cgroup with processes
@@ -419,6 +436,8 @@ func cgroupCounter(path, key string) int64 {
 	return 0
 }
 
+// remove removes the command's groups, then (v1) the user's parent and the garuda folder if no other command
+// runs there (removal fails, harmlessly, while they hold groups; a broker starting a command remakes them).
 func (c *commandCgroup) remove() {
 	for _, d := range c.dirs {
 		for i := 0; i < 50; i++ {
@@ -426,6 +445,10 @@ func (c *commandCgroup) remove() {
 				break
 			}
 			time.Sleep(2 * time.Millisecond) // the last tasks of a dead namespace may still be leaving the group
+		}
+		if !c.v2 { // a v2 parent stays in the broker's own cgroup, which ends with it
+			_ = os.Remove(filepath.Dir(d))
+			_ = os.Remove(filepath.Dir(filepath.Dir(d)))
 		}
 	}
 }
