@@ -35,22 +35,21 @@ func allocate(mib string) int {
 	return 0
 }
 
-// flood is a command that allocates 2 GiB.
-func flood(t *testing.T) string {
+// alloc is a command that allocates mib MiB.
+func alloc(t *testing.T, mib int) string {
 	exe, err := os.Executable()
 	must(t, err)
-	return exe + " " + allocArg + " 2048"
+	return exe + " " + allocArg + " " + strconv.Itoa(mib)
 }
 
-// With "limits": {"memory_mb": 1024} in team policy, a command that allocates 2 GiB fails with the limit named;
-// while it runs, and after it was killed, the broker and another session keep answering. The negative control:
-// with 4096 the same command succeeds.
+// With "limits": {"memory_mb": 1024} in the user's settings (team policy says 4096: the tightest wins), a command
+// that allocates 2 GiB fails with the limit named; while it runs, and after it was killed, the broker and another
+// session keep answering. The negative control: with team policy's 4096 alone the same command succeeds.
 func TestMemoryFloodIsContained(t *testing.T) {
 	e := newEnv(t)
-	setLimits := func(mb string) {
-		must(t, os.WriteFile(filepath.Join(e.home, "policy.json"), []byte(`{"limits": {"memory_mb": `+mb+`}}`), 0o600))
-	}
-	setLimits("1024")
+	must(t, os.WriteFile(filepath.Join(e.home, "policy.json"), []byte(`{"limits": {"memory_mb": 4096}}`), 0o600))
+	userSettings := filepath.Join(e.home, "settings.json")
+	must(t, os.WriteFile(userSettings, []byte(`{"limits": {"memory_mb": 1024}}`), 0o600))
 	cx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // the flood is slow on a loaded machine
 	defer cancel()
 	c, other := e.client(), e.client()
@@ -73,7 +72,7 @@ func TestMemoryFloodIsContained(t *testing.T) {
 			t.Fatalf("%s: the other session's command: %v %v", when, res, err)
 		}
 	}
-	st := start(t, c, cx, sid, bash("echo waiting; while [ ! -e release ]; do sleep 0.05; done; "+flood(t)))
+	st := start(t, c, cx, sid, bash("echo waiting; while [ ! -e release ]; do sleep 0.05; done; "+alloc(t, 2048)))
 	for {
 		m, err := st.Recv()
 		if err != nil {
@@ -98,8 +97,8 @@ func TestMemoryFloodIsContained(t *testing.T) {
 	}
 	answering("after the flood")
 
-	setLimits("4096") // read when a session opens
-	res, _, err = run(t, start(t, c, cx, e.open(c), bash(flood(t)+" && echo done")), execv1.Choice_CHOICE_DENY)
+	must(t, os.Remove(userSettings)) // settings are read when a session opens
+	res, _, err = run(t, start(t, c, cx, e.open(c), bash(alloc(t, 2048)+" && echo done")), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "done") {
 		t.Errorf("negative control: 2 GiB under memory_mb 4096: %v %v", res, err)
 	}
@@ -109,5 +108,25 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A project's settings cannot set the limits of the user's commands: the session says they are ignored.
+func TestProjectLimitsAreIgnored(t *testing.T) {
+	e := newEnv(t)
+	must(t, os.MkdirAll(filepath.Join(e.root, ".garuda"), 0o755))
+	must(t, os.WriteFile(filepath.Join(e.root, ".garuda", "settings.json"), []byte(`{"limits": {"memory_mb": 16}}`), 0o644))
+	c := e.client()
+	r, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: e.root, Mode: execv1.Mode_MODE_BUILD})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(r.GetNotices(), "\n"), `"limits" in `+filepath.Join(e.root, ".garuda", "settings.json")+" are ignored") {
+		t.Errorf("notices %q", r.GetNotices())
+	}
+	// A command that needs more than 16 MiB runs.
+	res, _, err := run(t, start(t, c, ctx(t), r.GetSessionId(), bash(alloc(t, 64))), execv1.Choice_CHOICE_DENY)
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+		t.Errorf("64 MiB with a project's memory_mb 16: %v %v", res, err)
 	}
 }
