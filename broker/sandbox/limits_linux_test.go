@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -55,5 +57,33 @@ func TestOOMScoreAdj(t *testing.T) {
 	must(t, err)
 	if string(after) != string(mine) || strings.TrimSpace(string(mine)) == "1000" {
 		t.Errorf("the broker's oom_score_adj changed: %q -> %q", mine, after)
+	}
+}
+
+// TestMemoryCgroupEscape: a command run by a root broker cannot raise its own memory limit or its parent's, nor
+// leave its memory cgroup. Negative control: without the sandbox, uid 0 writes the limit of a memory cgroup.
+func TestMemoryCgroupEscape(t *testing.T) {
+	if !isRoot() || chooseMechanisms(true, nil).memory != byCgroupV1 {
+		t.Skip("the cgroup v1 memory controller is used only by a root broker")
+	}
+	f := newFixture(t)
+	s := f.spec(`g=/sys/fs/cgroup/memory$(sed -n 's/^[0-9]*:memory://p' /proc/self/cgroup)
+echo -1 > $g/memory.limit_in_bytes; echo -1 > $g/../memory.limit_in_bytes; echo $$ > $g/../cgroup.procs
+echo "limit $(cat $g/memory.limit_in_bytes) in $(sed -n 's/^[0-9]*:memory://p' /proc/self/cgroup)"`)
+	s.Limits = Limits{MemoryBytes: 512 << 20}
+	r := f.run(s)
+	if !strings.Contains(out(r), "limit 536870912 in /") || !strings.Contains(out(r), "/garuda/u0/") ||
+		strings.Count(out(r), "Read-only file system") < 3 {
+		t.Errorf("memory cgroup escape from the sandbox: %q", r.Output)
+	}
+	groups, err := ownCgroups()
+	must(t, err)
+	base, err := v1Dir(groups, "memory")
+	must(t, err)
+	scratch := filepath.Join(base, "garuda-test-"+strconv.Itoa(os.Getpid()))
+	must(t, os.Mkdir(scratch, 0o755))
+	defer os.Remove(scratch)
+	if r := f.unsandboxed("echo 536870912 > " + scratch + "/memory.limit_in_bytes && cat " + scratch + "/memory.limit_in_bytes"); out(r) != "536870912" {
+		t.Errorf("negative control: %q", r.Output)
 	}
 }
