@@ -32,8 +32,7 @@ type limitMechanisms struct {
 
 // chooseMechanisms picks, for each limit, the cgroup v2 controller where it is delegated to the broker, else the
 // cgroup v1 hierarchy as root, else a resource limit (which, for processes, root does not obey: the caller fails
-// closed then).
-// With v2 false the cgroup v2 controllers are passed over (they failed: v2err says why).
+// closed then). With v2 false the cgroup v2 controllers are passed over (they failed: v2err says why).
 func chooseMechanisms(v2 bool, v2err error) limitMechanisms {
 	var m limitMechanisms
 	groups, err := ownCgroups()
@@ -169,6 +168,10 @@ func delegatedV2(groups map[string]string) (string, error) {
 		if !ok {
 			continue
 		}
+		// Moved by v2Parent into the leaf "broker" of its delegated cgroup already: that cgroup is the one to use.
+		if up := filepath.Dir(dir); filepath.Base(dir) == v2Leaf && hasControllers(filepath.Join(up, "cgroup.subtree_control")) {
+			return up, nil
+		}
 		b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 		if err != nil {
 			return "", fmt.Errorf("read %s: %w", filepath.Join(dir, "cgroup.controllers"), err)
@@ -196,6 +199,19 @@ func delegatedV2(groups map[string]string) (string, error) {
 		return dir, nil
 	}
 	return "", errors.New("the cgroup v2 hierarchy is not mounted here")
+}
+
+// v2Leaf is the child of its delegated cgroup v2 that the broker moves itself into.
+const v2Leaf = "broker"
+
+// hasControllers reports whether a cgroup.subtree_control file enables memory and pids.
+func hasControllers(subtreeControl string) bool {
+	b, err := os.ReadFile(subtreeControl)
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return slices.Contains(f, "memory") && slices.Contains(f, "pids") && unix.Access(subtreeControl, unix.W_OK) == nil
 }
 
 // commandCgroup holds one command: a folder in each cgroup v1 hierarchy used (memory, pids), or one cgroup v2
@@ -315,7 +331,7 @@ func v1Group(base, user, name string, memory bool, memBytes int64) (string, erro
 func v2Parent(own, user string) (string, error) {
 	ctl := filepath.Join(own, "cgroup.subtree_control")
 	if err := os.WriteFile(ctl, []byte("+memory +pids"), 0o644); err != nil {
-		leaf := filepath.Join(own, "broker")
+		leaf := filepath.Join(own, v2Leaf)
 		if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return "", fmt.Errorf("create cgroup %s: %w", leaf, err)
 		}
