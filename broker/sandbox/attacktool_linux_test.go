@@ -119,9 +119,18 @@ func runAttack(args []string) int {
 		buf := make([]byte, 4)
 		n, _ := c.Read(buf)
 		return ok("local server answered %q", buf[:n])
-	case "alloc": // allocate N MiB and touch every page
+	case "alloc": // allocate N MiB and touch every page; with a second argument, then hold it until that file exists
 		n, _ := strconv.Atoi(args[1])
-		return ok("allocated %d MiB", allocate(n))
+		keep := allocate(n)
+		fmt.Printf("allocated %d MiB\n", n)
+		for len(args) > 2 {
+			if _, err := os.Stat(args[2]); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		runtime.KeepAlive(keep)
+		return ok("held %d MiB", n)
 	case "procs": // start up to N sleeping processes; report how many started
 		n, _ := strconv.Atoi(args[1])
 		started := 0
@@ -142,9 +151,9 @@ func runAttack(args []string) int {
 	return 2
 }
 
-// allocate allocates and touches mib MiB, in 64 MiB pieces kept until it returns; it returns mib. An allocation
-// the kernel refuses (RLIMIT_DATA) ends the program with Go's "out of memory"; a memory cgroup kills it.
-func allocate(mib int) int {
+// allocate allocates and touches mib MiB in 64 MiB pieces. An allocation the kernel refuses (RLIMIT_DATA) ends
+// the program with Go's "out of memory"; a memory cgroup kills it.
+func allocate(mib int) [][]byte {
 	var keep [][]byte
 	for done := 0; done < mib; done += 64 {
 		b := make([]byte, min(64, mib-done)<<20)
@@ -153,6 +162,5 @@ func allocate(mib int) int {
 		}
 		keep = append(keep, b)
 	}
-	runtime.KeepAlive(keep)
-	return mib
+	return keep
 }

@@ -1,10 +1,12 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -85,5 +87,54 @@ echo "limit $(cat $g/memory.limit_in_bytes) in $(sed -n 's/^[0-9]*:memory://p' /
 	defer os.Remove(scratch)
 	if r := f.unsandboxed("echo 536870912 > " + scratch + "/memory.limit_in_bytes && cat " + scratch + "/memory.limit_in_bytes"); out(r) != "536870912" {
 		t.Errorf("negative control: %q", r.Output)
+	}
+}
+
+// TestMemoryLimitSharedByCommands: all of a user's commands together stay under the memory limit: of two commands
+// holding 700 MiB each under 1024 MiB, one is killed with the limit named. Negative control: under 2048 MiB both
+// hold their memory.
+func TestMemoryLimitSharedByCommands(t *testing.T) {
+	if m := chooseMechanisms(true, nil).memory; m == byRlimit {
+		t.Skip("RLIMIT_DATA bounds each process, not commands together")
+	}
+	for _, c := range []struct {
+		limit  int64
+		killed bool
+	}{{1 << 30, true}, {2 << 30, false}} {
+		f := newFixture(t)
+		release := filepath.Join(f.tmp, "release")
+		held := make(chan struct{}, 2)
+		results := make(chan *Result, 2)
+		runOne := func() {
+			s := f.spec(attackCmd(t, "alloc", "700", release))
+			s.Limits = Limits{MemoryBytes: c.limit}
+			var once sync.Once
+			s.OnOutput = func(b []byte) {
+				if strings.Contains(string(b), "allocated") {
+					once.Do(func() { held <- struct{}{} })
+				}
+			}
+			r, err := Run(context.Background(), s)
+			if err != nil {
+				t.Error(err)
+			}
+			once.Do(func() { held <- struct{}{} }) // killed before it held its memory
+			results <- r
+		}
+		go runOne()
+		<-held // the first holds its memory before the second starts
+		go runOne()
+		<-held
+		must(t, os.WriteFile(release, nil, 0o644))
+		var hits []string
+		for range 2 {
+			if r := <-results; r != nil {
+				hits = append(hits, r.LimitsHit...)
+			}
+		}
+		t.Logf("%d MiB: %q", c.limit>>20, hits)
+		if killed := len(hits) > 0 && strings.Contains(hits[0], "memory limit reached"); killed != c.killed {
+			t.Errorf("two commands of 700 MiB under %d MiB: limits hit %q", c.limit>>20, hits)
+		}
 	}
 }
