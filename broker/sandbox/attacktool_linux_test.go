@@ -151,12 +151,17 @@ func runAttack(args []string) int {
 	return 2
 }
 
-// allocate allocates and touches mib MiB in 64 MiB pieces. An allocation the kernel refuses (RLIMIT_DATA) ends
-// the program with Go's "out of memory"; a memory cgroup kills it.
+// allocate maps and touches mib MiB in 64 MiB pieces, outside the Go heap (so that a -race build touches no shadow
+// memory for them). A mapping the kernel refuses (RLIMIT_DATA) ends the program with "cannot allocate memory"; a
+// memory cgroup kills it.
 func allocate(mib int) [][]byte {
 	var keep [][]byte
 	for done := 0; done < mib; done += 64 {
-		b := make([]byte, min(64, mib-done)<<20)
+		b, err := unix.Mmap(-1, 0, min(64, mib-done)<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			fmt.Printf("DENIED after %d MiB: %v\n", done, err)
+			os.Exit(1)
+		}
 		for i := 0; i < len(b); i += 4096 {
 			b[i] = 1
 		}
