@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -40,5 +41,30 @@ func TestCgroupCounters(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(dir, "pids.events"), []byte("max 1\n"), 0o644))
 	if hit := cg.hit(); len(hit) != 2 || hit[1] != "process limit reached (64 processes and threads; limits.processes): 1 fork refused" {
 		t.Errorf("hit %q", hit)
+	}
+}
+
+// TestCgroupV2Layout: in a delegated cgroup v2 folder (here a plain folder standing in for one: this machine's
+// memory controller is on cgroup v1), the user's parent bounds memory and each command's group has its limits.
+func TestCgroupV2Layout(t *testing.T) {
+	own := t.TempDir()
+	cg, err := newCommandCgroup(limitMechanisms{memory: byCgroupV2, pids: byCgroupV2, v2Dir: own}, 1<<30, 64)
+	must(t, err)
+	parent := filepath.Join(own, "garuda-u"+strconv.Itoa(os.Geteuid()))
+	want := map[string]string{
+		filepath.Join(own, "cgroup.subtree_control"):    "+memory +pids",
+		filepath.Join(parent, "cgroup.subtree_control"): "+memory +pids",
+		filepath.Join(parent, "memory.max"):             "1073741824",
+		filepath.Join(cg.mem, "memory.max"):             "1073741824",
+		filepath.Join(cg.mem, "memory.swap.max"):        "0",
+		filepath.Join(cg.pids, "pids.max"):              "64",
+	}
+	for p, v := range want {
+		if b, err := os.ReadFile(p); err != nil || string(b) != v {
+			t.Errorf("%s = %q (%v), want %q", p, b, err, v)
+		}
+	}
+	if filepath.Dir(cg.mem) != parent || cg.mem != cg.pids || len(cg.dirs) != 1 {
+		t.Errorf("groups %+v", cg)
 	}
 }
