@@ -223,11 +223,12 @@ func (p *settingsParser) parse(s *Settings) error {
 		case "limits":
 			return p.keys(`"limits"`, func(k string, off int64) error {
 				var dst *int
+				var most int
 				switch k {
 				case "memory_mb":
-					dst = &s.Limits.MemoryMB
+					dst, most = &s.Limits.MemoryMB, 1<<30 // 1 PiB
 				case "processes":
-					dst = &s.Limits.Processes
+					dst, most = &s.Limits.Processes, 1<<22 // the kernel's most pids
 				default:
 					return p.errf(off, "unknown key %q in \"limits\" (want memory_mb or processes)", k)
 				}
@@ -237,8 +238,8 @@ func (p *settingsParser) parse(s *Settings) error {
 				}
 				n, ok := raw.(json.Number)
 				v, err := strconv.Atoi(string(n))
-				if !ok || err != nil || v <= 0 {
-					return p.errf(off, "limits.%s must be a whole number above 0", k)
+				if !ok || err != nil || v <= 0 || v > most {
+					return p.errf(off, "limits.%s must be a whole number from 1 to %d", k, most)
 				}
 				*dst = v
 				return nil

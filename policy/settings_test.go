@@ -136,7 +136,8 @@ func TestCommandLimits(t *testing.T) {
 		t.Errorf("a project's limits: %+v", got)
 	}
 	for _, bad := range []string{`{"limits": {"memory_mb": 0}}`, `{"limits": {"memory_mb": -1}}`, `{"limits": {"memory_mb": 1.5}}`,
-		`{"limits": {"memory_mb": "1024"}}`, `{"limits": {"processes": true}}`, `{"limits": {"cpu": 1}}`, `{"limits": []}`} {
+		`{"limits": {"memory_mb": "1024"}}`, `{"limits": {"processes": true}}`, `{"limits": {"memory_mb": 9007199254740993}}`,
+		`{"limits": {"cpu": 1}}`, `{"limits": []}`} {
 		if _, err := ParseSettings("/u/.garuda/settings.json", []byte(bad)); err == nil || !strings.Contains(err.Error(), "limits") {
 			t.Errorf("%s: error %v, want one about limits", bad, err)
 		}

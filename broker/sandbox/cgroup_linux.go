@@ -193,7 +193,8 @@ func delegatedV2(groups map[string]string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("read %s: %w", filepath.Join(dir, "cgroup.procs"), err)
 		}
-		if others := slices.DeleteFunc(strings.Fields(string(procs)), func(p string) bool { return p == strconv.Itoa(os.Getpid()) }); len(others) > 0 {
+		self := strconv.Itoa(os.Getpid())
+		if others := slices.DeleteFunc(strings.Fields(string(procs)), func(p string) bool { return p == self }); len(others) > 0 {
 			return "", fmt.Errorf("the broker shares its cgroup %s with %d other processes", dir, len(others))
 		}
 		return dir, nil

@@ -85,7 +85,8 @@ echo "limit $(cat $g/memory.limit_in_bytes) in $(sed -n 's/^[0-9]*:memory://p' /
 	scratch := filepath.Join(base, "garuda-test-"+strconv.Itoa(os.Getpid()))
 	must(t, os.Mkdir(scratch, 0o755))
 	defer os.Remove(scratch)
-	if r := f.unsandboxed("echo 536870912 > " + scratch + "/memory.limit_in_bytes && cat " + scratch + "/memory.limit_in_bytes"); out(r) != "536870912" {
+	limit := scratch + "/memory.limit_in_bytes"
+	if r := f.unsandboxed("echo 536870912 > " + limit + " && cat " + limit); out(r) != "536870912" {
 		t.Errorf("negative control: %q", r.Output)
 	}
 }

@@ -167,6 +167,7 @@ func limitFeatures(add func(name string, ok bool, detail string), userNS bool) {
 	case os.Geteuid() == 0:
 		add("process limit", false, "as root RLIMIT_NPROC is not enforced and no pids cgroup: "+m.pidsWhy)
 	default:
-		add("process limit", userNS, fmt.Sprintf("RLIMIT_NPROC %d by default (limits.processes) in the command's user namespace", lim.Processes))
+		add("process limit", userNS,
+			fmt.Sprintf("RLIMIT_NPROC %d by default (limits.processes) in the command's user namespace", lim.Processes))
 	}
 }

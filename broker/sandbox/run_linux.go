@@ -388,7 +388,8 @@ func startHelper(hs *helperSpec, cg *commandCgroup) (*helper, error) {
 	// The kernel's OOM killer takes a command's processes before anything else (the broker, the editor): defends
 	// against a memory flood taking them down. Written by a root broker, it is also the floor the command cannot
 	// go below; its /proc is read-only besides.
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte(strconv.Itoa(commandOOMScoreAdj)), 0o644); err != nil {
+	adj := fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid)
+	if err := os.WriteFile(adj, []byte(strconv.Itoa(commandOOMScoreAdj)), 0o644); err != nil {
 		return fail(fmt.Errorf("set oom_score_adj of the sandbox helper: %w", err))
 	}
 	if cg != nil {

@@ -128,7 +128,8 @@ func TestProjectLimitsAreIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(r.GetNotices(), "\n"), `"limits" in `+filepath.Join(e.root, ".garuda", "settings.json")+" are ignored") {
+	want := `"limits" in ` + filepath.Join(e.root, ".garuda", "settings.json") + " are ignored"
+	if !strings.Contains(strings.Join(r.GetNotices(), "\n"), want) {
 		t.Errorf("notices %q", r.GetNotices())
 	}
 	// A command that needs more than 16 MiB runs.
