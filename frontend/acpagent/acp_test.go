@@ -737,6 +737,46 @@ func TestCustomCommandWithConsentAndMenu(t *testing.T) {
 	}
 }
 
+// A prompt that starts with "/" but names no command is a question for the model; a close match is named after
+// the answer, never instead of it. Control: a built-in still answers without the model.
+func TestSlashTextReachesTheModel(t *testing.T) {
+	e := newEnv(t)
+	e.write(".garuda/commands/review.md", "Please review $ARGUMENTS.\n")
+	sid := e.newSession()
+	for _, c := range []struct{ text, notice string }{
+		{"/usr is almost full, what can I delete?", ""},
+		{"/reveiw main.go", "Garuda: /reveiw is not a command, so it went to the model as text. Did you mean /review?"},
+	} {
+		ups, _ := e.ed.snapshot()
+		seen := len(ups)
+		before := len(e.fake.Requests())
+		e.fake.Push(model.TextStep("the answer"))
+		if stop := e.promptOK(sid, c.text); stop != acp.StopReasonEndTurn {
+			t.Fatalf("%q: stop %q", c.text, stop)
+		}
+		reqs := e.fake.Requests()
+		if len(reqs) != before+1 || reqs[len(reqs)-1].LastUserText() != c.text {
+			t.Errorf("%q did not reach the model as typed: %+v", c.text, reqs[before:])
+		}
+		ups, _ = e.ed.snapshot()
+		text := messages(ups[seen:])
+		answer := strings.Index(text, "the answer")
+		switch {
+		case answer < 0:
+			t.Errorf("%q: no answer in %q", c.text, text)
+		case c.notice == "" && strings.Contains(text, "Garuda:"):
+			t.Errorf("%q: a notice in %q", c.text, text)
+		case c.notice != "" && strings.Index(text, c.notice) < answer:
+			t.Errorf("%q: the notice %q is not after the answer in %q", c.text, c.notice, text)
+		}
+	}
+	before := len(e.fake.Requests())
+	e.promptOK(sid, "/undo")
+	if n := len(e.fake.Requests()); n != before {
+		t.Errorf("the built-in /undo reached the model")
+	}
+}
+
 func TestDeniedCommandConsentDoesNotRun(t *testing.T) {
 	e := newEnv(t)
 	e.ed.answer = func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {

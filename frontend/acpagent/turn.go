@@ -116,13 +116,16 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 		r := res.GetResolved()
 		switch r.GetKind() {
 		case execv1.Resolved_KIND_MESSAGE:
-			// Built-in chat commands and unknown names never reach the model.
+			// Built-in chat commands and /help never reach the model.
 			s.record("prompt", text)
 			s.notice(uctx, r.GetMessage())
 			s.record("stop", agent.StopDone)
 			return t.end(uctx, agent.StopDone, nil)
 		case execv1.Resolved_KIND_PROMPT:
 			text = r.GetPrompt()
+		case execv1.Resolved_KIND_NOT_COMMAND:
+			// "/usr is almost full" is a question for the model; a close match is named once the answer started.
+			t.suggestion = r.GetMessage()
 		}
 	}
 
@@ -164,6 +167,9 @@ func (t *turn) end(uctx context.Context, stop agent.Stop, err error) (acp.Prompt
 	t.mu.Lock()
 	if t.ctx.Err() != nil {
 		t.markStopLocked()
+	}
+	if err == nil && !t.stopped && stop != agent.StopCancelled {
+		t.suggestLocked() // the model answered without a step end (a turn stopped early)
 	}
 	t.closed = true
 	stopped := t.stopped || stop == agent.StopCancelled
@@ -231,6 +237,8 @@ type turn struct {
 	stopped bool     // the editor's stop (or a shutdown) came
 	atStop  []string // the calls open when it came
 	closed  bool     // the response is decided: later events are dropped
+
+	suggestion string // a notice for a "/name" that is no command, sent after the model's first step
 }
 
 type callState struct {
@@ -337,6 +345,15 @@ func (t *turn) emit(e agent.Event) {
 	case agent.EventNotice, agent.EventCompaction, agent.EventModelRetry:
 		s.notice(uctx, e.Text)
 	case agent.EventStepEnd:
+		t.suggestLocked()
+	}
+}
+
+// suggestLocked sends the pending close-match notice, once; t.mu is held.
+func (t *turn) suggestLocked() {
+	if t.suggestion != "" {
+		t.s.notice(t.s.srv.base, t.suggestion)
+		t.suggestion = ""
 	}
 }
 

@@ -191,9 +191,10 @@ const (
 	Resolved_KIND_UNSPECIFIED Resolved_Kind = 0
 	// KIND_PROMPT: a custom command or skill; prompt is the expanded text for the model.
 	Resolved_KIND_PROMPT Resolved_Kind = 1
-	// KIND_MESSAGE: answered without the model (a built-in chat command, an unknown name); message is for the user.
+	// KIND_MESSAGE: answered without the model (a built-in chat command, /help); message is for the user.
 	Resolved_KIND_MESSAGE Resolved_Kind = 2
-	// KIND_NOT_COMMAND: plain text, not a command.
+	// KIND_NOT_COMMAND: plain text for the model, not a command; message, if set, names close matches of the
+	// "/name" typed, for a notice shown once the answer has started.
 	Resolved_KIND_NOT_COMMAND Resolved_Kind = 3
 )
 
