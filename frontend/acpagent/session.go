@@ -120,6 +120,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		mode:             modeBuild,
 		instructions:     open.GetInstructions(),
 		instructionsFile: open.GetInstructionsFile(),
+		model:            ms,
 		records:          make(chan record, 256),
 		recordsDone:      make(chan struct{}),
 	}
@@ -212,6 +213,7 @@ type session struct {
 	runner           *brokerconn.Runner
 	skills           []agent.SkillInfo // the session's skills, for the system prompt
 	ag               *agent.Session
+	model            *execv1.ModelSettings // the model the session talks to, for the words of its errors
 
 	mu   sync.Mutex
 	turn *turn // the running turn, nil between turns

@@ -13,7 +13,6 @@ import (
 
 	"github.com/garuda-dev/garuda/frontend/agent"
 	"github.com/garuda-dev/garuda/frontend/brokerconn"
-	"github.com/garuda-dev/garuda/frontend/model"
 	"github.com/garuda-dev/garuda/frontend/visible"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -206,10 +205,7 @@ func (t *turn) end(uctx context.Context, stop agent.Stop, err error) (acp.Prompt
 	}
 	if err != nil && !stopped {
 		s.record("stop", "error")
-		if errors.Is(err, model.ErrAuth) {
-			return acp.PromptResponse{}, authRequired(err.Error() + ". Check the key, or run garuda setup.")
-		}
-		return acp.PromptResponse{}, requestError(err.Error())
+		return acp.PromptResponse{}, s.modelError(uctx, err)
 	}
 	if stopped {
 		for _, l := range lines {
