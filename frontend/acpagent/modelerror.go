@@ -22,7 +22,7 @@ func (s *session) modelError(ctx context.Context, err error) *acp.RequestError {
 	var se *model.StreamError
 	switch {
 	case errors.Is(err, model.ErrAuth):
-		return authRequired(msg + ". Check the key, or run `garuda setup`.")
+		return authRequired(msg + ". Check the key, or run garuda setup.")
 	case errors.Is(err, model.ErrNotFound):
 		hint := fmt.Sprintf(". Garuda asked for the model id %q (model %s)", id, name)
 		if known := s.knownModels(ctx); known != "" {
