@@ -77,7 +77,11 @@ func TestNewSessionNeedsAnAbsoluteFolder(t *testing.T) {
 			t.Errorf("session/new with cwd %q succeeded", cwd)
 			continue
 		}
-		if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(fmt.Sprint(re.Data), "absolute path to a folder") {
+		want := "absolute path to a folder"
+		if filepath.IsAbs(cwd) {
+			want = "must be an existing folder"
+		}
+		if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(fmt.Sprint(re.Data), want) {
 			t.Errorf("cwd %q: %v", cwd, re)
 		}
 	}
@@ -774,6 +778,29 @@ func TestSlashTextReachesTheModel(t *testing.T) {
 	e.promptOK(sid, "/undo")
 	if n := len(e.fake.Requests()); n != before {
 		t.Errorf("the built-in /undo reached the model")
+	}
+}
+
+// The model's prose reaches the editor readable: emoji clusters (even split across deltas) and the spaces of other
+// scripts stay; a bidi control stays escaped. Control: a tool call's title keeps the exact escapes.
+func TestModelProseIsReadable(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	step := model.TextStep("\u26a0\ufe0f \U0001f468\u200d\U0001f469\u200d\U0001f467 \u65e5\u3000\u8a9e 10\u00a0km \u202e end")
+	step.Deltas = []model.FakeDelta{{Kind: model.DeltaText, Text: "\u26a0\ufe0f \U0001f468\u200d"},
+		{Kind: model.DeltaText, Text: "\U0001f469\u200d"}, {Kind: model.DeltaText, Text: "\U0001f467 \u65e5\u3000\u8a9e 10\u00a0km \u202e end"}}
+	e.fake.Push(step)
+	e.promptOK(sid, "hi")
+	ups, _ := e.ed.snapshot()
+	want := "\u26a0\ufe0f \U0001f468\u200d\U0001f469\u200d\U0001f467 \u65e5\u3000\u8a9e 10\u00a0km \\u202e end"
+	if got := messages(ups); !strings.HasPrefix(got, want) {
+		t.Errorf("the editor got %q, want it to start with %q", got, want)
+	}
+	e.fake.Push(tool("toolu_p", "read_file", `{"path":"a`+"\u00a0"+`b.txt"}`), model.TextStep("done"))
+	e.promptOK(sid, "read")
+	ups, _ = e.ed.snapshot()
+	if tc, _, _ := toolCall(ups, "toolu_p"); tc == nil || !strings.Contains(tc.Title, `a\u00a0b.txt`) {
+		t.Errorf("the tool call's title lost its escape: %+v", tc)
 	}
 }
 

@@ -167,6 +167,9 @@ func (t *turn) end(uctx context.Context, stop agent.Stop, err error) (acp.Prompt
 	if t.ctx.Err() != nil {
 		t.markStopLocked()
 	}
+	if !t.closed {
+		t.flushProseLocked()
+	}
 	if err == nil && !t.stopped && stop != agent.StopCancelled {
 		t.suggestLocked() // the model answered without a step end (a turn stopped early)
 	}
@@ -235,6 +238,20 @@ type turn struct {
 	closed  bool     // the response is decided: later events are dropped
 
 	suggestion string // a notice for a "/name" that is no command, sent after the model's first step
+
+	// The model's prose, made visible as prose: an emoji cluster split across deltas is held for the next one.
+	text, thought visible.ProseStream
+}
+
+// flushProseLocked sends the prose held back; t.mu is held.
+func (t *turn) flushProseLocked() {
+	s := t.s
+	if rest := t.text.Flush(); rest != "" {
+		s.message(s.srv.base, rest)
+	}
+	if rest := t.thought.Flush(); rest != "" {
+		s.update(s.srv.base, acp.UpdateAgentThoughtText(rest))
+	}
 }
 
 type callState struct {
@@ -292,11 +309,18 @@ func (t *turn) emit(e agent.Event) {
 		t.markStopLocked()
 	}
 	s, uctx := t.s, t.s.srv.base
+	if e.Type != agent.EventTextDelta && e.Type != agent.EventThinkingDelta {
+		t.flushProseLocked() // what follows the prose comes after all of it
+	}
 	switch e.Type {
 	case agent.EventTextDelta:
-		s.message(uctx, visible.Visible(e.Text))
+		if text := t.text.Write(e.Text); text != "" {
+			s.message(uctx, text)
+		}
 	case agent.EventThinkingDelta:
-		s.update(uctx, acp.UpdateAgentThoughtText(visible.Visible(e.Text)))
+		if text := t.thought.Write(e.Text); text != "" {
+			s.update(uctx, acp.UpdateAgentThoughtText(text))
+		}
 	case agent.EventToolCall:
 		c := e.Call
 		title, kind := toolTitle(c.Name, c.Input)
