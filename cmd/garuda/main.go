@@ -3,17 +3,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/garuda-dev/garuda/frontend/cli"
 )
 
 func main() {
-	if err := cli.Main(context.Background(), os.Args[1:]); err != nil {
-		if !cli.Reported(err) {
-			fmt.Fprintln(os.Stderr, "garuda:", err)
-		}
-		os.Exit(cli.ExitCode(err))
-	}
+	os.Exit(cli.Report(os.Stderr, cli.Main(context.Background(), os.Args[1:])))
 }

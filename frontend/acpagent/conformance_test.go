@@ -187,6 +187,19 @@ func TestInvalidParamsSayWhatIsWrong(t *testing.T) {
 		}
 	}
 	check("session/new with a relative cwd", err, "cwd must be an absolute path to a folder")
+	// The broker's refusals are one sentence: no gRPC wrapper, no sentinel words, no doubled prefix.
+	for cwd, want := range map[string]string{
+		"/no-such-garuda-folder": "root /no-such-garuda-folder: the root must be an existing folder",
+		"/":                      "root /: choose a project folder (not / nor $GARUDA_HOME)",
+	} {
+		_, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+		check("session/new on "+cwd, err, want)
+		if err != nil {
+			if m := reqErr(t, err).Message; m != want {
+				t.Errorf("session/new on %s: %q, want exactly %q", cwd, m, want)
+			}
+		}
+	}
 	_, err = e.prompt("no-such-session", acp.TextBlock("hi"))
 	check("session/prompt of an unknown session", err, `unknown session "no-such-session"`)
 	_, err = e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: "no-such-session", ModeId: "plan"})

@@ -165,29 +165,6 @@ func run(ctx context.Context, args []string) error {
 	return nil
 }
 
-// parseInterspersed parses flags anywhere among the words ("garuda run fix the tests --allow-edits"); "--" ends
-// the flags.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var rest []string
-	for i, a := range args {
-		if a == "--" {
-			args, rest = args[:i], args[i+1:]
-			break
-		}
-	}
-	var words []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return append(words, rest...), nil
-		}
-		words = append(words, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
 // projectDir is the absolute project folder of --cwd (default: the current folder), checked to be a folder the
 // user can read.
 func projectDir(cwd string) (string, error) {

@@ -191,9 +191,10 @@ const (
 	Resolved_KIND_UNSPECIFIED Resolved_Kind = 0
 	// KIND_PROMPT: a custom command or skill; prompt is the expanded text for the model.
 	Resolved_KIND_PROMPT Resolved_Kind = 1
-	// KIND_MESSAGE: answered without the model (a built-in chat command, an unknown name); message is for the user.
+	// KIND_MESSAGE: answered without the model (a built-in chat command, /help); message is for the user.
 	Resolved_KIND_MESSAGE Resolved_Kind = 2
-	// KIND_NOT_COMMAND: plain text, not a command.
+	// KIND_NOT_COMMAND: plain text for the model, not a command; message, if set, names close matches of the
+	// "/name" typed, for a notice shown once the answer has started.
 	Resolved_KIND_NOT_COMMAND Resolved_Kind = 3
 )
 
@@ -2923,10 +2924,12 @@ func (x *SetupProvider) GetModels() []string {
 }
 
 type SetupRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Provider      string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
-	Model         string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	ApiKey        string                 `protobuf:"bytes,3,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Provider string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	Model    string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	ApiKey   string                 `protobuf:"bytes,3,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// force stores a model id the provider's listed models do not have (else the request fails naming close ones).
+	Force         bool `protobuf:"varint,4,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2980,6 +2983,13 @@ func (x *SetupRequest) GetApiKey() string {
 		return x.ApiKey
 	}
 	return ""
+}
+
+func (x *SetupRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 type SetupResponse struct {
@@ -3780,11 +3790,12 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\rSetupProvider\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
 	"\akey_env\x18\x02 \x01(\tR\x06keyEnv\x12\x16\n" +
-	"\x06models\x18\x03 \x03(\tR\x06modelsJ\x04\b\x04\x10\x05R\ahas_key\"Y\n" +
+	"\x06models\x18\x03 \x03(\tR\x06modelsJ\x04\b\x04\x10\x05R\ahas_key\"o\n" +
 	"\fSetupRequest\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x17\n" +
-	"\aapi_key\x18\x03 \x01(\tR\x06apiKey\"[\n" +
+	"\aapi_key\x18\x03 \x01(\tR\x06apiKey\x12\x14\n" +
+	"\x05force\x18\x04 \x01(\bR\x05force\"[\n" +
 	"\rSetupResponse\x12)\n" +
 	"\x10credentials_path\x18\x01 \x01(\tR\x0fcredentialsPath\x12\x1f\n" +
 	"\vmodels_path\x18\x02 \x01(\tR\n" +
