@@ -407,3 +407,39 @@ func TestRunAllowEditsStopsAtTheProjectFolder(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkRunFirstByte is garuda run from its spawn to the first byte of the answer on stdout, against a fake
+// provider that answers at once: all of it is what the run adds to the model's own latency (process start, the
+// broker's spawn and handshake, session/new, the request).
+func BenchmarkRunFirstByte(b *testing.B) {
+	if bins.err != nil {
+		b.Fatal(bins.err)
+	}
+	home, root := b.TempDir(), b.TempDir()
+	var total time.Duration
+	for b.Loop() {
+		srv, err := fakeprovider.Serve("127.0.0.1:0", []fakeprovider.Turn{{Text: "first"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		models := fmt.Sprintf(`{"default":"fake","providers":{"local":{"type":"anthropic","base_url":%q,"api_key_env":"LOCAL_API_KEY"}},"models":{"fake":{"provider":"local","id":"fake-model"}}}`, srv.URL)
+		os.WriteFile(filepath.Join(home, "models.json"), []byte(models), 0o600)
+		cmd := exec.Command(bins.garuda, "run", "hi")
+		cmd.Dir = root
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + home, "HOME=" + home, "LOCAL_API_KEY=k", "TMPDIR=" + home}
+		out, _ := cmd.StdoutPipe()
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		one := make([]byte, 1)
+		if _, err := io.ReadFull(out, one); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+		io.Copy(io.Discard, out)
+		cmd.Wait()
+		srv.Close()
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms-to-first-byte")
+}
