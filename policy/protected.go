@@ -6,11 +6,17 @@ import (
 
 // protectedDirs are folders whose content can run code or change settings when a program (git, an editor, a
 // shell, an agent) next opens the project. They are protected at any depth, matched case-insensitively.
-var protectedDirs = []string{".garuda", ".claude", ".agents", ".vscode", ".idea", ".ssh", ".direnv"}
+// Editors' project folders are here because they name programs the editor runs when it opens the project:
+// Zed's settings and tasks (language servers, tasks), VS Code's tasks and settings, JetBrains' run configurations.
+var protectedDirs = []string{".garuda", ".claude", ".agents", ".vscode", ".idea", ".zed", ".ssh", ".direnv"}
 
 // protectedFiles are single files of the same nature, protected at any depth.
 var protectedFiles = []string{
 	".gitmodules", ".envrc", ".mcp.json", ".gitconfig",
+	// git-lfs reads lfs.url from it: where git push sends the project's large files
+	".lfsconfig",
+	// run by an editor when it opens the project: Neovim's and Vim's exrc files, Emacs's directory variables
+	".nvim.lua", ".nvimrc", ".exrc", ".dir-locals.el", ".dir-locals-2.el",
 	// shell start-up files: run by every new shell when the root is (or contains) a home folder
 	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".inputrc",
 	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
