@@ -167,6 +167,10 @@ func (t *tree) load(rel string, inGit bool) {
 	}
 	t.nodes[rel] = nd
 	t.count += nd.count
+	if t.count > t.max {
+		t.over = true
+		return
+	}
 	for _, s := range nd.subdirs {
 		t.load(path.Join(rel, s), nd.inGit || nd.gitDir || s == ".git")
 	}
