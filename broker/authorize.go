@@ -16,6 +16,10 @@ import (
 
 // state is the policy state of a session at this moment.
 func (s *Service) state(sess *session) *policy.State {
+	var pointed []string
+	if sess.guard != nil {
+		pointed, _ = sess.guard.Pointed()
+	}
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	st := &policy.State{
@@ -31,6 +35,7 @@ func (s *Service) state(sess *session) *policy.State {
 		Project:        sess.files.project,
 		ProjectTrusted: sess.files.trusted,
 		SessionRules:   append([]policy.Rule(nil), sess.rules...),
+		Pointed:        pointed,
 	}
 	return st
 }

@@ -34,10 +34,11 @@ type Options struct {
 type Guard struct {
 	root string
 
-	mu   sync.Mutex
-	opts Options
-	t    *tree
-	last *Snapshot
+	mu    sync.Mutex
+	opts  Options
+	t     *tree
+	last  *Snapshot
+	first chan struct{} // closed when the scan Start began is over
 }
 
 // New makes the guard of root (absolute, clean).
@@ -45,6 +46,16 @@ func New(root string, o Options) *Guard {
 	g := &Guard{root: filepath.Clean(root)}
 	g.opts = o
 	return g
+}
+
+// Start scans once in the background, so that Pointed knows what the repositories point git at before the first
+// command runs; Pointed waits for that scan. Call it at most once, before the guard is shared.
+func (g *Guard) Start() {
+	g.first = make(chan struct{})
+	go func() {
+		defer close(g.first)
+		g.Scan()
+	}()
 }
 
 // Close releases the guard's watches.
@@ -71,6 +82,9 @@ func (g *Guard) Configure(o Options) {
 // Pointed returns the root-relative paths the repositories pointed git at in the last scan (policy.GitPointed),
 // and whether there was a scan.
 func (g *Guard) Pointed() ([]string, bool) {
+	if g.first != nil {
+		<-g.first
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.last == nil {
@@ -82,6 +96,7 @@ func (g *Guard) Pointed() ([]string, bool) {
 // Snapshot is what a scan found: the protected paths that exist, every git folder and pointer to one, and what
 // the repositories point git at.
 type Snapshot struct {
+	root      string
 	Entries   int
 	protected map[string]string // root-relative → fingerprint
 	repos     map[string]*repo  // git folder, root-relative
@@ -119,7 +134,7 @@ func (g *Guard) Scan() (*Snapshot, error) {
 }
 
 func (g *Guard) snapshot() *Snapshot {
-	s := &Snapshot{Entries: g.t.count, protected: map[string]string{}, repos: map[string]*repo{}, pointers: map[string]string{},
+	s := &Snapshot{root: g.root, Entries: g.t.count, protected: map[string]string{}, repos: map[string]*repo{}, pointers: map[string]string{},
 		links: map[string]bool{}, pointedFP: map[string]string{}}
 	var prot []string
 	for rel, nd := range g.t.nodes {
@@ -176,17 +191,21 @@ func under(p string, list []string) bool {
 // ReadOnly returns the absolute paths a command must see read-only: the protected paths and what the
 // repositories point git at, where they exist.
 func (s *Snapshot) ReadOnly() []string {
-	var out []string
+	var rels []string
 	for p := range s.protected {
-		out = append(out, p)
+		rels = append(rels, p)
 	}
 	for p, fp := range s.pointedFP {
-		if fp != "absent" {
-			out = append(out, p)
+		if !isAbsent(fp) {
+			rels = append(rels, p)
 		}
 	}
-	sort.Strings(out)
-	out = dedupTop(out)
+	sort.Strings(rels)
+	rels = dedupTop(rels)
+	out := make([]string, len(rels))
+	for i, r := range rels {
+		out[i] = s.root + "/" + r
+	}
 	return out
 }
 
@@ -204,15 +223,6 @@ func dedupTop(sorted []string) []string {
 			continue
 		}
 		out = append(out, p)
-	}
-	return out
-}
-
-// Abs returns the absolute paths of ReadOnly's root-relative ones.
-func (g *Guard) Abs(rels []string) []string {
-	out := make([]string, len(rels))
-	for i, r := range rels {
-		out[i] = g.abs(r)
 	}
 	return out
 }
