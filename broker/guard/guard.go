@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -39,6 +40,10 @@ type Guard struct {
 	t     *tree
 	last  *Snapshot
 	first chan struct{} // closed when the scan Start began is over
+	// made are the git folders that commands of this guard created: their config stays writable for later
+	// commands (git config user.name), since every change to it is neutralised after each command. The user's own
+	// repositories, there before, keep theirs read-only: neutralising would remove their own settings.
+	made map[string]bool
 }
 
 // New makes the guard of root (absolute, clean).
@@ -97,6 +102,7 @@ func (g *Guard) Pointed() ([]string, bool) {
 // the repositories point git at.
 type Snapshot struct {
 	root      string
+	made      map[string]bool
 	Entries   int
 	protected map[string]string // root-relative → fingerprint
 	repos     map[string]*repo  // git folder, root-relative
@@ -134,7 +140,7 @@ func (g *Guard) Scan() (*Snapshot, error) {
 }
 
 func (g *Guard) snapshot() *Snapshot {
-	s := &Snapshot{root: g.root, Entries: g.t.count, protected: map[string]string{}, repos: map[string]*repo{}, pointers: map[string]string{},
+	s := &Snapshot{root: g.root, made: maps.Clone(g.made), Entries: g.t.count, protected: map[string]string{}, repos: map[string]*repo{}, pointers: map[string]string{},
 		links: map[string]bool{}, pointedFP: map[string]string{}}
 	var prot []string
 	for rel, nd := range g.t.nodes {
@@ -193,6 +199,9 @@ func under(p string, list []string) bool {
 func (s *Snapshot) ReadOnly() []string {
 	var rels []string
 	for p := range s.protected {
+		if dir, name := parent(p), path.Base(p); s.made[dir] && (name == "config" || name == "config.worktree") {
+			continue
+		}
 		rels = append(rels, p)
 	}
 	for p, fp := range s.pointedFP {

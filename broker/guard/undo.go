@@ -69,7 +69,14 @@ func (g *Guard) undo(before, after *Snapshot) *Report {
 	// Git folders that are new, or whose config, commondir or hooks changed.
 	var dirs []string
 	for dir, ar := range after.repos {
-		if br, ok := before.repos[dir]; !ok || br.fp != ar.fp {
+		br, ok := before.repos[dir]
+		if !ok {
+			if g.made == nil {
+				g.made = map[string]bool{}
+			}
+			g.made[dir] = true
+		}
+		if !ok || br.fp != ar.fp {
 			dirs = append(dirs, dir)
 		}
 	}
