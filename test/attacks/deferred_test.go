@@ -66,10 +66,10 @@ type deferredCase struct {
 	name    string
 	before  string   // the user's project before the session
 	earlier string   // a command of the session before the attack
-	attack string   // the command
-	in     string   // where the user runs git afterwards
-	git    []string // what the user runs
-	marker string   // appears when the planted program ran
+	attack  string   // the command
+	in      string   // where the user runs git afterwards
+	git     []string // what the user runs
+	marker  string   // appears when the planted program ran
 }
 
 var deferredCases = []deferredCase{
