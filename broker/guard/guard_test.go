@@ -215,3 +215,82 @@ func TestGuardWalkLimit(t *testing.T) {
 		t.Errorf("with a raised limit: %v", err)
 	}
 }
+
+// TestGuardChecksAgainAndAgain: a long-running process is checked every few seconds against the scan before it
+// started; each check undoes what was left since. This is how background processes, MCP servers and hooks use it.
+func TestGuardChecksAgainAndAgain(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	g := New(root, Options{MaxEntries: 1000})
+	defer g.Close()
+	w, err := g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, script := range []string{"git init -q a && git -C a config core.fsmonitor /x", "git -C a config core.fsmonitor /y", "mkdir .zed && echo {} > .zed/tasks.json"} {
+		sh(t, root, script)
+		rep, err := w.Check()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Undone) == 0 {
+			t.Errorf("check %d undid nothing after %q", i, script)
+		}
+	}
+	if out, _ := userGit(t, filepath.Join(root, "a"), "config", "core.fsmonitor"); strings.TrimSpace(out) != "" {
+		t.Errorf("core.fsmonitor is %q", out)
+	}
+}
+
+// TestGuardRemovesLinksIntoWritablePlaces: a repository planted in the session's temp folder (writable, outside
+// the root) and linked into the root would run in the root's name; the new link is removed. Control: a link to
+// elsewhere stays.
+func TestGuardRemovesLinksIntoWritablePlaces(t *testing.T) {
+	root, writable := t.TempDir(), t.TempDir()
+	g := New(root, Options{MaxEntries: 1000, Writable: []string{writable}})
+	defer g.Close()
+	w, err := g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(writable, "evil"), 0o755)
+	os.Symlink(filepath.Join(writable, "evil"), filepath.Join(root, "tool"))
+	os.Symlink("/usr/share", filepath.Join(root, "share"))
+	rep, _ := w.Check()
+	if exists(filepath.Join(root, "tool")) {
+		t.Errorf("the link into the writable place stays: %+v", rep)
+	}
+	if !exists(filepath.Join(root, "share")) {
+		t.Errorf("control: an ordinary link was removed: %+v", rep)
+	}
+}
+
+// TestGuardSeesChangesWithoutInotify: the walk that re-reads only changed folders and the full walk find the
+// same; a rename of a folder holding a repository is followed.
+func TestGuardSeesChangesWithoutInotify(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	sh(t, root, "mkdir -p a/b && git init -q a/b/r")
+	g := New(root, Options{MaxEntries: 1000})
+	defer g.Close()
+	g.Scan()
+	sh(t, root, "mv a/b a/c && mkdir -p x/y && git init -q x/y/s")
+	inc, _ := g.Scan()
+	full, _ := New(root, Options{MaxEntries: 1000}).Scan()
+	if got, want := sortedKeysRepo(inc), sortedKeysRepo(full); !slices.Equal(got, want) {
+		t.Errorf("incremental scan found %v, a full walk %v", got, want)
+	}
+}
+
+func sortedKeysRepo(s *Snapshot) []string {
+	var out []string
+	for k := range s.repos {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
