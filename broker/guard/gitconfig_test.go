@@ -111,17 +111,22 @@ func TestNeutralizeConfigAsGitSeesIt(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	evil := []string{
-		"[core]\n\tfsmonitor = /tmp/x\n\thooksPath = .githooks\n\tsshCommand = x\n\tpager = x\n\teditor = x\n\taskPass = x\n\tgitProxy = x\n",
+		"[core]\n\tfsmonitor = /tmp/x\n\thooksPath = .githooks\n\tsshCommand = x\n\tpager = x\n\teditor = x\n\taskPass = x\n" +
+			"\tgitProxy = x\n",
 		"[core] fsmonitor = x\n[user]\n\tname = kept\n",
 		"[credential]\n\thelper = !x\n[credential \"https://h\"]\n\thelper = y\n",
 		"[diff]\n\texternal = x\n[diff \"d\"]\n\ttextconv = x\n\tcommand = y\n[merge \"m\"]\n\tdriver = z\n",
 		"[filter \"f\"]\n\tclean = a\n\tsmudge = b\n\tprocess = c\n\trequired = true\n",
-		"[alias]\n\tx = !evil\n\tst = status\n[sequence]\n\teditor = e\n[gpg]\n\tprogram = p\n[gpg \"ssh\"]\n\tprogram = q\n\tdefaultKeyCommand = r\n",
+		"[alias]\n\tx = !evil\n\tst = status\n[sequence]\n\teditor = e\n[gpg]\n\tprogram = p\n[gpg \"ssh\"]\n\tprogram = q\n" +
+			"\tdefaultKeyCommand = r\n",
 		"[include]\n\tpath = ../x\n[includeIf \"onbranch:main\"]\n\tpath = /tmp/y\n",
-		"[http]\n\tproxy = h\n[http \"https://x\"]\n\tproxy = h\n[remote \"origin\"]\n\turl = /src\n\tproxy = p\n\treceivepack = r\n\tuploadpack = u\n",
-		"[uploadpack]\n\tpackObjectsHook = x\n[protocol]\n\tallow = always\n[protocol \"ext\"]\n\tallow = always\n[protocol \"file\"]\n\tallow = user\n",
+		"[http]\n\tproxy = h\n[http \"https://x\"]\n\tproxy = h\n[remote \"origin\"]\n\turl = /src\n\tproxy = p\n\treceivepack = r\n" +
+			"\tuploadpack = u\n",
+		"[uploadpack]\n\tpackObjectsHook = x\n[protocol]\n\tallow = always\n[protocol \"ext\"]\n\tallow = always\n[protocol \"file\"]\n" +
+			"\tallow = user\n",
 		"[lfs]\n\turl = https://evil\n[lfs \"customtransfer.x\"]\n\tpath = /bin/evil\n[remote \"origin\"]\n\tlfsurl = https://evil\n",
-		"[submodule \"s\"]\n\tupdate = !evil\n[pager]\n\tlog = evil\n[interactive]\n\tdiffFilter = evil\n[core]\n\talternateRefsCommand = x\n",
+		"[submodule \"s\"]\n\tupdate = !evil\n[pager]\n\tlog = evil\n[interactive]\n\tdiffFilter = evil\n[core]\n" +
+			"\talternateRefsCommand = x\n",
 		"[url \"https://evil/\"]\n\tinsteadOf = https://github.com/\n[trace2]\n\teventTarget = af_unix:/tmp/s\n",
 		"[diff.Foo]\n\tcommand = x\n[CORE]\n\tFSMONITOR = y\n",
 		"[core]\n\tfsmonitor = \"unterminated\n",
@@ -144,7 +149,8 @@ func TestNeutralizeConfigAsGitSeesIt(t *testing.T) {
 		if len(removed) == 0 {
 			t.Errorf("%q: nothing removed", c)
 		}
-		for _, keep := range []string{"user.name=kept", "alias.st=status", "remote.origin.url=/src", "filter.f.required=true", "protocol.file.allow=user"} {
+		for _, keep := range []string{"user.name=kept", "alias.st=status", "remote.origin.url=/src", "filter.f.required=true",
+			"protocol.file.allow=user"} {
 			if slices.Contains(before, keep) && !slices.Contains(got, keep) {
 				t.Errorf("%q: the harmless %s was removed too", c, keep)
 			}
@@ -155,7 +161,8 @@ func TestNeutralizeConfigAsGitSeesIt(t *testing.T) {
 		t.Fatalf("control: git does not read core.fsmonitor: %v", got)
 	}
 	// An ordinary repository's config is left as it is.
-	plain := "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n[user]\n\tname = x\n[remote \"origin\"]\n\turl = /src\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+	plain := "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n[user]\n\tname = x\n[remote \"origin\"]\n" +
+		"\turl = /src\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
 	if out, removed := neutralizeConfig([]byte(plain)); string(out) != plain || removed != nil {
 		t.Errorf("a plain config changed: %q %v", out, removed)
 	}

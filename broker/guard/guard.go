@@ -140,7 +140,8 @@ func (g *Guard) Scan() (*Snapshot, error) {
 }
 
 func (g *Guard) snapshot() *Snapshot {
-	s := &Snapshot{root: g.root, made: maps.Clone(g.made), Entries: g.t.count, protected: map[string]string{}, repos: map[string]*repo{}, pointers: map[string]string{},
+	s := &Snapshot{root: g.root, made: maps.Clone(g.made), Entries: g.t.count, protected: map[string]string{},
+		repos: map[string]*repo{}, pointers: map[string]string{},
 		links: map[string]bool{}, pointedFP: map[string]string{}}
 	var prot []string
 	for rel, nd := range g.t.nodes {

@@ -73,7 +73,8 @@ func TestGuardUndoesWhatGitRunsLater(t *testing.T) {
 		in                  string
 		marker              string // created when the planted program ran
 	}{
-		{name: "nested init with fsmonitor", attack: `git init -q nested && printf '#!/bin/sh\ntouch "$PWD/../PWNED"\n' > fsm && chmod +x fsm &&
+		{name: "nested init with fsmonitor", attack: `git init -q nested && printf '#!/bin/sh\ntouch "$PWD/../PWNED"\n' > fsm && ` +
+			`chmod +x fsm &&
 			git -C nested config core.fsmonitor "$PWD/fsm"`, in: "nested", then: []string{"status"}, marker: "PWNED"},
 		{name: "planted bare repository", attack: `mkdir -p planted/objects planted/refs && echo 'ref: refs/heads/main' > planted/HEAD &&
 			printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > fsm && chmod +x fsm &&
@@ -83,15 +84,20 @@ func TestGuardUndoesWhatGitRunsLater(t *testing.T) {
 			printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > nested/.git/hooks/pre-commit && chmod +x nested/.git/hooks/pre-commit`,
 			in: "nested", then: []string{"commit", "-q", "--allow-empty", "-m", "x"}, marker: "nested/PWNED"},
 		{name: "hooksPath in a new nested repository", attack: `git init -q nested && mkdir nested/hk &&
-			printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > nested/hk/pre-commit && chmod +x nested/hk/pre-commit && git -C nested config core.hooksPath hk`,
+			printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > nested/hk/pre-commit && chmod +x nested/hk/pre-commit &&
+			git -C nested config core.hooksPath hk`,
 			in: "nested", then: []string{"commit", "-q", "--allow-empty", "-m", "x"}, marker: "nested/PWNED"},
-		{name: "alias and pager", attack: `git init -q nested && git -C nested config alias.st '!touch PWNED' && git -C nested config core.pager 'touch PWNED; cat'`,
+		{name: "alias and pager", attack: `git init -q nested && git -C nested config alias.st '!touch PWNED' && ` +
+			`git -C nested config core.pager 'touch PWNED; cat'`,
 			in: "nested", then: []string{"-p", "st"}, marker: "nested/PWNED"},
-		{name: "include of a file the command wrote", attack: `git init -q nested && printf '#!/bin/sh\ntouch "$PWD/../PWNED"\n' > fsm && chmod +x fsm &&
+		{name: "include of a file the command wrote", attack: `git init -q nested && ` +
+			`printf '#!/bin/sh\ntouch "$PWD/../PWNED"\n' > fsm && chmod +x fsm &&
 			printf '[core]\n\tfsmonitor = %s/fsm\n' "$PWD" > inc.cfg && git -C nested config include.path ../../inc.cfg`,
 			in: "nested", then: []string{"status"}, marker: "PWNED"},
-		{name: "gitdir file to a planted folder", attack: `mkdir -p w && git init -q --bare pl.git && printf '#!/bin/sh\ntouch "$PWD/../PWNED"\n' > fsm && chmod +x fsm &&
-			git --git-dir=pl.git config core.bare false && git --git-dir=pl.git config core.fsmonitor "$PWD/fsm" && echo "gitdir: ../pl.git" > w/.git`,
+		{name: "gitdir file to a planted folder", attack: `mkdir -p w && git init -q --bare pl.git && ` +
+			`printf '#!/bin/sh\ntouch "$PWD/../PWNED"\n' > fsm && chmod +x fsm &&
+			git --git-dir=pl.git config core.bare false && git --git-dir=pl.git config core.fsmonitor "$PWD/fsm" &&
+			echo "gitdir: ../pl.git" > w/.git`,
 			in: "w", then: []string{"status"}, marker: "PWNED"},
 	}
 	for _, c := range cases {
@@ -118,7 +124,8 @@ func TestGuardUndoesWhatGitRunsLater(t *testing.T) {
 // TestGuardRemovesCreatedProtectedFiles: editor files and other protected paths a run creates are removed (there
 // was nothing to mount over); the same files, there before the run, are left alone.
 func TestGuardRemovesCreatedProtectedFiles(t *testing.T) {
-	files := []string{".zed/settings.json", ".zed/tasks.json", ".vscode/tasks.json", ".nvim.lua", "sub/.exrc", ".dir-locals.el", ".envrc", ".lfsconfig", ".idea/x.xml"}
+	files := []string{".zed/settings.json", ".zed/tasks.json", ".vscode/tasks.json", ".nvim.lua", "sub/.exrc", ".dir-locals.el",
+		".envrc", ".lfsconfig", ".idea/x.xml"}
 	script := ""
 	for _, f := range files {
 		script += "mkdir -p $(dirname " + f + ") && echo x > " + f + "; "
@@ -146,12 +153,14 @@ func TestGuardLeavesOrdinaryGitWork(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	setup := "git init -q src && git -C src commit -q --allow-empty -m one"
-	script := "git init -q newproj && cd newproj && git commit -q --allow-empty -m x && git config user.name x && cd .. && git clone -q src copy"
+	script := "git init -q newproj && cd newproj && git commit -q --allow-empty -m x && git config user.name x && " +
+		"cd .. && git clone -q src copy"
 	root, rep := guarded(t, setup, script, true)
 	if len(rep.Undone) != 0 || len(rep.Errors) != 0 {
 		t.Errorf("ordinary work undone: %+v", rep)
 	}
-	if out, err := userGit(t, filepath.Join(root, "newproj"), "config", "--file", ".git/config", "user.name"); err != nil || strings.TrimSpace(out) != "x" {
+	if out, err := userGit(t, filepath.Join(root, "newproj"), "config", "--file", ".git/config",
+		"user.name"); err != nil || strings.TrimSpace(out) != "x" {
 		t.Errorf("user.name in the new repository: %q %v", out, err)
 	}
 	if out, err := userGit(t, filepath.Join(root, "copy"), "log", "--oneline"); err != nil || !strings.Contains(out, "one") {
@@ -166,7 +175,8 @@ func TestGuardLeavesTheUsersOwnRepositories(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	root, rep := guarded(t, "git init -q mine && git -C mine config core.fsmonitor true", "echo x > file", true)
-	if out, _ := userGit(t, filepath.Join(root, "mine"), "config", "core.fsmonitor"); strings.TrimSpace(out) != "true" || len(rep.Undone) != 0 {
+	if out, _ := userGit(t, filepath.Join(root, "mine"), "config",
+		"core.fsmonitor"); strings.TrimSpace(out) != "true" || len(rep.Undone) != 0 {
 		t.Errorf("the user's own repository was changed: %q %+v", out, rep)
 	}
 }
@@ -229,7 +239,8 @@ func TestGuardChecksAgainAndAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, script := range []string{"git init -q a && git -C a config core.fsmonitor /x", "git -C a config core.fsmonitor /y", "mkdir .zed && echo {} > .zed/tasks.json"} {
+	for i, script := range []string{"git init -q a && git -C a config core.fsmonitor /x", "git -C a config core.fsmonitor /y",
+		"mkdir .zed && echo {} > .zed/tasks.json"} {
 		sh(t, root, script)
 		rep, err := w.Check()
 		if err != nil {
