@@ -40,14 +40,17 @@ func (s *Service) guardEnd(c *call, w *guard.Watch, b *strings.Builder, out *exe
 	}
 	var lines []string
 	if len(rep.Undone) > 0 {
-		lines = append(lines, "Garuda undid what the command left for git, hook managers or editors to run later outside the sandbox: "+
-			strings.Join(rep.Undone, "; ")+". Ask the user to make such changes themselves if they are wanted.")
+		lines = append(lines, "Undone after the command, because git, a hook manager or an editor would run it later outside "+
+			"the sandbox: "+strings.Join(rep.Undone, "; ")+". Ask the user to make such changes themselves if they are wanted.")
 	}
 	if len(rep.Changed) > 0 {
 		lines = append(lines, "Warning: the command changed protected paths: "+strings.Join(rep.Changed, ", "))
 	}
 	if len(rep.Errors) > 0 {
 		lines = append(lines, "Warning: Garuda could not undo everything the command left behind: "+strings.Join(rep.Errors, "; "))
+	}
+	for _, n := range rep.Notes {
+		lines = append(lines, "Note: "+n+".")
 	}
 	for _, l := range lines {
 		b.WriteString("\n" + l)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -120,7 +121,11 @@ type repo struct {
 }
 
 // Scan walks the root (only what changed since the last scan) and reads its repositories.
-func (g *Guard) Scan() (*Snapshot, error) {
+func (g *Guard) Scan() (*Snapshot, error) { return g.scan(true) }
+
+// scan is Scan; unbounded, it walks past the limit: the scan after a run must see everything the run left, or a
+// command could make the tree too large to check and so keep what it planted.
+func (g *Guard) scan(bounded bool) (*Snapshot, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.t == nil {
@@ -130,9 +135,14 @@ func (g *Guard) Scan() (*Snapshot, error) {
 		}
 		g.t = newTree(g.root, max, g.opts.Skip)
 	}
+	limit := g.t.max
+	if !bounded {
+		g.t.max = math.MaxInt
+	}
 	g.t.refresh()
-	if g.t.over {
-		return nil, fmt.Errorf("%s holds more than %d files and folders: %w", g.root, g.t.max, ErrTooLarge)
+	g.t.max = limit
+	if g.t.over || bounded && g.t.count > limit {
+		return nil, fmt.Errorf("%s holds more than %d files and folders: %w", g.root, limit, ErrTooLarge)
 	}
 	s := g.snapshot()
 	g.last = s

@@ -305,3 +305,32 @@ func sortedKeysRepo(s *Snapshot) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestGuardUndoesPastTheLimit: a command that floods the tree past the walk's limit does not keep what it planted;
+// the scan after a run walks past the limit, and the next run is refused. Control: a bounded scan stops.
+func TestGuardUndoesPastTheLimit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	g := New(root, Options{MaxEntries: 50})
+	defer g.Close()
+	w, err := g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, root, "mkdir flood && for i in $(seq 200); do : > flood/f$i; done; git init -q z && git -C z config core.fsmonitor /x")
+	if _, err := g.Scan(); err == nil {
+		t.Fatal("control: a bounded scan past the limit did not stop")
+	}
+	rep, err := w.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := userGit(t, filepath.Join(root, "z"), "config", "core.fsmonitor"); strings.TrimSpace(out) != "" {
+		t.Errorf("core.fsmonitor kept past the limit: %q %+v", out, rep)
+	}
+	if _, err := g.Begin(); err == nil {
+		t.Errorf("the next run was not refused")
+	}
+}

@@ -17,10 +17,13 @@ type Report struct {
 	Undone  []string // one line each: what was undone and where (root-relative)
 	Changed []string // protected paths that existed and changed (the read-only mounts should make this empty)
 	Errors  []string // what could not be undone
+	Notes   []string // what the next run will meet (the tree past the walk's limit)
 }
 
 // Empty reports whether there is nothing to say.
-func (r *Report) Empty() bool { return len(r.Undone) == 0 && len(r.Changed) == 0 && len(r.Errors) == 0 }
+func (r *Report) Empty() bool {
+	return len(r.Undone) == 0 && len(r.Changed) == 0 && len(r.Errors) == 0 && len(r.Notes) == 0
+}
 
 // Watch is one run of something sandboxed under the guard: the scan before it, to which every later check
 // compares. A long-running process (a background command, an MCP server, a hook) calls Check every few seconds
@@ -47,13 +50,18 @@ func (w *Watch) Before() *Snapshot { return w.before }
 // elsewhere, and new executable hooks; pointers (.git files) to outside the root; protected files and folders that
 // did not exist; new links into the writable places outside the root.
 func (w *Watch) Check() (*Report, error) {
-	after, err := w.g.Scan()
+	after, err := w.g.scan(false)
 	if err != nil {
 		return nil, err
 	}
 	w.g.mu.Lock()
 	defer w.g.mu.Unlock()
-	return w.g.undo(w.before, after), nil
+	rep := w.g.undo(w.before, after)
+	if w.g.t != nil && after.Entries > w.g.t.max {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the project now holds %d files and folders, more than the %d the guard "+
+			"checks before a command: the next command will be refused", after.Entries, w.g.t.max))
+	}
+	return rep, nil
 }
 
 func (g *Guard) undo(before, after *Snapshot) *Report {

@@ -210,7 +210,7 @@ func TestDeferredOrdinaryGitWork(t *testing.T) {
 		"cd newproj && git config user.name x && git config user.name",
 	} {
 		res := sh(t, c, sid, cmd)
-		if res.GetStatus() != execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "undid") {
+		if res.GetStatus() != execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "Undone after") {
 			t.Errorf("%q: %v %s", cmd, res.GetStatus(), res.GetContent())
 		}
 	}
