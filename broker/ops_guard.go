@@ -17,6 +17,12 @@ import (
 // guard cannot check is not left unchecked.
 func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec) (*guard.Watch, error) {
 	maxEntries, skip := policy.GuardWalk(st)
+	// What the sandbox hides (read-denied folders) a command can neither see nor write: the walk leaves it out.
+	for _, h := range spec.Hidden {
+		if rel, err := filepath.Rel(sess.fs.Real(), h); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			skip = append(skip, filepath.ToSlash(rel))
+		}
+	}
 	sess.guard.Configure(guard.Options{MaxEntries: maxEntries, Skip: skip, Writable: spec.Writable})
 	w, err := sess.guard.Begin()
 	if errors.Is(err, guard.ErrTooLarge) {

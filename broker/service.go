@@ -223,9 +223,6 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 		outputDir: filepath.Join(s.cfg.Home, "sessions", id),
 		log:       sessionlog.Open(filepath.Join(s.cfg.Home, "sessions"), id)}
 	sess.files = s.loadPolicy(fsroot)
-	maxEntries, skip := policy.GuardWalk(s.state(sess))
-	sess.guard = guard.New(fsroot.Real(), guard.Options{MaxEntries: maxEntries, Skip: skip})
-	sess.guard.Start()
 	notices := append([]string(nil), sess.files.notices...)
 	if n := policy.UntrustedNotice(s.state(sess)); n != "" {
 		notices = append(notices, n)
@@ -234,6 +231,9 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 	instr, instrFile := s.instructions(sess)
 	commands, warnings := s.commandList(sess)
 	notices = append(notices, warnings...)
+	maxEntries, skip := policy.GuardWalk(s.state(sess))
+	sess.guard = guard.New(fsroot.Real(), guard.Options{MaxEntries: maxEntries, Skip: skip})
+	sess.guard.Prime()
 	s.mu.Lock()
 	s.sessions[sess.id] = sess
 	s.mu.Unlock()

@@ -40,10 +40,11 @@ type Guard struct {
 	opts  Options
 	t     *tree
 	last  *Snapshot
-	first chan struct{} // closed when the scan Start began is over
-	// made are the git folders that commands of this guard created: their config stays writable for later
-	// commands (git config user.name), since every change to it is neutralised after each command. The user's own
-	// repositories, there before, keep theirs read-only: neutralising would remove their own settings.
+	primed []string // what the root's own repository points git at, read before the first scan
+	// made are the git folders below the root that commands of this guard created: their config stays writable
+	// for later commands (git config user.name), since every change to it is neutralised after each command. The
+	// user's own repositories, there before, keep theirs read-only: neutralising would remove their own settings.
+	// The root's own .git/config is read-only whoever made it.
 	made map[string]bool
 }
 
@@ -54,18 +55,22 @@ func New(root string, o Options) *Guard {
 	return g
 }
 
-// Start scans once in the background, so that Pointed knows what the repositories point git at before the first
-// command runs; Pointed waits for that scan. Call it at most once, before the guard is shared.
-func (g *Guard) Start() {
-	g.first = make(chan struct{})
-	go func() {
-		defer close(g.first)
-		g.Scan()
-	}()
+// Prime reads what the root's own repository points git at, without walking the root, so that the file tools
+// ask for those paths before the first scan (which the first command takes). A session's start does not walk the
+// project: the walk would open every folder, those a rule hides included, before anything was asked.
+func (g *Guard) Prime() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if fi, err := os.Lstat(g.abs(".git")); err == nil && fi.IsDir() {
+		g.primed = policy.GitPointed([]policy.GitRepo{g.readRepo(".git").facts})
+	}
 }
 
 // Close releases the guard's watches.
 func (g *Guard) Close() {
+	if g == nil {
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.t != nil {
@@ -85,16 +90,23 @@ func (g *Guard) Configure(o Options) {
 	g.opts = o
 }
 
-// Pointed returns the root-relative paths the repositories pointed git at in the last scan (policy.GitPointed),
-// and whether there was a scan.
-func (g *Guard) Pointed() ([]string, bool) {
-	if g.first != nil {
-		<-g.first
+// Unscanned reports whether no scan was taken yet (Pointed knows only the root's own repository).
+func (g *Guard) Unscanned() bool {
+	if g == nil {
+		return false
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.last == nil
+}
+
+// Pointed returns the root-relative paths the repositories pointed git at in the last scan (policy.GitPointed),
+// and whether there was a scan; before the first, what Prime read of the root's own repository.
+func (g *Guard) Pointed() ([]string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.last == nil {
-		return nil, false
+		return g.primed, false
 	}
 	return g.last.pointed, true
 }

@@ -78,7 +78,7 @@ func (g *Guard) undo(before, after *Snapshot) *Report {
 	var dirs []string
 	for dir, ar := range after.repos {
 		br, ok := before.repos[dir]
-		if !ok {
+		if !ok && dir != ".git" {
 			if g.made == nil {
 				g.made = map[string]bool{}
 			}
