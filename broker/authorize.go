@@ -100,6 +100,9 @@ func denied(reason string) *execv1.Result {
 // Result that ends the call (denied or cancelled).
 func (s *Service) ask(c *call, req policy.Request, d policy.Decision, q *execv1.Question) (*execv1.Result, error) {
 	q.Warning = joinLines(q.Warning, d.Warning)
+	q.Kind = string(req.Kind)
+	q.OutsideRoot = policy.Outside(req, s.state(c.sess))
+	q.OutsideSandbox = req.Kind == policy.KindCommand && !req.Sandboxed
 	if q.Preview == "" {
 		q.Preview = q.Title
 	}

@@ -91,6 +91,9 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 	case res.TimedOut:
 		out.Status = execv1.Status_STATUS_FAILED
 		fmt.Fprintf(&b, "\n[timed out after %s; the command and everything it started were killed]", spec.Timeout)
+	case len(res.LimitsHit) > 0:
+		out.Status = execv1.Status_STATUS_FAILED
+		fmt.Fprintf(&b, "\n[exit code %d: %s]", res.ExitCode, strings.Join(res.LimitsHit, "; "))
 	case res.ExitCode != 0:
 		out.Status = execv1.Status_STATUS_FAILED
 		fmt.Fprintf(&b, "\n[exit code %d]", res.ExitCode)
@@ -140,9 +143,16 @@ func (s *Service) commandSpec(sess *session, st *policy.State, op *execv1.Bash) 
 		Timeout:      timeout,
 		Unsandboxed:  op.GetUnsandboxed(),
 		AllowWeaker:  st.Team.WeakerSandboxAllowed(),
+		Limits:       commandLimits(st),
 		OutputFile:   filepath.Join(sess.outputDir, fmt.Sprintf("%s-%s.log", time.Now().UTC().Format("20060102T150405"), newID()[:6])),
 	}
 	return spec, nil
+}
+
+// commandLimits are the sandbox's limits from policy (the tightest of team policy and the user's settings).
+func commandLimits(st *policy.State) sandbox.Limits {
+	l := policy.CommandLimits(st)
+	return sandbox.Limits{MemoryBytes: int64(l.MemoryMB) << 20, Processes: l.Processes}
 }
 
 type workDirs struct{ tmp, cache string }

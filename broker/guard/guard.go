@@ -36,10 +36,10 @@ type Options struct {
 type Guard struct {
 	root string
 
-	mu    sync.Mutex
-	opts  Options
-	t     *tree
-	last  *Snapshot
+	mu     sync.Mutex
+	opts   Options
+	t      *tree
+	last   *Snapshot
 	primed []string // what the root's own repository points git at, read before the first scan
 	// made are the git folders below the root that commands of this guard created: their config stays writable
 	// for later commands (git config user.name), since every change to it is neutralised after each command. The

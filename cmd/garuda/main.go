@@ -11,7 +11,9 @@ import (
 
 func main() {
 	if err := cli.Main(context.Background(), os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "garuda:", err)
+		if !cli.Reported(err) {
+			fmt.Fprintln(os.Stderr, "garuda:", err)
+		}
 		os.Exit(cli.ExitCode(err))
 	}
 }

@@ -1,6 +1,7 @@
 package acpagent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -140,7 +141,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		System:          sess.systemPrompt,
 		ContextWindow:   int(ms.GetContextWindow()),
 		MaxOutputTokens: int(ms.GetMaxOutputTokens()),
-		Limits:          agent.Limits{MaxSteps: int(ms.GetMaxSteps()), MaxTokens: int(ms.GetMaxTurnTokens())},
+		Limits:          agent.Limits{MaxSteps: cmp.Or(s.opts.MaxSteps, int(ms.GetMaxSteps())), MaxTokens: int(ms.GetMaxTurnTokens())},
 		Record:          sess.record,
 	}
 	go sess.writeRecords()

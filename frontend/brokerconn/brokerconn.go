@@ -68,6 +68,9 @@ type Options struct {
 	Exec string
 	// Stderr receives the broker's log.
 	Stderr io.Writer
+	// OwnGroup starts garuda-exec in a process group of its own: a terminal's Ctrl-C, which signals the whole
+	// foreground group, then reaches only the front end, which cancels the turn (garuda run).
+	OwnGroup bool
 }
 
 // Find returns garuda-exec beside the running executable, else on PATH.

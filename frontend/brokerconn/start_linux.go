@@ -39,7 +39,7 @@ func (b *Broker) start(o Options) (net.Conn, error) {
 	cmd.Stdout = o.Stderr // never the protocol stream
 	cmd.Stderr = o.Stderr
 	// The broker also learns of the front end's death by EOF on its socket; this is a second signal.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: o.OwnGroup}
 	if err := cmd.Start(); err != nil {
 		mine.Close()
 		return nil, fmt.Errorf("start %s: %w", path, err)

@@ -26,12 +26,19 @@ var Version = "0.16.0-dev"
 const usage = `usage: garuda <command>
 
   acp [--model M] [--broker unix://PATH]   run as an agent for an editor (ACP over stdio)
+  run [flags] PROMPT...                    run one prompt in this folder, in a terminal or CI (run --help)
   setup                                    choose a model and store its API key
   doctor [--broker unix://PATH]            check the broker and what its sandbox enforces here
   trust [DIR]                              trust a project's settings that loosen safety
   undo [--session ID] [--list]             undo the last change Garuda made in a session
   audit verify [FILE]                      check the audit log's hash chain
   version                                  print the version`
+
+// Reported reports whether err only carries an exit code: what went wrong was already written.
+func Reported(err error) bool {
+	var ec exitError
+	return errors.As(err, &ec)
+}
 
 // ExitCode is the process exit code for an error of Main.
 func ExitCode(err error) int {
@@ -58,6 +65,8 @@ func Main(ctx context.Context, args []string) error {
 			return setup(ctx, args[2:])
 		}
 		return acp(ctx, args[1:])
+	case "run":
+		return run(ctx, args[1:])
 	case "setup":
 		return setup(ctx, args[1:])
 	case "doctor":

@@ -1957,9 +1957,15 @@ type Question struct {
 	// warning is a line to show above the choices (outside the root, outside the sandbox).
 	Warning string `protobuf:"bytes,8,opt,name=warning,proto3" json:"warning,omitempty"`
 	// consent marks a question that is not about a tool call (a project command, a skill, ...).
-	Consent       bool `protobuf:"varint,9,opt,name=consent,proto3" json:"consent,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Consent bool `protobuf:"varint,9,opt,name=consent,proto3" json:"consent,omitempty"`
+	// What is asked about, set by the broker from the request it decided, for a front end that answers by rules of
+	// its own (garuda run's --allow-* flags): the policy kind (read, write, edit, search, command, consent, ...),
+	// whether the target is outside the project folder, and whether the command would run outside the sandbox.
+	Kind           string `protobuf:"bytes,10,opt,name=kind,proto3" json:"kind,omitempty"`
+	OutsideRoot    bool   `protobuf:"varint,11,opt,name=outside_root,json=outsideRoot,proto3" json:"outside_root,omitempty"`
+	OutsideSandbox bool   `protobuf:"varint,12,opt,name=outside_sandbox,json=outsideSandbox,proto3" json:"outside_sandbox,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Question) Reset() {
@@ -2051,6 +2057,27 @@ func (x *Question) GetWarning() string {
 func (x *Question) GetConsent() bool {
 	if x != nil {
 		return x.Consent
+	}
+	return false
+}
+
+func (x *Question) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Question) GetOutsideRoot() bool {
+	if x != nil {
+		return x.OutsideRoot
+	}
+	return false
+}
+
+func (x *Question) GetOutsideSandbox() bool {
+	if x != nil {
+		return x.OutsideSandbox
 	}
 	return false
 }
@@ -3679,7 +3706,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\rAttachMention\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\"\x1f\n" +
 	"\tLoadSkill\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\x9c\x02\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xfc\x02\n" +
 	"\bQuestion\x12\x1f\n" +
 	"\vquestion_id\x18\x01 \x01(\tR\n" +
 	"questionId\x12\x17\n" +
@@ -3690,7 +3717,11 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\achoices\x18\x06 \x03(\x0e2\x16.garuda.exec.v1.ChoiceR\achoices\x12\x16\n" +
 	"\x06hidden\x18\a \x01(\bR\x06hidden\x12\x18\n" +
 	"\awarning\x18\b \x01(\tR\awarning\x12\x18\n" +
-	"\aconsent\x18\t \x01(\bR\aconsent\"k\n" +
+	"\aconsent\x18\t \x01(\bR\aconsent\x12\x12\n" +
+	"\x04kind\x18\n" +
+	" \x01(\tR\x04kind\x12!\n" +
+	"\foutside_root\x18\v \x01(\bR\voutsideRoot\x12'\n" +
+	"\x0foutside_sandbox\x18\f \x01(\bR\x0eoutsideSandbox\"k\n" +
 	"\x04Diff\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
 	"\bold_text\x18\x02 \x01(\tR\aoldText\x12\x19\n" +
