@@ -278,9 +278,9 @@ func TestGuardRemovesLinksIntoWritablePlaces(t *testing.T) {
 	}
 }
 
-// TestGuardSeesChangesWithoutInotify: the walk that re-reads only changed folders and the full walk find the
+// TestGuardIncrementalWalkEqualsFullWalk: the walk that re-reads only changed folders and the full walk find the
 // same; a rename of a folder holding a repository is followed.
-func TestGuardSeesChangesWithoutInotify(t *testing.T) {
+func TestGuardIncrementalWalkEqualsFullWalk(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
