@@ -46,7 +46,8 @@ func TestPointedPathsAsk(t *testing.T) {
 	if d := Decide(req, st); d.Verdict != Ask || has(d.Choices, ChoiceSession) {
 		t.Errorf("write into core.hooksPath: %v %v, want ask without a session choice", d.Verdict, d.Choices)
 	}
-	for _, p := range []string{".zed/settings.json", ".zed/tasks.json", ".nvim.lua", "a/.exrc", ".dir-locals.el", ".lfsconfig"} {
+	for _, p := range []string{".zed/settings.json", ".zed/tasks.json", ".nvim.lua", "a/.exrc", ".dir-locals.el", ".lfsconfig",
+		"proj.code-workspace", ".lazy.lua"} {
 		if !Protected(p) {
 			t.Errorf("%s is not protected", p)
 		}

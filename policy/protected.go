@@ -16,12 +16,16 @@ var protectedFiles = []string{
 	// git-lfs reads lfs.url from it: where git push sends the project's large files
 	".lfsconfig",
 	// run by an editor when it opens the project: Neovim's and Vim's exrc files, Emacs's directory variables
-	".nvim.lua", ".nvimrc", ".exrc", ".dir-locals.el", ".dir-locals-2.el",
+	".nvim.lua", ".nvimrc", ".exrc", ".vimrc", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
 	// shell start-up files: run by every new shell when the root is (or contains) a home folder
 	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".inputrc",
 	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
 	".cshrc", ".tcshrc", ".login", ".kshrc", ".mkshrc",
 }
+
+// WorkspaceSuffix ends the name of a VS Code workspace file, protected at any depth: the one protected name that
+// does not start with a dot.
+const WorkspaceSuffix = ".code-workspace"
 
 // gitInner are the entries inside a .git folder (of the root or of a nested repository or submodule, at any
 // depth) that make git run code or read redirected settings.
@@ -55,6 +59,8 @@ func Protected(rel string) bool {
 			return true
 		case contains(protectedFiles, s):
 			return true
+		case strings.HasSuffix(s, WorkspaceSuffix):
+			return true // a VS Code workspace file holds settings and tasks like .vscode/
 		}
 	}
 	return false

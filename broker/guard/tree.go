@@ -211,13 +211,14 @@ func (t *tree) read(rel string, inGit bool, wd int32) (*node, bool) {
 		if typ&fs.ModeSymlink != 0 {
 			nd.links = append(nd.links, name)
 		}
-		// Every protected name starts with a dot (policy.Protected folds case and ignorable characters, so a name
-		// that is not plain ASCII is asked about too); outside a git folder, a plain name is not protected.
+		// Every protected name but a workspace file's starts with a dot (policy.Protected folds case and ignorable
+		// characters, so a name that is not plain ASCII is asked about too); outside a git folder, a plain name is
+		// not protected.
 		protected := false
 		// A .git folder stays writable (git writes objects and its index there); what is protected inside it is
 		// found by walking on. A .git file (a worktree's or submodule's pointer) is protected itself.
 		isGitFolder := typ.IsDir() && strings.EqualFold(name, ".git")
-		if !isGitFolder && (inGit || nd.gitDir || name[0] == '.' || !isASCII(name)) {
+		if !isGitFolder && (inGit || nd.gitDir || name[0] == '.' || !isASCII(name) || strings.HasSuffix(name, policy.WorkspaceSuffix)) {
 			if protected = policy.Protected(path.Join(rel, name)); protected {
 				nd.prot = append(nd.prot, name)
 			}
