@@ -316,15 +316,3 @@ func neutralizeConfig(data []byte) (out []byte, removed []string) {
 	}
 	return out, removed
 }
-
-// configValues returns the last value of each key of name (git's flat spelling, section and key lower-case) in
-// order of appearance; for multi-valued keys (include.path) every value.
-func configValues(entries []entry, match func(entry) bool) []string {
-	var out []string
-	for _, e := range entries {
-		if match(e) {
-			out = append(out, e.value)
-		}
-	}
-	return out
-}

@@ -334,3 +334,31 @@ func TestGuardUndoesPastTheLimit(t *testing.T) {
 		t.Errorf("the next run was not refused")
 	}
 }
+
+// TestGuardBareRepositoryHooksFolder: a bare repository without a hooks folder gets one made (empty, to be covered)
+// before a run; the guard does not take it for the command's. A file the root's config includes, which did not
+// exist, is removed when a command creates it, though it lies inside .git.
+func TestGuardBareRepositoryHooksFolder(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	sh(t, root, "git init -q && git config include.path extra.cfg && git init -q --bare tools/x.git && rm -rf tools/x.git/hooks")
+	g := New(root, Options{MaxEntries: 1000})
+	defer g.Close()
+	w, err := g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range w.Before().EnsureDirs() {
+		os.Mkdir(d, 0o755) // what the broker does before the run
+	}
+	sh(t, root, "printf '[core]\\n\\tfsmonitor = /x\\n' > .git/extra.cfg")
+	rep, _ := w.Check()
+	if !exists(filepath.Join(root, "tools/x.git/hooks")) {
+		t.Errorf("the hooks folder made before the run was removed: %+v", rep)
+	}
+	if exists(filepath.Join(root, ".git/extra.cfg")) {
+		t.Errorf("the included file the command created stays: %+v", rep)
+	}
+}

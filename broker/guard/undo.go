@@ -117,17 +117,24 @@ func (g *Guard) undo(before, after *Snapshot) *Report {
 		return isPointer
 	}
 	created := map[string]bool{}
+	existing := keys(before.protected)
 	for p, fp := range after.protected {
 		bfp, existed := before.protected[p]
 		switch {
-		case (!existed || isAbsent(bfp)) && !isAbsent(fp) && !inRepo(p) && !under(p, keys(before.protected)):
+		case (!existed || isAbsent(bfp)) && !isAbsent(fp) && !inRepo(p) && !under(p, existing):
 			created[p] = true
 		case existed && bfp != fp && !inRepo(p):
 			rep.Changed = append(rep.Changed, p)
 		}
 	}
+	// What the repositories point git at and did not exist: removed inside a git folder too (a file an existing
+	// config includes, say), except the hooks and info folders the broker itself made before the run to cover them.
+	ensured := map[string]bool{}
+	for _, e := range before.ensure {
+		ensured[e] = true
+	}
 	for p, fp := range before.pointedFP {
-		if isAbsent(fp) && !isAbsent(fingerprint(g.abs(p))) {
+		if isAbsent(fp) && !ensured[g.abs(p)] && !isAbsent(fingerprint(g.abs(p))) {
 			created[p] = true
 		}
 	}
