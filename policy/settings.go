@@ -30,6 +30,10 @@ import (
 //	"allowed_modes": [modes]       the modes a session may use ("build", "plan"); absent means both
 //	"audit_dir": "/abs/path"       the folder the broker writes the audit log to
 //
+// Team policy and the user's settings may hold (a project's is ignored: it would loosen the guard):
+//
+//	"guard": {"max_entries": N, "skip": ["folder", ...]}   the command guard's walk (see GuardWalk)
+//
 // Unknown keys, duplicate keys and malformed rules are errors naming the file and the line.
 type Settings struct {
 	Name string // the file the settings came from, used in reasons
@@ -42,6 +46,7 @@ type Settings struct {
 	AllowedModes     []Mode   // nil: every mode
 	AuditDir         string
 
+	Guard  *GuardSettings
 	Limits Limits
 }
 
@@ -283,6 +288,8 @@ func (p *settingsParser) parse(s *Settings) error {
 				s.AllowedModes = append(s.AllowedModes, Mode(v))
 				return nil
 			})
+		case "guard":
+			return p.guard(s, off)
 		case "audit_dir":
 			if err := teamKey(); err != nil {
 				return err
@@ -365,6 +372,7 @@ func MergeTeam(managed, home *Settings) *Settings {
 		if m.AuditDir == "" {
 			m.AuditDir = f.AuditDir
 		}
+		m.Guard = mergeGuard(m.Guard, f.Guard)
 	}
 	m.Name = strings.Join(names, " + ")
 	return m

@@ -124,21 +124,21 @@ func TestCancelDuringAQuestionSendsNoUnstableMethod(t *testing.T) {
 	}
 }
 
-// A broker notice of a result ("Garuda: Warning: the command created or changed protected paths") is a line for
-// the user: an agent_message_chunk, not only a part of the tool's output, which editors fold away.
+// A broker notice of a result ("Garuda: Undone after the command, …": an editor file the command created) is a line
+// for the user: an agent_message_chunk, not only a part of the tool's output, which editors fold away.
 func TestResultNoticesAreGarudaLines(t *testing.T) {
 	e := newEnv(t)
 	sid := e.newSession()
-	e.fake.Push(tool("toolu_b", "bash", `{"command":"mkdir -p sub/.git/hooks && echo x > sub/.git/hooks/pre-commit"}`), model.TextStep("done"))
+	e.fake.Push(tool("toolu_b", "bash", `{"command":"mkdir -p sub/.zed && echo {} > sub/.zed/tasks.json"}`), model.TextStep("done"))
 	if stop := e.promptOK(sid, "run"); stop != acp.StopReasonEndTurn {
 		t.Fatalf("stop %q", stop)
 	}
 	ups, _ := e.ed.snapshot()
 	_, st, texts := toolCall(ups, "toolu_b")
-	if st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, ""), "protected paths") {
+	if st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, ""), "sub/.zed") {
 		t.Fatalf("negative control: the command's output lacks the warning: %q %q", st, texts)
 	}
-	if m := messages(ups); !strings.Contains(m, "Garuda: Warning: the command created or changed protected paths") {
+	if m := messages(ups); !strings.Contains(m, "Garuda: Undone after the command") {
 		t.Errorf("the warning is not a Garuda line: messages %q", m)
 	}
 }
