@@ -786,7 +786,8 @@ func TestRedTeamSetupAndTrustInputs(t *testing.T) {
 			t.Errorf("Setup %q %q %q accepted", r.Provider, r.Model, r.ApiKey)
 		}
 	}
-	if _, err := c.Setup(ctx(t), &execv1.SetupRequest{Provider: "anthropic", Model: "../../../etc/passwd\n", ApiKey: "sk-ok", Force: true}); err != nil {
+	odd := &execv1.SetupRequest{Provider: "anthropic", Model: "../../../etc/passwd\n", ApiKey: "sk-ok", Force: true}
+	if _, err := c.Setup(ctx(t), odd); err != nil {
 		t.Fatalf("control Setup: %v", err)
 	}
 	ents, _ := os.ReadDir(e.home)
