@@ -99,7 +99,7 @@ func denied(reason string) *execv1.Result {
 // on. It returns nil when the user allowed it (and adds the session rule for "Allow for this session"), else the
 // Result that ends the call (denied or cancelled).
 func (s *Service) ask(c *call, req policy.Request, d policy.Decision, q *execv1.Question) (*execv1.Result, error) {
-	q.Warning = joinLines(q.Warning, d.Warning)
+	q.Warning = mergeWarnings(d.Warning, q.Warning)
 	q.Kind = string(req.Kind)
 	q.OutsideRoot = policy.Outside(req, s.state(c.sess))
 	q.OutsideSandbox = req.Kind == policy.KindCommand && !req.Sandboxed
@@ -230,8 +230,50 @@ func joinLines(a, b string) string {
 	return a + "\n" + b
 }
 
-// lineTricks reports a line break in a title (a title is one line, so a second line would be made up) or a lone
-// carriage return anywhere (a terminal or an editor may draw the text after it over the text before it).
+// lineTricks reports what would make a question show other than what is done: a carriage return that is not a line
+// end (it rewrites a line in view), a line break in a title that is not a command's, or a preview that pushes part
+// of itself out of sight. A multi-line command is none of these: its lines are shown (the title with ⏎).
 func lineTricks(title, preview string) bool {
-	return strings.ContainsAny(title, "\r\n") || strings.Contains(strings.ReplaceAll(preview, "\r\n", ""), "\r")
+	// A command's lines are what runs, each shown in the preview; a line break anywhere else in a title (a path
+	// with a newline) makes up a line.
+	if !strings.HasPrefix(title, "$ ") && strings.ContainsAny(title, "\r\n") {
+		return true
+	}
+	return strings.ContainsRune(strings.ReplaceAll(title, "\r\n", "\n"), '\r') ||
+		strings.ContainsRune(strings.ReplaceAll(preview, "\r\n", "\n"), '\r') || outOfView(preview)
+}
+
+// outOfView reports whether a preview pushes part of itself out of sight: a run of spaces wide enough to move the
+// rest of a line past the edge of a question box, or a run of blank lines that moves the rest below it.
+func outOfView(preview string) bool {
+	const wideSpaces, blankLines = 40, 20
+	blanks := 0
+	for _, line := range strings.Split(preview, "\n") {
+		if strings.TrimSpace(line) == "" {
+			blanks++
+			continue
+		}
+		if blanks >= blankLines {
+			return true
+		}
+		blanks = 0
+		if i := strings.Index(line, strings.Repeat(" ", wideSpaces)); i >= 0 && strings.TrimSpace(line[i:]) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeWarnings is the decision's warning lines, then the operation's own that say something else: one line per
+// subject ("Outside the sandbox: …" once), so that a question carries no near-identical warnings.
+func mergeWarnings(decision, op string) string {
+	out := decision
+	for _, line := range strings.Split(op, "\n") {
+		subject, _, _ := strings.Cut(line, ":")
+		if line == "" || strings.Contains("\n"+out, "\n"+subject+":") || strings.Contains("\n"+out+"\n", "\n"+line+"\n") {
+			continue
+		}
+		out = joinLines(out, line)
+	}
+	return out
 }

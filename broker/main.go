@@ -117,7 +117,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	managed := fs.String("managed-policy", ManagedPolicyPath, "the team's managed policy file")
 	var uids uidList
 	fs.Var(&uids, "allow-uid", "uid that may use the broker (repeatable; default: the broker's own uid)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil // the usage is printed; asking for it is no failure
+	} else if err != nil {
 		return err
 	}
 	if *listen == "" {

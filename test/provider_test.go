@@ -101,7 +101,8 @@ func TestAcpProviderFaults(t *testing.T) {
 		srv.Push(c.script...)
 		before, seen := len(srv.Requests()), len(e.lines)
 		start := time.Now()
-		res := e.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "hi " + c.name}}})
+		prompt := []any{map[string]any{"type": "text", "text": "hi " + c.name}}
+		res := e.request("session/prompt", map[string]any{"sessionId": sid, "prompt": prompt})
 		t.Logf("%s: answered after %v", c.name, time.Since(start).Round(time.Millisecond))
 		if n := len(srv.Requests()) - before; n != c.requests {
 			t.Errorf("%s: %d requests, want %d", c.name, n, c.requests)

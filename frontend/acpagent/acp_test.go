@@ -804,6 +804,50 @@ func TestModelProseIsReadable(t *testing.T) {
 	}
 }
 
+// A question says what is asked, once: a multi-line command outside the sandbox gets one "Outside the sandbox"
+// warning and no hidden-character warning; an edit's question keeps the call's own title, with the absolute path
+// in the preview and the locations.
+func TestQuestionSaysWhatIsAskedOnce(t *testing.T) {
+	e := newEnv(t)
+	e.ed.answer = func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+		return selected("deny"), nil
+	}
+	e.write("a.txt", "hello\n")
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_sh", "bash", `{"command":"make\nmake test","sandbox":false}`),
+		tool("toolu_w", "write_file", `{"path":"a.txt","content":"bye\n"}`), model.TextStep("done"))
+	e.promptOK(sid, "go")
+	ups, perms := e.ed.snapshot()
+	if len(perms) != 2 {
+		t.Fatalf("%d questions, want 2", len(perms))
+	}
+	text := func(p acp.RequestPermissionRequest) string {
+		var s string
+		for _, c := range p.ToolCall.Content {
+			if c.Content != nil && c.Content.Content.Text != nil {
+				s += c.Content.Content.Text.Text
+			}
+		}
+		return s
+	}
+	sh := text(perms[0])
+	if n := strings.Count(sh, "Outside the sandbox"); n != 1 {
+		t.Errorf("%d outside-the-sandbox warnings in %q", n, sh)
+	}
+	if strings.Contains(sh, visible.Warning) {
+		t.Errorf("a multi-line command got the hidden-character warning: %q", sh)
+	}
+	call, _, _ := toolCall(ups, "toolu_w")
+	w := perms[1]
+	abs := filepath.Join(e.root, "a.txt")
+	if call == nil || w.ToolCall.Title == nil || *w.ToolCall.Title != call.Title || strings.Contains(call.Title, e.root) {
+		t.Errorf("the question renamed the call %+v to %v", call, w.ToolCall.Title)
+	}
+	if !strings.Contains(text(w), abs) || len(w.ToolCall.Locations) != 1 || w.ToolCall.Locations[0].Path != abs {
+		t.Errorf("the absolute path is not in the preview and the locations: %q %+v", text(w), w.ToolCall.Locations)
+	}
+}
+
 func TestDeniedCommandConsentDoesNotRun(t *testing.T) {
 	e := newEnv(t)
 	e.ed.answer = func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {

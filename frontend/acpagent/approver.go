@@ -117,10 +117,16 @@ func (t *turn) ask(ctx context.Context, q *execv1.Question) execv1.Choice {
 		s.update(uctx, acp.SessionUpdate{ToolCall: &acp.SessionUpdateToolCall{
 			ToolCallId: acp.ToolCallId(id), Title: title, Kind: acp.ToolKindOther, Status: acp.ToolCallStatusPending,
 		}})
-	} else if title == "" {
+	} else {
+		// The question is about the call the editor shows: it keeps the call's own title (`Write a.txt`); the
+		// broker's words (the absolute path) are in the preview and the locations.
 		title = c.title
 	}
 	t.mu.Unlock()
+	var locs []acp.ToolCallLocation
+	if d := q.GetDiff(); d != nil && d.GetPath() != "" {
+		locs = []acp.ToolCallLocation{{Path: absPath(d.GetPath(), s.root)}}
+	}
 
 	opts, byID := permissionOptions(q.GetChoices())
 	req := acp.RequestPermissionRequest{
@@ -130,6 +136,7 @@ func (t *turn) ask(ctx context.Context, q *execv1.Question) execv1.Choice {
 			ToolCallId: acp.ToolCallId(id),
 			Title:      acp.Ptr(title),
 			Content:    questionContent(q, s.root),
+			Locations:  locs,
 		},
 	}
 	type answer struct {

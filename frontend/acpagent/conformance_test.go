@@ -1,9 +1,12 @@
 package acpagent
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,6 +209,46 @@ func TestInvalidParamsSayWhatIsWrong(t *testing.T) {
 	check("session/set_mode of an unknown session", err, `unknown session "no-such-session"`)
 	_, err = e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(sid), ModeId: "yolo"})
 	check("session/set_mode with an unknown mode", err, `unknown mode "yolo"`)
+}
+
+// A malformed line is logged as its first few hundred bytes and its length, by Garuda and not by the SDK (which logs
+// it whole), and the agent goes on.
+func TestMalformedLineIsLoggedBounded(t *testing.T) {
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	old := slog.Default()
+	slog.SetDefault(logger) // the SDK logs through the default logger
+	t.Cleanup(func() { slog.SetDefault(old) })
+	e := newEnv(t, func(_ *env, o *Options) { o.Log = logger })
+	sid := e.newSession()
+	garbage := "{not json " + strings.Repeat("g", 5<<20)
+	e.raw(garbage)
+	e.fake.Push(model.TextStep("still here"))
+	if stop := e.promptOK(sid, "hi"); stop != acp.StopReasonEndTurn {
+		t.Errorf("the next prompt ended %q", stop)
+	}
+	got := logs.String()
+	if len(got) > 4096 || !strings.Contains(got, fmt.Sprintf("bytes=%d", len(garbage)+1)) || !strings.Contains(got, "{not json ggg") {
+		t.Errorf("log of %d bytes, want the line's length and head: %.600s", len(got), got)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the logger's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // The SDK closes the connection on a line over 10 MiB, so one big selection sent as embedded context would end the

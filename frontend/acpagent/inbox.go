@@ -51,9 +51,17 @@ func (in *inbox) Read(p []byte) (int, error) {
 func (in *inbox) next() ([]byte, error) {
 	for {
 		line, tooLong, err := in.readLine()
-		if !tooLong {
+		if !tooLong && !malformed(line) {
 			in.srv.noteMessage(line)
 			return line, err
+		}
+		if !tooLong {
+			// The SDK would log the whole line (5 MB of garbage is 5 MB in the editor's log) and answer nothing.
+			in.srv.opts.Log.Warn("a line that is not JSON was dropped", "bytes", len(line), "head", logHead(line))
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
 		in.srv.tooLarge(line)
 		if err != nil {
@@ -78,6 +86,22 @@ func (in *inbox) readLine() (line []byte, tooLong bool, err error) {
 			return line, tooLong, e
 		}
 	}
+}
+
+// logHead is as much of a line as a log should carry.
+const logHeadSize = 300
+
+func logHead(line []byte) string {
+	if len(line) <= logHeadSize {
+		return string(line)
+	}
+	return string(line[:logHeadSize]) + "…"
+}
+
+// malformed reports a line with content that is not one JSON value.
+func malformed(line []byte) bool {
+	t := bytes.TrimSpace(line)
+	return len(t) > 0 && !json.Valid(t)
 }
 
 // message is the part of a JSON-RPC message that the SDK reads first (its anyMessage), to classify a line as it

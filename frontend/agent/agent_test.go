@@ -358,7 +358,8 @@ func TestRetryableStreamErrorRetries(t *testing.T) {
 
 // A retry waits what the provider asked (retry-after), and its notice says so.
 func TestRetryHonoursRetryAfter(t *testing.T) {
-	limited := &model.StreamError{Err: errors.New("anthropic: HTTP 429: slow down"), Retryable: true, RetryAfter: 3 * time.Millisecond, Status: 429}
+	limited := &model.StreamError{Err: errors.New("anthropic: HTTP 429: slow down"), Retryable: true,
+		RetryAfter: 3 * time.Millisecond, Status: 429}
 	f := newFake(t, fail(limited), answerText("ok"))
 	s := newSession(f, &fakeTools{})
 	s.Limits.RetryBase = time.Hour // a wait from the backoff would never end
@@ -367,7 +368,8 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 		t.Fatalf("RunTurn = %q, %v", stop, err)
 	}
 	rs := rec.of(EventModelRetry)
-	if len(rs) != 1 || rs[0].Text != "Garuda: the model did not answer (anthropic: HTTP 429: slow down); trying again in 3ms (attempt 2 of 5)." {
+	want := "Garuda: the model did not answer (anthropic: HTTP 429: slow down); trying again in 3ms (attempt 2 of 5)."
+	if len(rs) != 1 || rs[0].Text != want {
 		t.Errorf("model_retry events = %+v", rs)
 	}
 }

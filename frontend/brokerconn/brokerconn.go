@@ -197,7 +197,8 @@ func (b *Broker) Ready(ctx context.Context) error {
 		if b.reason != nil {
 			return fmt.Errorf("the broker %s did not answer: %v", b.Path, b.reason)
 		}
-		return fmt.Errorf("the broker %s did not answer (%v); if it runs as a service, check that it serves this user's uid (--allow-uid)", b.Path, Words(err))
+		return fmt.Errorf("the broker %s did not answer (%v); if it runs as a service, check that it serves this user's uid "+
+			"(--allow-uid)", b.Path, Words(err))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package visible
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -24,7 +25,7 @@ func Prose(s string) string {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && n == 1:
-			b.WriteString(hexByte(s[i]))
+			fmt.Fprintf(&b, "\\x%02x", s[i])
 		case r == blackFlag:
 			// A subdivision flag: the black flag, tag letters, the cancel tag; kept whole, else the tags are escaped.
 			end := flagEnd(s, i+n)
@@ -90,11 +91,6 @@ func flagEnd(s string, i int) int {
 		}
 	}
 	return i
-}
-
-func hexByte(c byte) string {
-	const digits = "0123456789abcdef"
-	return `\x` + string(digits[c>>4]) + string(digits[c&15])
 }
 
 // ProseStream applies Prose to text that arrives in pieces (a model's stream): a possible emoji cluster at the end

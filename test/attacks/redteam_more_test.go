@@ -780,13 +780,14 @@ func TestRedTeamSetupAndTrustInputs(t *testing.T) {
 	c := e.client()
 	for _, r := range []*execv1.SetupRequest{
 		{Provider: "../../x", Model: "m", ApiKey: "k"}, {Provider: "anthropic/../../x", Model: "m", ApiKey: "k"},
-		{Provider: "anthropic", Model: "m", ApiKey: "sk-a\nb"}, {Provider: "anthropic", Model: "", ApiKey: "k"},
+		{Provider: "anthropic", Model: "m", ApiKey: "sk-a\nb", Force: true}, {Provider: "anthropic", Model: "", ApiKey: "k"},
 	} {
 		if _, err := c.Setup(ctx(t), r); err == nil {
 			t.Errorf("Setup %q %q %q accepted", r.Provider, r.Model, r.ApiKey)
 		}
 	}
-	if _, err := c.Setup(ctx(t), &execv1.SetupRequest{Provider: "anthropic", Model: "../../../etc/passwd\n", ApiKey: "sk-ok", Force: true}); err != nil {
+	odd := &execv1.SetupRequest{Provider: "anthropic", Model: "../../../etc/passwd\n", ApiKey: "sk-ok", Force: true}
+	if _, err := c.Setup(ctx(t), odd); err != nil {
 		t.Fatalf("control Setup: %v", err)
 	}
 	ents, _ := os.ReadDir(e.home)

@@ -80,7 +80,8 @@ func run(t *testing.T, c model.Client, s *fakeprovider.Server) {
 	if !errors.As(err, &se) || se.Retryable || se.Status != 400 || !strings.Contains(err.Error(), "messages.0: bad block") {
 		t.Errorf("400: %#v", err)
 	}
-	if _, err = c.Stream(context.Background(), hi, &deltas{}); !errors.Is(err, model.ErrNotFound) || !strings.Contains(err.Error(), "model: nope") {
+	_, err = c.Stream(context.Background(), hi, &deltas{})
+	if !errors.Is(err, model.ErrNotFound) || !strings.Contains(err.Error(), "model: nope") {
 		t.Errorf("404: %v", err)
 	}
 	_, err = c.Stream(context.Background(), hi, &deltas{})
