@@ -20,6 +20,7 @@ var (
 	ErrConfig          = errors.New("configuration error")
 	ErrNothing         = errors.New("nothing to do")
 	ErrTooMany         = errors.New("too many open sessions; close some first")
+	ErrSessionOpen     = errors.New("the session is open already")
 )
 
 // toStatus is the one place where the broker's errors become gRPC status codes.
@@ -47,6 +48,8 @@ func toStatus(err error) error {
 		code = codes.Canceled
 	case errors.Is(err, ErrTooMany):
 		code = codes.ResourceExhausted
+	case errors.Is(err, ErrSessionOpen):
+		code = codes.FailedPrecondition
 	}
 	return status.Error(code, err.Error())
 }

@@ -237,7 +237,7 @@ func (x Resolved_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Resolved_Kind.Descriptor instead.
 func (Resolved_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{31, 0}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{38, 0}
 }
 
 type HelloRequest struct {
@@ -288,7 +288,9 @@ type HelloResponse struct {
 	// sandbox lists what the command sandbox enforces on this machine.
 	Sandbox []*Feature `protobuf:"bytes,6,rep,name=sandbox,proto3" json:"sandbox,omitempty"`
 	// sandbox_ready is false when a required feature is missing: commands are then refused.
-	SandboxReady  bool `protobuf:"varint,7,opt,name=sandbox_ready,json=sandboxReady,proto3" json:"sandbox_ready,omitempty"`
+	SandboxReady bool `protobuf:"varint,7,opt,name=sandbox_ready,json=sandboxReady,proto3" json:"sandbox_ready,omitempty"`
+	// open_sessions is how many sessions the caller's connection has open.
+	OpenSessions  uint32 `protobuf:"varint,8,opt,name=open_sessions,json=openSessions,proto3" json:"open_sessions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -370,6 +372,13 @@ func (x *HelloResponse) GetSandboxReady() bool {
 		return x.SandboxReady
 	}
 	return false
+}
+
+func (x *HelloResponse) GetOpenSessions() uint32 {
+	if x != nil {
+		return x.OpenSessions
+	}
+	return 0
 }
 
 type Feature struct {
@@ -845,6 +854,434 @@ func (x *OpenSessionResponse) GetCommands() []*CommandInfo {
 	return nil
 }
 
+type ResumeSessionRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// root must be the root the session was opened on.
+	Root          string `protobuf:"bytes,2,opt,name=root,proto3" json:"root,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeSessionRequest) Reset() {
+	*x = ResumeSessionRequest{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeSessionRequest) ProtoMessage() {}
+
+func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeSessionRequest.ProtoReflect.Descriptor instead.
+func (*ResumeSessionRequest) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ResumeSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ResumeSessionRequest) GetRoot() string {
+	if x != nil {
+		return x.Root
+	}
+	return ""
+}
+
+type ResumeSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*ResumeSessionResponse_Opened
+	//	*ResumeSessionResponse_Entries
+	Msg           isResumeSessionResponse_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeSessionResponse) Reset() {
+	*x = ResumeSessionResponse{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeSessionResponse) ProtoMessage() {}
+
+func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeSessionResponse.ProtoReflect.Descriptor instead.
+func (*ResumeSessionResponse) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ResumeSessionResponse) GetMsg() isResumeSessionResponse_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *ResumeSessionResponse) GetOpened() *OpenSessionResponse {
+	if x != nil {
+		if x, ok := x.Msg.(*ResumeSessionResponse_Opened); ok {
+			return x.Opened
+		}
+	}
+	return nil
+}
+
+func (x *ResumeSessionResponse) GetEntries() *SessionEntries {
+	if x != nil {
+		if x, ok := x.Msg.(*ResumeSessionResponse_Entries); ok {
+			return x.Entries
+		}
+	}
+	return nil
+}
+
+type isResumeSessionResponse_Msg interface {
+	isResumeSessionResponse_Msg()
+}
+
+type ResumeSessionResponse_Opened struct {
+	// opened comes first: the session is open (in build mode) once it is sent. A torn file's notice is in it.
+	Opened *OpenSessionResponse `protobuf:"bytes,1,opt,name=opened,proto3,oneof"`
+}
+
+type ResumeSessionResponse_Entries struct {
+	// entries follow, in the order of the file (its header left out).
+	Entries *SessionEntries `protobuf:"bytes,2,opt,name=entries,proto3,oneof"`
+}
+
+func (*ResumeSessionResponse_Opened) isResumeSessionResponse_Msg() {}
+
+func (*ResumeSessionResponse_Entries) isResumeSessionResponse_Msg() {}
+
+type SessionEntries struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*SessionEntry        `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionEntries) Reset() {
+	*x = SessionEntries{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionEntries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionEntries) ProtoMessage() {}
+
+func (x *SessionEntries) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionEntries.ProtoReflect.Descriptor instead.
+func (*SessionEntries) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SessionEntries) GetEntries() []*SessionEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type SessionEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// data is the entry's JSON value, as recorded.
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// time is when it was recorded (RFC 3339).
+	Time          string `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionEntry) Reset() {
+	*x = SessionEntry{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionEntry) ProtoMessage() {}
+
+func (x *SessionEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionEntry.ProtoReflect.Descriptor instead.
+func (*SessionEntry) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SessionEntry) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *SessionEntry) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *SessionEntry) GetTime() string {
+	if x != nil {
+		return x.Time
+	}
+	return ""
+}
+
+type ListSessionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// root filters by project root; empty lists every root.
+	Root string `protobuf:"bytes,1,opt,name=root,proto3" json:"root,omitempty"`
+	// cursor is a previous response's next_cursor; empty for the first page.
+	Cursor string `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// limit is the page size; 0 means 100.
+	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsRequest) Reset() {
+	*x = ListSessionsRequest{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsRequest) ProtoMessage() {}
+
+func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
+func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListSessionsRequest) GetRoot() string {
+	if x != nil {
+		return x.Root
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListSessionsResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Sessions []*SessionSummary      `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	// next_cursor is empty on the last page.
+	NextCursor    string `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsResponse) Reset() {
+	*x = ListSessionsResponse{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsResponse) ProtoMessage() {}
+
+func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
+func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListSessionsResponse) GetSessions() []*SessionSummary {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+func (x *ListSessionsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+type SessionSummary struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Root      string                 `protobuf:"bytes,2,opt,name=root,proto3" json:"root,omitempty"`
+	Title     string                 `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	// updated_at is the time of the last entry (RFC 3339).
+	UpdatedAt     string `protobuf:"bytes,4,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionSummary) Reset() {
+	*x = SessionSummary{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionSummary) ProtoMessage() {}
+
+func (x *SessionSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionSummary.ProtoReflect.Descriptor instead.
+func (*SessionSummary) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SessionSummary) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SessionSummary) GetRoot() string {
+	if x != nil {
+		return x.Root
+	}
+	return ""
+}
+
+func (x *SessionSummary) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *SessionSummary) GetUpdatedAt() string {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return ""
+}
+
 type CloseSessionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -854,7 +1291,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[8]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +1303,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[8]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +1316,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{8}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -897,7 +1334,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[9]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -909,7 +1346,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[9]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -922,7 +1359,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{9}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{16}
 }
 
 type SetModeRequest struct {
@@ -935,7 +1372,7 @@ type SetModeRequest struct {
 
 func (x *SetModeRequest) Reset() {
 	*x = SetModeRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[10]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -947,7 +1384,7 @@ func (x *SetModeRequest) String() string {
 func (*SetModeRequest) ProtoMessage() {}
 
 func (x *SetModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[10]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -960,7 +1397,7 @@ func (x *SetModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetModeRequest.ProtoReflect.Descriptor instead.
 func (*SetModeRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{10}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetModeRequest) GetSessionId() string {
@@ -985,7 +1422,7 @@ type SetModeResponse struct {
 
 func (x *SetModeResponse) Reset() {
 	*x = SetModeResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[11]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -997,7 +1434,7 @@ func (x *SetModeResponse) String() string {
 func (*SetModeResponse) ProtoMessage() {}
 
 func (x *SetModeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[11]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1010,7 +1447,7 @@ func (x *SetModeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetModeResponse.ProtoReflect.Descriptor instead.
 func (*SetModeResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{11}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{18}
 }
 
 type CallRequest struct {
@@ -1027,7 +1464,7 @@ type CallRequest struct {
 
 func (x *CallRequest) Reset() {
 	*x = CallRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[12]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1476,7 @@ func (x *CallRequest) String() string {
 func (*CallRequest) ProtoMessage() {}
 
 func (x *CallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[12]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1489,7 @@ func (x *CallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallRequest.ProtoReflect.Descriptor instead.
 func (*CallRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{12}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CallRequest) GetMsg() isCallRequest_Msg {
@@ -1125,7 +1562,7 @@ type CallResponse struct {
 
 func (x *CallResponse) Reset() {
 	*x = CallResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[13]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1574,7 @@ func (x *CallResponse) String() string {
 func (*CallResponse) ProtoMessage() {}
 
 func (x *CallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[13]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1587,7 @@ func (x *CallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResponse.ProtoReflect.Descriptor instead.
 func (*CallResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{13}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CallResponse) GetMsg() isCallResponse_Msg {
@@ -1233,7 +1670,7 @@ type Start struct {
 
 func (x *Start) Reset() {
 	*x = Start{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[14]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1682,7 @@ func (x *Start) String() string {
 func (*Start) ProtoMessage() {}
 
 func (x *Start) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[14]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1695,7 @@ func (x *Start) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Start.ProtoReflect.Descriptor instead.
 func (*Start) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{14}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Start) GetSessionId() string {
@@ -1432,7 +1869,7 @@ type ReadFile struct {
 
 func (x *ReadFile) Reset() {
 	*x = ReadFile{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[15]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1444,7 +1881,7 @@ func (x *ReadFile) String() string {
 func (*ReadFile) ProtoMessage() {}
 
 func (x *ReadFile) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[15]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1457,7 +1894,7 @@ func (x *ReadFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFile.ProtoReflect.Descriptor instead.
 func (*ReadFile) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{15}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReadFile) GetPath() string {
@@ -1491,7 +1928,7 @@ type WriteFile struct {
 
 func (x *WriteFile) Reset() {
 	*x = WriteFile{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[16]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1503,7 +1940,7 @@ func (x *WriteFile) String() string {
 func (*WriteFile) ProtoMessage() {}
 
 func (x *WriteFile) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[16]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1516,7 +1953,7 @@ func (x *WriteFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFile.ProtoReflect.Descriptor instead.
 func (*WriteFile) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{16}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WriteFile) GetPath() string {
@@ -1545,7 +1982,7 @@ type EditFile struct {
 
 func (x *EditFile) Reset() {
 	*x = EditFile{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[17]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1557,7 +1994,7 @@ func (x *EditFile) String() string {
 func (*EditFile) ProtoMessage() {}
 
 func (x *EditFile) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[17]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1570,7 +2007,7 @@ func (x *EditFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditFile.ProtoReflect.Descriptor instead.
 func (*EditFile) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{17}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *EditFile) GetPath() string {
@@ -1611,7 +2048,7 @@ type Glob struct {
 
 func (x *Glob) Reset() {
 	*x = Glob{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[18]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +2060,7 @@ func (x *Glob) String() string {
 func (*Glob) ProtoMessage() {}
 
 func (x *Glob) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[18]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +2073,7 @@ func (x *Glob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Glob.ProtoReflect.Descriptor instead.
 func (*Glob) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{18}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Glob) GetPattern() string {
@@ -1668,7 +2105,7 @@ type Grep struct {
 
 func (x *Grep) Reset() {
 	*x = Grep{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[19]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1680,7 +2117,7 @@ func (x *Grep) String() string {
 func (*Grep) ProtoMessage() {}
 
 func (x *Grep) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[19]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1693,7 +2130,7 @@ func (x *Grep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grep.ProtoReflect.Descriptor instead.
 func (*Grep) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{19}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Grep) GetPattern() string {
@@ -1751,7 +2188,7 @@ type Bash struct {
 
 func (x *Bash) Reset() {
 	*x = Bash{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[20]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1763,7 +2200,7 @@ func (x *Bash) String() string {
 func (*Bash) ProtoMessage() {}
 
 func (x *Bash) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[20]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1776,7 +2213,7 @@ func (x *Bash) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bash.ProtoReflect.Descriptor instead.
 func (*Bash) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{20}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Bash) GetCommand() string {
@@ -1817,7 +2254,7 @@ type ResolveCommand struct {
 
 func (x *ResolveCommand) Reset() {
 	*x = ResolveCommand{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[21]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +2266,7 @@ func (x *ResolveCommand) String() string {
 func (*ResolveCommand) ProtoMessage() {}
 
 func (x *ResolveCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[21]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +2279,7 @@ func (x *ResolveCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveCommand.ProtoReflect.Descriptor instead.
 func (*ResolveCommand) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{21}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResolveCommand) GetText() string {
@@ -1862,7 +2299,7 @@ type AttachMention struct {
 
 func (x *AttachMention) Reset() {
 	*x = AttachMention{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[22]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +2311,7 @@ func (x *AttachMention) String() string {
 func (*AttachMention) ProtoMessage() {}
 
 func (x *AttachMention) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[22]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +2324,7 @@ func (x *AttachMention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachMention.ProtoReflect.Descriptor instead.
 func (*AttachMention) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{22}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AttachMention) GetPath() string {
@@ -1906,7 +2343,7 @@ type LoadSkill struct {
 
 func (x *LoadSkill) Reset() {
 	*x = LoadSkill{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[23]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +2355,7 @@ func (x *LoadSkill) String() string {
 func (*LoadSkill) ProtoMessage() {}
 
 func (x *LoadSkill) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[23]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2368,7 @@ func (x *LoadSkill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadSkill.ProtoReflect.Descriptor instead.
 func (*LoadSkill) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{23}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LoadSkill) GetName() string {
@@ -1964,7 +2401,7 @@ type Question struct {
 
 func (x *Question) Reset() {
 	*x = Question{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1976,7 +2413,7 @@ func (x *Question) String() string {
 func (*Question) ProtoMessage() {}
 
 func (x *Question) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1989,7 +2426,7 @@ func (x *Question) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Question.ProtoReflect.Descriptor instead.
 func (*Question) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{24}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Question) GetQuestionId() string {
@@ -2068,7 +2505,7 @@ type Diff struct {
 
 func (x *Diff) Reset() {
 	*x = Diff{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2080,7 +2517,7 @@ func (x *Diff) String() string {
 func (*Diff) ProtoMessage() {}
 
 func (x *Diff) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2093,7 +2530,7 @@ func (x *Diff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diff.ProtoReflect.Descriptor instead.
 func (*Diff) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{25}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Diff) GetPath() string {
@@ -2134,7 +2571,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2583,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2596,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{26}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Answer) GetQuestionId() string {
@@ -2188,7 +2625,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2200,7 +2637,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2213,7 +2650,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{27}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{34}
 }
 
 type Progress struct {
@@ -2227,7 +2664,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2676,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2689,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{28}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Progress) GetOutput() []byte {
@@ -2285,7 +2722,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2297,7 +2734,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2310,7 +2747,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{29}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Result) GetStatus() Status {
@@ -2365,7 +2802,7 @@ type Location struct {
 
 func (x *Location) Reset() {
 	*x = Location{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2377,7 +2814,7 @@ func (x *Location) String() string {
 func (*Location) ProtoMessage() {}
 
 func (x *Location) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2390,7 +2827,7 @@ func (x *Location) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Location.ProtoReflect.Descriptor instead.
 func (*Location) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{30}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Location) GetPath() string {
@@ -2418,7 +2855,7 @@ type Resolved struct {
 
 func (x *Resolved) Reset() {
 	*x = Resolved{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2430,7 +2867,7 @@ func (x *Resolved) String() string {
 func (*Resolved) ProtoMessage() {}
 
 func (x *Resolved) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2443,7 +2880,7 @@ func (x *Resolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolved.ProtoReflect.Descriptor instead.
 func (*Resolved) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{31}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Resolved) GetKind() Resolved_Kind {
@@ -2470,7 +2907,8 @@ func (x *Resolved) GetMessage() string {
 type RecordRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// kind is prompt, message, tool_call, tool_result, stop or mode.
+	// kind is a short lower-case name the front end chooses (prompt, update, message, stop, mode, title, ...); the
+	// newest "title" is what ListSessions shows.
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// data is one JSON value.
 	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
@@ -2480,7 +2918,7 @@ type RecordRequest struct {
 
 func (x *RecordRequest) Reset() {
 	*x = RecordRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2492,7 +2930,7 @@ func (x *RecordRequest) String() string {
 func (*RecordRequest) ProtoMessage() {}
 
 func (x *RecordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2505,7 +2943,7 @@ func (x *RecordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordRequest.ProtoReflect.Descriptor instead.
 func (*RecordRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{32}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RecordRequest) GetSessionId() string {
@@ -2537,7 +2975,7 @@ type RecordResponse struct {
 
 func (x *RecordResponse) Reset() {
 	*x = RecordResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +2987,7 @@ func (x *RecordResponse) String() string {
 func (*RecordResponse) ProtoMessage() {}
 
 func (x *RecordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +3000,7 @@ func (x *RecordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordResponse.ProtoReflect.Descriptor instead.
 func (*RecordResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{33}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{40}
 }
 
 type CommandInfo struct {
@@ -2580,7 +3018,7 @@ type CommandInfo struct {
 
 func (x *CommandInfo) Reset() {
 	*x = CommandInfo{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2592,7 +3030,7 @@ func (x *CommandInfo) String() string {
 func (*CommandInfo) ProtoMessage() {}
 
 func (x *CommandInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2605,7 +3043,7 @@ func (x *CommandInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandInfo.ProtoReflect.Descriptor instead.
 func (*CommandInfo) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{34}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CommandInfo) GetName() string {
@@ -2652,7 +3090,7 @@ type ListCommandsRequest struct {
 
 func (x *ListCommandsRequest) Reset() {
 	*x = ListCommandsRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2664,7 +3102,7 @@ func (x *ListCommandsRequest) String() string {
 func (*ListCommandsRequest) ProtoMessage() {}
 
 func (x *ListCommandsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2677,7 +3115,7 @@ func (x *ListCommandsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCommandsRequest.ProtoReflect.Descriptor instead.
 func (*ListCommandsRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{35}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListCommandsRequest) GetSessionId() string {
@@ -2697,7 +3135,7 @@ type ListCommandsResponse struct {
 
 func (x *ListCommandsResponse) Reset() {
 	*x = ListCommandsResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2709,7 +3147,7 @@ func (x *ListCommandsResponse) String() string {
 func (*ListCommandsResponse) ProtoMessage() {}
 
 func (x *ListCommandsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2722,7 +3160,7 @@ func (x *ListCommandsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCommandsResponse.ProtoReflect.Descriptor instead.
 func (*ListCommandsResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{36}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListCommandsResponse) GetCommands() []*CommandInfo {
@@ -2747,7 +3185,7 @@ type SetupOptionsRequest struct {
 
 func (x *SetupOptionsRequest) Reset() {
 	*x = SetupOptionsRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +3197,7 @@ func (x *SetupOptionsRequest) String() string {
 func (*SetupOptionsRequest) ProtoMessage() {}
 
 func (x *SetupOptionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2772,7 +3210,7 @@ func (x *SetupOptionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupOptionsRequest.ProtoReflect.Descriptor instead.
 func (*SetupOptionsRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{37}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{44}
 }
 
 type SetupOptionsResponse struct {
@@ -2786,7 +3224,7 @@ type SetupOptionsResponse struct {
 
 func (x *SetupOptionsResponse) Reset() {
 	*x = SetupOptionsResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2798,7 +3236,7 @@ func (x *SetupOptionsResponse) String() string {
 func (*SetupOptionsResponse) ProtoMessage() {}
 
 func (x *SetupOptionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2811,7 +3249,7 @@ func (x *SetupOptionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupOptionsResponse.ProtoReflect.Descriptor instead.
 func (*SetupOptionsResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{38}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SetupOptionsResponse) GetProviders() []*SetupProvider {
@@ -2846,7 +3284,7 @@ type SetupProvider struct {
 
 func (x *SetupProvider) Reset() {
 	*x = SetupProvider{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2858,7 +3296,7 @@ func (x *SetupProvider) String() string {
 func (*SetupProvider) ProtoMessage() {}
 
 func (x *SetupProvider) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2871,7 +3309,7 @@ func (x *SetupProvider) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupProvider.ProtoReflect.Descriptor instead.
 func (*SetupProvider) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{39}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SetupProvider) GetName() string {
@@ -2906,7 +3344,7 @@ type SetupRequest struct {
 
 func (x *SetupRequest) Reset() {
 	*x = SetupRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2918,7 +3356,7 @@ func (x *SetupRequest) String() string {
 func (*SetupRequest) ProtoMessage() {}
 
 func (x *SetupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2931,7 +3369,7 @@ func (x *SetupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupRequest.ProtoReflect.Descriptor instead.
 func (*SetupRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{40}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SetupRequest) GetProvider() string {
@@ -2965,7 +3403,7 @@ type SetupResponse struct {
 
 func (x *SetupResponse) Reset() {
 	*x = SetupResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2977,7 +3415,7 @@ func (x *SetupResponse) String() string {
 func (*SetupResponse) ProtoMessage() {}
 
 func (x *SetupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2990,7 +3428,7 @@ func (x *SetupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupResponse.ProtoReflect.Descriptor instead.
 func (*SetupResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{41}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SetupResponse) GetCredentialsPath() string {
@@ -3016,7 +3454,7 @@ type InspectTrustRequest struct {
 
 func (x *InspectTrustRequest) Reset() {
 	*x = InspectTrustRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3028,7 +3466,7 @@ func (x *InspectTrustRequest) String() string {
 func (*InspectTrustRequest) ProtoMessage() {}
 
 func (x *InspectTrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3041,7 +3479,7 @@ func (x *InspectTrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTrustRequest.ProtoReflect.Descriptor instead.
 func (*InspectTrustRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{42}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *InspectTrustRequest) GetDir() string {
@@ -3065,7 +3503,7 @@ type InspectTrustResponse struct {
 
 func (x *InspectTrustResponse) Reset() {
 	*x = InspectTrustResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3515,7 @@ func (x *InspectTrustResponse) String() string {
 func (*InspectTrustResponse) ProtoMessage() {}
 
 func (x *InspectTrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3528,7 @@ func (x *InspectTrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTrustResponse.ProtoReflect.Descriptor instead.
 func (*InspectTrustResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{43}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *InspectTrustResponse) GetSettingsPath() string {
@@ -3139,7 +3577,7 @@ type PinTrustRequest struct {
 
 func (x *PinTrustRequest) Reset() {
 	*x = PinTrustRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3151,7 +3589,7 @@ func (x *PinTrustRequest) String() string {
 func (*PinTrustRequest) ProtoMessage() {}
 
 func (x *PinTrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3164,7 +3602,7 @@ func (x *PinTrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinTrustRequest.ProtoReflect.Descriptor instead.
 func (*PinTrustRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{44}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PinTrustRequest) GetDir() string {
@@ -3190,7 +3628,7 @@ type PinTrustResponse struct {
 
 func (x *PinTrustResponse) Reset() {
 	*x = PinTrustResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3202,7 +3640,7 @@ func (x *PinTrustResponse) String() string {
 func (*PinTrustResponse) ProtoMessage() {}
 
 func (x *PinTrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3215,7 +3653,7 @@ func (x *PinTrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinTrustResponse.ProtoReflect.Descriptor instead.
 func (*PinTrustResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{45}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *PinTrustResponse) GetTrustPath() string {
@@ -3236,7 +3674,7 @@ type UndoRequest struct {
 
 func (x *UndoRequest) Reset() {
 	*x = UndoRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3248,7 +3686,7 @@ func (x *UndoRequest) String() string {
 func (*UndoRequest) ProtoMessage() {}
 
 func (x *UndoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3261,7 +3699,7 @@ func (x *UndoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoRequest.ProtoReflect.Descriptor instead.
 func (*UndoRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{46}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *UndoRequest) GetSessionId() string {
@@ -3289,7 +3727,7 @@ type UndoResponse struct {
 
 func (x *UndoResponse) Reset() {
 	*x = UndoResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3301,7 +3739,7 @@ func (x *UndoResponse) String() string {
 func (*UndoResponse) ProtoMessage() {}
 
 func (x *UndoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3314,7 +3752,7 @@ func (x *UndoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoResponse.ProtoReflect.Descriptor instead.
 func (*UndoResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{47}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *UndoResponse) GetSessionId() string {
@@ -3349,7 +3787,7 @@ type UndoEntry struct {
 
 func (x *UndoEntry) Reset() {
 	*x = UndoEntry{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3361,7 +3799,7 @@ func (x *UndoEntry) String() string {
 func (*UndoEntry) ProtoMessage() {}
 
 func (x *UndoEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3374,7 +3812,7 @@ func (x *UndoEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoEntry.ProtoReflect.Descriptor instead.
 func (*UndoEntry) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{48}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *UndoEntry) GetPath() string {
@@ -3408,7 +3846,7 @@ type VerifyAuditRequest struct {
 
 func (x *VerifyAuditRequest) Reset() {
 	*x = VerifyAuditRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3420,7 +3858,7 @@ func (x *VerifyAuditRequest) String() string {
 func (*VerifyAuditRequest) ProtoMessage() {}
 
 func (x *VerifyAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3433,7 +3871,7 @@ func (x *VerifyAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyAuditRequest.ProtoReflect.Descriptor instead.
 func (*VerifyAuditRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{49}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *VerifyAuditRequest) GetFile() string {
@@ -3452,7 +3890,7 @@ type VerifyAuditResponse struct {
 
 func (x *VerifyAuditResponse) Reset() {
 	*x = VerifyAuditResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3464,7 +3902,7 @@ func (x *VerifyAuditResponse) String() string {
 func (*VerifyAuditResponse) ProtoMessage() {}
 
 func (x *VerifyAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3477,7 +3915,7 @@ func (x *VerifyAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyAuditResponse.ProtoReflect.Descriptor instead.
 func (*VerifyAuditResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{50}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *VerifyAuditResponse) GetFiles() []*AuditFileCheck {
@@ -3499,7 +3937,7 @@ type AuditFileCheck struct {
 
 func (x *AuditFileCheck) Reset() {
 	*x = AuditFileCheck{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3511,7 +3949,7 @@ func (x *AuditFileCheck) String() string {
 func (*AuditFileCheck) ProtoMessage() {}
 
 func (x *AuditFileCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3524,7 +3962,7 @@ func (x *AuditFileCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditFileCheck.ProtoReflect.Descriptor instead.
 func (*AuditFileCheck) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{51}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *AuditFileCheck) GetFile() string {
@@ -3560,7 +3998,7 @@ var File_garuda_exec_v1_exec_proto protoreflect.FileDescriptor
 const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\n" +
 	"\x19garuda/exec/v1/exec.proto\x12\x0egaruda.exec.v1\"$\n" +
-	"\fHelloRequestJ\x04\b\x01\x10\x02R\x0eclient_version\"\xe7\x01\n" +
+	"\fHelloRequestJ\x04\b\x01\x10\x02R\x0eclient_version\"\x8c\x02\n" +
 	"\rHelloResponse\x12%\n" +
 	"\x0ebroker_version\x18\x01 \x01(\tR\rbrokerVersion\x12\x1f\n" +
 	"\vapi_version\x18\x02 \x01(\tR\n" +
@@ -3569,7 +4007,8 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x03uid\x18\x04 \x01(\rR\x03uid\x12\x12\n" +
 	"\x04home\x18\x05 \x01(\tR\x04home\x121\n" +
 	"\asandbox\x18\x06 \x03(\v2\x17.garuda.exec.v1.FeatureR\asandbox\x12#\n" +
-	"\rsandbox_ready\x18\a \x01(\bR\fsandboxReady\"Q\n" +
+	"\rsandbox_ready\x18\a \x01(\bR\fsandboxReady\x12#\n" +
+	"\ropen_sessions\x18\b \x01(\rR\fopenSessions\"Q\n" +
 	"\aFeature\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\benforced\x18\x02 \x01(\bR\benforced\x12\x16\n" +
@@ -3605,7 +4044,36 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\anotices\x18\x03 \x03(\tR\anotices\x12\"\n" +
 	"\finstructions\x18\x04 \x01(\tR\finstructions\x12+\n" +
 	"\x11instructions_file\x18\x05 \x01(\tR\x10instructionsFile\x127\n" +
-	"\bcommands\x18\x06 \x03(\v2\x1b.garuda.exec.v1.CommandInfoR\bcommands\"4\n" +
+	"\bcommands\x18\x06 \x03(\v2\x1b.garuda.exec.v1.CommandInfoR\bcommands\"I\n" +
+	"\x14ResumeSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04root\x18\x02 \x01(\tR\x04root\"\x99\x01\n" +
+	"\x15ResumeSessionResponse\x12=\n" +
+	"\x06opened\x18\x01 \x01(\v2#.garuda.exec.v1.OpenSessionResponseH\x00R\x06opened\x12:\n" +
+	"\aentries\x18\x02 \x01(\v2\x1e.garuda.exec.v1.SessionEntriesH\x00R\aentriesB\x05\n" +
+	"\x03msg\"H\n" +
+	"\x0eSessionEntries\x126\n" +
+	"\aentries\x18\x01 \x03(\v2\x1c.garuda.exec.v1.SessionEntryR\aentries\"J\n" +
+	"\fSessionEntry\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
+	"\x04time\x18\x03 \x01(\tR\x04time\"W\n" +
+	"\x13ListSessionsRequest\x12\x12\n" +
+	"\x04root\x18\x01 \x01(\tR\x04root\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"s\n" +
+	"\x14ListSessionsResponse\x12:\n" +
+	"\bsessions\x18\x01 \x03(\v2\x1e.garuda.exec.v1.SessionSummaryR\bsessions\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"x\n" +
+	"\x0eSessionSummary\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04root\x18\x02 \x01(\tR\x04root\x12\x14\n" +
+	"\x05title\x18\x03 \x01(\tR\x05title\x12\x1d\n" +
+	"\n" +
+	"updated_at\x18\x04 \x01(\tR\tupdatedAt\"4\n" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x16\n" +
@@ -3809,11 +4277,14 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x10STATUS_COMPLETED\x10\x01\x12\x11\n" +
 	"\rSTATUS_FAILED\x10\x02\x12\x11\n" +
 	"\rSTATUS_DENIED\x10\x03\x12\x14\n" +
-	"\x10STATUS_CANCELLED\x10\x042\xef\b\n" +
+	"\x10STATUS_CANCELLED\x10\x042\xaa\n" +
+	"\n" +
 	"\vExecService\x12D\n" +
 	"\x05Hello\x12\x1c.garuda.exec.v1.HelloRequest\x1a\x1d.garuda.exec.v1.HelloResponse\x12J\n" +
 	"\aPrepare\x12\x1e.garuda.exec.v1.PrepareRequest\x1a\x1f.garuda.exec.v1.PrepareResponse\x12V\n" +
-	"\vOpenSession\x12\".garuda.exec.v1.OpenSessionRequest\x1a#.garuda.exec.v1.OpenSessionResponse\x12Y\n" +
+	"\vOpenSession\x12\".garuda.exec.v1.OpenSessionRequest\x1a#.garuda.exec.v1.OpenSessionResponse\x12^\n" +
+	"\rResumeSession\x12$.garuda.exec.v1.ResumeSessionRequest\x1a%.garuda.exec.v1.ResumeSessionResponse0\x01\x12Y\n" +
+	"\fListSessions\x12#.garuda.exec.v1.ListSessionsRequest\x1a$.garuda.exec.v1.ListSessionsResponse\x12Y\n" +
 	"\fCloseSession\x12#.garuda.exec.v1.CloseSessionRequest\x1a$.garuda.exec.v1.CloseSessionResponse\x12J\n" +
 	"\aSetMode\x12\x1e.garuda.exec.v1.SetModeRequest\x1a\x1f.garuda.exec.v1.SetModeResponse\x12E\n" +
 	"\x04Call\x12\x1b.garuda.exec.v1.CallRequest\x1a\x1c.garuda.exec.v1.CallResponse(\x010\x01\x12G\n" +
@@ -3839,131 +4310,146 @@ func file_garuda_exec_v1_exec_proto_rawDescGZIP() []byte {
 }
 
 var file_garuda_exec_v1_exec_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_garuda_exec_v1_exec_proto_goTypes = []any{
-	(Mode)(0),                    // 0: garuda.exec.v1.Mode
-	(Choice)(0),                  // 1: garuda.exec.v1.Choice
-	(Status)(0),                  // 2: garuda.exec.v1.Status
-	(Resolved_Kind)(0),           // 3: garuda.exec.v1.Resolved.Kind
-	(*HelloRequest)(nil),         // 4: garuda.exec.v1.HelloRequest
-	(*HelloResponse)(nil),        // 5: garuda.exec.v1.HelloResponse
-	(*Feature)(nil),              // 6: garuda.exec.v1.Feature
-	(*PrepareRequest)(nil),       // 7: garuda.exec.v1.PrepareRequest
-	(*PrepareResponse)(nil),      // 8: garuda.exec.v1.PrepareResponse
-	(*ModelSettings)(nil),        // 9: garuda.exec.v1.ModelSettings
-	(*OpenSessionRequest)(nil),   // 10: garuda.exec.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),  // 11: garuda.exec.v1.OpenSessionResponse
-	(*CloseSessionRequest)(nil),  // 12: garuda.exec.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil), // 13: garuda.exec.v1.CloseSessionResponse
-	(*SetModeRequest)(nil),       // 14: garuda.exec.v1.SetModeRequest
-	(*SetModeResponse)(nil),      // 15: garuda.exec.v1.SetModeResponse
-	(*CallRequest)(nil),          // 16: garuda.exec.v1.CallRequest
-	(*CallResponse)(nil),         // 17: garuda.exec.v1.CallResponse
-	(*Start)(nil),                // 18: garuda.exec.v1.Start
-	(*ReadFile)(nil),             // 19: garuda.exec.v1.ReadFile
-	(*WriteFile)(nil),            // 20: garuda.exec.v1.WriteFile
-	(*EditFile)(nil),             // 21: garuda.exec.v1.EditFile
-	(*Glob)(nil),                 // 22: garuda.exec.v1.Glob
-	(*Grep)(nil),                 // 23: garuda.exec.v1.Grep
-	(*Bash)(nil),                 // 24: garuda.exec.v1.Bash
-	(*ResolveCommand)(nil),       // 25: garuda.exec.v1.ResolveCommand
-	(*AttachMention)(nil),        // 26: garuda.exec.v1.AttachMention
-	(*LoadSkill)(nil),            // 27: garuda.exec.v1.LoadSkill
-	(*Question)(nil),             // 28: garuda.exec.v1.Question
-	(*Diff)(nil),                 // 29: garuda.exec.v1.Diff
-	(*Answer)(nil),               // 30: garuda.exec.v1.Answer
-	(*Cancel)(nil),               // 31: garuda.exec.v1.Cancel
-	(*Progress)(nil),             // 32: garuda.exec.v1.Progress
-	(*Result)(nil),               // 33: garuda.exec.v1.Result
-	(*Location)(nil),             // 34: garuda.exec.v1.Location
-	(*Resolved)(nil),             // 35: garuda.exec.v1.Resolved
-	(*RecordRequest)(nil),        // 36: garuda.exec.v1.RecordRequest
-	(*RecordResponse)(nil),       // 37: garuda.exec.v1.RecordResponse
-	(*CommandInfo)(nil),          // 38: garuda.exec.v1.CommandInfo
-	(*ListCommandsRequest)(nil),  // 39: garuda.exec.v1.ListCommandsRequest
-	(*ListCommandsResponse)(nil), // 40: garuda.exec.v1.ListCommandsResponse
-	(*SetupOptionsRequest)(nil),  // 41: garuda.exec.v1.SetupOptionsRequest
-	(*SetupOptionsResponse)(nil), // 42: garuda.exec.v1.SetupOptionsResponse
-	(*SetupProvider)(nil),        // 43: garuda.exec.v1.SetupProvider
-	(*SetupRequest)(nil),         // 44: garuda.exec.v1.SetupRequest
-	(*SetupResponse)(nil),        // 45: garuda.exec.v1.SetupResponse
-	(*InspectTrustRequest)(nil),  // 46: garuda.exec.v1.InspectTrustRequest
-	(*InspectTrustResponse)(nil), // 47: garuda.exec.v1.InspectTrustResponse
-	(*PinTrustRequest)(nil),      // 48: garuda.exec.v1.PinTrustRequest
-	(*PinTrustResponse)(nil),     // 49: garuda.exec.v1.PinTrustResponse
-	(*UndoRequest)(nil),          // 50: garuda.exec.v1.UndoRequest
-	(*UndoResponse)(nil),         // 51: garuda.exec.v1.UndoResponse
-	(*UndoEntry)(nil),            // 52: garuda.exec.v1.UndoEntry
-	(*VerifyAuditRequest)(nil),   // 53: garuda.exec.v1.VerifyAuditRequest
-	(*VerifyAuditResponse)(nil),  // 54: garuda.exec.v1.VerifyAuditResponse
-	(*AuditFileCheck)(nil),       // 55: garuda.exec.v1.AuditFileCheck
+	(Mode)(0),                     // 0: garuda.exec.v1.Mode
+	(Choice)(0),                   // 1: garuda.exec.v1.Choice
+	(Status)(0),                   // 2: garuda.exec.v1.Status
+	(Resolved_Kind)(0),            // 3: garuda.exec.v1.Resolved.Kind
+	(*HelloRequest)(nil),          // 4: garuda.exec.v1.HelloRequest
+	(*HelloResponse)(nil),         // 5: garuda.exec.v1.HelloResponse
+	(*Feature)(nil),               // 6: garuda.exec.v1.Feature
+	(*PrepareRequest)(nil),        // 7: garuda.exec.v1.PrepareRequest
+	(*PrepareResponse)(nil),       // 8: garuda.exec.v1.PrepareResponse
+	(*ModelSettings)(nil),         // 9: garuda.exec.v1.ModelSettings
+	(*OpenSessionRequest)(nil),    // 10: garuda.exec.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),   // 11: garuda.exec.v1.OpenSessionResponse
+	(*ResumeSessionRequest)(nil),  // 12: garuda.exec.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil), // 13: garuda.exec.v1.ResumeSessionResponse
+	(*SessionEntries)(nil),        // 14: garuda.exec.v1.SessionEntries
+	(*SessionEntry)(nil),          // 15: garuda.exec.v1.SessionEntry
+	(*ListSessionsRequest)(nil),   // 16: garuda.exec.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 17: garuda.exec.v1.ListSessionsResponse
+	(*SessionSummary)(nil),        // 18: garuda.exec.v1.SessionSummary
+	(*CloseSessionRequest)(nil),   // 19: garuda.exec.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),  // 20: garuda.exec.v1.CloseSessionResponse
+	(*SetModeRequest)(nil),        // 21: garuda.exec.v1.SetModeRequest
+	(*SetModeResponse)(nil),       // 22: garuda.exec.v1.SetModeResponse
+	(*CallRequest)(nil),           // 23: garuda.exec.v1.CallRequest
+	(*CallResponse)(nil),          // 24: garuda.exec.v1.CallResponse
+	(*Start)(nil),                 // 25: garuda.exec.v1.Start
+	(*ReadFile)(nil),              // 26: garuda.exec.v1.ReadFile
+	(*WriteFile)(nil),             // 27: garuda.exec.v1.WriteFile
+	(*EditFile)(nil),              // 28: garuda.exec.v1.EditFile
+	(*Glob)(nil),                  // 29: garuda.exec.v1.Glob
+	(*Grep)(nil),                  // 30: garuda.exec.v1.Grep
+	(*Bash)(nil),                  // 31: garuda.exec.v1.Bash
+	(*ResolveCommand)(nil),        // 32: garuda.exec.v1.ResolveCommand
+	(*AttachMention)(nil),         // 33: garuda.exec.v1.AttachMention
+	(*LoadSkill)(nil),             // 34: garuda.exec.v1.LoadSkill
+	(*Question)(nil),              // 35: garuda.exec.v1.Question
+	(*Diff)(nil),                  // 36: garuda.exec.v1.Diff
+	(*Answer)(nil),                // 37: garuda.exec.v1.Answer
+	(*Cancel)(nil),                // 38: garuda.exec.v1.Cancel
+	(*Progress)(nil),              // 39: garuda.exec.v1.Progress
+	(*Result)(nil),                // 40: garuda.exec.v1.Result
+	(*Location)(nil),              // 41: garuda.exec.v1.Location
+	(*Resolved)(nil),              // 42: garuda.exec.v1.Resolved
+	(*RecordRequest)(nil),         // 43: garuda.exec.v1.RecordRequest
+	(*RecordResponse)(nil),        // 44: garuda.exec.v1.RecordResponse
+	(*CommandInfo)(nil),           // 45: garuda.exec.v1.CommandInfo
+	(*ListCommandsRequest)(nil),   // 46: garuda.exec.v1.ListCommandsRequest
+	(*ListCommandsResponse)(nil),  // 47: garuda.exec.v1.ListCommandsResponse
+	(*SetupOptionsRequest)(nil),   // 48: garuda.exec.v1.SetupOptionsRequest
+	(*SetupOptionsResponse)(nil),  // 49: garuda.exec.v1.SetupOptionsResponse
+	(*SetupProvider)(nil),         // 50: garuda.exec.v1.SetupProvider
+	(*SetupRequest)(nil),          // 51: garuda.exec.v1.SetupRequest
+	(*SetupResponse)(nil),         // 52: garuda.exec.v1.SetupResponse
+	(*InspectTrustRequest)(nil),   // 53: garuda.exec.v1.InspectTrustRequest
+	(*InspectTrustResponse)(nil),  // 54: garuda.exec.v1.InspectTrustResponse
+	(*PinTrustRequest)(nil),       // 55: garuda.exec.v1.PinTrustRequest
+	(*PinTrustResponse)(nil),      // 56: garuda.exec.v1.PinTrustResponse
+	(*UndoRequest)(nil),           // 57: garuda.exec.v1.UndoRequest
+	(*UndoResponse)(nil),          // 58: garuda.exec.v1.UndoResponse
+	(*UndoEntry)(nil),             // 59: garuda.exec.v1.UndoEntry
+	(*VerifyAuditRequest)(nil),    // 60: garuda.exec.v1.VerifyAuditRequest
+	(*VerifyAuditResponse)(nil),   // 61: garuda.exec.v1.VerifyAuditResponse
+	(*AuditFileCheck)(nil),        // 62: garuda.exec.v1.AuditFileCheck
 }
 var file_garuda_exec_v1_exec_proto_depIdxs = []int32{
 	6,  // 0: garuda.exec.v1.HelloResponse.sandbox:type_name -> garuda.exec.v1.Feature
 	9,  // 1: garuda.exec.v1.PrepareResponse.ready:type_name -> garuda.exec.v1.ModelSettings
 	0,  // 2: garuda.exec.v1.OpenSessionRequest.mode:type_name -> garuda.exec.v1.Mode
-	38, // 3: garuda.exec.v1.OpenSessionResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	0,  // 4: garuda.exec.v1.SetModeRequest.mode:type_name -> garuda.exec.v1.Mode
-	18, // 5: garuda.exec.v1.CallRequest.start:type_name -> garuda.exec.v1.Start
-	30, // 6: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
-	31, // 7: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
-	28, // 8: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
-	32, // 9: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
-	33, // 10: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
-	19, // 11: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
-	20, // 12: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
-	21, // 13: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
-	22, // 14: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
-	23, // 15: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
-	24, // 16: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
-	25, // 17: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
-	26, // 18: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
-	27, // 19: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
-	29, // 20: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
-	1,  // 21: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
-	1,  // 22: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
-	2,  // 23: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
-	34, // 24: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
-	35, // 25: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
-	3,  // 26: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
-	38, // 27: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	43, // 28: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
-	52, // 29: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
-	52, // 30: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
-	55, // 31: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
-	4,  // 32: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
-	7,  // 33: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
-	10, // 34: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
-	12, // 35: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
-	14, // 36: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
-	16, // 37: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
-	36, // 38: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
-	39, // 39: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
-	41, // 40: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
-	44, // 41: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
-	46, // 42: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
-	48, // 43: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
-	50, // 44: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
-	53, // 45: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
-	5,  // 46: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
-	8,  // 47: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
-	11, // 48: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
-	13, // 49: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
-	15, // 50: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
-	17, // 51: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
-	37, // 52: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
-	40, // 53: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
-	42, // 54: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
-	45, // 55: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
-	47, // 56: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
-	49, // 57: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
-	51, // 58: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
-	54, // 59: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
-	46, // [46:60] is the sub-list for method output_type
-	32, // [32:46] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	45, // 3: garuda.exec.v1.OpenSessionResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	11, // 4: garuda.exec.v1.ResumeSessionResponse.opened:type_name -> garuda.exec.v1.OpenSessionResponse
+	14, // 5: garuda.exec.v1.ResumeSessionResponse.entries:type_name -> garuda.exec.v1.SessionEntries
+	15, // 6: garuda.exec.v1.SessionEntries.entries:type_name -> garuda.exec.v1.SessionEntry
+	18, // 7: garuda.exec.v1.ListSessionsResponse.sessions:type_name -> garuda.exec.v1.SessionSummary
+	0,  // 8: garuda.exec.v1.SetModeRequest.mode:type_name -> garuda.exec.v1.Mode
+	25, // 9: garuda.exec.v1.CallRequest.start:type_name -> garuda.exec.v1.Start
+	37, // 10: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
+	38, // 11: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
+	35, // 12: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
+	39, // 13: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
+	40, // 14: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
+	26, // 15: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
+	27, // 16: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
+	28, // 17: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
+	29, // 18: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
+	30, // 19: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
+	31, // 20: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
+	32, // 21: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
+	33, // 22: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
+	34, // 23: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
+	36, // 24: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
+	1,  // 25: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
+	1,  // 26: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
+	2,  // 27: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
+	41, // 28: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
+	42, // 29: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
+	3,  // 30: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
+	45, // 31: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	50, // 32: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
+	59, // 33: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
+	59, // 34: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
+	62, // 35: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
+	4,  // 36: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
+	7,  // 37: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
+	10, // 38: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
+	12, // 39: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
+	16, // 40: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
+	19, // 41: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
+	21, // 42: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
+	23, // 43: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
+	43, // 44: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
+	46, // 45: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
+	48, // 46: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
+	51, // 47: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
+	53, // 48: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
+	55, // 49: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
+	57, // 50: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
+	60, // 51: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
+	5,  // 52: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
+	8,  // 53: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
+	11, // 54: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
+	13, // 55: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
+	17, // 56: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
+	20, // 57: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
+	22, // 58: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
+	24, // 59: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
+	44, // 60: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
+	47, // 61: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
+	49, // 62: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
+	52, // 63: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
+	54, // 64: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
+	56, // 65: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
+	58, // 66: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
+	61, // 67: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
+	52, // [52:68] is the sub-list for method output_type
+	36, // [36:52] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_garuda_exec_v1_exec_proto_init() }
@@ -3975,17 +4461,21 @@ func file_garuda_exec_v1_exec_proto_init() {
 		(*PrepareResponse_Ready)(nil),
 		(*PrepareResponse_AuthRequired)(nil),
 	}
-	file_garuda_exec_v1_exec_proto_msgTypes[12].OneofWrappers = []any{
+	file_garuda_exec_v1_exec_proto_msgTypes[9].OneofWrappers = []any{
+		(*ResumeSessionResponse_Opened)(nil),
+		(*ResumeSessionResponse_Entries)(nil),
+	}
+	file_garuda_exec_v1_exec_proto_msgTypes[19].OneofWrappers = []any{
 		(*CallRequest_Start)(nil),
 		(*CallRequest_Answer)(nil),
 		(*CallRequest_Cancel)(nil),
 	}
-	file_garuda_exec_v1_exec_proto_msgTypes[13].OneofWrappers = []any{
+	file_garuda_exec_v1_exec_proto_msgTypes[20].OneofWrappers = []any{
 		(*CallResponse_Question)(nil),
 		(*CallResponse_Progress)(nil),
 		(*CallResponse_Result)(nil),
 	}
-	file_garuda_exec_v1_exec_proto_msgTypes[14].OneofWrappers = []any{
+	file_garuda_exec_v1_exec_proto_msgTypes[21].OneofWrappers = []any{
 		(*Start_ReadFile)(nil),
 		(*Start_WriteFile)(nil),
 		(*Start_EditFile)(nil),
@@ -4002,7 +4492,7 @@ func file_garuda_exec_v1_exec_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_garuda_exec_v1_exec_proto_rawDesc), len(file_garuda_exec_v1_exec_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   52,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

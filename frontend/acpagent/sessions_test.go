@@ -1,0 +1,385 @@
+package acpagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/garuda-dev/garuda/frontend/model"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// stop ends the agent and its broker, as when the editor quits: stdin closes, Serve returns, the broker shuts
+// down. The env's cleanups still run.
+func (e *env) stop() {
+	e.t.Helper()
+	e.stdin.Close()
+	select {
+	case err := <-e.served:
+		e.served <- err
+	case <-time.After(waitLimit):
+		e.t.Fatal("Serve did not return after stdin closed")
+	}
+	e.stopSrv()
+}
+
+// transcriptOf is what an editor shows of a session's updates: runs of message or thought chunks joined, a tool
+// call's progress left out, the / menu left out. Each update as its JSON, to compare ids, order, statuses and
+// content at once.
+func transcriptOf(ups []acp.SessionNotification, sid string) []string {
+	var out []string
+	lastKind := ""
+	for _, n := range ups {
+		if string(n.SessionId) != sid {
+			continue
+		}
+		u := n.Update
+		switch {
+		case u.AvailableCommandsUpdate != nil:
+			continue
+		case u.ToolCallUpdate != nil && (u.ToolCallUpdate.Status == nil || *u.ToolCallUpdate.Status == acp.ToolCallStatusInProgress):
+			continue
+		case u.AgentMessageChunk != nil || u.AgentThoughtChunk != nil:
+			kind, text := "message", ""
+			if u.AgentThoughtChunk != nil {
+				kind, text = "thought", u.AgentThoughtChunk.Content.Text.Text
+			} else {
+				text = u.AgentMessageChunk.Content.Text.Text
+			}
+			if kind == lastKind {
+				out[len(out)-1] += text
+				continue
+			}
+			lastKind = kind
+			out = append(out, kind+": "+text)
+			continue
+		}
+		lastKind = ""
+		j, _ := json.Marshal(u)
+		out = append(out, string(j))
+	}
+	return out
+}
+
+func userChunk(text string) string {
+	j, _ := json.Marshal(acp.SessionUpdate{UserMessageChunk: &acp.SessionUpdateUserMessageChunk{Content: acp.TextBlock(text)}})
+	return string(j)
+}
+
+// aRichTurn runs a turn with a thought, text, an allowed edit (a diff) and a denied command; it returns the
+// prompt.
+func aRichTurn(e *env, sid string) string {
+	e.t.Helper()
+	e.write("a.txt", "alpha\n")
+	e.ed.answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+		if r.ToolCall.Title != nil && strings.HasPrefix(*r.ToolCall.Title, "$") {
+			return selected("deny"), nil
+		}
+		return selected("once"), nil
+	}
+	think := model.Step{Response: &model.Response{Message: model.Message{Content: []model.Block{
+		{Type: model.BlockThinking, Text: "The user wants a change.", Signature: "sig"},
+		{Type: model.BlockText, Text: "I will edit a.txt, then ask to run curl."},
+		{Type: model.BlockToolUse, ToolUseID: "toolu_edit", Name: "edit_file", Input: json.RawMessage(`{"path":"a.txt","old_string":"alpha","new_string":"beta"}`)},
+	}}, StopReason: model.StopToolUse}}
+	e.fake.Push(think,
+		tool("toolu_curl", "bash", `{"command":"curl https://example.com","sandbox":false}`),
+		model.TextStep("Done: a.txt says beta; curl was not allowed."))
+	prompt := "Change alpha to beta\nand fetch example.com"
+	if got := e.promptOK(sid, prompt); got != acp.StopReasonEndTurn {
+		e.t.Fatalf("stop %q", got)
+	}
+	if e.read("a.txt") != "beta\n" {
+		e.t.Fatalf("a.txt = %q", e.read("a.txt"))
+	}
+	return prompt
+}
+
+// TestLoadReplaysWhatTheEditorSaw: after a restart of garuda acp and its broker, session/load replays the turn
+// (user chunk, title, thought, text, the edit with its diff, the denied command, the final text) exactly as the
+// editor saw it, all before its response; the session goes on with the same id and the model hears the whole
+// conversation.
+func TestLoadReplaysWhatTheEditorSaw(t *testing.T) {
+	base := t.TempDir()
+	e := newEnvIn(t, base)
+	sid := e.newSession()
+	prompt := aRichTurn(e, sid)
+	live, _ := e.ed.snapshot()
+	want := append([]string{userChunk(prompt)}, transcriptOf(live, sid)...)
+	heard := e.fake.Requests()
+	e.stop()
+
+	e2 := newEnvIn(t, base)
+	res, err := e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: e2.root, McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatalf("session/load: %v", err)
+	}
+	if res.Modes == nil || res.Modes.CurrentModeId != modeBuild {
+		t.Errorf("modes %+v", res.Modes)
+	}
+	// The SDK hands the client every notification sent before the response before the response itself: what is
+	// here now is what came before the response.
+	replay, _ := e2.ed.snapshot()
+	got := transcriptOf(replay, sid)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("replay differs from the live transcript:\n got %d:\n  %s\nwant %d:\n  %s", len(got), strings.Join(got, "\n  "),
+			len(want), strings.Join(want, "\n  "))
+	}
+	// What the test relies on is there: the diff, the denied command, the title.
+	all := strings.Join(got, "\n")
+	for _, s := range []string{`"type":"diff"`, `"oldText":"alpha\n"`, `"status":"failed"`, `"title":"Change alpha to beta"`,
+		`"sessionUpdate":"session_info_update"`} {
+		if !strings.Contains(all, s) {
+			t.Errorf("replay lacks %s", s)
+		}
+	}
+
+	// The session goes on: the model hears the whole conversation, and the load's notice comes with the prompt.
+	e2.fake.Push(model.TextStep("Still here."))
+	if got := e2.promptOK(sid, "what did you change?"); got != acp.StopReasonEndTurn {
+		t.Fatalf("follow-up stop %q", got)
+	}
+	reqs := e2.fake.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests after the load", len(reqs))
+	}
+	last := heard[len(heard)-1].Messages
+	msgs := reqs[0].Messages
+	if len(msgs) != len(last)+2 || !reflect.DeepEqual(msgs[:len(last)], last) {
+		t.Fatalf("the model heard %d messages after the load, want the %d before and 2 more:\n%+v", len(msgs), len(last), msgs)
+	}
+	if msgs[len(last)].Content[0].Text != "Done: a.txt says beta; curl was not allowed." || reqs[0].LastUserText() != "what did you change?" {
+		t.Errorf("the follow-up request ends with %+v", msgs[len(last):])
+	}
+	after, _ := e2.ed.snapshot()
+	if !strings.Contains(messages(after[len(replay):]), "Allow for this session") {
+		t.Errorf("no notice that session answers ended: %q", messages(after[len(replay):]))
+	}
+	// A second load of the open session is refused.
+	_, err = e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: e2.root, McpServers: []acp.McpServer{}})
+	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "open already") {
+		t.Errorf("second load: %v", err)
+	}
+}
+
+// TestLoadRefusesBadInput: each bad input is a clear JSON-RPC error, the session file is unchanged, and the agent
+// keeps serving.
+func TestLoadRefusesBadInput(t *testing.T) {
+	base := t.TempDir()
+	e := newEnvIn(t, base)
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("hello"))
+	e.promptOK(sid, "hi")
+	e.stop()
+	path := filepath.Join(e.home, "sessions", sid+".jsonl")
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	e2 := newEnvIn(t, base)
+	other := filepath.Join(base, "other")
+	os.MkdirAll(other, 0o755)
+	load := func(id, cwd string) error {
+		_, err := e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: acp.SessionId(id), Cwd: cwd, McpServers: []acp.McpServer{}})
+		return err
+	}
+	for _, c := range []struct {
+		name, id, cwd, want string
+	}{
+		{"path characters", "../" + sid, e2.root, "invalid session id"},
+		{"unknown id", "nosuchsession", e2.root, "unknown session"},
+		{"relative cwd", sid, "proj", "absolute"},
+		{"another root", sid, other, "belongs to the project"},
+	} {
+		err := load(c.id, c.cwd)
+		if err == nil {
+			t.Errorf("%s: loaded", c.name)
+			continue
+		}
+		if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, c.want) {
+			t.Errorf("%s: %d %q, want -32602 with %q", c.name, re.Code, re.Message, c.want)
+		}
+	}
+	// A hand-edited file: a line in the middle that is no entry; then one whose update does not decode.
+	for _, bad := range []string{"not json\n", `{"time":"2026-12-04T00:00:00Z","kind":"update","data":{"sessionUpdate":42}}` + "\n"} {
+		lines := strings.SplitAfter(string(orig), "\n")
+		edited := strings.Join(lines[:2], "") + bad + strings.Join(lines[2:], "")
+		os.WriteFile(path, []byte(edited), 0o600)
+		err := load(sid, e2.root)
+		if err == nil {
+			t.Fatalf("a hand-edited file loaded")
+		}
+		if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "session") {
+			t.Errorf("hand-edited file: %d %q", re.Code, re.Message)
+		}
+		if b, _ := os.ReadFile(path); string(b) != edited {
+			t.Errorf("a refused load changed the file")
+		}
+	}
+	os.WriteFile(path, orig, 0o600)
+	// A foreign file: another user's header.
+	foreign := strings.Replace(string(orig), fmt.Sprintf(`"uid":%d`, os.Getuid()), `"uid":4242`, 1)
+	os.WriteFile(path, []byte(foreign), 0o600)
+	if re := reqErr(t, load(sid, e2.root)); re.Code != -32602 || !strings.Contains(re.Message, "another user") {
+		t.Errorf("foreign file: %d %q", re.Code, re.Message)
+	}
+	os.WriteFile(path, orig, 0o600)
+	// The agent still serves, and the intact file loads.
+	if err := load(sid, e2.root); err != nil {
+		t.Fatalf("the intact file after the refusals: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != string(orig) {
+		t.Errorf("a load without a prompt changed the file")
+	}
+}
+
+// TestTornFileLoadsWithANotice: a file whose last line a crash cut is loaded up to its last whole entry; the
+// notice comes with the next prompt, not in the replay, and the next entries are whole lines.
+func TestTornFileLoadsWithANotice(t *testing.T) {
+	base := t.TempDir()
+	e := newEnvIn(t, base)
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("hello"))
+	e.promptOK(sid, "hi")
+	e.stop()
+	path := filepath.Join(e.home, "sessions", sid+".jsonl")
+	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"time":"2026-12-04T00:00:00Z","kind":"upd`)
+	f.Close()
+
+	e2 := newEnvIn(t, base)
+	if _, err := e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: e2.root, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("load of a torn file: %v", err)
+	}
+	replay, _ := e2.ed.snapshot()
+	if strings.Contains(messages(replay), "torn") {
+		t.Errorf("the load's notice is inside the replay")
+	}
+	e2.fake.Push(model.TextStep("again"))
+	e2.promptOK(sid, "next")
+	after, _ := e2.ed.snapshot()
+	if !strings.Contains(messages(after[len(replay):]), "torn line") {
+		t.Errorf("no torn-file notice with the next prompt: %q", messages(after[len(replay):]))
+	}
+	e2.stop()
+	b, _ := os.ReadFile(path)
+	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Fatalf("line %d of the file is not whole after the load: %q", i+1, line)
+		}
+	}
+}
+
+// TestResumeListClose: resume goes on without a replay; list shows the session with its title, newest first, by
+// cwd; close frees the broker session, and a second close is an error.
+func TestResumeListClose(t *testing.T) {
+	base := t.TempDir()
+	e := newEnvIn(t, base)
+	first := e.newSession()
+	e.fake.Push(model.TextStep("one"))
+	e.promptOK(first, "first session\nwith a second line")
+	e.waitRecorded(first, "stop") // the file's time is its last entry's, written after the response
+	second := e.newSession()
+	e.fake.Push(model.TextStep("two"))
+	e.promptOK(second, strings.Repeat("long title ", 20))
+	e.stop()
+
+	e2 := newEnvIn(t, base)
+	list, err := e2.conn.ListSessions(e2.ctx(), acp.ListSessionsRequest{Cwd: acp.Ptr(e2.root)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Sessions) != 2 || list.NextCursor != nil {
+		t.Fatalf("list = %+v", list)
+	}
+	if string(list.Sessions[0].SessionId) != second || string(list.Sessions[1].SessionId) != first {
+		t.Errorf("not newest first: %s (%s), %s (%s)", list.Sessions[0].SessionId, deref(list.Sessions[0].UpdatedAt),
+			list.Sessions[1].SessionId, deref(list.Sessions[1].UpdatedAt))
+	}
+	if ti := list.Sessions[1].Title; ti == nil || *ti != "first session" {
+		t.Errorf("title %q", deref(ti))
+	}
+	if ti := list.Sessions[0].Title; ti == nil || len([]rune(*ti)) > titleLimit || !strings.HasSuffix(*ti, "…") {
+		t.Errorf("long title %q", deref(ti))
+	}
+	if s := list.Sessions[0]; s.Cwd != e2.root || s.UpdatedAt == nil {
+		t.Errorf("session info %+v", s)
+	}
+	other, err := e2.conn.ListSessions(e2.ctx(), acp.ListSessionsRequest{Cwd: acp.Ptr(filepath.Join(base, "elsewhere"))})
+	if err != nil || len(other.Sessions) != 0 {
+		t.Errorf("list of another cwd = %+v, %v", other, err)
+	}
+
+	before := openSessions(t, e2)
+	if _, err := e2.conn.ResumeSession(e2.ctx(), acp.ResumeSessionRequest{SessionId: acp.SessionId(first), Cwd: e2.root}); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	ups, _ := e2.ed.snapshot()
+	if len(transcriptOf(ups, first)) != 0 {
+		t.Errorf("resume replayed: %v", transcriptOf(ups, first))
+	}
+	e2.fake.Push(model.TextStep("resumed"))
+	e2.promptOK(first, "go on")
+	if reqs := e2.fake.Requests(); len(reqs[0].Messages) != 3 {
+		t.Errorf("after resume the model heard %d messages, want 3", len(reqs[0].Messages))
+	}
+	if n := openSessions(t, e2); n != before+1 {
+		t.Fatalf("broker sessions %d after resume, want %d", n, before+1)
+	}
+	if _, err := e2.conn.CloseSession(e2.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(first)}); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if n := openSessions(t, e2); n != before {
+		t.Errorf("broker sessions %d after close, want %d", n, before)
+	}
+	_, err = e2.conn.CloseSession(e2.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(first)})
+	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "unknown session") {
+		t.Errorf("second close: %v", err)
+	}
+	if _, err := e2.prompt(first, acp.TextBlock("after close")); err == nil {
+		t.Errorf("a prompt after close ran")
+	}
+	// Closed, it can be loaded again.
+	if _, err := e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: acp.SessionId(first), Cwd: e2.root, McpServers: []acp.McpServer{}}); err != nil {
+		t.Errorf("load after close: %v", err)
+	}
+}
+
+func openSessions(t *testing.T, e *env) int {
+	t.Helper()
+	h, err := e.broker.Hello(e.ctx(), &execv1.HelloRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(h.GetOpenSessions())
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+// waitRecorded waits until the session's file has an entry of kind: entries are written after the turn answers.
+func (e *env) waitRecorded(sid, kind string) {
+	e.t.Helper()
+	path := filepath.Join(e.home, "sessions", sid+".jsonl")
+	deadline := time.Now().Add(waitLimit)
+	for time.Now().Before(deadline) {
+		if b, _ := os.ReadFile(path); strings.Contains(string(b), `"kind":"`+kind+`"`) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.t.Fatalf("no %s entry in %s", kind, path)
+}
