@@ -249,11 +249,8 @@ func (s *server) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest
 	if err := sess.setMode(ctx, string(p.ModeId)); err != nil {
 		return acp.SetSessionModeResponse{}, err
 	}
+	sess.modeChanged()
 	return acp.SetSessionModeResponse{}, nil
-}
-
-func (s *server) SetSessionConfigOption(ctx context.Context, p acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
-	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
 }
 
 // brokerGoneMarker is a piece of the JSON of a prompt's error response when the broker is gone, unique per session.

@@ -107,6 +107,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		return acp.NewSessionResponse{}, requestError("open the session: " + statusMessage(err))
 	}
 	sess := s.buildSession(open, ms, client, p.Cwd)
+	sess.setModel(ms, client, prep.GetModels())
 	sess.notices = append(prep.GetNotices(), sess.notices...)
 	if names := mcpNames(p.McpServers); len(names) > 0 {
 		sess.notices = append(sess.notices, fmt.Sprintf("the editor's MCP servers are not started in this version: %s.", strings.Join(names, ", ")))
@@ -115,7 +116,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		return acp.NewSessionResponse{}, err
 	}
 	s.announce(sess, open.GetCommands())
-	return acp.NewSessionResponse{SessionId: acp.SessionId(sess.id), Modes: modes(modeBuild)}, nil
+	return acp.NewSessionResponse{SessionId: acp.SessionId(sess.id), Modes: modes(modeBuild), ConfigOptions: sess.configOptions()}, nil
 }
 
 // buildSession makes the front end's session over an opened broker session.
@@ -239,6 +240,7 @@ type session struct {
 	open        []openCall
 	questions   int
 	title       string // set from the first prompt
+	cfg         modelConfig
 
 	// The editor's prompts and cancels in the order it sent them (see inbox): a cancel read after a prompt stops
 	// that prompt even when the SDK runs the cancel before the prompt's turn exists.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -99,7 +100,7 @@ func (s *server) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp
 	if err := s.register(ctx, sess); err != nil {
 		return acp.LoadSessionResponse{}, err
 	}
-	return acp.LoadSessionResponse{Modes: modes(sess.currentMode())}, nil
+	return acp.LoadSessionResponse{Modes: modes(sess.currentMode()), ConfigOptions: sess.configOptions()}, nil
 }
 
 // ResumeSession reopens an earlier session without the replay.
@@ -112,7 +113,7 @@ func (s *server) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) 
 	if err := s.register(ctx, sess); err != nil {
 		return acp.ResumeSessionResponse{}, err
 	}
-	return acp.ResumeSessionResponse{Modes: modes(sess.currentMode())}, nil
+	return acp.ResumeSessionResponse{Modes: modes(sess.currentMode()), ConfigOptions: sess.configOptions()}, nil
 }
 
 // sendCommands sends the / menu of a reopened session. It goes before the response, whose JSON names no session
@@ -192,6 +193,10 @@ func (s *server) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer
 		return fail(requestError(fmt.Sprintf("set up the model %s: %v", ms.GetName(), err)))
 	}
 	sess := s.buildSession(opened, ms, client, cwd)
+	sess.setModel(ms, client, prep.GetModels())
+	if l := rest.config[configThought]; slices.Contains(levels(ms.GetReasoning()), l) {
+		sess.cfg.thought = l
+	}
 	sess.ag.History = rest.history
 	sess.title = rest.title
 	sess.questions = rest.questions

@@ -155,6 +155,7 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 	}
 
 	s.record("prompt", full)
+	s.applyConfig()
 	stop, err := s.ag.RunTurn(tctx, full, t.emit)
 	return t.end(uctx, stop, err)
 }
