@@ -130,17 +130,56 @@ func parse(data []byte) (entries []Entry, whole int64, err error) {
 		if i < 0 {
 			return entries, int64(off), nil
 		}
-		var e Entry
-		if err := json.Unmarshal(data[off:off+i], &e); err != nil || !validKind.MatchString(e.Kind) {
-			if err == nil {
-				err = fmt.Errorf("kind %q", e.Kind)
+		e, ok := quickEntry(data[off : off+i])
+		if !ok {
+			// Not as the writer writes it: the slow way, which names what is wrong.
+			if err := json.Unmarshal(data[off:off+i], &e); err != nil || !validKind.MatchString(e.Kind) {
+				if err == nil {
+					err = fmt.Errorf("kind %q", e.Kind)
+				}
+				return nil, 0, fmt.Errorf("line %d: %v", n, err)
 			}
-			return nil, 0, fmt.Errorf("line %d: %v", n, err)
 		}
 		entries = append(entries, e)
 		off += i + 1
 	}
 	return entries, int64(off), nil
+}
+
+// quickEntry reads a line exactly as Append writes it, {"time":"…","kind":"…","data":…}, without decoding the
+// data beyond checking that it is one JSON value.
+func quickEntry(line []byte) (Entry, bool) {
+	var e Entry
+	rest, ok := bytes.CutPrefix(line, []byte(`{"time":"`))
+	if !ok {
+		return e, false
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i < 0 {
+		return e, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(rest[:i]))
+	if err != nil {
+		return e, false
+	}
+	rest, ok = bytes.CutPrefix(rest[i:], []byte(`","kind":"`))
+	if !ok {
+		return e, false
+	}
+	if i = bytes.IndexByte(rest, '"'); i < 0 || !validKind.Match(rest[:i]) {
+		return e, false
+	}
+	e.Time, e.Kind = t, string(rest[:i])
+	rest = rest[i+1:]
+	if string(rest) == "}" {
+		return e, true
+	}
+	data, ok := bytes.CutPrefix(rest, []byte(`,"data":`))
+	if !ok || len(data) < 2 || data[len(data)-1] != '}' || !json.Valid(data[:len(data)-1]) {
+		return e, false
+	}
+	e.Data = data[:len(data)-1]
+	return e, true
 }
 
 // Summary is one session in a listing.

@@ -1,6 +1,7 @@
 package acpagent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -94,8 +96,10 @@ func (s *server) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp
 		return acp.LoadSessionResponse{}, err
 	}
 	sess.sendCommands(rest.commands)
-	for _, u := range rest.updates {
-		sess.send(s.base, u)
+	if err := sess.replay(rest); err != nil {
+		s.opts.Broker.CloseSession(context.WithoutCancel(ctx), &execv1.CloseSessionRequest{SessionId: sess.id})
+		sess.closeRecords()
+		return acp.LoadSessionResponse{}, requestError("replay the session: " + err.Error())
 	}
 	if err := s.register(ctx, sess); err != nil {
 		return acp.LoadSessionResponse{}, err
@@ -114,6 +118,40 @@ func (s *server) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) 
 		return acp.ResumeSessionResponse{}, err
 	}
 	return acp.ResumeSessionResponse{Modes: modes(sess.currentMode()), ConfigOptions: sess.configOptions()}, nil
+}
+
+// replayBurst is how many updates the replay sends before it pauses for replayPause: an editor built on the Go
+// SDK closes the connection when more than 1,024 notifications wait to be handled, and a replay is written far
+// faster than an editor draws it.
+const (
+	replayBurst = 256
+	replayPause = time.Millisecond
+)
+
+// replay sends the recorded updates. Each decoded when the file was read (a hand-edited one is refused there), it
+// goes out as recorded: one line each through the writer the SDK uses, which writes each message whole.
+func (s *session) replay(r *restored) error {
+	head, _ := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+	}{"2.0", acp.ClientMethodSessionUpdate})
+	sid, _ := json.Marshal(s.id)
+	var line []byte
+	for i, raw := range r.raw {
+		line = append(line[:0], head[:len(head)-1]...)
+		line = append(line, `,"params":{"sessionId":`...)
+		line = append(line, sid...)
+		line = append(line, `,"update":`...)
+		line = append(line, raw...)
+		line = append(line, "}}\n"...)
+		if _, err := s.srv.out.Write(line); err != nil {
+			return err
+		}
+		if (i+1)%replayBurst == 0 {
+			time.Sleep(replayPause)
+		}
+	}
+	return nil
 }
 
 // sendCommands sends the / menu of a reopened session. It goes before the response, whose JSON names no session
@@ -268,8 +306,8 @@ func sessionRPCError(id string, err error) error {
 
 // restored is a session rebuilt from its file.
 type restored struct {
-	updates   []acp.SessionUpdate // the replay
-	history   []model.Message     // the conversation the model goes on with
+	raw       []json.RawMessage // the replay: each update as recorded
+	history   []model.Message   // the conversation the model goes on with
 	mode      string
 	title     string
 	config    map[string]string
@@ -287,23 +325,23 @@ func restore(entries []*execv1.SessionEntry) (*restored, error) {
 		data := e.GetData()
 		switch e.GetKind() {
 		case recUpdate:
-			var u acp.SessionUpdate
-			if err := json.Unmarshal(data, &u); err != nil {
+			kind, id, err := checkUpdate(data)
+			if err != nil {
 				return nil, bad(err)
 			}
-			if u.ToolCall != nil {
-				id := string(u.ToolCall.ToolCallId)
+			switch kind {
+			case "tool_call":
 				open[id] = true
 				order = append(order, id)
-				var n int
-				if _, err := fmt.Sscanf(id, "garuda-question-%d", &n); err == nil {
-					r.questions = max(r.questions, n)
+				if n, ok := strings.CutPrefix(id, "garuda-question-"); ok {
+					if k, err := strconv.Atoi(n); err == nil {
+						r.questions = max(r.questions, k)
+					}
 				}
+			case "tool_call_update":
+				delete(open, id)
 			}
-			if u.ToolCallUpdate != nil {
-				delete(open, string(u.ToolCallUpdate.ToolCallId))
-			}
-			r.updates = append(r.updates, u)
+			r.raw = append(r.raw, data)
 		case recMessage:
 			var m model.Message
 			if err := json.Unmarshal(data, &m); err != nil || (m.Role != model.RoleUser && m.Role != model.RoleAssistant) {
@@ -337,14 +375,55 @@ func restore(entries []*execv1.SessionEntry) (*restored, error) {
 	// A call that a crash left running ends failed, so that the editor shows no call as running.
 	for _, id := range order {
 		if open[id] {
-			r.updates = append(r.updates, acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{
+			end, _ := json.Marshal(acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{
 				ToolCallId: acp.ToolCallId(id), Status: acp.Ptr(acp.ToolCallStatusFailed),
 				Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock("The session ended before this call finished."))},
 			}})
+			r.raw = append(r.raw, end)
 		}
 	}
 	r.history = repairHistory(r.history)
 	return r, nil
+}
+
+// checkUpdate decodes a recorded update as its variant (the one the discriminator names, of those Garuda sends):
+// a hand-edited one that the editor could not read is refused.
+func checkUpdate(data []byte) (kind, toolCallID string, err error) {
+	// The discriminator, found without a decoding pass of its own: a quote inside a string is escaped, so the
+	// key's only unescaped occurrence is the update's own.
+	_, rest, found := bytes.Cut(data, []byte(`"sessionUpdate":"`))
+	end := bytes.IndexByte(rest, '"')
+	if !found || end < 0 {
+		return "", "", errors.New("no sessionUpdate")
+	}
+	kind = string(rest[:end])
+	switch kind {
+	case "tool_call":
+		var v acp.SessionUpdateToolCall
+		err = json.Unmarshal(data, &v)
+		toolCallID = string(v.ToolCallId)
+	case "tool_call_update":
+		var v acp.SessionToolCallUpdate
+		err = json.Unmarshal(data, &v)
+		toolCallID = string(v.ToolCallId)
+	case "user_message_chunk":
+		err = json.Unmarshal(data, &acp.SessionUpdateUserMessageChunk{})
+	case "agent_message_chunk":
+		err = json.Unmarshal(data, &acp.SessionUpdateAgentMessageChunk{})
+	case "agent_thought_chunk":
+		err = json.Unmarshal(data, &acp.SessionUpdateAgentThoughtChunk{})
+	case "plan":
+		err = json.Unmarshal(data, &acp.SessionUpdatePlan{})
+	case "current_mode_update":
+		err = json.Unmarshal(data, &acp.SessionCurrentModeUpdate{})
+	case "config_option_update":
+		err = json.Unmarshal(data, &acp.SessionConfigOptionUpdate{})
+	case "session_info_update":
+		err = json.Unmarshal(data, &acp.SessionSessionInfoUpdate{})
+	default:
+		return "", "", fmt.Errorf("%q is not an update Garuda sends", kind)
+	}
+	return kind, toolCallID, err
 }
 
 // repairHistory gives every tool_use of the last assistant message a result, as the loop does for calls it did not
