@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/garuda-dev/garuda/broker/sessionlog"
 )
 
 // Errors of the broker's own. The gRPC layer turns them into status codes once, in toStatus.
@@ -34,8 +36,15 @@ func toStatus(err error) error {
 	code := codes.Internal
 	switch {
 	case errors.Is(err, ErrRootNotAbsolute), errors.Is(err, ErrRootNotFolder), errors.Is(err, ErrBadMode),
-		errors.Is(err, ErrProtocol), errors.Is(err, ErrBadRequest):
+		errors.Is(err, ErrProtocol), errors.Is(err, ErrBadRequest), errors.Is(err, sessionlog.ErrBadID),
+		errors.Is(err, sessionlog.ErrCorrupt), errors.Is(err, sessionlog.ErrBadCursor):
 		code = codes.InvalidArgument
+	case errors.Is(err, sessionlog.ErrNotFound):
+		code = codes.NotFound
+	case errors.Is(err, sessionlog.ErrForeign):
+		code = codes.PermissionDenied
+	case errors.Is(err, sessionlog.ErrLocked):
+		code = codes.FailedPrecondition
 	case errors.Is(err, ErrConfig):
 		code = codes.FailedPrecondition
 	case errors.Is(err, ErrNothing):

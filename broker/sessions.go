@@ -2,8 +2,7 @@ package broker
 
 import (
 	"context"
-	"errors"
-	"fmt"
+		"fmt"
 	"path/filepath"
 	"time"
 
@@ -24,7 +23,7 @@ func (s *Service) ResumeSession(req *execv1.ResumeSessionRequest, stream execv1.
 	p, _ := peercred.FromContext(ctx)
 	id := req.GetSessionId()
 	if err := sessionlog.ValidID(id); err != nil {
-		return toStatus(fmt.Errorf("%w: %v", ErrBadRequest, err))
+		return toStatus(err)
 	}
 	root, err := checkRoot(req.GetRoot())
 	if err != nil {
@@ -34,13 +33,13 @@ func (s *Service) ResumeSession(req *execv1.ResumeSessionRequest, stream execv1.
 	_, open := s.sessions[id]
 	s.mu.Unlock()
 	if open {
-		return toStatus(fmt.Errorf("session %s is already open: %w", id, ErrSessionOpen))
+		return toStatus(fmt.Errorf("session %s: %w", id, ErrSessionOpen))
 	}
 	// The file is locked before it is read and its header must name the caller and the root: another user's
 	// session, another project's, or one that another garuda acp has open is refused before anything of it is sent.
 	loaded, err := sessionlog.Load(filepath.Join(s.cfg.Home, "sessions"), id, p.UID, root)
 	if err != nil {
-		return toStatus(sessionError(err))
+		return toStatus(err)
 	}
 	sess, res, err := s.openSession(p, root, execv1.Mode_MODE_BUILD, id, loaded)
 	if err != nil {
@@ -54,7 +53,7 @@ func (s *Service) ResumeSession(req *execv1.ResumeSessionRequest, stream execv1.
 	if _, open := s.sessions[id]; open {
 		s.mu.Unlock()
 		sess.close()
-		return toStatus(fmt.Errorf("session %s is already open: %w", id, ErrSessionOpen))
+		return toStatus(fmt.Errorf("session %s: %w", id, ErrSessionOpen))
 	}
 	s.mu.Unlock()
 	s.register(sess)
@@ -79,21 +78,6 @@ func (s *Service) ResumeSession(req *execv1.ResumeSessionRequest, stream execv1.
 	return nil
 }
 
-// sessionError maps the session file's errors to the broker's.
-func sessionError(err error) error {
-	switch {
-	case errors.Is(err, sessionlog.ErrBadID), errors.Is(err, sessionlog.ErrCorrupt), errors.Is(err, sessionlog.ErrBadCursor):
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
-	case errors.Is(err, sessionlog.ErrNotFound):
-		return fmt.Errorf("%w: %v", ErrUnknownSession, err)
-	case errors.Is(err, sessionlog.ErrForeign):
-		return fmt.Errorf("%w: %v", ErrNotOwner, err)
-	case errors.Is(err, sessionlog.ErrLocked):
-		return fmt.Errorf("%w: %v", ErrSessionOpen, err)
-	}
-	return err
-}
-
 // ListSessions lists the caller's sessions, newest first.
 func (s *Service) ListSessions(ctx context.Context, req *execv1.ListSessionsRequest) (*execv1.ListSessionsResponse, error) {
 	p, _ := peercred.FromContext(ctx)
@@ -111,7 +95,7 @@ func (s *Service) ListSessions(ctx context.Context, req *execv1.ListSessionsRequ
 	}
 	page, next, err := sessionlog.List(filepath.Join(s.cfg.Home, "sessions"), p.UID, root, req.GetCursor(), limit)
 	if err != nil {
-		return nil, toStatus(sessionError(err))
+		return nil, toStatus(err)
 	}
 	res := &execv1.ListSessionsResponse{NextCursor: next}
 	for _, m := range page {

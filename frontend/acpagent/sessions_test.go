@@ -383,3 +383,36 @@ func (e *env) waitRecorded(sid, kind string) {
 	}
 	e.t.Fatalf("no %s entry in %s", kind, path)
 }
+
+// TestLoadRefusesASessionOpenElsewhere: a session that another garuda acp (another broker on the same home) has
+// open cannot be loaded or resumed; once that one closes it, it can.
+func TestLoadRefusesASessionOpenElsewhere(t *testing.T) {
+	base := t.TempDir()
+	e := newEnvIn(t, base)
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("hello"))
+	e.promptOK(sid, "hi")
+
+	other := newEnvIn(t, base) // a second agent and broker, the same user, home and project
+	req := acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: other.root, McpServers: []acp.McpServer{}}
+	_, err := other.conn.LoadSession(other.ctx(), req)
+	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "open in another garuda acp") {
+		t.Errorf("load of a session open elsewhere: %d %q", re.Code, re.Message)
+	} else {
+		t.Logf("the editor reads: %s", re.Message)
+	}
+	_, err = other.conn.ResumeSession(other.ctx(), acp.ResumeSessionRequest{SessionId: acp.SessionId(sid), Cwd: other.root})
+	if re := reqErr(t, err); !strings.Contains(re.Message, "open in another garuda acp") {
+		t.Errorf("resume of a session open elsewhere: %q", re.Message)
+	}
+	if n := openSessions(t, other); n != 0 {
+		t.Errorf("the refused loads left %d broker sessions open", n)
+	}
+	// Control: closed in the first agent, it loads in the second.
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.conn.LoadSession(other.ctx(), req); err != nil {
+		t.Fatalf("load after the close elsewhere: %v", err)
+	}
+}
