@@ -2,7 +2,7 @@ package broker
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"path/filepath"
 	"time"
 
