@@ -13,6 +13,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/garuda-dev/garuda/broker/sessionlog"
 	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -414,5 +415,47 @@ func TestLoadRefusesASessionOpenElsewhere(t *testing.T) {
 	}
 	if _, err := other.conn.LoadSession(other.ctx(), req); err != nil {
 		t.Fatalf("load after the close elsewhere: %v", err)
+	}
+}
+
+// TestListPagesPast100: 150 sessions on the root come in two pages with the protocol's cursor, newest first, each
+// once; a made-up cursor is -32602.
+func TestListPagesPast100(t *testing.T) {
+	e := newEnv(t)
+	dir := filepath.Join(e.home, "sessions")
+	for i := range 150 {
+		w := sessionlog.Create(dir, fmt.Sprintf("s%03d", i), sessionlog.Header{Root: e.root, UID: uint32(os.Getuid())})
+		if err := w.Append(recTitle, json.RawMessage(fmt.Sprintf(`"session %d"`, i))); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		time.Sleep(time.Millisecond) // distinct times of the last entries
+	}
+	var got []acp.SessionInfo
+	var cursor *string
+	pages := 0
+	for {
+		res, err := e.conn.ListSessions(e.ctx(), acp.ListSessionsRequest{Cwd: acp.Ptr(e.root), Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		got = append(got, res.Sessions...)
+		if res.NextCursor == nil {
+			break
+		}
+		cursor = res.NextCursor
+	}
+	if pages != 2 || len(got) != 150 {
+		t.Fatalf("%d pages, %d sessions; want 2 and 150", pages, len(got))
+	}
+	for i, s := range got {
+		if want := fmt.Sprintf("s%03d", 149-i); string(s.SessionId) != want || deref(s.Title) != fmt.Sprintf("session %d", 149-i) {
+			t.Fatalf("item %d = %s %q, want %s", i, s.SessionId, deref(s.Title), want)
+		}
+	}
+	_, err := e.conn.ListSessions(e.ctx(), acp.ListSessionsRequest{Cwd: acp.Ptr(e.root), Cursor: acp.Ptr("made-up")})
+	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "cursor") {
+		t.Errorf("a made-up cursor: %d %q", re.Code, re.Message)
 	}
 }
