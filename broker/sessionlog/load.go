@@ -206,6 +206,7 @@ func List(dir string, uid uint32, root string, cursor string, limit int) ([]Summ
 		return nil, "", fmt.Errorf("list the sessions folder: %w", err)
 	}
 	var all []Summary
+	var infos []os.FileInfo
 	for _, de := range des {
 		name := de.Name()
 		id, isLog := strings.CutSuffix(name, ".jsonl")
@@ -220,8 +221,10 @@ func List(dir string, uid uint32, root string, cursor string, limit int) ([]Summ
 		if !ok || hdr.UID != uid || (root != "" && filepath.Clean(hdr.Root) != filepath.Clean(root)) {
 			continue
 		}
-		all = append(all, Summary{ID: id, Root: hdr.Root, Title: hdr.Title, Updated: lastTime(filepath.Join(dir, name), fi)})
+		all = append(all, Summary{ID: id, Root: hdr.Root, Title: hdr.Title, Updated: fi.ModTime()})
+		infos = append(infos, fi)
 	}
+	preciseTimes(dir, all, infos)
 	sort.Slice(all, func(i, j int) bool { return less(all[i], all[j]) })
 	start := 0
 	if after != nil {
@@ -234,6 +237,32 @@ func List(dir string, uid uint32, root string, cursor string, limit int) ([]Summ
 		next = makeCursor(page[len(page)-1])
 	}
 	return page, next, nil
+}
+
+// nearTie is how close two modification times must be for List to read the files' last entries to order them:
+// some file systems keep modification times to a few milliseconds only.
+const nearTie = 50 * time.Millisecond
+
+// preciseTimes replaces the modification time of the sessions whose times are near another's with the time of
+// their last entry, so that one open per file is the rule and two sessions written close together still come in
+// their order.
+func preciseTimes(dir string, all []Summary, infos []os.FileInfo) {
+	idx := make([]int, len(all))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return all[idx[a]].Updated.Before(all[idx[b]].Updated) })
+	near := make([]bool, len(all))
+	for k := 1; k < len(idx); k++ {
+		if all[idx[k]].Updated.Sub(all[idx[k-1]].Updated) < nearTie {
+			near[idx[k]], near[idx[k-1]] = true, true
+		}
+	}
+	for i, n := range near {
+		if n {
+			all[i].Updated = lastTime(filepath.Join(dir, all[i].ID+".jsonl"), infos[i])
+		}
+	}
 }
 
 // less orders newest first, then by id.

@@ -192,9 +192,10 @@ func TestListPagesNewestFirst(t *testing.T) {
 	}
 }
 
-// BenchmarkList1000: the session/list of a user with 1,000 sessions (the broker's part).
+// BenchmarkList1000: the session/list of a user with 1,000 sessions (the broker's part), written a minute apart.
 func BenchmarkList1000(b *testing.B) {
 	dir := b.TempDir()
+	start := time.Now().Add(-1000 * time.Minute)
 	for i := range 1000 {
 		w := Create(dir, fmt.Sprintf("s%04d", i), Header{Root: "/p", UID: 7})
 		for range 20 {
@@ -202,6 +203,8 @@ func BenchmarkList1000(b *testing.B) {
 		}
 		w.Append(KindTitle, json.RawMessage(`"a title"`))
 		w.Close()
+		at := start.Add(time.Duration(i) * time.Minute)
+		os.Chtimes(w.Path(), at, at)
 	}
 	b.ResetTimer()
 	for b.Loop() {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -131,12 +132,16 @@ func BenchmarkLoad200Turns(b *testing.B) {
 	b.ReportMetric(float64(n), "updates")
 }
 
-// BenchmarkList1000Sessions is session/list of the newest 100 of 1,000 sessions on the root, through the real
-// broker (target: under 50 ms).
+// BenchmarkList1000Sessions is session/list of the newest 100 of 1,000 sessions on the root (written a minute
+// apart), through the real broker (target: under 50 ms).
 func BenchmarkList1000Sessions(b *testing.B) {
 	e := newEnv(b)
+	start := time.Now().Add(-1000 * time.Minute)
 	for i := range 1000 {
-		writeBigSession(b, e.home, e.root, fmt.Sprintf("s%04d", i), 2, 2)
+		id := fmt.Sprintf("s%04d", i)
+		writeBigSession(b, e.home, e.root, id, 2, 2)
+		at := start.Add(time.Duration(i) * time.Minute)
+		os.Chtimes(filepath.Join(e.home, "sessions", id+".jsonl"), at, at)
 	}
 	for b.Loop() {
 		res, err := e.conn.ListSessions(e.ctx(), acp.ListSessionsRequest{Cwd: acp.Ptr(e.root)})
