@@ -200,7 +200,8 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 
 // openSession opens a broker session on root: a new one (id empty: minted, its file created at the first Record),
 // or an earlier one resumed from its loaded file. The session is not registered yet.
-func (s *Service) openSession(p peercred.Peer, reqRoot string, mode execv1.Mode, id string, loaded *sessionlog.Loaded) (*session, *execv1.OpenSessionResponse, error) {
+func (s *Service) openSession(p peercred.Peer, reqRoot string, mode execv1.Mode, id string,
+	loaded *sessionlog.Loaded) (*session, *execv1.OpenSessionResponse, error) {
 	root, err := checkRoot(reqRoot)
 	if err != nil {
 		return nil, nil, err

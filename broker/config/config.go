@@ -255,7 +255,8 @@ func (c *Config) parseModels(data []byte) error {
 							}
 						}
 					default:
-						return p.errAt(koff, "%s: unknown key %q (known: provider, id, context_window, max_output_tokens, reasoning)", what, k)
+						return p.errAt(koff, "%s: unknown key %q (known: provider, id, context_window, max_output_tokens, "+
+							"reasoning)", what, k)
 					}
 					return err
 				})

@@ -113,8 +113,8 @@ func Load(dir, id string, uid uint32, root string) (*Loaded, error) {
 	w := &Writer{dir: dir, id: id, now: time.Now, limit: MaxFileSize, hdr: &hdr, f: f, size: fi.Size()}
 	if whole < int64(len(data)) {
 		w.tornAt = whole
-		l.Torn = fmt.Sprintf("the session file ended in a torn line (%d bytes, what a crash leaves); it was read up to the last whole entry",
-			int64(len(data))-whole)
+		l.Torn = fmt.Sprintf("the session file ended in a torn line (%d bytes, what a crash leaves); "+
+			"it was read up to the last whole entry", int64(len(data))-whole)
 	}
 	l.Writer = w
 	ok = true

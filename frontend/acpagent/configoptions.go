@@ -96,7 +96,8 @@ func (s *session) configOptions() []acp.SessionConfigOption {
 	s.mu.Lock()
 	c, mode := s.cfg, s.mode
 	s.mu.Unlock()
-	sel := func(id, name string, cat acp.SessionConfigOptionCategory, current string, opts []acp.SessionConfigSelectOption) acp.SessionConfigOption {
+	type option = acp.SessionConfigSelectOption
+	sel := func(id, name string, cat acp.SessionConfigOptionCategory, current string, opts []option) acp.SessionConfigOption {
 		o := acp.SessionConfigSelectOptionsUngrouped(opts)
 		return acp.SessionConfigOption{Select: &acp.SessionConfigOptionSelect{Id: acp.SessionConfigId(id), Name: name,
 			Category: acp.Ptr(cat), CurrentValue: acp.SessionConfigValueId(current), Type: "select",
@@ -140,7 +141,8 @@ func modelNames(c modelConfig) []string {
 
 // SetSessionConfigOption sets the model, the thought level or the mode; a value not offered is -32602 with the
 // values that are.
-func (s *server) SetSessionConfigOption(ctx context.Context, p acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+func (s *server) SetSessionConfigOption(ctx context.Context,
+	p acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
 	if p.ValueId == nil {
 		return acp.SetSessionConfigOptionResponse{}, invalidParams("Garuda's config options are selects: send a value id")
 	}

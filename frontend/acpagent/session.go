@@ -110,7 +110,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	sess.setModel(ms, client, prep.GetModels())
 	sess.notices = append(prep.GetNotices(), sess.notices...)
 	if names := mcpNames(p.McpServers); len(names) > 0 {
-		sess.notices = append(sess.notices, fmt.Sprintf("the editor's MCP servers are not started in this version: %s.", strings.Join(names, ", ")))
+		sess.notices = append(sess.notices, mcpNotice(names))
 	}
 	if err := s.register(ctx, sess); err != nil {
 		return acp.NewSessionResponse{}, err
@@ -194,6 +194,11 @@ func availableCommands(cmds []*execv1.CommandInfo) []acp.AvailableCommand {
 		out = append(out, ac)
 	}
 	return out
+}
+
+// mcpNotice names the editor's MCP servers, which are not started.
+func mcpNotice(names []string) string {
+	return fmt.Sprintf("the editor's MCP servers are not started in this version: %s.", strings.Join(names, ", "))
 }
 
 func mcpNames(servers []acp.McpServer) []string {

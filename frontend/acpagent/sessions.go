@@ -27,7 +27,8 @@ import (
 const titleLimit = 100
 
 // rulesNotice says what a load or resume does not bring back.
-const rulesNotice = "this session was reopened; answers of \"Allow for this session\" ended with the session that gave them, so Garuda asks again."
+const rulesNotice = "this session was reopened; answers of \"Allow for this session\" ended with the session " +
+	"that gave them, so Garuda asks again."
 
 // compactionRecord is a compaction in the session file: what it did, and the conversation it left.
 type compactionRecord struct {
@@ -157,7 +158,8 @@ func (s *session) replay(r *restored) error {
 // sendCommands sends the / menu of a reopened session. It goes before the response, whose JSON names no session
 // to wait for, and before the replay, which is exactly what the editor saw.
 func (s *session) sendCommands(cmds []*execv1.CommandInfo) {
-	s.send(s.srv.base, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: availableCommands(cmds)}})
+	u := &acp.SessionAvailableCommandsUpdate{AvailableCommands: availableCommands(cmds)}
+	s.send(s.srv.base, acp.SessionUpdate{AvailableCommandsUpdate: u})
 }
 
 func (s *session) currentMode() string {
@@ -248,7 +250,7 @@ func (s *server) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer
 	sess.notices = append(prep.GetNotices(), sess.notices...)
 	sess.notices = append(sess.notices, rulesNotice)
 	if names := mcpNames(mcp); len(names) > 0 {
-		sess.notices = append(sess.notices, fmt.Sprintf("the editor's MCP servers are not started in this version: %s.", strings.Join(names, ", ")))
+		sess.notices = append(sess.notices, mcpNotice(names))
 	}
 	return sess, rest, nil
 }
