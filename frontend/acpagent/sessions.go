@@ -121,16 +121,10 @@ func (s *server) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) 
 	return acp.ResumeSessionResponse{Modes: modes(sess.currentMode()), ConfigOptions: sess.configOptions()}, nil
 }
 
-// replayBurst is how many updates the replay sends before it pauses for replayPause: an editor built on the Go
-// SDK closes the connection when more than 1,024 notifications wait to be handled, and a replay is written far
-// faster than an editor draws it.
-const (
-	replayBurst = 256
-	replayPause = time.Millisecond
-)
-
 // replay sends the recorded updates. Each decoded when the file was read (a hand-edited one is refused there), it
-// goes out as recorded: one line each through the writer the SDK uses, which writes each message whole.
+// goes out as recorded: one line each through the writer the SDK uses, which writes each message whole. Nothing
+// paces it: an editor built on the Go SDK closes the connection when more than 1,024 notifications wait to be
+// handled, which a long session's replay can reach when that editor handles them slowly.
 func (s *session) replay(r *restored) error {
 	head, _ := json.Marshal(struct {
 		JSONRPC string `json:"jsonrpc"`
@@ -138,7 +132,7 @@ func (s *session) replay(r *restored) error {
 	}{"2.0", acp.ClientMethodSessionUpdate})
 	sid, _ := json.Marshal(s.id)
 	var line []byte
-	for i, raw := range r.raw {
+	for _, raw := range r.raw {
 		line = append(line[:0], head[:len(head)-1]...)
 		line = append(line, `,"params":{"sessionId":`...)
 		line = append(line, sid...)
@@ -147,9 +141,6 @@ func (s *session) replay(r *restored) error {
 		line = append(line, "}}\n"...)
 		if _, err := s.srv.out.Write(line); err != nil {
 			return err
-		}
-		if (i+1)%replayBurst == 0 {
-			time.Sleep(replayPause)
 		}
 	}
 	return nil
