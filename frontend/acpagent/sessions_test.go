@@ -459,3 +459,40 @@ func TestListPagesPast100(t *testing.T) {
 		t.Errorf("a made-up cursor: %d %q", re.Code, re.Message)
 	}
 }
+
+// TestCloseStopsTheRunningTurn: closing a session with a turn running stops the turn (the prompt answers
+// cancelled), ends the broker session, and keeps the turn in the file.
+func TestCloseStopsTheRunningTurn(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	before := openSessions(t, e)
+	e.fake.Push(model.Step{Deltas: []model.FakeDelta{{Kind: model.DeltaText, Text: "working"}}, Wait: make(chan struct{}),
+		Response: &model.Response{Message: model.Message{Content: []model.Block{{Type: model.BlockText, Text: "working"}}}}})
+	answered := make(chan acp.PromptResponse, 1)
+	go func() {
+		res, err := e.prompt(sid, acp.TextBlock("work for a long time"))
+		if err != nil {
+			t.Errorf("the prompt failed: %v", err)
+		}
+		answered <- res
+	}()
+	e.ed.waitFor(t, "the turn's first text", func(ed *editor) bool { return strings.Contains(messages(ed.updates), "working") })
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	select {
+	case res := <-answered:
+		if res.StopReason != acp.StopReasonCancelled {
+			t.Errorf("the running prompt ended %q, want cancelled", res.StopReason)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the running prompt did not end after the close")
+	}
+	if n := openSessions(t, e); n != before-1 {
+		t.Errorf("broker sessions %d after close, want %d", n, before-1)
+	}
+	b, _ := os.ReadFile(filepath.Join(e.home, "sessions", sid+".jsonl"))
+	if !strings.Contains(string(b), `"text":"work for a long time"`) || !strings.Contains(string(b), `"kind":"stop"`) {
+		t.Errorf("the closed turn is not in the file:\n%s", b)
+	}
+}
