@@ -77,6 +77,7 @@ func (s *session) applyConfig() {
 	if c.client == nil {
 		return
 	}
+	s.model = c.settings // read by this turn's goroutine only (modelError)
 	ag := s.ag
 	ag.Model = c.client
 	ag.ContextWindow = int(c.settings.GetContextWindow())
