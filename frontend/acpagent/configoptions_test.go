@@ -55,7 +55,8 @@ func TestConfigOptions(t *testing.T) {
 	if cur != "claude-sonnet-5" || !slices.Contains(models, "claude-haiku-4-5") || slices.Contains(models, "gpt-5") {
 		t.Errorf("model option %q of %v: want claude-sonnet-5, Anthropic's models (a key is set), no OpenAI's (none)", cur, models)
 	}
-	if cur, lv := optionValue(res.ConfigOptions, configThought); cur != "off" || !slices.Equal(lv, []string{"off", "low", "medium", "high"}) {
+	cur, lv := optionValue(res.ConfigOptions, configThought)
+	if cur != "off" || !slices.Equal(lv, []string{"off", "low", "medium", "high"}) {
 		t.Errorf("thought_level %q of %v", cur, lv)
 	}
 	if cur, ms := optionValue(res.ConfigOptions, configMode); cur != "build" || !slices.Equal(ms, []string{"build", "plan"}) {
@@ -133,7 +134,7 @@ func TestConfigOptions(t *testing.T) {
 
 	// After a restart the load answers with the values chosen.
 	e2 := newEnvIn(t, base, recordModels)
-	lr, err := e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: e2.root, McpServers: []acp.McpServer{}})
+	lr, err := e2.conn.LoadSession(e2.ctx(), loadReq(sid, e2.root))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,8 @@ func TestConfigOptions(t *testing.T) {
 	th, _ := optionValue(lr.ConfigOptions, configThought)
 	md, _ := optionValue(lr.ConfigOptions, configMode)
 	if m != "claude-haiku-4-5" || th != "high" || md != "plan" || lr.Modes.CurrentModeId != "plan" {
-		t.Errorf("after the load: model %q, thought %q, mode %q (modes %q); want claude-haiku-4-5, high, plan", m, th, md, lr.Modes.CurrentModeId)
+		t.Errorf("after the load: model %q, thought %q, mode %q (modes %q); want claude-haiku-4-5, high, plan",
+			m, th, md, lr.Modes.CurrentModeId)
 	}
 	if made[len(made)-1] != "claude-haiku-4-5" {
 		t.Errorf("the load made %v", made)

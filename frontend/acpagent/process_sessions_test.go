@@ -21,8 +21,10 @@ import (
 func TestProcessLoadAfterRestart(t *testing.T) {
 	fp, err := fakeprovider.Serve("127.0.0.1:0", []fakeprovider.Turn{
 		{Thinking: "The user wants alpha changed.", Signature: "sig-1", Text: "I will edit a.txt.",
-			ToolCalls: []fakeprovider.ToolCall{{ID: "toolu_edit", Name: "edit_file", Input: `{"path":"a.txt","old_string":"alpha","new_string":"beta"}`}}},
-		{ToolCalls: []fakeprovider.ToolCall{{ID: "toolu_curl", Name: "bash", Input: `{"command":"curl https://example.com","sandbox":false}`}}},
+			ToolCalls: []fakeprovider.ToolCall{{ID: "toolu_edit", Name: "edit_file",
+				Input: `{"path":"a.txt","old_string":"alpha","new_string":"beta"}`}}},
+		{ToolCalls: []fakeprovider.ToolCall{{ID: "toolu_curl", Name: "bash",
+			Input: `{"command":"curl https://example.com","sandbox":false}`}}},
 		{Text: "Done; curl was not allowed."},
 		{Text: "I changed alpha to beta."},
 	})
@@ -73,7 +75,7 @@ func TestProcessLoadAfterRestart(t *testing.T) {
 	if _, err := q.conn.Initialize(q.ctx(t), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.conn.LoadSession(q.ctx(t), acp.LoadSessionRequest{SessionId: ns.SessionId, Cwd: q.root, McpServers: []acp.McpServer{}}); err != nil {
+	if _, err := q.conn.LoadSession(q.ctx(t), loadReq(sid, q.root)); err != nil {
 		t.Fatalf("session/load: %v", err)
 	}
 	replay, _ := q.ed.snapshot()
@@ -86,7 +88,8 @@ func TestProcessLoadAfterRestart(t *testing.T) {
 		}
 	}
 
-	res, err = q.conn.Prompt(q.ctx(t), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("what did you change?")}})
+	follow := []acp.ContentBlock{acp.TextBlock("what did you change?")}
+	res, err = q.conn.Prompt(q.ctx(t), acp.PromptRequest{SessionId: ns.SessionId, Prompt: follow})
 	if err != nil || res.StopReason != acp.StopReasonEndTurn {
 		t.Fatalf("follow-up: %+v, %v", res, err)
 	}

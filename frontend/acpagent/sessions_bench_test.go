@@ -41,15 +41,17 @@ func writeBigSession(b *testing.B, home, root, id string, turns, calls int) int 
 		put(recMessage, model.Message{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: prompt}}})
 		up(acp.UpdateAgentThoughtText("I should read the files one by one."))
 		for c := range calls {
-			cid := fmt.Sprintf("toolu_%d_%d", t, c)
-			in := json.RawMessage(fmt.Sprintf(`{"path":"src/file%d.go"}`, c))
-			put(recMessage, model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: model.BlockToolUse, ToolUseID: cid, Name: "read_file", Input: in}}})
-			up(acp.SessionUpdate{ToolCall: &acp.SessionUpdateToolCall{ToolCallId: acp.ToolCallId(cid), Title: fmt.Sprintf("Read src/file%d.go", c),
-				Kind: acp.ToolKindRead, Status: acp.ToolCallStatusPending, Locations: []acp.ToolCallLocation{{Path: root + fmt.Sprintf("/src/file%d.go", c)}},
-				RawInput: map[string]any{"path": fmt.Sprintf("src/file%d.go", c)}}})
-			up(acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{ToolCallId: acp.ToolCallId(cid), Status: acp.Ptr(acp.ToolCallStatusCompleted),
-				Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(result))}}})
-			put(recMessage, model.Message{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockToolResult, ToolUseID: cid, Text: result}}})
+			cid, path := fmt.Sprintf("toolu_%d_%d", t, c), fmt.Sprintf("src/file%d.go", c)
+			in, _ := json.Marshal(map[string]string{"path": path})
+			use := model.Block{Type: model.BlockToolUse, ToolUseID: cid, Name: "read_file", Input: in}
+			put(recMessage, model.Message{Role: model.RoleAssistant, Content: []model.Block{use}})
+			up(acp.SessionUpdate{ToolCall: &acp.SessionUpdateToolCall{ToolCallId: acp.ToolCallId(cid), Title: "Read " + path,
+				Kind: acp.ToolKindRead, Status: acp.ToolCallStatusPending, Locations: []acp.ToolCallLocation{{Path: root + "/" + path}},
+				RawInput: map[string]any{"path": path}}})
+			up(acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{ToolCallId: acp.ToolCallId(cid),
+				Status: acp.Ptr(acp.ToolCallStatusCompleted), Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(result))}}})
+			res := model.Block{Type: model.BlockToolResult, ToolUseID: cid, Text: result}
+			put(recMessage, model.Message{Role: model.RoleUser, Content: []model.Block{res}})
 		}
 		answer := fmt.Sprintf("Turn %d: the files say what they should. %s", t, strings.Repeat("More words. ", 20))
 		up(acp.UpdateAgentMessageText(answer))
@@ -72,7 +74,8 @@ func BenchmarkLoad200Turns(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	models := `{"default":"fake","providers":{"local":{"type":"openai","base_url":"http://127.0.0.1:9/v1"}},"models":{"fake":{"provider":"local"}}}`
+	models := `{"default":"fake","providers":{"local":{"type":"openai","base_url":"http://127.0.0.1:9/v1"}},` +
+		`"models":{"fake":{"provider":"local"}}}`
 	if err := os.WriteFile(filepath.Join(home, "models.json"), []byte(models), 0o600); err != nil {
 		b.Fatal(err)
 	}

@@ -89,7 +89,8 @@ func aRichTurn(e *env, sid string) string {
 	think := model.Step{Response: &model.Response{Message: model.Message{Content: []model.Block{
 		{Type: model.BlockThinking, Text: "The user wants a change.", Signature: "sig"},
 		{Type: model.BlockText, Text: "I will edit a.txt, then ask to run curl."},
-		{Type: model.BlockToolUse, ToolUseID: "toolu_edit", Name: "edit_file", Input: json.RawMessage(`{"path":"a.txt","old_string":"alpha","new_string":"beta"}`)},
+		{Type: model.BlockToolUse, ToolUseID: "toolu_edit", Name: "edit_file",
+			Input: json.RawMessage(`{"path":"a.txt","old_string":"alpha","new_string":"beta"}`)},
 	}}, StopReason: model.StopToolUse}}
 	e.fake.Push(think,
 		tool("toolu_curl", "bash", `{"command":"curl https://example.com","sandbox":false}`),
@@ -119,7 +120,7 @@ func TestLoadReplaysWhatTheEditorSaw(t *testing.T) {
 	e.stop()
 
 	e2 := newEnvIn(t, base)
-	res, err := e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: e2.root, McpServers: []acp.McpServer{}})
+	res, err := e2.conn.LoadSession(e2.ctx(), loadReq(sid, e2.root))
 	if err != nil {
 		t.Fatalf("session/load: %v", err)
 	}
@@ -157,7 +158,8 @@ func TestLoadReplaysWhatTheEditorSaw(t *testing.T) {
 	if len(msgs) != len(last)+2 || !reflect.DeepEqual(msgs[:len(last)], last) {
 		t.Fatalf("the model heard %d messages after the load, want the %d before and 2 more:\n%+v", len(msgs), len(last), msgs)
 	}
-	if msgs[len(last)].Content[0].Text != "Done: a.txt says beta; curl was not allowed." || reqs[0].LastUserText() != "what did you change?" {
+	if msgs[len(last)].Content[0].Text != "Done: a.txt says beta; curl was not allowed." ||
+		reqs[0].LastUserText() != "what did you change?" {
 		t.Errorf("the follow-up request ends with %+v", msgs[len(last):])
 	}
 	after, _ := e2.ed.snapshot()
@@ -165,7 +167,7 @@ func TestLoadReplaysWhatTheEditorSaw(t *testing.T) {
 		t.Errorf("no notice that session answers ended: %q", messages(after[len(replay):]))
 	}
 	// A second load of the open session is refused.
-	_, err = e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: e2.root, McpServers: []acp.McpServer{}})
+	_, err = e2.conn.LoadSession(e2.ctx(), loadReq(sid, e2.root))
 	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "open already") {
 		t.Errorf("second load: %v", err)
 	}
@@ -190,7 +192,7 @@ func TestLoadRefusesBadInput(t *testing.T) {
 	other := filepath.Join(base, "other")
 	os.MkdirAll(other, 0o755)
 	load := func(id, cwd string) error {
-		_, err := e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: acp.SessionId(id), Cwd: cwd, McpServers: []acp.McpServer{}})
+		_, err := e2.conn.LoadSession(e2.ctx(), loadReq(id, cwd))
 		return err
 	}
 	for _, c := range []struct {
@@ -258,7 +260,7 @@ func TestTornFileLoadsWithANotice(t *testing.T) {
 	f.Close()
 
 	e2 := newEnvIn(t, base)
-	if _, err := e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: e2.root, McpServers: []acp.McpServer{}}); err != nil {
+	if _, err := e2.conn.LoadSession(e2.ctx(), loadReq(sid, e2.root)); err != nil {
 		t.Fatalf("load of a torn file: %v", err)
 	}
 	replay, _ := e2.ed.snapshot()
@@ -350,7 +352,7 @@ func TestResumeListClose(t *testing.T) {
 		t.Errorf("a prompt after close ran")
 	}
 	// Closed, it can be loaded again.
-	if _, err := e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: acp.SessionId(first), Cwd: e2.root, McpServers: []acp.McpServer{}}); err != nil {
+	if _, err := e2.conn.LoadSession(e2.ctx(), loadReq(first, e2.root)); err != nil {
 		t.Errorf("load after close: %v", err)
 	}
 }
@@ -395,7 +397,7 @@ func TestLoadRefusesASessionOpenElsewhere(t *testing.T) {
 	e.promptOK(sid, "hi")
 
 	other := newEnvIn(t, base) // a second agent and broker, the same user, home and project
-	req := acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: other.root, McpServers: []acp.McpServer{}}
+	req := loadReq(sid, other.root)
 	_, err := other.conn.LoadSession(other.ctx(), req)
 	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "open in another garuda acp") {
 		t.Errorf("load of a session open elsewhere: %d %q", re.Code, re.Message)
@@ -466,8 +468,9 @@ func TestCloseStopsTheRunningTurn(t *testing.T) {
 	e := newEnv(t)
 	sid := e.newSession()
 	before := openSessions(t, e)
+	working := model.Message{Content: []model.Block{{Type: model.BlockText, Text: "working"}}}
 	e.fake.Push(model.Step{Deltas: []model.FakeDelta{{Kind: model.DeltaText, Text: "working"}}, Wait: make(chan struct{}),
-		Response: &model.Response{Message: model.Message{Content: []model.Block{{Type: model.BlockText, Text: "working"}}}}})
+		Response: &model.Response{Message: working}})
 	answered := make(chan acp.PromptResponse, 1)
 	go func() {
 		res, err := e.prompt(sid, acp.TextBlock("work for a long time"))
@@ -476,7 +479,9 @@ func TestCloseStopsTheRunningTurn(t *testing.T) {
 		}
 		answered <- res
 	}()
-	e.ed.waitFor(t, "the turn's first text", func(ed *editor) bool { return strings.Contains(messages(ed.updates), "working") })
+	e.ed.waitFor(t, "the turn's first text", func(ed *editor) bool {
+		return strings.Contains(messages(ed.updates), "working")
+	})
 	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
 		t.Fatalf("close: %v", err)
 	}
@@ -495,4 +500,8 @@ func TestCloseStopsTheRunningTurn(t *testing.T) {
 	if !strings.Contains(string(b), `"text":"work for a long time"`) || !strings.Contains(string(b), `"kind":"stop"`) {
 		t.Errorf("the closed turn is not in the file:\n%s", b)
 	}
+}
+
+func loadReq(sid, cwd string) acp.LoadSessionRequest {
+	return acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: cwd, McpServers: []acp.McpServer{}}
 }

@@ -229,7 +229,8 @@ func TestOpenAIReasoningEffort(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(p)
-		if got := strings.Contains(string(b), `"reasoning_effort"`); got != (want != "") || (want != "" && !strings.Contains(string(b), want)) {
+		sent := strings.Contains(string(b), `"reasoning_effort"`)
+		if sent != (want != "") || (want != "" && !strings.Contains(string(b), want)) {
 			t.Errorf("effort %q: params = %s", effort, b)
 		}
 	}
