@@ -505,3 +505,36 @@ func TestCloseStopsTheRunningTurn(t *testing.T) {
 func loadReq(sid, cwd string) acp.LoadSessionRequest {
 	return acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: cwd, McpServers: []acp.McpServer{}}
 }
+
+// TestTwoLoadsAtOnce: two loads of one id sent together: one reopens the session, the other is a clear error.
+func TestTwoLoadsAtOnce(t *testing.T) {
+	base := t.TempDir()
+	e := newEnvIn(t, base)
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("hello"))
+	e.promptOK(sid, "hi")
+	e.stop()
+	e2 := newEnvIn(t, base)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := e2.conn.LoadSession(e2.ctx(), loadReq(sid, e2.root))
+			errs <- err
+		}()
+	}
+	var failed []error
+	for range 2 {
+		if err := <-errs; err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) != 1 {
+		t.Fatalf("%d of two loads failed: %v", len(failed), failed)
+	}
+	if re := reqErr(t, failed[0]); re.Code != -32602 || !strings.Contains(re.Message, sid) {
+		t.Errorf("the second load: %d %q", re.Code, re.Message)
+	}
+	if n := openSessions(t, e2); n != 1 {
+		t.Errorf("%d broker sessions open after two loads, want 1", n)
+	}
+}
