@@ -7,6 +7,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/garuda-dev/garuda/broker/sessionlog"
 )
 
 // Errors of the broker's own. The gRPC layer turns them into status codes once, in toStatus.
@@ -21,6 +23,7 @@ var (
 	ErrConfig          = errors.New("configuration error")
 	ErrNothing         = errors.New("nothing to do")
 	ErrTooMany         = errors.New("too many open sessions; close some first")
+	ErrSessionOpen     = errors.New("the session is open already")
 )
 
 // toStatus is the one place where the broker's errors become gRPC status codes.
@@ -34,8 +37,15 @@ func toStatus(err error) error {
 	code := codes.Internal
 	switch {
 	case errors.Is(err, ErrRootNotAbsolute), errors.Is(err, ErrRootNotFolder), errors.Is(err, ErrBadMode),
-		errors.Is(err, ErrProtocol), errors.Is(err, ErrBadRequest):
+		errors.Is(err, ErrProtocol), errors.Is(err, ErrBadRequest), errors.Is(err, sessionlog.ErrBadID),
+		errors.Is(err, sessionlog.ErrCorrupt), errors.Is(err, sessionlog.ErrBadCursor):
 		code = codes.InvalidArgument
+	case errors.Is(err, sessionlog.ErrNotFound):
+		code = codes.NotFound
+	case errors.Is(err, sessionlog.ErrForeign):
+		code = codes.PermissionDenied
+	case errors.Is(err, sessionlog.ErrLocked):
+		code = codes.FailedPrecondition
 	case errors.Is(err, ErrConfig):
 		code = codes.FailedPrecondition
 	case errors.Is(err, ErrNothing):
@@ -48,6 +58,8 @@ func toStatus(err error) error {
 		code = codes.Canceled
 	case errors.Is(err, ErrTooMany):
 		code = codes.ResourceExhausted
+	case errors.Is(err, ErrSessionOpen):
+		code = codes.FailedPrecondition
 	}
 	return status.Error(code, words(err))
 }

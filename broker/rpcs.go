@@ -31,19 +31,24 @@ func (s *Service) Prepare(ctx context.Context, req *execv1.PrepareRequest) (*exe
 	for _, k := range req.GetEnvKeys() {
 		set[k] = true
 	}
-	r, err := cfg.Resolve(req.GetModel(), func(name string) bool { return set[name] })
+	envSet := func(name string) bool { return set[name] }
+	r, err := cfg.Resolve(req.GetModel(), envSet)
 	if errors.Is(err, config.ErrAuthRequired) {
 		return &execv1.PrepareResponse{Outcome: &execv1.PrepareResponse_AuthRequired{AuthRequired: err.Error()}}, nil
 	}
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("%w: %v", ErrConfig, err))
 	}
-	return &execv1.PrepareResponse{Outcome: &execv1.PrepareResponse_Ready{Ready: &execv1.ModelSettings{
+	res := &execv1.PrepareResponse{Outcome: &execv1.PrepareResponse_Ready{Ready: &execv1.ModelSettings{
 		Name: r.Name, Provider: r.Provider, Type: r.Type, BaseUrl: r.BaseURL, ModelId: r.ModelID,
 		ContextWindow: int32(r.ContextWindow), MaxOutputTokens: int32(r.MaxOutputTokens),
 		ApiKeyEnv: r.APIKeyEnv, ApiKey: r.APIKey,
-		MaxSteps: int32(cfg.Limits.MaxSteps), MaxTurnTokens: int64(cfg.Limits.MaxTurnTokens),
-	}}}, nil
+		MaxSteps: int32(cfg.Limits.MaxSteps), MaxTurnTokens: int64(cfg.Limits.MaxTurnTokens), Reasoning: r.Reasoning,
+	}}}
+	for _, m := range cfg.Available(envSet) {
+		res.Models = append(res.Models, &execv1.ModelChoice{Name: m.Name, Provider: m.Provider, Reasoning: m.Reasoning})
+	}
+	return res, nil
 }
 
 // SetupOptions lists what `garuda setup` offers.

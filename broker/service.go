@@ -186,42 +186,60 @@ func (s *Service) Hello(ctx context.Context, req *execv1.HelloRequest) (*execv1.
 		Home:          s.cfg.Home,
 		Sandbox:       feats,
 		SandboxReady:  ready,
+		OpenSessions:  uint32(s.sessionsOfConn(ctx)),
 	}, nil
 }
 
 // OpenSession opens a session on a root folder; the broker mints the id.
 func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionRequest) (*execv1.OpenSessionResponse, error) {
 	p, _ := peercred.FromContext(ctx)
-	root, err := checkRoot(req.GetRoot())
+	sess, res, err := s.openSession(p, req.GetRoot(), req.GetMode(), "", nil)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if n := s.sessionsOf(p.UID); n >= maxSessions {
-		return nil, toStatus(fmt.Errorf("uid %d has %d sessions open: %w", p.UID, n, ErrTooMany))
+	s.register(sess)
+	return res, nil
+}
+
+// openSession opens a broker session on root: a new one (id empty: minted, its file created at the first Record),
+// or an earlier one resumed from its loaded file. The session is not registered yet.
+func (s *Service) openSession(p peercred.Peer, reqRoot string, mode execv1.Mode, id string,
+	loaded *sessionlog.Loaded) (*session, *execv1.OpenSessionResponse, error) {
+	root, err := checkRoot(reqRoot)
+	if err != nil {
+		return nil, nil, err
 	}
-	mode := req.GetMode()
+	if n := s.sessionsOf(p.UID); n >= maxSessions {
+		return nil, nil, fmt.Errorf("uid %d has %d sessions open: %w", p.UID, n, ErrTooMany)
+	}
 	if mode == execv1.Mode_MODE_UNSPECIFIED {
 		mode = execv1.Mode_MODE_BUILD
 	}
 	fsroot, err := fsops.OpenRoot(root)
 	if err != nil {
-		return nil, toStatus(fmt.Errorf("root %s: %w: %v", root, ErrRootNotFolder, err))
+		return nil, nil, fmt.Errorf("root %s: %w: %v", root, ErrRootNotFolder, err)
 	}
 	// The whole filesystem, or Garuda's own folder, is no project: commands could write everywhere the broker can.
 	// Checked on the folder opened too, so that a symlink to / or into $GARUDA_HOME is no way around it.
 	if s.noProject(root) || s.noProject(fsroot.Real()) {
 		fsroot.Close()
-		return nil, toStatus(fmt.Errorf("root %s: choose a project folder (not / nor $GARUDA_HOME): %w", root, ErrBadRequest))
+		return nil, nil, fmt.Errorf("root %s: choose a project folder (not / nor $GARUDA_HOME): %w", root, ErrBadRequest)
 	}
 	if err := checkReach(p, fsroot); err != nil {
 		fsroot.Close()
-		return nil, toStatus(err)
+		return nil, nil, err
 	}
 	sctx, cancel := context.WithCancelCause(s.done)
-	id := newID()
+	dir := filepath.Join(s.cfg.Home, "sessions")
+	var log *sessionlog.Writer
+	if loaded != nil {
+		log = loaded.Writer
+	} else {
+		id = newID()
+		log = sessionlog.Create(dir, id, sessionlog.Header{Root: root, UID: p.UID})
+	}
 	sess := &session{id: id, root: root, owner: p, ctx: sctx, cancel: cancel, mode: mode, fs: fsroot,
-		outputDir: filepath.Join(s.cfg.Home, "sessions", id),
-		log:       sessionlog.Open(filepath.Join(s.cfg.Home, "sessions"), id)}
+		outputDir: filepath.Join(dir, id), log: log}
 	sess.files = s.loadPolicy(fsroot)
 	notices := append([]string(nil), sess.files.notices...)
 	if n := policy.UntrustedNotice(s.state(sess)); n != "" {
@@ -234,12 +252,16 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 	maxEntries, skip := policy.GuardWalk(s.state(sess))
 	sess.guard = guard.New(fsroot.Real(), guard.Options{MaxEntries: maxEntries, Skip: skip})
 	sess.guard.Prime()
+	return sess, &execv1.OpenSessionResponse{SessionId: sess.id, Root: root, Notices: notices,
+		Instructions: instr, InstructionsFile: instrFile, Commands: commands}, nil
+}
+
+// register makes an opened session reachable by its id.
+func (s *Service) register(sess *session) {
 	s.mu.Lock()
 	s.sessions[sess.id] = sess
 	s.mu.Unlock()
-	s.cfg.Log.Info("session opened", "session", sess.id, "root", root, "uid", p.UID)
-	return &execv1.OpenSessionResponse{SessionId: sess.id, Root: root, Notices: notices,
-		Instructions: instr, InstructionsFile: instrFile, Commands: commands}, nil
+	s.cfg.Log.Info("session opened", "session", sess.id, "root", sess.root, "uid", sess.owner.UID)
 }
 
 // noProject reports whether dir is / or $GARUDA_HOME or below it.

@@ -30,7 +30,15 @@ type CatalogModel struct {
 	ID              string // what the provider's API calls it
 	ContextWindow   int
 	MaxOutputTokens int
+	Reasoning       string // ReasoningNone, ReasoningOptional or ReasoningAlways
 }
+
+// What a model does about reasoning (extended thinking, reasoning effort): the editor's thought_level choices.
+const (
+	ReasoningNone     = ""         // it does not: no thought_level
+	ReasoningOptional = "optional" // it may: off, low, medium, high
+	ReasoningAlways   = "always"   // it always reasons: low, medium, high
+)
 
 var builtinProviders = []CatalogProvider{
 	{Name: "anthropic", Type: TypeAnthropic, APIKeyEnv: "ANTHROPIC_API_KEY", DefaultModel: "claude-sonnet-4-5"},
@@ -38,14 +46,19 @@ var builtinProviders = []CatalogProvider{
 }
 
 var builtinModels = []CatalogModel{
-	{Name: "claude-sonnet-5", Provider: "anthropic", ID: "claude-sonnet-5", ContextWindow: 200000, MaxOutputTokens: 64000},
-	{Name: "claude-opus-4-5", Provider: "anthropic", ID: "claude-opus-4-5", ContextWindow: 200000, MaxOutputTokens: 64000},
-	{Name: "claude-sonnet-4-5", Provider: "anthropic", ID: "claude-sonnet-4-5", ContextWindow: 200000, MaxOutputTokens: 64000},
-	{Name: "claude-haiku-4-5", Provider: "anthropic", ID: "claude-haiku-4-5", ContextWindow: 200000, MaxOutputTokens: 64000},
-	{Name: "claude-opus-4-1", Provider: "anthropic", ID: "claude-opus-4-1", ContextWindow: 200000, MaxOutputTokens: 32000},
-	{Name: "gpt-5", Provider: "openai", ID: "gpt-5", ContextWindow: 400000, MaxOutputTokens: 128000},
-	{Name: "gpt-5-mini", Provider: "openai", ID: "gpt-5-mini", ContextWindow: 400000, MaxOutputTokens: 128000},
-	{Name: "gpt-5-nano", Provider: "openai", ID: "gpt-5-nano", ContextWindow: 400000, MaxOutputTokens: 128000},
+	{Name: "claude-sonnet-5", Provider: "anthropic", ID: "claude-sonnet-5",
+		ContextWindow: 200000, MaxOutputTokens: 64000, Reasoning: ReasoningOptional},
+	{Name: "claude-opus-4-5", Provider: "anthropic", ID: "claude-opus-4-5",
+		ContextWindow: 200000, MaxOutputTokens: 64000, Reasoning: ReasoningOptional},
+	{Name: "claude-sonnet-4-5", Provider: "anthropic", ID: "claude-sonnet-4-5",
+		ContextWindow: 200000, MaxOutputTokens: 64000, Reasoning: ReasoningOptional},
+	{Name: "claude-haiku-4-5", Provider: "anthropic", ID: "claude-haiku-4-5",
+		ContextWindow: 200000, MaxOutputTokens: 64000, Reasoning: ReasoningOptional},
+	{Name: "claude-opus-4-1", Provider: "anthropic", ID: "claude-opus-4-1",
+		ContextWindow: 200000, MaxOutputTokens: 32000, Reasoning: ReasoningOptional},
+	{Name: "gpt-5", Provider: "openai", ID: "gpt-5", ContextWindow: 400000, MaxOutputTokens: 128000, Reasoning: ReasoningAlways},
+	{Name: "gpt-5-mini", Provider: "openai", ID: "gpt-5-mini", ContextWindow: 400000, MaxOutputTokens: 128000, Reasoning: ReasoningAlways},
+	{Name: "gpt-5-nano", Provider: "openai", ID: "gpt-5-nano", ContextWindow: 400000, MaxOutputTokens: 128000, Reasoning: ReasoningAlways},
 	{Name: "gpt-4.1", Provider: "openai", ID: "gpt-4.1", ContextWindow: 1047576, MaxOutputTokens: 32768},
 	{Name: "gpt-4.1-mini", Provider: "openai", ID: "gpt-4.1-mini", ContextWindow: 1047576, MaxOutputTokens: 32768},
 }

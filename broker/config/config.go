@@ -52,6 +52,7 @@ type ModelSettings struct {
 	ID              string
 	ContextWindow   int
 	MaxOutputTokens int
+	Reasoning       string // ReasoningNone, ReasoningOptional or ReasoningAlways
 	line            int
 }
 
@@ -80,6 +81,7 @@ type Limits struct {
 type Resolved struct {
 	Name, Provider, Type, BaseURL, ModelID string
 	ContextWindow, MaxOutputTokens         int
+	Reasoning                              string // ReasoningNone, ReasoningOptional or ReasoningAlways
 	APIKeyEnv                              string // the env var the front end should read
 	APIKey                                 string // from credentials, only when the env var is not set
 	KeySource                              string // KeyFromEnv, KeyFromCredentials or KeyNone
@@ -110,7 +112,8 @@ func Load(home string) (*Config, error) {
 		c.Providers[p.Name] = ProviderSettings{Name: p.Name, Type: p.Type, BaseURL: p.BaseURL, APIKeyEnv: p.APIKeyEnv}
 	}
 	for _, m := range builtinModels {
-		c.Models[m.Name] = ModelSettings{Name: m.Name, Provider: m.Provider, ID: m.ID, ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens}
+		c.Models[m.Name] = ModelSettings{Name: m.Name, Provider: m.Provider, ID: m.ID, ContextWindow: m.ContextWindow,
+			MaxOutputTokens: m.MaxOutputTokens, Reasoning: m.Reasoning}
 	}
 	data, err := os.ReadFile(c.ModelsPath)
 	switch {
@@ -237,8 +240,23 @@ func (c *Config) parseModels(data []byte) error {
 						if n > 0 {
 							m.MaxOutputTokens = n
 						}
+					case "reasoning":
+						var s string
+						var voff int64
+						s, voff, err = p.str(what + ` "reasoning"`)
+						switch s {
+						case "none":
+							m.Reasoning = ReasoningNone
+						case ReasoningOptional, ReasoningAlways:
+							m.Reasoning = s
+						default:
+							if err == nil {
+								return p.errAt(voff, "%s: reasoning %q is not known (want none, optional or always)", what, s)
+							}
+						}
 					default:
-						return p.errAt(koff, "%s: unknown key %q (known: provider, id, context_window, max_output_tokens)", what, k)
+						return p.errAt(koff, "%s: unknown key %q (known: provider, id, context_window, max_output_tokens, "+
+							"reasoning)", what, k)
 					}
 					return err
 				})
@@ -315,7 +333,7 @@ func (c *Config) Resolve(override string, envSet func(name string) bool) (*Resol
 	p := c.Providers[m.Provider]
 	r := &Resolved{
 		Name: m.Name, Provider: p.Name, Type: p.Type, BaseURL: p.BaseURL, ModelID: m.ID,
-		ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens, APIKeyEnv: p.APIKeyEnv,
+		ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens, Reasoning: m.Reasoning, APIKeyEnv: p.APIKeyEnv,
 	}
 	switch {
 	case p.APIKeyEnv != "" && envSet != nil && envSet(p.APIKeyEnv):
@@ -331,6 +349,30 @@ func (c *Config) Resolve(override string, envSet func(name string) bool) (*Resol
 	return r, nil
 }
 
+// Choice is a model the editor may offer.
+type Choice struct {
+	Name, Provider, Reasoning string
+}
+
+// Available lists the named models that can be used now: their provider has its key (in the front end's
+// environment or the credentials) or takes none. Sorted by provider, then name.
+func (c *Config) Available(envSet func(name string) bool) []Choice {
+	var out []Choice
+	for _, m := range c.Models {
+		p := c.Providers[m.Provider]
+		if (p.APIKeyEnv != "" && envSet != nil && envSet(p.APIKeyEnv)) || c.credentials[p.Name] != "" || p.APIKeyEnv == "" {
+			out = append(out, Choice{Name: m.Name, Provider: m.Provider, Reasoning: m.Reasoning})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Provider != out[j].Provider {
+			return out[i].Provider < out[j].Provider
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
 // lookup finds a model by NAME, else as provider/model-id.
 func (c *Config) lookup(name, where string) (ModelSettings, error) {
 	if m, ok := c.Models[name]; ok {
@@ -344,7 +386,7 @@ func (c *Config) lookup(name, where string) (ModelSettings, error) {
 		// A known id keeps its known limits.
 		for _, known := range c.Models {
 			if known.Provider == prov && known.ID == id {
-				m.ContextWindow, m.MaxOutputTokens = known.ContextWindow, known.MaxOutputTokens
+				m.ContextWindow, m.MaxOutputTokens, m.Reasoning = known.ContextWindow, known.MaxOutputTokens, known.Reasoning
 				break
 			}
 		}

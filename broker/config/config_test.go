@@ -54,7 +54,7 @@ func TestAKeyAndAModelNameAreEnough(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Resolved{Name: "claude-sonnet-4-5", Provider: "anthropic", Type: TypeAnthropic, ModelID: "claude-sonnet-4-5",
-		ContextWindow: 200000, MaxOutputTokens: 64000, APIKeyEnv: "ANTHROPIC_API_KEY", KeySource: KeyFromEnv}
+		ContextWindow: 200000, MaxOutputTokens: 64000, Reasoning: ReasoningOptional, APIKeyEnv: "ANTHROPIC_API_KEY", KeySource: KeyFromEnv}
 	if *r != want {
 		t.Errorf("resolved %+v\nwant     %+v", *r, want)
 	}
@@ -114,17 +114,17 @@ func TestPrecedence(t *testing.T) {
 		want           Resolved
 	}{
 		{"the default, key from credentials", "", nil,
-			Resolved{Name: "gpt-5", Provider: "openai", Type: TypeOpenAI, ModelID: "gpt-5", ContextWindow: 400000, MaxOutputTokens: 128000, APIKeyEnv: "OPENAI_API_KEY", APIKey: "sk-openai-cred", KeySource: KeyFromCredentials}},
+			Resolved{Name: "gpt-5", Provider: "openai", Type: TypeOpenAI, ModelID: "gpt-5", ContextWindow: 400000, MaxOutputTokens: 128000, Reasoning: ReasoningAlways, APIKeyEnv: "OPENAI_API_KEY", APIKey: "sk-openai-cred", KeySource: KeyFromCredentials}},
 		{"the environment's key beats the credentials", "", []string{"OPENAI_API_KEY"},
-			Resolved{Name: "gpt-5", Provider: "openai", Type: TypeOpenAI, ModelID: "gpt-5", ContextWindow: 400000, MaxOutputTokens: 128000, APIKeyEnv: "OPENAI_API_KEY", KeySource: KeyFromEnv}},
+			Resolved{Name: "gpt-5", Provider: "openai", Type: TypeOpenAI, ModelID: "gpt-5", ContextWindow: 400000, MaxOutputTokens: 128000, Reasoning: ReasoningAlways, APIKeyEnv: "OPENAI_API_KEY", KeySource: KeyFromEnv}},
 		{"the override beats the default; models.json changes one field of a catalog model and the base URL of a built-in provider", "claude-sonnet-4-5", nil,
-			Resolved{Name: "claude-sonnet-4-5", Provider: "anthropic", Type: TypeAnthropic, BaseURL: "https://proxy.example/anthropic", ModelID: "claude-sonnet-4-5", ContextWindow: 1000000, MaxOutputTokens: 64000, APIKeyEnv: "ANTHROPIC_API_KEY", APIKey: "sk-ant-cred", KeySource: KeyFromCredentials}},
+			Resolved{Name: "claude-sonnet-4-5", Provider: "anthropic", Type: TypeAnthropic, BaseURL: "https://proxy.example/anthropic", ModelID: "claude-sonnet-4-5", ContextWindow: 1000000, MaxOutputTokens: 64000, Reasoning: ReasoningOptional, APIKeyEnv: "ANTHROPIC_API_KEY", APIKey: "sk-ant-cred", KeySource: KeyFromCredentials}},
 		{"a provider's own key variable", "qwen", []string{"OPENROUTER_API_KEY"},
 			Resolved{Name: "qwen", Provider: "openrouter", Type: TypeOpenAI, BaseURL: "https://openrouter.ai/api/v1", ModelID: "qwen/qwen3-coder", ContextWindow: DefaultContextWindow, MaxOutputTokens: DefaultMaxOutputTokens, APIKeyEnv: "OPENROUTER_API_KEY", KeySource: KeyFromEnv}},
 		{"a local provider takes no key", "llama", nil,
 			Resolved{Name: "llama", Provider: "ollama", Type: TypeOpenAI, BaseURL: "http://127.0.0.1:11434/v1", ModelID: "llama3.1:8b", ContextWindow: 32768, MaxOutputTokens: 4096, KeySource: KeyNone}},
 		{"provider/model-id with an id the catalog knows", "anthropic/claude-opus-4-5", []string{"ANTHROPIC_API_KEY"},
-			Resolved{Name: "anthropic/claude-opus-4-5", Provider: "anthropic", Type: TypeAnthropic, BaseURL: "https://proxy.example/anthropic", ModelID: "claude-opus-4-5", ContextWindow: 200000, MaxOutputTokens: 64000, APIKeyEnv: "ANTHROPIC_API_KEY", KeySource: KeyFromEnv}},
+			Resolved{Name: "anthropic/claude-opus-4-5", Provider: "anthropic", Type: TypeAnthropic, BaseURL: "https://proxy.example/anthropic", ModelID: "claude-opus-4-5", ContextWindow: 200000, MaxOutputTokens: 64000, Reasoning: ReasoningOptional, APIKeyEnv: "ANTHROPIC_API_KEY", KeySource: KeyFromEnv}},
 		{"provider/model-id with a slash in the id", "openrouter/anthropic/claude-x", nil,
 			Resolved{Name: "openrouter/anthropic/claude-x", Provider: "openrouter", Type: TypeOpenAI, BaseURL: "https://openrouter.ai/api/v1", ModelID: "anthropic/claude-x", ContextWindow: DefaultContextWindow, MaxOutputTokens: DefaultMaxOutputTokens, APIKeyEnv: "OPENROUTER_API_KEY", APIKey: "sk-or-cred", KeySource: KeyFromCredentials}},
 	}
@@ -400,5 +400,32 @@ func TestLimits(t *testing.T) {
 	}
 	if c.Limits != (Limits{MaxSteps: 7, MaxTurnTokens: 90000}) {
 		t.Fatalf("limits = %+v", c.Limits)
+	}
+}
+
+// TestAvailableModelsHaveAKey: the models the editor may offer are those whose provider has a key (environment or
+// credentials) or takes none; models.json says how a model reasons, and a wrong value is an error naming it.
+func TestAvailableModelsHaveAKey(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ModelsFile), `{"providers": {"ollama": {"type": "openai", "base_url": "http://127.0.0.1:1/v1"}},
+  "models": {"llama": {"provider": "ollama", "reasoning": "optional"}, "gpt-5-mini": {"reasoning": "none"}}}`, 0o644)
+	writeFile(t, filepath.Join(home, CredentialsFile), `{"openai": "sk-openai-cred"}`, 0o600)
+	c := load(t, home)
+	got := map[string]string{}
+	for _, m := range c.Available(envOf()) {
+		got[m.Name] = m.Provider + " " + m.Reasoning
+	}
+	if got["llama"] != "ollama optional" || got["gpt-5"] != "openai always" || got["gpt-5-mini"] != "openai " {
+		t.Errorf("available %v", got)
+	}
+	if _, ok := got["claude-sonnet-4-5"]; ok {
+		t.Errorf("a model without a key is offered: %v", got)
+	}
+	if m := c.Available(envOf("ANTHROPIC_API_KEY")); len(m) <= len(got) {
+		t.Errorf("the environment's key did not add Anthropic's models")
+	}
+	writeFile(t, filepath.Join(home, ModelsFile), `{"models": {"gpt-5": {"reasoning": "maybe"}}}`, 0o644)
+	if _, err := Load(home); err == nil || !strings.Contains(err.Error(), `reasoning "maybe"`) || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a wrong reasoning value: %v", err)
 	}
 }

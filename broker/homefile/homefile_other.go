@@ -17,3 +17,6 @@ func Lock(*os.File) error { return errUnsupported }
 
 // Unlock does nothing on this system.
 func Unlock(*os.File) error { return nil }
+
+// TryLock refuses on this system.
+func TryLock(*os.File) error { return errUnsupported }

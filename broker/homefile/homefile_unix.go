@@ -16,3 +16,12 @@ func Lock(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_EX) }
 
 // Unlock releases the lock.
 func Unlock(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) }
+
+// TryLock takes an exclusive lock on f without waiting; held elsewhere, it fails with ErrLocked.
+func TryLock(f *os.File) error {
+	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if err == unix.EWOULDBLOCK {
+		return ErrLocked
+	}
+	return err
+}

@@ -24,6 +24,10 @@ const (
 	KindToolResult = "tool_result"
 	KindStop       = "stop"
 	KindMode       = "mode"
+	// KindHeader is the first line of a session file the broker creates: whose it is and on which root.
+	KindHeader = "session"
+	// KindTitle is the session's title; the broker keeps the newest in the sidecar that ListSessions reads.
+	KindTitle = "title"
 )
 
 var (
@@ -65,6 +69,8 @@ type Writer struct {
 	now     func() time.Time
 	limit   int64
 
+	hdr    *Header // written as the first line when the file is created; nil: no header (tests)
+	tornAt int64   // > 0: the file ends in a torn line from this offset, cut before the next append
 	mu     sync.Mutex
 	f      *os.File
 	size   int64 // bytes in the file
@@ -75,6 +81,15 @@ type Writer struct {
 // makes every Append fail with ErrBadID.
 func Open(dir string, sessionID string) *Writer {
 	return &Writer{dir: dir, id: sessionID, now: time.Now, limit: MaxFileSize}
+}
+
+// Create is Open for a new session of the broker's: the file, created at the first Append, begins with hdr and
+// is locked while the writer is open, so that no other process loads the session meanwhile.
+func Create(dir, sessionID string, hdr Header) *Writer {
+	w := Open(dir, sessionID)
+	hdr.Version = FormatVersion
+	w.hdr = &hdr
+	return w
 }
 
 // Path is the session file's path.
@@ -106,20 +121,16 @@ func (w *Writer) Append(kind string, data json.RawMessage) error {
 		return fmt.Errorf("session %s: encode %s entry: %w", w.id, kind, err)
 	}
 	if w.f == nil {
-		if err := os.MkdirAll(w.dir, 0o700); err != nil {
-			return fmt.Errorf("create the sessions folder: %w", err)
+		if err := w.create(); err != nil {
+			return err
 		}
-		// O_NOFOLLOW: a symlink planted in the sessions folder must not redirect the write.
-		f, err := os.OpenFile(w.Path(), os.O_WRONLY|os.O_APPEND|os.O_CREATE|homefile.NoFollow, 0o600)
-		if err != nil {
-			return fmt.Errorf("open session file: %w", err)
+	}
+	if w.tornAt > 0 {
+		// What a crash left of a last line is cut, so that the new line does not continue it.
+		if err := w.f.Truncate(w.tornAt); err != nil {
+			return fmt.Errorf("cut the torn end of session file %s: %w", w.Path(), err)
 		}
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return fmt.Errorf("open session file: %w", err)
-		}
-		w.f, w.size = f, fi.Size()
+		w.size, w.tornAt = w.tornAt, 0
 	}
 	line = append(line, '\n')
 	if w.size+int64(len(line)) > w.limit {
@@ -131,7 +142,61 @@ func (w *Writer) Append(kind string, data json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("write session file %s: %w", w.Path(), err)
 	}
+	if kind == KindTitle && w.hdr != nil {
+		var title string
+		if json.Unmarshal(compact.Bytes(), &title) == nil {
+			w.hdr.Title = title
+			w.writeMeta()
+		}
+	}
 	return nil
+}
+
+// create opens the file at the first Append: a new session's file is created exclusively, locked, and begins with
+// its header; w.mu is held.
+func (w *Writer) create() error {
+	if err := os.MkdirAll(w.dir, 0o700); err != nil {
+		return fmt.Errorf("create the sessions folder: %w", err)
+	}
+	flags := os.O_WRONLY | os.O_APPEND | os.O_CREATE | homefile.NoFollow
+	if w.hdr != nil {
+		flags |= os.O_EXCL // a minted id names no file yet; an existing one is not this session's
+	}
+	// O_NOFOLLOW: a symlink planted in the sessions folder must not redirect the write.
+	f, err := os.OpenFile(w.Path(), flags, 0o600)
+	if err != nil {
+		return fmt.Errorf("open session file: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("open session file: %w", err)
+	}
+	w.f, w.size = f, fi.Size()
+	if w.hdr == nil {
+		return nil
+	}
+	if err := homefile.TryLock(f); err != nil {
+		f.Close()
+		w.f = nil
+		return fmt.Errorf("lock session file %s: %w", w.Path(), err)
+	}
+	hdr, _ := json.Marshal(w.hdr)
+	line, _ := json.Marshal(Entry{Time: w.now().UTC(), Kind: KindHeader, Data: hdr})
+	n, err := f.Write(append(line, '\n'))
+	w.size += int64(n)
+	if err != nil {
+		return fmt.Errorf("write session file %s: %w", w.Path(), err)
+	}
+	w.writeMeta()
+	return nil
+}
+
+// writeMeta replaces the sidecar <id>.meta.json that ListSessions reads instead of the whole file. Only a cache: a
+// missing or broken one is rebuilt from the file's header (without the title).
+func (w *Writer) writeMeta() {
+	b, _ := json.Marshal(w.hdr)
+	homefile.WriteAtomic(filepath.Join(w.dir, w.id+metaSuffix), b, 0o600)
 }
 
 // Close fsyncs and closes the file (if one was created). Later Appends fail with ErrClosed.
@@ -146,6 +211,7 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	err := w.f.Sync()
+	homefile.Unlock(w.f)
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}

@@ -32,7 +32,10 @@ func TestInitialize(t *testing.T) {
 		t.Errorf("initialize: %+v %+v", res, res.AgentInfo)
 	}
 	c := res.AgentCapabilities
-	if c.LoadSession || c.PromptCapabilities.Image || c.PromptCapabilities.Audio || !c.PromptCapabilities.EmbeddedContext || c.McpCapabilities.Http || c.McpCapabilities.Sse {
+	sc := c.SessionCapabilities
+	if !c.LoadSession || sc.List == nil || sc.Resume == nil || sc.Close == nil || sc.Fork != nil ||
+		c.PromptCapabilities.Image || c.PromptCapabilities.Audio || !c.PromptCapabilities.EmbeddedContext ||
+		c.McpCapabilities.Http || c.McpCapabilities.Sse {
 		t.Errorf("capabilities %+v", c)
 	}
 	if res.AuthMethods == nil || len(res.AuthMethods) != 0 {
@@ -887,7 +890,10 @@ func TestSessionFileRecordsTheTurn(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	want := []string{"prompt", "message", "message", "tool_call", "tool_result", "message", "message", "stop"}
+	// The broker's header; the user's prompt (replayed), the title; the prompt for the model and the conversation;
+	// the tool call and its end (replayed) between the messages; the final text; the stop.
+	want := []string{"session", "update", "title", "update", "prompt", "message", "message", "update", "update", "message",
+		"message", "update", "stop"}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("session file kinds %q, want %q", kinds, want)
 	}

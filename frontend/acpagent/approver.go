@@ -128,6 +128,8 @@ func (t *turn) ask(ctx context.Context, q *execv1.Question) execv1.Choice {
 		locs = []acp.ToolCallLocation{{Path: absPath(d.GetPath(), s.root)}}
 	}
 
+	content := questionContent(q, s.root)
+	t.noteDiff(id, content)
 	opts, byID := permissionOptions(q.GetChoices())
 	req := acp.RequestPermissionRequest{
 		SessionId: acp.SessionId(s.id),
@@ -135,7 +137,7 @@ func (t *turn) ask(ctx context.Context, q *execv1.Question) execv1.Choice {
 		ToolCall: acp.ToolCallUpdate{
 			ToolCallId: acp.ToolCallId(id),
 			Title:      acp.Ptr(title),
-			Content:    questionContent(q, s.root),
+			Content:    content,
 			Locations:  locs,
 		},
 	}

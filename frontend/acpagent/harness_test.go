@@ -210,7 +210,13 @@ func withoutKey() envOption {
 
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
-	base := t.TempDir()
+	return newEnvIn(t, t.TempDir(), opts...)
+}
+
+// newEnvIn is newEnv in base: a second env in the same base is the same user, project and GARUDA_HOME after a
+// restart of both processes.
+func newEnvIn(t testing.TB, base string, opts ...envOption) *env {
+	t.Helper()
 	e := &env{t: t, root: filepath.Join(base, "proj"), home: filepath.Join(base, "home"), fake: model.NewFakeClient(),
 		ed: newEditor(), envVars: map[string]string{"ANTHROPIC_API_KEY": "test-key"}, brokerDone: make(chan struct{}), served: make(chan error, 1)}
 	for _, d := range []string{e.root, e.home} {

@@ -12,7 +12,8 @@ import (
 
 // TestInteropTypeScriptSDK has the official TypeScript SDK (npm @agentclientprotocol/sdk, pinned in
 // testdata/interop/package.json and installed here) drive the real binary: initialize, session/new, a prompt with
-// a tool call and an approval, a cancel and set_mode. The SDK validates every message with its schemas.
+// a tool call and an approval, a cancel and set_mode; then, after a restart, session/list, session/load and
+// session/close. The SDK validates every message with its schemas.
 func TestInteropTypeScriptSDK(t *testing.T) {
 	bin := binaries(t)
 	node, err := exec.LookPath("node")
@@ -92,6 +93,42 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 		Exit    struct {
 			Code *int `json:"code"`
 		} `json:"exit"`
+		Reopened struct {
+			Init struct {
+				AgentCapabilities struct {
+					LoadSession         bool                       `json:"loadSession"`
+					SessionCapabilities map[string]json.RawMessage `json:"sessionCapabilities"`
+				} `json:"agentCapabilities"`
+			} `json:"init"`
+			List struct {
+				Sessions []struct {
+					SessionID string `json:"sessionId"`
+					Cwd       string `json:"cwd"`
+					Title     string `json:"title"`
+					UpdatedAt string `json:"updatedAt"`
+				} `json:"sessions"`
+			} `json:"list"`
+			Load struct {
+				Modes struct {
+					CurrentModeID string `json:"currentModeId"`
+				} `json:"modes"`
+			} `json:"load"`
+			ReplayedBeforeAnswer int `json:"replayedBeforeAnswer"`
+			Replay               []struct {
+				Update struct {
+					SessionUpdate string `json:"sessionUpdate"`
+					ToolCallID    string `json:"toolCallId"`
+					Status        string `json:"status"`
+				} `json:"update"`
+			} `json:"replay"`
+			CloseAgain *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"closeAgain"`
+			Exit struct {
+				Code *int `json:"code"`
+			} `json:"exit"`
+		} `json:"reopened"`
 	}
 	if err := json.Unmarshal(out, &s); err != nil {
 		t.Fatalf("summary %s: %v", out, err)
@@ -118,6 +155,47 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 	}
 	if s.Exit.Code == nil || *s.Exit.Code != 0 {
 		t.Errorf("garuda exited %+v", s.Exit)
+	}
+	// After the restart: the session is listed with its title, loads with its mode and its replay (the edit
+	// completed, the stopped sleep failed) before the answer, and closes once.
+	r := s.Reopened
+	if !r.Init.AgentCapabilities.LoadSession || r.Init.AgentCapabilities.SessionCapabilities["list"] == nil {
+		t.Errorf("capabilities after the restart %+v", r.Init.AgentCapabilities)
+	}
+	sid := ""
+	for _, u := range s.Updates {
+		var n struct {
+			SessionID string `json:"sessionId"`
+		}
+		json.Unmarshal(u, &n)
+		sid = n.SessionID
+	}
+	if len(r.List.Sessions) != 1 || r.List.Sessions[0].SessionID != sid || r.List.Sessions[0].Title != "edit a.txt" ||
+		r.List.Sessions[0].Cwd != p.root || r.List.Sessions[0].UpdatedAt == "" {
+		t.Errorf("session/list %+v, want the session %s titled \"edit a.txt\"", r.List, sid)
+	}
+	if r.Load.Modes.CurrentModeID != "plan" {
+		t.Errorf("loaded mode %q, want plan (set before the restart)", r.Load.Modes.CurrentModeID)
+	}
+	ends := map[string]string{}
+	users := 0
+	for _, u := range r.Replay {
+		if u.Update.SessionUpdate == "tool_call_update" {
+			ends[u.Update.ToolCallID] = u.Update.Status
+		}
+		if u.Update.SessionUpdate == "user_message_chunk" {
+			users++
+		}
+	}
+	if r.ReplayedBeforeAnswer == 0 || users != 2 ||
+		ends["call_edit"] != "completed" || ends["call_sleep"] != "failed" {
+		t.Errorf("replay: %d updates before the answer of %d, %d user chunks, ends %v", r.ReplayedBeforeAnswer, len(r.Replay), users, ends)
+	}
+	if r.CloseAgain == nil || r.CloseAgain.Code != -32602 || !strings.Contains(r.CloseAgain.Message, "unknown session") {
+		t.Errorf("second close: %+v", r.CloseAgain)
+	}
+	if r.Exit.Code == nil || *r.Exit.Code != 0 {
+		t.Errorf("the second garuda exited %+v", r.Exit)
 	}
 	deadline := time.Now().Add(waitLimit)
 	for sleeperAlive("60.5") {

@@ -117,10 +117,17 @@ type proc struct {
 
 func startGaruda(t *testing.T, model *fakeOpenAI) *proc {
 	t.Helper()
-	bin := binaries(t)
 	srv := httptest.NewServer(model)
 	t.Cleanup(srv.Close)
-	base := t.TempDir()
+	models := fmt.Sprintf(`{"default":"fake","providers":{"local":{"type":"openai","base_url":%q,"api_key_env":"LOCAL_API_KEY"}},"models":{"fake":{"provider":"local","id":"fake-model"}}}`, srv.URL+"/v1")
+	return startGarudaIn(t, t.TempDir(), models)
+}
+
+// startGarudaIn starts `garuda acp` in base/proj with base/garuda-home as GARUDA_HOME and models as its
+// models.json: a second start in the same base is a restart.
+func startGarudaIn(t *testing.T, base, models string) *proc {
+	t.Helper()
+	bin := binaries(t)
 	home := filepath.Join(base, "garuda-home")
 	root := filepath.Join(base, "proj")
 	for _, d := range []string{home, root, filepath.Join(base, "home"), filepath.Join(base, "tmp")} {
@@ -128,7 +135,6 @@ func startGaruda(t *testing.T, model *fakeOpenAI) *proc {
 			t.Fatal(err)
 		}
 	}
-	models := fmt.Sprintf(`{"default":"fake","providers":{"local":{"type":"openai","base_url":%q,"api_key_env":"LOCAL_API_KEY"}},"models":{"fake":{"provider":"local","id":"fake-model"}}}`, srv.URL+"/v1")
 	if err := os.WriteFile(filepath.Join(home, "models.json"), []byte(models), 0o600); err != nil {
 		t.Fatal(err)
 	}

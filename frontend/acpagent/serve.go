@@ -105,6 +105,7 @@ type server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	loading  map[string]bool // ids being loaded or resumed
 	closing  bool
 	prompts  sync.WaitGroup
 }
@@ -168,6 +169,11 @@ func (s *server) shutdown(closeBroker bool) {
 	for _, sess := range sessions {
 		sess.abort(errShutdown)
 	}
+	// The session files get what the turns left (their last records) before the broker sessions end.
+	waitPrompts(&s.prompts, closeTimeout, s.opts.Log)
+	for _, sess := range sessions {
+		sess.closeRecords()
+	}
 	if closeBroker {
 		ctx, cancel := context.WithTimeout(s.base, closeTimeout)
 		defer cancel()
@@ -181,20 +187,21 @@ func (s *server) shutdown(closeBroker bool) {
 		}
 		wg.Wait()
 	}
+}
+
+// waitPrompts waits, at most d, for the running prompts to end.
+func waitPrompts(prompts *sync.WaitGroup, d time.Duration, log *slog.Logger) {
 	done := make(chan struct{})
-	go func() { s.prompts.Wait(); close(done) }()
+	go func() { prompts.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(closeTimeout):
-		s.opts.Log.Warn("prompts still running at shutdown")
-	}
-	for _, sess := range sessions {
-		sess.closeRecords()
+	case <-time.After(d):
+		log.Warn("prompts still running at shutdown")
 	}
 }
 
-// Initialize answers exactly as the spec: protocol 1, no session loading, embedded context, no editor MCP servers,
-// and Terminal Auth when the editor can run it.
+// Initialize answers exactly as the spec: protocol 1, session load, list, resume and close, embedded context, no
+// editor MCP servers, and Terminal Auth when the editor can run it.
 func (s *server) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	caps := p.ClientCapabilities
 	terminal := caps.Auth.Terminal || caps.Meta["terminal-auth"] == true
@@ -212,9 +219,11 @@ func (s *server) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.I
 		ProtocolVersion: acp.ProtocolVersion(1),
 		AgentInfo:       &acp.Implementation{Name: "garuda", Title: acp.Ptr("Garuda"), Version: s.opts.Version},
 		AgentCapabilities: acp.AgentCapabilities{
-			LoadSession:        false,
+			LoadSession:        true,
 			PromptCapabilities: acp.PromptCapabilities{Image: false, Audio: false, EmbeddedContext: true},
 			McpCapabilities:    acp.McpCapabilities{Http: false, Sse: false},
+			SessionCapabilities: acp.SessionCapabilities{List: &acp.SessionListCapabilities{},
+				Resume: &acp.SessionResumeCapabilities{}, Close: &acp.SessionCloseCapabilities{}},
 		},
 		AuthMethods: methods,
 	}, nil
@@ -245,25 +254,8 @@ func (s *server) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest
 	if err := sess.setMode(ctx, string(p.ModeId)); err != nil {
 		return acp.SetSessionModeResponse{}, err
 	}
+	sess.modeChanged()
 	return acp.SetSessionModeResponse{}, nil
-}
-
-// The methods below are not offered in this version.
-
-func (s *server) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
-	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
-}
-
-func (s *server) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
-	return acp.ListSessionsResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionList)
-}
-
-func (s *server) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
-	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
-}
-
-func (s *server) SetSessionConfigOption(ctx context.Context, p acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
-	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
 }
 
 // brokerGoneMarker is a piece of the JSON of a prompt's error response when the broker is gone, unique per session.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/garuda-dev/garuda/frontend/agent"
 	"github.com/garuda-dev/garuda/frontend/brokerconn"
+	"github.com/garuda-dev/garuda/frontend/model"
 	"github.com/garuda-dev/garuda/frontend/tools"
 	"github.com/garuda-dev/garuda/frontend/visible"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -90,11 +91,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	if ms == nil {
 		return acp.NewSessionResponse{}, requestError("prepare the session: the broker gave no model settings")
 	}
-	key := ms.GetApiKey()
-	if env := ms.GetApiKeyEnv(); env != "" && s.opts.Getenv(env) != "" {
-		key = s.opts.Getenv(env)
-	}
-	client, err := s.opts.NewModel(ms, key)
+	client, err := s.opts.NewModel(ms, s.apiKey(ms))
 	if err != nil {
 		return acp.NewSessionResponse{}, requestError(fmt.Sprintf("set up the model %s: %v", ms.GetName(), err))
 	}
@@ -105,9 +102,24 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		}
 		return acp.NewSessionResponse{}, requestError("open the session: " + statusMessage(err))
 	}
+	sess := s.buildSession(open, ms, client, p.Cwd)
+	sess.setModel(ms, client, prep.GetModels())
+	sess.notices = append(prep.GetNotices(), sess.notices...)
+	if names := mcpNames(p.McpServers); len(names) > 0 {
+		sess.notices = append(sess.notices, mcpNotice(names))
+	}
+	if err := s.register(ctx, sess); err != nil {
+		return acp.NewSessionResponse{}, err
+	}
+	s.announce(sess, open.GetCommands())
+	return acp.NewSessionResponse{SessionId: acp.SessionId(sess.id), Modes: modes(modeBuild), ConfigOptions: sess.configOptions()}, nil
+}
+
+// buildSession makes the front end's session over an opened broker session.
+func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.ModelSettings, client model.Client, cwd string) *session {
 	root := open.GetRoot()
 	if root == "" {
-		root = filepath.Clean(p.Cwd)
+		root = filepath.Clean(cwd)
 	}
 	sess := &session{
 		srv:              s,
@@ -117,20 +129,17 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		instructions:     open.GetInstructions(),
 		instructionsFile: open.GetInstructionsFile(),
 		model:            ms,
-		records:          make(chan record, 256),
+		records:          make(chan record, recordQueue),
 		recordsDone:      make(chan struct{}),
 	}
-	sess.notices = append(sess.notices, prep.GetNotices()...)
+	sess.tr = &transcript{write: sess.record}
 	sess.notices = append(sess.notices, open.GetNotices()...)
-	if names := mcpNames(p.McpServers); len(names) > 0 {
-		sess.notices = append(sess.notices, fmt.Sprintf("the editor's MCP servers are not started in this version: %s.", strings.Join(names, ", ")))
-	}
 	for _, c := range open.GetCommands() {
 		if c.GetSkill() {
 			sess.skills = append(sess.skills, agent.SkillInfo{Name: c.GetName(), Description: c.GetDescription()})
 		}
 	}
-	sess.runner = &brokerconn.Runner{Client: b, SessionID: sess.id, Approver: &approver{sess: sess}, Notice: sess.resultNotice}
+	sess.runner = &brokerconn.Runner{Client: s.opts.Broker, SessionID: sess.id, Approver: &approver{sess: sess}, Notice: sess.resultNotice}
 	sess.ag = &agent.Session{
 		Model:           client,
 		Tools:           sess.runner,
@@ -138,23 +147,29 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		ContextWindow:   int(ms.GetContextWindow()),
 		MaxOutputTokens: int(ms.GetMaxOutputTokens()),
 		Limits:          agent.Limits{MaxSteps: cmp.Or(s.opts.MaxSteps, int(ms.GetMaxSteps())), MaxTokens: int(ms.GetMaxTurnTokens())},
-		Record:          sess.record,
+		Record:          sess.recordAgent,
 	}
 	go sess.writeRecords()
+	return sess
+}
 
-	commands := open.GetCommands()
-
+// register makes a built session reachable; when the agent is shutting down its broker session is closed instead.
+func (s *server) register(ctx context.Context, sess *session) error {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		go b.CloseSession(context.WithoutCancel(ctx), &execv1.CloseSessionRequest{SessionId: sess.id})
-		return acp.NewSessionResponse{}, requestError("the agent is shutting down")
+		go s.opts.Broker.CloseSession(context.WithoutCancel(ctx), &execv1.CloseSessionRequest{SessionId: sess.id})
+		sess.closeRecords()
+		return requestError("the agent is shutting down")
 	}
 	s.sessions[sess.id] = sess
 	s.mu.Unlock()
+	return nil
+}
 
-	// The update must not overtake the response: it is sent once the response (the only message naming this new
-	// session so far) is written.
+// announce sends the / menu once the response that names the session is on the wire: the update must not
+// overtake it.
+func (s *server) announce(sess *session, commands []*execv1.CommandInfo) {
 	onWire := s.out.watch(fmt.Sprintf(`"sessionId":%q`, sess.id))
 	go func() {
 		select {
@@ -164,7 +179,6 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		}
 		sess.update(s.base, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: availableCommands(commands)}})
 	}()
-	return acp.NewSessionResponse{SessionId: acp.SessionId(sess.id), Modes: modes(modeBuild)}, nil
 }
 
 func availableCommands(cmds []*execv1.CommandInfo) []acp.AvailableCommand {
@@ -177,6 +191,11 @@ func availableCommands(cmds []*execv1.CommandInfo) []acp.AvailableCommand {
 		out = append(out, ac)
 	}
 	return out
+}
+
+// mcpNotice names the editor's MCP servers, which are not started.
+func mcpNotice(names []string) string {
+	return fmt.Sprintf("the editor's MCP servers are not started in this version: %s.", strings.Join(names, ", "))
 }
 
 func mcpNames(servers []acp.McpServer) []string {
@@ -209,6 +228,7 @@ type session struct {
 	runner           *brokerconn.Runner
 	skills           []agent.SkillInfo // the session's skills, for the system prompt
 	ag               *agent.Session
+	tr               *transcript           // what the editor is sent, for the session file
 	model            *execv1.ModelSettings // the model the session talks to, for the words of its errors
 
 	mu   sync.Mutex
@@ -222,6 +242,8 @@ type session struct {
 	notices     []string // lines that wait for the first prompt
 	open        []openCall
 	questions   int
+	title       string // set from the first prompt
+	cfg         modelConfig
 
 	// The editor's prompts and cancels in the order it sent them (see inbox): a cancel read after a prompt stops
 	// that prompt even when the SDK runs the cancel before the prompt's turn exists.
@@ -264,8 +286,15 @@ func (s *session) systemPrompt() string {
 	return agent.SystemPrompt(info)
 }
 
-// update sends one session/update. ctx must outlive a cancel: the final updates of a cancelled turn go out too.
+// update sends one session/update and notes it for the session file. ctx must outlive a cancel: the final updates
+// of a cancelled turn go out too.
 func (s *session) update(ctx context.Context, u acp.SessionUpdate) {
+	s.tr.add(u)
+	s.send(ctx, u)
+}
+
+// send sends one session/update, unrecorded (the replay of the file).
+func (s *session) send(ctx context.Context, u acp.SessionUpdate) {
 	if err := s.srv.client().SessionUpdate(ctx, acp.SessionNotification{SessionId: acp.SessionId(s.id), Update: u}); err != nil {
 		s.srv.opts.Log.Debug("send a session update", "session", s.id, "err", err)
 	}
@@ -389,6 +418,21 @@ func (s *session) applyPendingMode(ctx context.Context) {
 type record struct {
 	kind string
 	data []byte
+}
+
+// recordQueue is how many entries may wait for the broker; more are dropped (with a warning).
+const recordQueue = 4096
+
+// recordAgent records what the conversation's loop reports; a compaction is kept with the conversation it left,
+// so that a load can go on from it.
+func (s *session) recordAgent(kind string, v any) {
+	switch kind {
+	case recCompaction:
+		v = compactionRecord{Compaction: v, History: s.ag.History}
+	case recStop, "error":
+		s.tr.flush() // the turn's last text before its end
+	}
+	s.record(kind, v)
 }
 
 // record queues an entry of the session file; entries are written in order, off the turn's path.

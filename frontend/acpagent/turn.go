@@ -86,6 +86,8 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 	}()
 	// Updates use a context that a cancel does not end: the final lines of a cancelled turn must go out.
 	uctx := s.srv.base
+	s.beginTranscript(uctx, blocks, text)
+	defer s.tr.flush()
 
 	for _, n := range notices {
 		s.notice(uctx, n)
@@ -155,6 +157,7 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 	}
 
 	s.record("prompt", full)
+	s.applyConfig()
 	stop, err := s.ag.RunTurn(tctx, full, t.emit)
 	return t.end(uctx, stop, err)
 }
@@ -232,6 +235,7 @@ type turn struct {
 
 	mu      sync.Mutex
 	calls   map[string]*callState
+	diffs   map[string]acp.ToolCallContent // the diff a call's question showed
 	order   []string
 	stopped bool     // the editor's stop (or a shutdown) came
 	atStop  []string // the calls open when it came
@@ -292,8 +296,12 @@ func (t *turn) notice(line string) {
 // updateCall sends a tool_call_update with a status and a text content; t.mu is held.
 func (t *turn) updateCall(ctx context.Context, id string, st acp.ToolCallStatus, text string, locs ...acp.ToolCallLocation) {
 	u := &acp.SessionToolCallUpdate{ToolCallId: acp.ToolCallId(id), Status: acp.Ptr(st), Locations: locs}
+	if d, ok := t.diffs[id]; ok && st == acp.ToolCallStatusCompleted {
+		// The change the user allowed stays on view (and in the replay) after the call ends.
+		u.Content = append(u.Content, d)
+	}
 	if text != "" {
-		u.Content = []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(visible.Visible(text)))}
+		u.Content = append(u.Content, acp.ToolContent(acp.TextBlock(visible.Visible(text))))
 	}
 	t.s.update(ctx, acp.SessionUpdate{ToolCallUpdate: u})
 }
@@ -336,7 +344,6 @@ func (t *turn) emit(e agent.Event) {
 			Locations:  toolLocations(c.Name, c.Input, s.root),
 			RawInput:   visibleJSON(c.Input),
 		}})
-		s.record("tool_call", map[string]any{"id": c.ID, "name": c.Name, "input": c.Input, "title": title})
 	case agent.EventToolProgress:
 		if c := t.calls[e.Call.ID]; c != nil && !c.ended && e.Text != "" {
 			t.updateCall(uctx, e.Call.ID, acp.ToolCallStatusInProgress, e.Text)
@@ -361,7 +368,6 @@ func (t *turn) emit(e agent.Event) {
 			}
 		}
 		t.updateCall(uctx, e.Call.ID, st, text, resultLocations(r.Locations, s.root)...)
-		s.record("tool_result", map[string]any{"id": e.Call.ID, "status": r.Status, "content": r.Content})
 	case agent.EventNotice, agent.EventCompaction, agent.EventModelRetry:
 		s.notice(uctx, e.Text)
 	case agent.EventStepEnd:

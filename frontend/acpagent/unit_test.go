@@ -179,9 +179,10 @@ func TestInitializeLineIsTheSpecs(t *testing.T) {
 		"protocolVersion": float64(1),
 		"agentInfo":       map[string]any{"name": "garuda", "title": "Garuda", "version": "9.9"},
 		"agentCapabilities": map[string]any{
-			"loadSession":        false,
-			"promptCapabilities": map[string]any{"image": false, "audio": false, "embeddedContext": true},
-			"mcpCapabilities":    map[string]any{"http": false, "sse": false},
+			"loadSession":         true,
+			"promptCapabilities":  map[string]any{"image": false, "audio": false, "embeddedContext": true},
+			"mcpCapabilities":     map[string]any{"http": false, "sse": false},
+			"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}},
 		},
 		"authMethods": []any{},
 	}

@@ -149,6 +149,8 @@ type Session struct {
 	ContextWindow   int
 	MaxOutputTokens int // per request; default DefaultMaxOutputTokens
 	ThinkingBudget  int // passed in every request of a turn (not in summary requests); zero: no extended thinking
+	// ReasoningEffort is passed in every request of a turn (not in summary requests); empty: the server's default.
+	ReasoningEffort string
 	// History is the conversation. Between turns every tool_use is followed by its tool_result.
 	History []model.Message
 	// Record, if set, receives what a session file keeps: ("message", model.Message) for every message added to
@@ -472,7 +474,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // buildRequest makes the next model request from the session. Messages shares History's array, clipped so that
 // nothing the client appends can reach it.
 func (s *Session) buildRequest() model.Request {
-	req := model.Request{Messages: slices.Clip(s.History), MaxTokens: s.MaxOutputTokens, ThinkingBudget: s.ThinkingBudget}
+	req := model.Request{Messages: slices.Clip(s.History), MaxTokens: s.MaxOutputTokens, ThinkingBudget: s.ThinkingBudget,
+		ReasoningEffort: s.ReasoningEffort}
 	if s.System != nil {
 		req.System = s.System()
 	}

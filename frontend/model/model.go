@@ -61,6 +61,9 @@ type Request struct {
 	// ThinkingBudget, when above zero, asks for extended thinking with that many tokens
 	// (Anthropic; ignored by OpenAI-compatible servers, which decide for themselves).
 	ThinkingBudget int
+	// ReasoningEffort, when set ("low", "medium", "high"), is sent as reasoning_effort (OpenAI-compatible servers;
+	// ignored by Anthropic, which takes ThinkingBudget).
+	ReasoningEffort string
 }
 
 // StopReason is why the model stopped.

@@ -57,6 +57,9 @@ func (c *openaiClient) params(req Request) (openai.ChatCompletionNewParams, erro
 	} else {
 		p.MaxTokens = openai.Int(c.cfg.maxTokens(req))
 	}
+	if req.ReasoningEffort != "" {
+		p.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
+	}
 	if req.System != "" {
 		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
 	}

@@ -216,3 +216,22 @@ func TestOpenAIOfficialEndpointUsesMaxCompletionTokens(t *testing.T) {
 		t.Errorf("params = %s", b)
 	}
 }
+
+// The editor's thought level reaches an OpenAI-compatible server as reasoning_effort, and only when chosen.
+func TestOpenAIReasoningEffort(t *testing.T) {
+	c := NewOpenAI(ProviderConfig{Type: TypeOpenAI, Model: "gpt-5", MaxOutputTokens: 1000}).(*openaiClient)
+	req := userHi
+	req.ReasoningEffort = "high"
+	for effort, want := range map[string]string{"high": `"reasoning_effort":"high"`, "": ""} {
+		req.ReasoningEffort = effort
+		p, err := c.params(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(p)
+		sent := strings.Contains(string(b), `"reasoning_effort"`)
+		if sent != (want != "") || (want != "" && !strings.Contains(string(b), want)) {
+			t.Errorf("effort %q: params = %s", effort, b)
+		}
+	}
+}

@@ -238,7 +238,7 @@ func (x Resolved_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Resolved_Kind.Descriptor instead.
 func (Resolved_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{31, 0}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{39, 0}
 }
 
 type HelloRequest struct {
@@ -289,7 +289,9 @@ type HelloResponse struct {
 	// sandbox lists what the command sandbox enforces on this machine.
 	Sandbox []*Feature `protobuf:"bytes,6,rep,name=sandbox,proto3" json:"sandbox,omitempty"`
 	// sandbox_ready is false when a required feature is missing: commands are then refused.
-	SandboxReady  bool `protobuf:"varint,7,opt,name=sandbox_ready,json=sandboxReady,proto3" json:"sandbox_ready,omitempty"`
+	SandboxReady bool `protobuf:"varint,7,opt,name=sandbox_ready,json=sandboxReady,proto3" json:"sandbox_ready,omitempty"`
+	// open_sessions is how many sessions the caller's connection has open.
+	OpenSessions  uint32 `protobuf:"varint,8,opt,name=open_sessions,json=openSessions,proto3" json:"open_sessions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -371,6 +373,13 @@ func (x *HelloResponse) GetSandboxReady() bool {
 		return x.SandboxReady
 	}
 	return false
+}
+
+func (x *HelloResponse) GetOpenSessions() uint32 {
+	if x != nil {
+		return x.OpenSessions
+	}
+	return 0
 }
 
 type Feature struct {
@@ -493,8 +502,10 @@ type PrepareResponse struct {
 	//
 	//	*PrepareResponse_Ready
 	//	*PrepareResponse_AuthRequired
-	Outcome       isPrepareResponse_Outcome `protobuf_oneof:"outcome"`
-	Notices       []string                  `protobuf:"bytes,3,rep,name=notices,proto3" json:"notices,omitempty"`
+	Outcome isPrepareResponse_Outcome `protobuf_oneof:"outcome"`
+	Notices []string                  `protobuf:"bytes,3,rep,name=notices,proto3" json:"notices,omitempty"`
+	// models are the models the editor may offer: those whose provider has a key here or takes none.
+	Models        []*ModelChoice `protobuf:"bytes,4,rep,name=models,proto3" json:"models,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -561,6 +572,13 @@ func (x *PrepareResponse) GetNotices() []string {
 	return nil
 }
 
+func (x *PrepareResponse) GetModels() []*ModelChoice {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
 type isPrepareResponse_Outcome interface {
 	isPrepareResponse_Outcome()
 }
@@ -577,6 +595,67 @@ type PrepareResponse_AuthRequired struct {
 func (*PrepareResponse_Ready) isPrepareResponse_Outcome() {}
 
 func (*PrepareResponse_AuthRequired) isPrepareResponse_Outcome() {}
+
+type ModelChoice struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Provider string                 `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+	// reasoning is "" (none), "optional" (off, low, medium, high) or "always" (low, medium, high).
+	Reasoning     string `protobuf:"bytes,3,opt,name=reasoning,proto3" json:"reasoning,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelChoice) Reset() {
+	*x = ModelChoice{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelChoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelChoice) ProtoMessage() {}
+
+func (x *ModelChoice) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelChoice.ProtoReflect.Descriptor instead.
+func (*ModelChoice) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ModelChoice) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ModelChoice) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ModelChoice) GetReasoning() string {
+	if x != nil {
+		return x.Reasoning
+	}
+	return ""
+}
 
 type ModelSettings struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -595,13 +674,15 @@ type ModelSettings struct {
 	// max_steps and max_turn_tokens are the limits of one turn from models.json ("limits"); 0 means the default.
 	MaxSteps      int32 `protobuf:"varint,10,opt,name=max_steps,json=maxSteps,proto3" json:"max_steps,omitempty"`
 	MaxTurnTokens int64 `protobuf:"varint,11,opt,name=max_turn_tokens,json=maxTurnTokens,proto3" json:"max_turn_tokens,omitempty"`
+	// reasoning is the model's, as in ModelChoice.
+	Reasoning     string `protobuf:"bytes,12,opt,name=reasoning,proto3" json:"reasoning,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ModelSettings) Reset() {
 	*x = ModelSettings{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[5]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -613,7 +694,7 @@ func (x *ModelSettings) String() string {
 func (*ModelSettings) ProtoMessage() {}
 
 func (x *ModelSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[5]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -626,7 +707,7 @@ func (x *ModelSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelSettings.ProtoReflect.Descriptor instead.
 func (*ModelSettings) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{5}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ModelSettings) GetName() string {
@@ -706,6 +787,13 @@ func (x *ModelSettings) GetMaxTurnTokens() int64 {
 	return 0
 }
 
+func (x *ModelSettings) GetReasoning() string {
+	if x != nil {
+		return x.Reasoning
+	}
+	return ""
+}
+
 type OpenSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// root is the absolute path of the project folder.
@@ -717,7 +805,7 @@ type OpenSessionRequest struct {
 
 func (x *OpenSessionRequest) Reset() {
 	*x = OpenSessionRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[6]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +817,7 @@ func (x *OpenSessionRequest) String() string {
 func (*OpenSessionRequest) ProtoMessage() {}
 
 func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[6]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +830,7 @@ func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionRequest.ProtoReflect.Descriptor instead.
 func (*OpenSessionRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{6}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *OpenSessionRequest) GetRoot() string {
@@ -776,7 +864,7 @@ type OpenSessionResponse struct {
 
 func (x *OpenSessionResponse) Reset() {
 	*x = OpenSessionResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[7]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -788,7 +876,7 @@ func (x *OpenSessionResponse) String() string {
 func (*OpenSessionResponse) ProtoMessage() {}
 
 func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[7]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -801,7 +889,7 @@ func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionResponse.ProtoReflect.Descriptor instead.
 func (*OpenSessionResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{7}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *OpenSessionResponse) GetSessionId() string {
@@ -846,6 +934,434 @@ func (x *OpenSessionResponse) GetCommands() []*CommandInfo {
 	return nil
 }
 
+type ResumeSessionRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// root must be the root the session was opened on.
+	Root          string `protobuf:"bytes,2,opt,name=root,proto3" json:"root,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeSessionRequest) Reset() {
+	*x = ResumeSessionRequest{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeSessionRequest) ProtoMessage() {}
+
+func (x *ResumeSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeSessionRequest.ProtoReflect.Descriptor instead.
+func (*ResumeSessionRequest) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ResumeSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ResumeSessionRequest) GetRoot() string {
+	if x != nil {
+		return x.Root
+	}
+	return ""
+}
+
+type ResumeSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*ResumeSessionResponse_Opened
+	//	*ResumeSessionResponse_Entries
+	Msg           isResumeSessionResponse_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeSessionResponse) Reset() {
+	*x = ResumeSessionResponse{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeSessionResponse) ProtoMessage() {}
+
+func (x *ResumeSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeSessionResponse.ProtoReflect.Descriptor instead.
+func (*ResumeSessionResponse) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ResumeSessionResponse) GetMsg() isResumeSessionResponse_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *ResumeSessionResponse) GetOpened() *OpenSessionResponse {
+	if x != nil {
+		if x, ok := x.Msg.(*ResumeSessionResponse_Opened); ok {
+			return x.Opened
+		}
+	}
+	return nil
+}
+
+func (x *ResumeSessionResponse) GetEntries() *SessionEntries {
+	if x != nil {
+		if x, ok := x.Msg.(*ResumeSessionResponse_Entries); ok {
+			return x.Entries
+		}
+	}
+	return nil
+}
+
+type isResumeSessionResponse_Msg interface {
+	isResumeSessionResponse_Msg()
+}
+
+type ResumeSessionResponse_Opened struct {
+	// opened comes first: the session is open (in build mode) once it is sent. A torn file's notice is in it.
+	Opened *OpenSessionResponse `protobuf:"bytes,1,opt,name=opened,proto3,oneof"`
+}
+
+type ResumeSessionResponse_Entries struct {
+	// entries follow, in the order of the file (its header left out).
+	Entries *SessionEntries `protobuf:"bytes,2,opt,name=entries,proto3,oneof"`
+}
+
+func (*ResumeSessionResponse_Opened) isResumeSessionResponse_Msg() {}
+
+func (*ResumeSessionResponse_Entries) isResumeSessionResponse_Msg() {}
+
+type SessionEntries struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*SessionEntry        `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionEntries) Reset() {
+	*x = SessionEntries{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionEntries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionEntries) ProtoMessage() {}
+
+func (x *SessionEntries) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionEntries.ProtoReflect.Descriptor instead.
+func (*SessionEntries) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SessionEntries) GetEntries() []*SessionEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type SessionEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// data is the entry's JSON value, as recorded.
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// time is when it was recorded (RFC 3339).
+	Time          string `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionEntry) Reset() {
+	*x = SessionEntry{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionEntry) ProtoMessage() {}
+
+func (x *SessionEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionEntry.ProtoReflect.Descriptor instead.
+func (*SessionEntry) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SessionEntry) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *SessionEntry) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *SessionEntry) GetTime() string {
+	if x != nil {
+		return x.Time
+	}
+	return ""
+}
+
+type ListSessionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// root filters by project root; empty lists every root.
+	Root string `protobuf:"bytes,1,opt,name=root,proto3" json:"root,omitempty"`
+	// cursor is a previous response's next_cursor; empty for the first page.
+	Cursor string `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// limit is the page size; 0 means 100.
+	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsRequest) Reset() {
+	*x = ListSessionsRequest{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsRequest) ProtoMessage() {}
+
+func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
+func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListSessionsRequest) GetRoot() string {
+	if x != nil {
+		return x.Root
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListSessionsResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Sessions []*SessionSummary      `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	// next_cursor is empty on the last page.
+	NextCursor    string `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsResponse) Reset() {
+	*x = ListSessionsResponse{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsResponse) ProtoMessage() {}
+
+func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
+func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListSessionsResponse) GetSessions() []*SessionSummary {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+func (x *ListSessionsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+type SessionSummary struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Root      string                 `protobuf:"bytes,2,opt,name=root,proto3" json:"root,omitempty"`
+	Title     string                 `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	// updated_at is the time of the last entry (RFC 3339).
+	UpdatedAt     string `protobuf:"bytes,4,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionSummary) Reset() {
+	*x = SessionSummary{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionSummary) ProtoMessage() {}
+
+func (x *SessionSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionSummary.ProtoReflect.Descriptor instead.
+func (*SessionSummary) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SessionSummary) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SessionSummary) GetRoot() string {
+	if x != nil {
+		return x.Root
+	}
+	return ""
+}
+
+func (x *SessionSummary) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *SessionSummary) GetUpdatedAt() string {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return ""
+}
+
 type CloseSessionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -855,7 +1371,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[8]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +1383,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[8]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +1396,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{8}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -898,7 +1414,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[9]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1426,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[9]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1439,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{9}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{17}
 }
 
 type SetModeRequest struct {
@@ -936,7 +1452,7 @@ type SetModeRequest struct {
 
 func (x *SetModeRequest) Reset() {
 	*x = SetModeRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[10]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1464,7 @@ func (x *SetModeRequest) String() string {
 func (*SetModeRequest) ProtoMessage() {}
 
 func (x *SetModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[10]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1477,7 @@ func (x *SetModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetModeRequest.ProtoReflect.Descriptor instead.
 func (*SetModeRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{10}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetModeRequest) GetSessionId() string {
@@ -986,7 +1502,7 @@ type SetModeResponse struct {
 
 func (x *SetModeResponse) Reset() {
 	*x = SetModeResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[11]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1514,7 @@ func (x *SetModeResponse) String() string {
 func (*SetModeResponse) ProtoMessage() {}
 
 func (x *SetModeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[11]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1527,7 @@ func (x *SetModeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetModeResponse.ProtoReflect.Descriptor instead.
 func (*SetModeResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{11}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{19}
 }
 
 type CallRequest struct {
@@ -1028,7 +1544,7 @@ type CallRequest struct {
 
 func (x *CallRequest) Reset() {
 	*x = CallRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[12]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +1556,7 @@ func (x *CallRequest) String() string {
 func (*CallRequest) ProtoMessage() {}
 
 func (x *CallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[12]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1569,7 @@ func (x *CallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallRequest.ProtoReflect.Descriptor instead.
 func (*CallRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{12}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CallRequest) GetMsg() isCallRequest_Msg {
@@ -1126,7 +1642,7 @@ type CallResponse struct {
 
 func (x *CallResponse) Reset() {
 	*x = CallResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[13]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1654,7 @@ func (x *CallResponse) String() string {
 func (*CallResponse) ProtoMessage() {}
 
 func (x *CallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[13]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1667,7 @@ func (x *CallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResponse.ProtoReflect.Descriptor instead.
 func (*CallResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{13}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CallResponse) GetMsg() isCallResponse_Msg {
@@ -1234,7 +1750,7 @@ type Start struct {
 
 func (x *Start) Reset() {
 	*x = Start{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[14]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1246,7 +1762,7 @@ func (x *Start) String() string {
 func (*Start) ProtoMessage() {}
 
 func (x *Start) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[14]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1259,7 +1775,7 @@ func (x *Start) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Start.ProtoReflect.Descriptor instead.
 func (*Start) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{14}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Start) GetSessionId() string {
@@ -1433,7 +1949,7 @@ type ReadFile struct {
 
 func (x *ReadFile) Reset() {
 	*x = ReadFile{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[15]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1961,7 @@ func (x *ReadFile) String() string {
 func (*ReadFile) ProtoMessage() {}
 
 func (x *ReadFile) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[15]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1974,7 @@ func (x *ReadFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFile.ProtoReflect.Descriptor instead.
 func (*ReadFile) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{15}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReadFile) GetPath() string {
@@ -1492,7 +2008,7 @@ type WriteFile struct {
 
 func (x *WriteFile) Reset() {
 	*x = WriteFile{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[16]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +2020,7 @@ func (x *WriteFile) String() string {
 func (*WriteFile) ProtoMessage() {}
 
 func (x *WriteFile) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[16]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +2033,7 @@ func (x *WriteFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFile.ProtoReflect.Descriptor instead.
 func (*WriteFile) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{16}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WriteFile) GetPath() string {
@@ -1546,7 +2062,7 @@ type EditFile struct {
 
 func (x *EditFile) Reset() {
 	*x = EditFile{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[17]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +2074,7 @@ func (x *EditFile) String() string {
 func (*EditFile) ProtoMessage() {}
 
 func (x *EditFile) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[17]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +2087,7 @@ func (x *EditFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditFile.ProtoReflect.Descriptor instead.
 func (*EditFile) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{17}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *EditFile) GetPath() string {
@@ -1612,7 +2128,7 @@ type Glob struct {
 
 func (x *Glob) Reset() {
 	*x = Glob{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[18]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1624,7 +2140,7 @@ func (x *Glob) String() string {
 func (*Glob) ProtoMessage() {}
 
 func (x *Glob) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[18]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1637,7 +2153,7 @@ func (x *Glob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Glob.ProtoReflect.Descriptor instead.
 func (*Glob) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{18}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Glob) GetPattern() string {
@@ -1669,7 +2185,7 @@ type Grep struct {
 
 func (x *Grep) Reset() {
 	*x = Grep{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[19]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1681,7 +2197,7 @@ func (x *Grep) String() string {
 func (*Grep) ProtoMessage() {}
 
 func (x *Grep) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[19]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1694,7 +2210,7 @@ func (x *Grep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grep.ProtoReflect.Descriptor instead.
 func (*Grep) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{19}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Grep) GetPattern() string {
@@ -1752,7 +2268,7 @@ type Bash struct {
 
 func (x *Bash) Reset() {
 	*x = Bash{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[20]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +2280,7 @@ func (x *Bash) String() string {
 func (*Bash) ProtoMessage() {}
 
 func (x *Bash) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[20]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +2293,7 @@ func (x *Bash) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bash.ProtoReflect.Descriptor instead.
 func (*Bash) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{20}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Bash) GetCommand() string {
@@ -1818,7 +2334,7 @@ type ResolveCommand struct {
 
 func (x *ResolveCommand) Reset() {
 	*x = ResolveCommand{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[21]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1830,7 +2346,7 @@ func (x *ResolveCommand) String() string {
 func (*ResolveCommand) ProtoMessage() {}
 
 func (x *ResolveCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[21]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1843,7 +2359,7 @@ func (x *ResolveCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveCommand.ProtoReflect.Descriptor instead.
 func (*ResolveCommand) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{21}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ResolveCommand) GetText() string {
@@ -1863,7 +2379,7 @@ type AttachMention struct {
 
 func (x *AttachMention) Reset() {
 	*x = AttachMention{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[22]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +2391,7 @@ func (x *AttachMention) String() string {
 func (*AttachMention) ProtoMessage() {}
 
 func (x *AttachMention) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[22]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +2404,7 @@ func (x *AttachMention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachMention.ProtoReflect.Descriptor instead.
 func (*AttachMention) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{22}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AttachMention) GetPath() string {
@@ -1907,7 +2423,7 @@ type LoadSkill struct {
 
 func (x *LoadSkill) Reset() {
 	*x = LoadSkill{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[23]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2435,7 @@ func (x *LoadSkill) String() string {
 func (*LoadSkill) ProtoMessage() {}
 
 func (x *LoadSkill) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[23]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2448,7 @@ func (x *LoadSkill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadSkill.ProtoReflect.Descriptor instead.
 func (*LoadSkill) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{23}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LoadSkill) GetName() string {
@@ -1971,7 +2487,7 @@ type Question struct {
 
 func (x *Question) Reset() {
 	*x = Question{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +2499,7 @@ func (x *Question) String() string {
 func (*Question) ProtoMessage() {}
 
 func (x *Question) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +2512,7 @@ func (x *Question) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Question.ProtoReflect.Descriptor instead.
 func (*Question) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{24}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Question) GetQuestionId() string {
@@ -2096,7 +2612,7 @@ type Diff struct {
 
 func (x *Diff) Reset() {
 	*x = Diff{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2108,7 +2624,7 @@ func (x *Diff) String() string {
 func (*Diff) ProtoMessage() {}
 
 func (x *Diff) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2121,7 +2637,7 @@ func (x *Diff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diff.ProtoReflect.Descriptor instead.
 func (*Diff) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{25}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Diff) GetPath() string {
@@ -2162,7 +2678,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2174,7 +2690,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2187,7 +2703,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{26}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Answer) GetQuestionId() string {
@@ -2216,7 +2732,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2228,7 +2744,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2241,7 +2757,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{27}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{35}
 }
 
 type Progress struct {
@@ -2255,7 +2771,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2267,7 +2783,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2280,7 +2796,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{28}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Progress) GetOutput() []byte {
@@ -2313,7 +2829,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2325,7 +2841,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2338,7 +2854,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{29}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Result) GetStatus() Status {
@@ -2393,7 +2909,7 @@ type Location struct {
 
 func (x *Location) Reset() {
 	*x = Location{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2405,7 +2921,7 @@ func (x *Location) String() string {
 func (*Location) ProtoMessage() {}
 
 func (x *Location) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2418,7 +2934,7 @@ func (x *Location) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Location.ProtoReflect.Descriptor instead.
 func (*Location) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{30}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Location) GetPath() string {
@@ -2446,7 +2962,7 @@ type Resolved struct {
 
 func (x *Resolved) Reset() {
 	*x = Resolved{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2458,7 +2974,7 @@ func (x *Resolved) String() string {
 func (*Resolved) ProtoMessage() {}
 
 func (x *Resolved) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2471,7 +2987,7 @@ func (x *Resolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolved.ProtoReflect.Descriptor instead.
 func (*Resolved) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{31}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Resolved) GetKind() Resolved_Kind {
@@ -2498,7 +3014,8 @@ func (x *Resolved) GetMessage() string {
 type RecordRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// kind is prompt, message, tool_call, tool_result, stop or mode.
+	// kind is a short lower-case name the front end chooses (prompt, update, message, stop, mode, title, ...); the
+	// newest "title" is what ListSessions shows.
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// data is one JSON value.
 	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
@@ -2508,7 +3025,7 @@ type RecordRequest struct {
 
 func (x *RecordRequest) Reset() {
 	*x = RecordRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +3037,7 @@ func (x *RecordRequest) String() string {
 func (*RecordRequest) ProtoMessage() {}
 
 func (x *RecordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +3050,7 @@ func (x *RecordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordRequest.ProtoReflect.Descriptor instead.
 func (*RecordRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{32}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RecordRequest) GetSessionId() string {
@@ -2565,7 +3082,7 @@ type RecordResponse struct {
 
 func (x *RecordResponse) Reset() {
 	*x = RecordResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2577,7 +3094,7 @@ func (x *RecordResponse) String() string {
 func (*RecordResponse) ProtoMessage() {}
 
 func (x *RecordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2590,7 +3107,7 @@ func (x *RecordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordResponse.ProtoReflect.Descriptor instead.
 func (*RecordResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{33}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{41}
 }
 
 type CommandInfo struct {
@@ -2608,7 +3125,7 @@ type CommandInfo struct {
 
 func (x *CommandInfo) Reset() {
 	*x = CommandInfo{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +3137,7 @@ func (x *CommandInfo) String() string {
 func (*CommandInfo) ProtoMessage() {}
 
 func (x *CommandInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +3150,7 @@ func (x *CommandInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandInfo.ProtoReflect.Descriptor instead.
 func (*CommandInfo) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{34}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CommandInfo) GetName() string {
@@ -2680,7 +3197,7 @@ type ListCommandsRequest struct {
 
 func (x *ListCommandsRequest) Reset() {
 	*x = ListCommandsRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2692,7 +3209,7 @@ func (x *ListCommandsRequest) String() string {
 func (*ListCommandsRequest) ProtoMessage() {}
 
 func (x *ListCommandsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +3222,7 @@ func (x *ListCommandsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCommandsRequest.ProtoReflect.Descriptor instead.
 func (*ListCommandsRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{35}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListCommandsRequest) GetSessionId() string {
@@ -2725,7 +3242,7 @@ type ListCommandsResponse struct {
 
 func (x *ListCommandsResponse) Reset() {
 	*x = ListCommandsResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2737,7 +3254,7 @@ func (x *ListCommandsResponse) String() string {
 func (*ListCommandsResponse) ProtoMessage() {}
 
 func (x *ListCommandsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2750,7 +3267,7 @@ func (x *ListCommandsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCommandsResponse.ProtoReflect.Descriptor instead.
 func (*ListCommandsResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{36}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListCommandsResponse) GetCommands() []*CommandInfo {
@@ -2775,7 +3292,7 @@ type SetupOptionsRequest struct {
 
 func (x *SetupOptionsRequest) Reset() {
 	*x = SetupOptionsRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2787,7 +3304,7 @@ func (x *SetupOptionsRequest) String() string {
 func (*SetupOptionsRequest) ProtoMessage() {}
 
 func (x *SetupOptionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2800,7 +3317,7 @@ func (x *SetupOptionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupOptionsRequest.ProtoReflect.Descriptor instead.
 func (*SetupOptionsRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{37}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{45}
 }
 
 type SetupOptionsResponse struct {
@@ -2814,7 +3331,7 @@ type SetupOptionsResponse struct {
 
 func (x *SetupOptionsResponse) Reset() {
 	*x = SetupOptionsResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2826,7 +3343,7 @@ func (x *SetupOptionsResponse) String() string {
 func (*SetupOptionsResponse) ProtoMessage() {}
 
 func (x *SetupOptionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2839,7 +3356,7 @@ func (x *SetupOptionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupOptionsResponse.ProtoReflect.Descriptor instead.
 func (*SetupOptionsResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{38}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SetupOptionsResponse) GetProviders() []*SetupProvider {
@@ -2874,7 +3391,7 @@ type SetupProvider struct {
 
 func (x *SetupProvider) Reset() {
 	*x = SetupProvider{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2886,7 +3403,7 @@ func (x *SetupProvider) String() string {
 func (*SetupProvider) ProtoMessage() {}
 
 func (x *SetupProvider) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2899,7 +3416,7 @@ func (x *SetupProvider) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupProvider.ProtoReflect.Descriptor instead.
 func (*SetupProvider) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{39}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SetupProvider) GetName() string {
@@ -2936,7 +3453,7 @@ type SetupRequest struct {
 
 func (x *SetupRequest) Reset() {
 	*x = SetupRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2948,7 +3465,7 @@ func (x *SetupRequest) String() string {
 func (*SetupRequest) ProtoMessage() {}
 
 func (x *SetupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2961,7 +3478,7 @@ func (x *SetupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupRequest.ProtoReflect.Descriptor instead.
 func (*SetupRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{40}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SetupRequest) GetProvider() string {
@@ -3002,7 +3519,7 @@ type SetupResponse struct {
 
 func (x *SetupResponse) Reset() {
 	*x = SetupResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3014,7 +3531,7 @@ func (x *SetupResponse) String() string {
 func (*SetupResponse) ProtoMessage() {}
 
 func (x *SetupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3027,7 +3544,7 @@ func (x *SetupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupResponse.ProtoReflect.Descriptor instead.
 func (*SetupResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{41}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SetupResponse) GetCredentialsPath() string {
@@ -3053,7 +3570,7 @@ type InspectTrustRequest struct {
 
 func (x *InspectTrustRequest) Reset() {
 	*x = InspectTrustRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3065,7 +3582,7 @@ func (x *InspectTrustRequest) String() string {
 func (*InspectTrustRequest) ProtoMessage() {}
 
 func (x *InspectTrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3078,7 +3595,7 @@ func (x *InspectTrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTrustRequest.ProtoReflect.Descriptor instead.
 func (*InspectTrustRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{42}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *InspectTrustRequest) GetDir() string {
@@ -3102,7 +3619,7 @@ type InspectTrustResponse struct {
 
 func (x *InspectTrustResponse) Reset() {
 	*x = InspectTrustResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3114,7 +3631,7 @@ func (x *InspectTrustResponse) String() string {
 func (*InspectTrustResponse) ProtoMessage() {}
 
 func (x *InspectTrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3127,7 +3644,7 @@ func (x *InspectTrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTrustResponse.ProtoReflect.Descriptor instead.
 func (*InspectTrustResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{43}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *InspectTrustResponse) GetSettingsPath() string {
@@ -3176,7 +3693,7 @@ type PinTrustRequest struct {
 
 func (x *PinTrustRequest) Reset() {
 	*x = PinTrustRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3188,7 +3705,7 @@ func (x *PinTrustRequest) String() string {
 func (*PinTrustRequest) ProtoMessage() {}
 
 func (x *PinTrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3201,7 +3718,7 @@ func (x *PinTrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinTrustRequest.ProtoReflect.Descriptor instead.
 func (*PinTrustRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{44}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *PinTrustRequest) GetDir() string {
@@ -3227,7 +3744,7 @@ type PinTrustResponse struct {
 
 func (x *PinTrustResponse) Reset() {
 	*x = PinTrustResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3239,7 +3756,7 @@ func (x *PinTrustResponse) String() string {
 func (*PinTrustResponse) ProtoMessage() {}
 
 func (x *PinTrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3252,7 +3769,7 @@ func (x *PinTrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinTrustResponse.ProtoReflect.Descriptor instead.
 func (*PinTrustResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{45}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PinTrustResponse) GetTrustPath() string {
@@ -3273,7 +3790,7 @@ type UndoRequest struct {
 
 func (x *UndoRequest) Reset() {
 	*x = UndoRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3285,7 +3802,7 @@ func (x *UndoRequest) String() string {
 func (*UndoRequest) ProtoMessage() {}
 
 func (x *UndoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3298,7 +3815,7 @@ func (x *UndoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoRequest.ProtoReflect.Descriptor instead.
 func (*UndoRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{46}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *UndoRequest) GetSessionId() string {
@@ -3326,7 +3843,7 @@ type UndoResponse struct {
 
 func (x *UndoResponse) Reset() {
 	*x = UndoResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3338,7 +3855,7 @@ func (x *UndoResponse) String() string {
 func (*UndoResponse) ProtoMessage() {}
 
 func (x *UndoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3351,7 +3868,7 @@ func (x *UndoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoResponse.ProtoReflect.Descriptor instead.
 func (*UndoResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{47}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *UndoResponse) GetSessionId() string {
@@ -3386,7 +3903,7 @@ type UndoEntry struct {
 
 func (x *UndoEntry) Reset() {
 	*x = UndoEntry{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3398,7 +3915,7 @@ func (x *UndoEntry) String() string {
 func (*UndoEntry) ProtoMessage() {}
 
 func (x *UndoEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3411,7 +3928,7 @@ func (x *UndoEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoEntry.ProtoReflect.Descriptor instead.
 func (*UndoEntry) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{48}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *UndoEntry) GetPath() string {
@@ -3445,7 +3962,7 @@ type VerifyAuditRequest struct {
 
 func (x *VerifyAuditRequest) Reset() {
 	*x = VerifyAuditRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3457,7 +3974,7 @@ func (x *VerifyAuditRequest) String() string {
 func (*VerifyAuditRequest) ProtoMessage() {}
 
 func (x *VerifyAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3470,7 +3987,7 @@ func (x *VerifyAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyAuditRequest.ProtoReflect.Descriptor instead.
 func (*VerifyAuditRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{49}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *VerifyAuditRequest) GetFile() string {
@@ -3489,7 +4006,7 @@ type VerifyAuditResponse struct {
 
 func (x *VerifyAuditResponse) Reset() {
 	*x = VerifyAuditResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3501,7 +4018,7 @@ func (x *VerifyAuditResponse) String() string {
 func (*VerifyAuditResponse) ProtoMessage() {}
 
 func (x *VerifyAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3514,7 +4031,7 @@ func (x *VerifyAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyAuditResponse.ProtoReflect.Descriptor instead.
 func (*VerifyAuditResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{50}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *VerifyAuditResponse) GetFiles() []*AuditFileCheck {
@@ -3536,7 +4053,7 @@ type AuditFileCheck struct {
 
 func (x *AuditFileCheck) Reset() {
 	*x = AuditFileCheck{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3548,7 +4065,7 @@ func (x *AuditFileCheck) String() string {
 func (*AuditFileCheck) ProtoMessage() {}
 
 func (x *AuditFileCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3561,7 +4078,7 @@ func (x *AuditFileCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditFileCheck.ProtoReflect.Descriptor instead.
 func (*AuditFileCheck) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{51}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *AuditFileCheck) GetFile() string {
@@ -3597,7 +4114,7 @@ var File_garuda_exec_v1_exec_proto protoreflect.FileDescriptor
 const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\n" +
 	"\x19garuda/exec/v1/exec.proto\x12\x0egaruda.exec.v1\"$\n" +
-	"\fHelloRequestJ\x04\b\x01\x10\x02R\x0eclient_version\"\xe7\x01\n" +
+	"\fHelloRequestJ\x04\b\x01\x10\x02R\x0eclient_version\"\x8c\x02\n" +
 	"\rHelloResponse\x12%\n" +
 	"\x0ebroker_version\x18\x01 \x01(\tR\rbrokerVersion\x12\x1f\n" +
 	"\vapi_version\x18\x02 \x01(\tR\n" +
@@ -3606,19 +4123,25 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x03uid\x18\x04 \x01(\rR\x03uid\x12\x12\n" +
 	"\x04home\x18\x05 \x01(\tR\x04home\x121\n" +
 	"\asandbox\x18\x06 \x03(\v2\x17.garuda.exec.v1.FeatureR\asandbox\x12#\n" +
-	"\rsandbox_ready\x18\a \x01(\bR\fsandboxReady\"Q\n" +
+	"\rsandbox_ready\x18\a \x01(\bR\fsandboxReady\x12#\n" +
+	"\ropen_sessions\x18\b \x01(\rR\fopenSessions\"Q\n" +
 	"\aFeature\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\benforced\x18\x02 \x01(\bR\benforced\x12\x16\n" +
 	"\x06detail\x18\x03 \x01(\tR\x06detail\"A\n" +
 	"\x0ePrepareRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x19\n" +
-	"\benv_keys\x18\x02 \x03(\tR\aenvKeys\"\x94\x01\n" +
+	"\benv_keys\x18\x02 \x03(\tR\aenvKeys\"\xc9\x01\n" +
 	"\x0fPrepareResponse\x125\n" +
 	"\x05ready\x18\x01 \x01(\v2\x1d.garuda.exec.v1.ModelSettingsH\x00R\x05ready\x12%\n" +
 	"\rauth_required\x18\x02 \x01(\tH\x00R\fauthRequired\x12\x18\n" +
-	"\anotices\x18\x03 \x03(\tR\anoticesB\t\n" +
-	"\aoutcome\"\xda\x02\n" +
+	"\anotices\x18\x03 \x03(\tR\anotices\x123\n" +
+	"\x06models\x18\x04 \x03(\v2\x1b.garuda.exec.v1.ModelChoiceR\x06modelsB\t\n" +
+	"\aoutcome\"[\n" +
+	"\vModelChoice\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x1c\n" +
+	"\treasoning\x18\x03 \x01(\tR\treasoning\"\xf8\x02\n" +
 	"\rModelSettings\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x12\n" +
@@ -3631,7 +4154,8 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\aapi_key\x18\t \x01(\tR\x06apiKey\x12\x1b\n" +
 	"\tmax_steps\x18\n" +
 	" \x01(\x05R\bmaxSteps\x12&\n" +
-	"\x0fmax_turn_tokens\x18\v \x01(\x03R\rmaxTurnTokens\"R\n" +
+	"\x0fmax_turn_tokens\x18\v \x01(\x03R\rmaxTurnTokens\x12\x1c\n" +
+	"\treasoning\x18\f \x01(\tR\treasoning\"R\n" +
 	"\x12OpenSessionRequest\x12\x12\n" +
 	"\x04root\x18\x01 \x01(\tR\x04root\x12(\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x14.garuda.exec.v1.ModeR\x04mode\"\xec\x01\n" +
@@ -3642,7 +4166,36 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\anotices\x18\x03 \x03(\tR\anotices\x12\"\n" +
 	"\finstructions\x18\x04 \x01(\tR\finstructions\x12+\n" +
 	"\x11instructions_file\x18\x05 \x01(\tR\x10instructionsFile\x127\n" +
-	"\bcommands\x18\x06 \x03(\v2\x1b.garuda.exec.v1.CommandInfoR\bcommands\"4\n" +
+	"\bcommands\x18\x06 \x03(\v2\x1b.garuda.exec.v1.CommandInfoR\bcommands\"I\n" +
+	"\x14ResumeSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04root\x18\x02 \x01(\tR\x04root\"\x99\x01\n" +
+	"\x15ResumeSessionResponse\x12=\n" +
+	"\x06opened\x18\x01 \x01(\v2#.garuda.exec.v1.OpenSessionResponseH\x00R\x06opened\x12:\n" +
+	"\aentries\x18\x02 \x01(\v2\x1e.garuda.exec.v1.SessionEntriesH\x00R\aentriesB\x05\n" +
+	"\x03msg\"H\n" +
+	"\x0eSessionEntries\x126\n" +
+	"\aentries\x18\x01 \x03(\v2\x1c.garuda.exec.v1.SessionEntryR\aentries\"J\n" +
+	"\fSessionEntry\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
+	"\x04time\x18\x03 \x01(\tR\x04time\"W\n" +
+	"\x13ListSessionsRequest\x12\x12\n" +
+	"\x04root\x18\x01 \x01(\tR\x04root\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"s\n" +
+	"\x14ListSessionsResponse\x12:\n" +
+	"\bsessions\x18\x01 \x03(\v2\x1e.garuda.exec.v1.SessionSummaryR\bsessions\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"x\n" +
+	"\x0eSessionSummary\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04root\x18\x02 \x01(\tR\x04root\x12\x14\n" +
+	"\x05title\x18\x03 \x01(\tR\x05title\x12\x1d\n" +
+	"\n" +
+	"updated_at\x18\x04 \x01(\tR\tupdatedAt\"4\n" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x16\n" +
@@ -3851,11 +4404,14 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x10STATUS_COMPLETED\x10\x01\x12\x11\n" +
 	"\rSTATUS_FAILED\x10\x02\x12\x11\n" +
 	"\rSTATUS_DENIED\x10\x03\x12\x14\n" +
-	"\x10STATUS_CANCELLED\x10\x042\xef\b\n" +
+	"\x10STATUS_CANCELLED\x10\x042\xaa\n" +
+	"\n" +
 	"\vExecService\x12D\n" +
 	"\x05Hello\x12\x1c.garuda.exec.v1.HelloRequest\x1a\x1d.garuda.exec.v1.HelloResponse\x12J\n" +
 	"\aPrepare\x12\x1e.garuda.exec.v1.PrepareRequest\x1a\x1f.garuda.exec.v1.PrepareResponse\x12V\n" +
-	"\vOpenSession\x12\".garuda.exec.v1.OpenSessionRequest\x1a#.garuda.exec.v1.OpenSessionResponse\x12Y\n" +
+	"\vOpenSession\x12\".garuda.exec.v1.OpenSessionRequest\x1a#.garuda.exec.v1.OpenSessionResponse\x12^\n" +
+	"\rResumeSession\x12$.garuda.exec.v1.ResumeSessionRequest\x1a%.garuda.exec.v1.ResumeSessionResponse0\x01\x12Y\n" +
+	"\fListSessions\x12#.garuda.exec.v1.ListSessionsRequest\x1a$.garuda.exec.v1.ListSessionsResponse\x12Y\n" +
 	"\fCloseSession\x12#.garuda.exec.v1.CloseSessionRequest\x1a$.garuda.exec.v1.CloseSessionResponse\x12J\n" +
 	"\aSetMode\x12\x1e.garuda.exec.v1.SetModeRequest\x1a\x1f.garuda.exec.v1.SetModeResponse\x12E\n" +
 	"\x04Call\x12\x1b.garuda.exec.v1.CallRequest\x1a\x1c.garuda.exec.v1.CallResponse(\x010\x01\x12G\n" +
@@ -3881,131 +4437,148 @@ func file_garuda_exec_v1_exec_proto_rawDescGZIP() []byte {
 }
 
 var file_garuda_exec_v1_exec_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_garuda_exec_v1_exec_proto_goTypes = []any{
-	(Mode)(0),                    // 0: garuda.exec.v1.Mode
-	(Choice)(0),                  // 1: garuda.exec.v1.Choice
-	(Status)(0),                  // 2: garuda.exec.v1.Status
-	(Resolved_Kind)(0),           // 3: garuda.exec.v1.Resolved.Kind
-	(*HelloRequest)(nil),         // 4: garuda.exec.v1.HelloRequest
-	(*HelloResponse)(nil),        // 5: garuda.exec.v1.HelloResponse
-	(*Feature)(nil),              // 6: garuda.exec.v1.Feature
-	(*PrepareRequest)(nil),       // 7: garuda.exec.v1.PrepareRequest
-	(*PrepareResponse)(nil),      // 8: garuda.exec.v1.PrepareResponse
-	(*ModelSettings)(nil),        // 9: garuda.exec.v1.ModelSettings
-	(*OpenSessionRequest)(nil),   // 10: garuda.exec.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),  // 11: garuda.exec.v1.OpenSessionResponse
-	(*CloseSessionRequest)(nil),  // 12: garuda.exec.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil), // 13: garuda.exec.v1.CloseSessionResponse
-	(*SetModeRequest)(nil),       // 14: garuda.exec.v1.SetModeRequest
-	(*SetModeResponse)(nil),      // 15: garuda.exec.v1.SetModeResponse
-	(*CallRequest)(nil),          // 16: garuda.exec.v1.CallRequest
-	(*CallResponse)(nil),         // 17: garuda.exec.v1.CallResponse
-	(*Start)(nil),                // 18: garuda.exec.v1.Start
-	(*ReadFile)(nil),             // 19: garuda.exec.v1.ReadFile
-	(*WriteFile)(nil),            // 20: garuda.exec.v1.WriteFile
-	(*EditFile)(nil),             // 21: garuda.exec.v1.EditFile
-	(*Glob)(nil),                 // 22: garuda.exec.v1.Glob
-	(*Grep)(nil),                 // 23: garuda.exec.v1.Grep
-	(*Bash)(nil),                 // 24: garuda.exec.v1.Bash
-	(*ResolveCommand)(nil),       // 25: garuda.exec.v1.ResolveCommand
-	(*AttachMention)(nil),        // 26: garuda.exec.v1.AttachMention
-	(*LoadSkill)(nil),            // 27: garuda.exec.v1.LoadSkill
-	(*Question)(nil),             // 28: garuda.exec.v1.Question
-	(*Diff)(nil),                 // 29: garuda.exec.v1.Diff
-	(*Answer)(nil),               // 30: garuda.exec.v1.Answer
-	(*Cancel)(nil),               // 31: garuda.exec.v1.Cancel
-	(*Progress)(nil),             // 32: garuda.exec.v1.Progress
-	(*Result)(nil),               // 33: garuda.exec.v1.Result
-	(*Location)(nil),             // 34: garuda.exec.v1.Location
-	(*Resolved)(nil),             // 35: garuda.exec.v1.Resolved
-	(*RecordRequest)(nil),        // 36: garuda.exec.v1.RecordRequest
-	(*RecordResponse)(nil),       // 37: garuda.exec.v1.RecordResponse
-	(*CommandInfo)(nil),          // 38: garuda.exec.v1.CommandInfo
-	(*ListCommandsRequest)(nil),  // 39: garuda.exec.v1.ListCommandsRequest
-	(*ListCommandsResponse)(nil), // 40: garuda.exec.v1.ListCommandsResponse
-	(*SetupOptionsRequest)(nil),  // 41: garuda.exec.v1.SetupOptionsRequest
-	(*SetupOptionsResponse)(nil), // 42: garuda.exec.v1.SetupOptionsResponse
-	(*SetupProvider)(nil),        // 43: garuda.exec.v1.SetupProvider
-	(*SetupRequest)(nil),         // 44: garuda.exec.v1.SetupRequest
-	(*SetupResponse)(nil),        // 45: garuda.exec.v1.SetupResponse
-	(*InspectTrustRequest)(nil),  // 46: garuda.exec.v1.InspectTrustRequest
-	(*InspectTrustResponse)(nil), // 47: garuda.exec.v1.InspectTrustResponse
-	(*PinTrustRequest)(nil),      // 48: garuda.exec.v1.PinTrustRequest
-	(*PinTrustResponse)(nil),     // 49: garuda.exec.v1.PinTrustResponse
-	(*UndoRequest)(nil),          // 50: garuda.exec.v1.UndoRequest
-	(*UndoResponse)(nil),         // 51: garuda.exec.v1.UndoResponse
-	(*UndoEntry)(nil),            // 52: garuda.exec.v1.UndoEntry
-	(*VerifyAuditRequest)(nil),   // 53: garuda.exec.v1.VerifyAuditRequest
-	(*VerifyAuditResponse)(nil),  // 54: garuda.exec.v1.VerifyAuditResponse
-	(*AuditFileCheck)(nil),       // 55: garuda.exec.v1.AuditFileCheck
+	(Mode)(0),                     // 0: garuda.exec.v1.Mode
+	(Choice)(0),                   // 1: garuda.exec.v1.Choice
+	(Status)(0),                   // 2: garuda.exec.v1.Status
+	(Resolved_Kind)(0),            // 3: garuda.exec.v1.Resolved.Kind
+	(*HelloRequest)(nil),          // 4: garuda.exec.v1.HelloRequest
+	(*HelloResponse)(nil),         // 5: garuda.exec.v1.HelloResponse
+	(*Feature)(nil),               // 6: garuda.exec.v1.Feature
+	(*PrepareRequest)(nil),        // 7: garuda.exec.v1.PrepareRequest
+	(*PrepareResponse)(nil),       // 8: garuda.exec.v1.PrepareResponse
+	(*ModelChoice)(nil),           // 9: garuda.exec.v1.ModelChoice
+	(*ModelSettings)(nil),         // 10: garuda.exec.v1.ModelSettings
+	(*OpenSessionRequest)(nil),    // 11: garuda.exec.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),   // 12: garuda.exec.v1.OpenSessionResponse
+	(*ResumeSessionRequest)(nil),  // 13: garuda.exec.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil), // 14: garuda.exec.v1.ResumeSessionResponse
+	(*SessionEntries)(nil),        // 15: garuda.exec.v1.SessionEntries
+	(*SessionEntry)(nil),          // 16: garuda.exec.v1.SessionEntry
+	(*ListSessionsRequest)(nil),   // 17: garuda.exec.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 18: garuda.exec.v1.ListSessionsResponse
+	(*SessionSummary)(nil),        // 19: garuda.exec.v1.SessionSummary
+	(*CloseSessionRequest)(nil),   // 20: garuda.exec.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),  // 21: garuda.exec.v1.CloseSessionResponse
+	(*SetModeRequest)(nil),        // 22: garuda.exec.v1.SetModeRequest
+	(*SetModeResponse)(nil),       // 23: garuda.exec.v1.SetModeResponse
+	(*CallRequest)(nil),           // 24: garuda.exec.v1.CallRequest
+	(*CallResponse)(nil),          // 25: garuda.exec.v1.CallResponse
+	(*Start)(nil),                 // 26: garuda.exec.v1.Start
+	(*ReadFile)(nil),              // 27: garuda.exec.v1.ReadFile
+	(*WriteFile)(nil),             // 28: garuda.exec.v1.WriteFile
+	(*EditFile)(nil),              // 29: garuda.exec.v1.EditFile
+	(*Glob)(nil),                  // 30: garuda.exec.v1.Glob
+	(*Grep)(nil),                  // 31: garuda.exec.v1.Grep
+	(*Bash)(nil),                  // 32: garuda.exec.v1.Bash
+	(*ResolveCommand)(nil),        // 33: garuda.exec.v1.ResolveCommand
+	(*AttachMention)(nil),         // 34: garuda.exec.v1.AttachMention
+	(*LoadSkill)(nil),             // 35: garuda.exec.v1.LoadSkill
+	(*Question)(nil),              // 36: garuda.exec.v1.Question
+	(*Diff)(nil),                  // 37: garuda.exec.v1.Diff
+	(*Answer)(nil),                // 38: garuda.exec.v1.Answer
+	(*Cancel)(nil),                // 39: garuda.exec.v1.Cancel
+	(*Progress)(nil),              // 40: garuda.exec.v1.Progress
+	(*Result)(nil),                // 41: garuda.exec.v1.Result
+	(*Location)(nil),              // 42: garuda.exec.v1.Location
+	(*Resolved)(nil),              // 43: garuda.exec.v1.Resolved
+	(*RecordRequest)(nil),         // 44: garuda.exec.v1.RecordRequest
+	(*RecordResponse)(nil),        // 45: garuda.exec.v1.RecordResponse
+	(*CommandInfo)(nil),           // 46: garuda.exec.v1.CommandInfo
+	(*ListCommandsRequest)(nil),   // 47: garuda.exec.v1.ListCommandsRequest
+	(*ListCommandsResponse)(nil),  // 48: garuda.exec.v1.ListCommandsResponse
+	(*SetupOptionsRequest)(nil),   // 49: garuda.exec.v1.SetupOptionsRequest
+	(*SetupOptionsResponse)(nil),  // 50: garuda.exec.v1.SetupOptionsResponse
+	(*SetupProvider)(nil),         // 51: garuda.exec.v1.SetupProvider
+	(*SetupRequest)(nil),          // 52: garuda.exec.v1.SetupRequest
+	(*SetupResponse)(nil),         // 53: garuda.exec.v1.SetupResponse
+	(*InspectTrustRequest)(nil),   // 54: garuda.exec.v1.InspectTrustRequest
+	(*InspectTrustResponse)(nil),  // 55: garuda.exec.v1.InspectTrustResponse
+	(*PinTrustRequest)(nil),       // 56: garuda.exec.v1.PinTrustRequest
+	(*PinTrustResponse)(nil),      // 57: garuda.exec.v1.PinTrustResponse
+	(*UndoRequest)(nil),           // 58: garuda.exec.v1.UndoRequest
+	(*UndoResponse)(nil),          // 59: garuda.exec.v1.UndoResponse
+	(*UndoEntry)(nil),             // 60: garuda.exec.v1.UndoEntry
+	(*VerifyAuditRequest)(nil),    // 61: garuda.exec.v1.VerifyAuditRequest
+	(*VerifyAuditResponse)(nil),   // 62: garuda.exec.v1.VerifyAuditResponse
+	(*AuditFileCheck)(nil),        // 63: garuda.exec.v1.AuditFileCheck
 }
 var file_garuda_exec_v1_exec_proto_depIdxs = []int32{
 	6,  // 0: garuda.exec.v1.HelloResponse.sandbox:type_name -> garuda.exec.v1.Feature
-	9,  // 1: garuda.exec.v1.PrepareResponse.ready:type_name -> garuda.exec.v1.ModelSettings
-	0,  // 2: garuda.exec.v1.OpenSessionRequest.mode:type_name -> garuda.exec.v1.Mode
-	38, // 3: garuda.exec.v1.OpenSessionResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	0,  // 4: garuda.exec.v1.SetModeRequest.mode:type_name -> garuda.exec.v1.Mode
-	18, // 5: garuda.exec.v1.CallRequest.start:type_name -> garuda.exec.v1.Start
-	30, // 6: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
-	31, // 7: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
-	28, // 8: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
-	32, // 9: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
-	33, // 10: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
-	19, // 11: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
-	20, // 12: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
-	21, // 13: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
-	22, // 14: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
-	23, // 15: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
-	24, // 16: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
-	25, // 17: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
-	26, // 18: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
-	27, // 19: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
-	29, // 20: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
-	1,  // 21: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
-	1,  // 22: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
-	2,  // 23: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
-	34, // 24: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
-	35, // 25: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
-	3,  // 26: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
-	38, // 27: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	43, // 28: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
-	52, // 29: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
-	52, // 30: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
-	55, // 31: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
-	4,  // 32: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
-	7,  // 33: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
-	10, // 34: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
-	12, // 35: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
-	14, // 36: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
-	16, // 37: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
-	36, // 38: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
-	39, // 39: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
-	41, // 40: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
-	44, // 41: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
-	46, // 42: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
-	48, // 43: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
-	50, // 44: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
-	53, // 45: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
-	5,  // 46: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
-	8,  // 47: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
-	11, // 48: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
-	13, // 49: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
-	15, // 50: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
-	17, // 51: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
-	37, // 52: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
-	40, // 53: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
-	42, // 54: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
-	45, // 55: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
-	47, // 56: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
-	49, // 57: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
-	51, // 58: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
-	54, // 59: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
-	46, // [46:60] is the sub-list for method output_type
-	32, // [32:46] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	10, // 1: garuda.exec.v1.PrepareResponse.ready:type_name -> garuda.exec.v1.ModelSettings
+	9,  // 2: garuda.exec.v1.PrepareResponse.models:type_name -> garuda.exec.v1.ModelChoice
+	0,  // 3: garuda.exec.v1.OpenSessionRequest.mode:type_name -> garuda.exec.v1.Mode
+	46, // 4: garuda.exec.v1.OpenSessionResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	12, // 5: garuda.exec.v1.ResumeSessionResponse.opened:type_name -> garuda.exec.v1.OpenSessionResponse
+	15, // 6: garuda.exec.v1.ResumeSessionResponse.entries:type_name -> garuda.exec.v1.SessionEntries
+	16, // 7: garuda.exec.v1.SessionEntries.entries:type_name -> garuda.exec.v1.SessionEntry
+	19, // 8: garuda.exec.v1.ListSessionsResponse.sessions:type_name -> garuda.exec.v1.SessionSummary
+	0,  // 9: garuda.exec.v1.SetModeRequest.mode:type_name -> garuda.exec.v1.Mode
+	26, // 10: garuda.exec.v1.CallRequest.start:type_name -> garuda.exec.v1.Start
+	38, // 11: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
+	39, // 12: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
+	36, // 13: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
+	40, // 14: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
+	41, // 15: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
+	27, // 16: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
+	28, // 17: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
+	29, // 18: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
+	30, // 19: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
+	31, // 20: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
+	32, // 21: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
+	33, // 22: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
+	34, // 23: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
+	35, // 24: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
+	37, // 25: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
+	1,  // 26: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
+	1,  // 27: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
+	2,  // 28: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
+	42, // 29: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
+	43, // 30: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
+	3,  // 31: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
+	46, // 32: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	51, // 33: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
+	60, // 34: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
+	60, // 35: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
+	63, // 36: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
+	4,  // 37: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
+	7,  // 38: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
+	11, // 39: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
+	13, // 40: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
+	17, // 41: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
+	20, // 42: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
+	22, // 43: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
+	24, // 44: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
+	44, // 45: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
+	47, // 46: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
+	49, // 47: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
+	52, // 48: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
+	54, // 49: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
+	56, // 50: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
+	58, // 51: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
+	61, // 52: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
+	5,  // 53: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
+	8,  // 54: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
+	12, // 55: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
+	14, // 56: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
+	18, // 57: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
+	21, // 58: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
+	23, // 59: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
+	25, // 60: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
+	45, // 61: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
+	48, // 62: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
+	50, // 63: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
+	53, // 64: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
+	55, // 65: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
+	57, // 66: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
+	59, // 67: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
+	62, // 68: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
+	53, // [53:69] is the sub-list for method output_type
+	37, // [37:53] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_garuda_exec_v1_exec_proto_init() }
@@ -4017,17 +4590,21 @@ func file_garuda_exec_v1_exec_proto_init() {
 		(*PrepareResponse_Ready)(nil),
 		(*PrepareResponse_AuthRequired)(nil),
 	}
-	file_garuda_exec_v1_exec_proto_msgTypes[12].OneofWrappers = []any{
+	file_garuda_exec_v1_exec_proto_msgTypes[10].OneofWrappers = []any{
+		(*ResumeSessionResponse_Opened)(nil),
+		(*ResumeSessionResponse_Entries)(nil),
+	}
+	file_garuda_exec_v1_exec_proto_msgTypes[20].OneofWrappers = []any{
 		(*CallRequest_Start)(nil),
 		(*CallRequest_Answer)(nil),
 		(*CallRequest_Cancel)(nil),
 	}
-	file_garuda_exec_v1_exec_proto_msgTypes[13].OneofWrappers = []any{
+	file_garuda_exec_v1_exec_proto_msgTypes[21].OneofWrappers = []any{
 		(*CallResponse_Question)(nil),
 		(*CallResponse_Progress)(nil),
 		(*CallResponse_Result)(nil),
 	}
-	file_garuda_exec_v1_exec_proto_msgTypes[14].OneofWrappers = []any{
+	file_garuda_exec_v1_exec_proto_msgTypes[22].OneofWrappers = []any{
 		(*Start_ReadFile)(nil),
 		(*Start_WriteFile)(nil),
 		(*Start_EditFile)(nil),
@@ -4044,7 +4621,7 @@ func file_garuda_exec_v1_exec_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_garuda_exec_v1_exec_proto_rawDesc), len(file_garuda_exec_v1_exec_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   52,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,20 +27,22 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ExecService_Hello_FullMethodName        = "/garuda.exec.v1.ExecService/Hello"
-	ExecService_Prepare_FullMethodName      = "/garuda.exec.v1.ExecService/Prepare"
-	ExecService_OpenSession_FullMethodName  = "/garuda.exec.v1.ExecService/OpenSession"
-	ExecService_CloseSession_FullMethodName = "/garuda.exec.v1.ExecService/CloseSession"
-	ExecService_SetMode_FullMethodName      = "/garuda.exec.v1.ExecService/SetMode"
-	ExecService_Call_FullMethodName         = "/garuda.exec.v1.ExecService/Call"
-	ExecService_Record_FullMethodName       = "/garuda.exec.v1.ExecService/Record"
-	ExecService_ListCommands_FullMethodName = "/garuda.exec.v1.ExecService/ListCommands"
-	ExecService_SetupOptions_FullMethodName = "/garuda.exec.v1.ExecService/SetupOptions"
-	ExecService_Setup_FullMethodName        = "/garuda.exec.v1.ExecService/Setup"
-	ExecService_InspectTrust_FullMethodName = "/garuda.exec.v1.ExecService/InspectTrust"
-	ExecService_PinTrust_FullMethodName     = "/garuda.exec.v1.ExecService/PinTrust"
-	ExecService_Undo_FullMethodName         = "/garuda.exec.v1.ExecService/Undo"
-	ExecService_VerifyAudit_FullMethodName  = "/garuda.exec.v1.ExecService/VerifyAudit"
+	ExecService_Hello_FullMethodName         = "/garuda.exec.v1.ExecService/Hello"
+	ExecService_Prepare_FullMethodName       = "/garuda.exec.v1.ExecService/Prepare"
+	ExecService_OpenSession_FullMethodName   = "/garuda.exec.v1.ExecService/OpenSession"
+	ExecService_ResumeSession_FullMethodName = "/garuda.exec.v1.ExecService/ResumeSession"
+	ExecService_ListSessions_FullMethodName  = "/garuda.exec.v1.ExecService/ListSessions"
+	ExecService_CloseSession_FullMethodName  = "/garuda.exec.v1.ExecService/CloseSession"
+	ExecService_SetMode_FullMethodName       = "/garuda.exec.v1.ExecService/SetMode"
+	ExecService_Call_FullMethodName          = "/garuda.exec.v1.ExecService/Call"
+	ExecService_Record_FullMethodName        = "/garuda.exec.v1.ExecService/Record"
+	ExecService_ListCommands_FullMethodName  = "/garuda.exec.v1.ExecService/ListCommands"
+	ExecService_SetupOptions_FullMethodName  = "/garuda.exec.v1.ExecService/SetupOptions"
+	ExecService_Setup_FullMethodName         = "/garuda.exec.v1.ExecService/Setup"
+	ExecService_InspectTrust_FullMethodName  = "/garuda.exec.v1.ExecService/InspectTrust"
+	ExecService_PinTrust_FullMethodName      = "/garuda.exec.v1.ExecService/PinTrust"
+	ExecService_Undo_FullMethodName          = "/garuda.exec.v1.ExecService/Undo"
+	ExecService_VerifyAudit_FullMethodName   = "/garuda.exec.v1.ExecService/VerifyAudit"
 )
 
 // ExecServiceClient is the client API for ExecService service.
@@ -55,6 +57,12 @@ type ExecServiceClient interface {
 	Prepare(ctx context.Context, in *PrepareRequest, opts ...grpc.CallOption) (*PrepareResponse, error)
 	// OpenSession starts a broker session on a project root; the broker mints its id.
 	OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error)
+	// ResumeSession reopens an earlier session of the caller's on its root, with the same id: the first message is
+	// the opened session, the next ones the entries of its file, in order. Refused when the file belongs to another
+	// user or root, or another broker session (of any process) has it open.
+	ResumeSession(ctx context.Context, in *ResumeSessionRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ResumeSessionResponse], error)
+	// ListSessions lists the caller's session files, newest first, a page at a time.
+	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
 	// CloseSession ends a session: its running commands are killed and its session rules forgotten.
 	CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error)
 	// SetMode changes a session's mode (build or plan) from its next call on.
@@ -118,6 +126,35 @@ func (c *execServiceClient) OpenSession(ctx context.Context, in *OpenSessionRequ
 	return out, nil
 }
 
+func (c *execServiceClient) ResumeSession(ctx context.Context, in *ResumeSessionRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ResumeSessionResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ExecService_ServiceDesc.Streams[0], ExecService_ResumeSession_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ResumeSessionRequest, ResumeSessionResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ExecService_ResumeSessionClient = grpc.ServerStreamingClient[ResumeSessionResponse]
+
+func (c *execServiceClient) ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSessionsResponse)
+	err := c.cc.Invoke(ctx, ExecService_ListSessions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *execServiceClient) CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CloseSessionResponse)
@@ -140,7 +177,7 @@ func (c *execServiceClient) SetMode(ctx context.Context, in *SetModeRequest, opt
 
 func (c *execServiceClient) Call(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[CallRequest, CallResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ExecService_ServiceDesc.Streams[0], ExecService_Call_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ExecService_ServiceDesc.Streams[1], ExecService_Call_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +280,12 @@ type ExecServiceServer interface {
 	Prepare(context.Context, *PrepareRequest) (*PrepareResponse, error)
 	// OpenSession starts a broker session on a project root; the broker mints its id.
 	OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error)
+	// ResumeSession reopens an earlier session of the caller's on its root, with the same id: the first message is
+	// the opened session, the next ones the entries of its file, in order. Refused when the file belongs to another
+	// user or root, or another broker session (of any process) has it open.
+	ResumeSession(*ResumeSessionRequest, grpc.ServerStreamingServer[ResumeSessionResponse]) error
+	// ListSessions lists the caller's session files, newest first, a page at a time.
+	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
 	// CloseSession ends a session: its running commands are killed and its session rules forgotten.
 	CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error)
 	// SetMode changes a session's mode (build or plan) from its next call on.
@@ -284,6 +327,12 @@ func (UnimplementedExecServiceServer) Prepare(context.Context, *PrepareRequest) 
 }
 func (UnimplementedExecServiceServer) OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method OpenSession not implemented")
+}
+func (UnimplementedExecServiceServer) ResumeSession(*ResumeSessionRequest, grpc.ServerStreamingServer[ResumeSessionResponse]) error {
+	return status.Error(codes.Unimplemented, "method ResumeSession not implemented")
+}
+func (UnimplementedExecServiceServer) ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSessions not implemented")
 }
 func (UnimplementedExecServiceServer) CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CloseSession not implemented")
@@ -389,6 +438,35 @@ func _ExecService_OpenSession_Handler(srv interface{}, ctx context.Context, dec 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ExecServiceServer).OpenSession(ctx, req.(*OpenSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ExecService_ResumeSession_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ResumeSessionRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ExecServiceServer).ResumeSession(m, &grpc.GenericServerStream[ResumeSessionRequest, ResumeSessionResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ExecService_ResumeSessionServer = grpc.ServerStreamingServer[ResumeSessionResponse]
+
+func _ExecService_ListSessions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSessionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExecServiceServer).ListSessions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExecService_ListSessions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExecServiceServer).ListSessions(ctx, req.(*ListSessionsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -600,6 +678,10 @@ var ExecService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ExecService_OpenSession_Handler,
 		},
 		{
+			MethodName: "ListSessions",
+			Handler:    _ExecService_ListSessions_Handler,
+		},
+		{
 			MethodName: "CloseSession",
 			Handler:    _ExecService_CloseSession_Handler,
 		},
@@ -641,6 +723,11 @@ var ExecService_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ResumeSession",
+			Handler:       _ExecService_ResumeSession_Handler,
+			ServerStreams: true,
+		},
 		{
 			StreamName:    "Call",
 			Handler:       _ExecService_Call_Handler,
