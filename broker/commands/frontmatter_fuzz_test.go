@@ -13,11 +13,11 @@ import (
 	"unicode/utf8"
 )
 
-// FuzzFrontmatter parses a fuzzed command or skill file. Whatever it holds, the fields shown in the editor's menu
+// FuzzParseCommand parses a fuzzed command or skill file. Whatever it holds, the fields shown in the editor's menu
 // and put into the system prompt are one line of visible text within MaxFieldLen characters, the hash is the
 // file's, the body is the end of the text, and every problem names a line of the header in file order. A comment
 // line added at the top of the header changes no field.
-func FuzzFrontmatter(f *testing.F) {
+func FuzzParseCommand(f *testing.F) {
 	for _, s := range []string{
 		"---\ndescription: Run the tests\n---\nb", "---\ndescription: \"say \\\"hi\\\" # not a comment\"\n---\nb",
 		"---\ndescription: 'it''s here'\n---\nb", "---\nargument-hint: [pr-number] [priority]\n---\nb",
@@ -27,6 +27,8 @@ func FuzzFrontmatter(f *testing.F) {
 		"---\ndescription: first\ndescription: second\n---\nb", "---\n  lost: x\ndescription: d\n---\nb",
 		"---\nallowed-tools:\n  - a\n  b: c\n---\nb", "---\nname: my-skill\ndescription: d\u202e\u200bx\x07\n---\nbody",
 		"---\ndescription: d\n", "Just a body\n---\nnot a header", "---\ndescription: \"a\n---\n", "\xff\xfe---\n",
+		"", "---", "---\n---", "---\na: \"\n---", "---\na: [\n", "---\na: |\n  x\n---\n$ARGUMENTS $1",
+		"---\n- x\n  - y\n: z\n---", "---\ndescription: '\n'\n---",
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
@@ -44,6 +46,7 @@ func FuzzFrontmatter(f *testing.F) {
 				}
 			}
 		}
+		_ = expand(c, string(data))
 		if sum := sha256.Sum256(data); c.Hash != hex.EncodeToString(sum[:]) {
 			t.Fatalf("hash %s is not the file's", c.Hash)
 		}
