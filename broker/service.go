@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -183,6 +184,7 @@ func (s *Service) Hello(ctx context.Context, req *execv1.HelloRequest) (*execv1.
 		Home:          s.cfg.Home,
 		Sandbox:       feats,
 		SandboxReady:  ready,
+		Goroutines:    uint32(runtime.NumGoroutine()),
 	}, nil
 }
 

@@ -288,7 +288,10 @@ type HelloResponse struct {
 	// sandbox lists what the command sandbox enforces on this machine.
 	Sandbox []*Feature `protobuf:"bytes,6,rep,name=sandbox,proto3" json:"sandbox,omitempty"`
 	// sandbox_ready is false when a required feature is missing: commands are then refused.
-	SandboxReady  bool `protobuf:"varint,7,opt,name=sandbox_ready,json=sandboxReady,proto3" json:"sandbox_ready,omitempty"`
+	SandboxReady bool `protobuf:"varint,7,opt,name=sandbox_ready,json=sandboxReady,proto3" json:"sandbox_ready,omitempty"`
+	// goroutines is the broker's goroutine count now, for soak tests that look for leaks (Hello, like every RPC,
+	// answers only the users the broker serves).
+	Goroutines    uint32 `protobuf:"varint,8,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -370,6 +373,13 @@ func (x *HelloResponse) GetSandboxReady() bool {
 		return x.SandboxReady
 	}
 	return false
+}
+
+func (x *HelloResponse) GetGoroutines() uint32 {
+	if x != nil {
+		return x.Goroutines
+	}
+	return 0
 }
 
 type Feature struct {
@@ -3560,7 +3570,7 @@ var File_garuda_exec_v1_exec_proto protoreflect.FileDescriptor
 const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\n" +
 	"\x19garuda/exec/v1/exec.proto\x12\x0egaruda.exec.v1\"$\n" +
-	"\fHelloRequestJ\x04\b\x01\x10\x02R\x0eclient_version\"\xe7\x01\n" +
+	"\fHelloRequestJ\x04\b\x01\x10\x02R\x0eclient_version\"\x87\x02\n" +
 	"\rHelloResponse\x12%\n" +
 	"\x0ebroker_version\x18\x01 \x01(\tR\rbrokerVersion\x12\x1f\n" +
 	"\vapi_version\x18\x02 \x01(\tR\n" +
@@ -3569,7 +3579,10 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x03uid\x18\x04 \x01(\rR\x03uid\x12\x12\n" +
 	"\x04home\x18\x05 \x01(\tR\x04home\x121\n" +
 	"\asandbox\x18\x06 \x03(\v2\x17.garuda.exec.v1.FeatureR\asandbox\x12#\n" +
-	"\rsandbox_ready\x18\a \x01(\bR\fsandboxReady\"Q\n" +
+	"\rsandbox_ready\x18\a \x01(\bR\fsandboxReady\x12\x1e\n" +
+	"\n" +
+	"goroutines\x18\b \x01(\rR\n" +
+	"goroutines\"Q\n" +
 	"\aFeature\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\benforced\x18\x02 \x01(\bR\benforced\x12\x16\n" +
