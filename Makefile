@@ -10,7 +10,7 @@ PREFIX_BIN := $(if $(GOBIN),$(GOBIN),$(HOME)/.local/bin)
 # grpc's x/net/trace.
 BUILD   := CGO_ENABLED=0 $(GO) build -trimpath -tags grpcnotrace
 
-.PHONY: build install test vet cross unit generate check-generated lint bench fuzz tools clean
+.PHONY: build install test vet cross unit generate check-generated lint bench fuzz soak tools clean
 
 build:
 	$(BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/garuda ./cmd/garuda
@@ -85,6 +85,16 @@ fuzz:
 				-parallel $(FUZZPARALLEL) $$d; \
 		done; \
 	done
+
+# make soak: SOAKSESSIONS ACP sessions in one garuda acp for SOAKTIME against the fake provider, failing on growth
+# of memory, descriptors, goroutines or processes (bench/procbench/soak.go says the bounds). Not in make test.
+# LEAK=1 builds garuda with the soakleak tag, which keeps every turn's history: that soak must fail.
+SOAKTIME     ?= 10m
+SOAKSESSIONS ?= 20
+soak:
+	$(BUILD) -tags 'grpcnotrace$(if $(LEAK), soakleak)' -ldflags '$(LDFLAGS)' -o $(BIN)/soak/garuda ./cmd/garuda
+	$(BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/soak/garuda-exec ./cmd/garuda-exec
+	$(GO) run ./bench/procbench -bin $(BIN)/soak -soak $(SOAKTIME) -sessions $(SOAKSESSIONS)
 
 clean:
 	rm -rf $(BIN) .tools
