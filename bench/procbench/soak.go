@@ -61,6 +61,7 @@ type rest struct {
 type soakResult struct {
 	turns, cancels, failed int
 	tools                  map[string]int // tool calls by kind and final status
+	why                    []string       // what the first failed tool calls said
 	samples                []soakSample
 	warm, end              rest
 	left                   []proc // processes alive after garuda and the broker exited
@@ -189,7 +190,8 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 			Update struct {
 				Kind       string `json:"sessionUpdate"`
 				ToolCallID string `json:"toolCallId"`
-				Status     string `json:"status"`
+				Status     string          `json:"status"`
+				Content    json.RawMessage `json:"content"`
 			} `json:"update"`
 		}
 		if json.Unmarshal(params, &u) != nil || u.Update.Kind != "tool_call_update" || (u.Update.Status != "completed" && u.Update.Status != "failed") {
@@ -198,6 +200,9 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 		name := map[byte]string{'r': "read_file", 'g': "glob", 'e': "edit_file", 'b': "bash", 's': "sleep"}[u.Update.ToolCallID[0]]
 		mu.Lock()
 		tools[name+" "+u.Update.Status]++
+		if u.Update.Status == "failed" && name != "sleep" && len(res.why) < 5 {
+			res.why = append(res.why, fmt.Sprintf("%s: %.300s", name, u.Update.Content))
+		}
 		mu.Unlock()
 	}
 	if err := gcmd.Start(); err != nil {
@@ -420,6 +425,9 @@ func (res soakResult) check() []string {
 		if res.tools[k] > 0 {
 			bad = append(bad, fmt.Sprintf("%d tool calls: %s", res.tools[k], k))
 		}
+	}
+	for _, w := range res.why {
+		bad = append(bad, "  "+w)
 	}
 	q := len(res.samples) / 4
 	if q == 0 {
