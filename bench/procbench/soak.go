@@ -188,8 +188,8 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 	ed.onUpdate = func(params json.RawMessage) {
 		var u struct {
 			Update struct {
-				Kind       string `json:"sessionUpdate"`
-				ToolCallID string `json:"toolCallId"`
+				Kind       string          `json:"sessionUpdate"`
+				ToolCallID string          `json:"toolCallId"`
 				Status     string          `json:"status"`
 				Content    json.RawMessage `json:"content"`
 			} `json:"update"`

@@ -58,7 +58,7 @@ type Request struct {
 type Server struct {
 	URL string
 
-	srv      *httptest.Server
+	srv       *httptest.Server
 	mu        sync.Mutex
 	script    []Turn
 	requests  []Request
