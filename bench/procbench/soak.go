@@ -142,7 +142,9 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 	defer fake.Close()
 	fake.Respond(soakResponder(marker))
 	// A small context window makes the agent compact, so a session's history stays bounded as a real one does.
-	models := fmt.Sprintf(`{"default": "soak", "providers": {"fake": {"type": "anthropic", "base_url": %q, "api_key_env": "FAKE_API_KEY"}}, "models": {"soak": {"provider": "fake", "id": "fake-model", "context_window": 12000, "max_output_tokens": 1024}}}`, fake.URL)
+	models := fmt.Sprintf(`{"default": "soak",
+  "providers": {"fake": {"type": "anthropic", "base_url": %q, "api_key_env": "FAKE_API_KEY"}},
+  "models": {"soak": {"provider": "fake", "id": "fake-model", "context_window": 12000, "max_output_tokens": 1024}}}`, fake.URL)
 	if err := os.WriteFile(filepath.Join(ghome, "models.json"), []byte(models), 0o600); err != nil {
 		return res, err
 	}
@@ -194,7 +196,10 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 				Content    json.RawMessage `json:"content"`
 			} `json:"update"`
 		}
-		if json.Unmarshal(params, &u) != nil || u.Update.Kind != "tool_call_update" || (u.Update.Status != "completed" && u.Update.Status != "failed") {
+		if json.Unmarshal(params, &u) != nil || u.Update.Kind != "tool_call_update" {
+			return
+		}
+		if u.Update.Status != "completed" && u.Update.Status != "failed" {
 			return
 		}
 		name := map[byte]string{'r': "read_file", 'g': "glob", 'e': "edit_file", 'b': "bash", 's': "sleep"}[u.Update.ToolCallID[0]]
@@ -478,7 +483,8 @@ func (res soakResult) report(w io.Writer, cfg soakConfig) {
 		for _, p := range []struct {
 			name string
 			get  func(soakSample) int64
-		}{{"garuda acp PSS", func(s soakSample) int64 { return s.pssFront }}, {"garuda-exec PSS", func(s soakSample) int64 { return s.pssExec }}} {
+		}{{"garuda acp PSS", func(s soakSample) int64 { return s.pssFront }},
+			{"garuda-exec PSS", func(s soakSample) int64 { return s.pssExec }}} {
 			first, last := meanOf(res.samples[:q], p.get), meanOf(res.samples[len(res.samples)-q:], p.get)
 			fmt.Fprintf(w, "  %-16s first quarter %6.1f MiB, last quarter %6.1f MiB (%+.1f%%)\n", p.name, mib(first), mib(last),
 				(float64(last)/float64(max(first, 1))-1)*100)
