@@ -202,10 +202,10 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 		if u.Update.Status != "completed" && u.Update.Status != "failed" {
 			return
 		}
-		name := map[byte]string{'r': "read_file", 'g': "glob", 'e': "edit_file", 'b': "bash", 's': "sleep"}[u.Update.ToolCallID[0]]
+		name := map[byte]string{'r': "read_file", 'g': "glob", 'e': "edit_file", 'b': "bash", 's': "sleep (cancelled)"}[u.Update.ToolCallID[0]]
 		mu.Lock()
 		tools[name+" "+u.Update.Status]++
-		if u.Update.Status == "failed" && name != "sleep" && len(res.why) < 5 {
+		if u.Update.Status == "failed" && name != "sleep (cancelled)" && len(res.why) < 5 {
 			res.why = append(res.why, fmt.Sprintf("%s: %.300s", name, u.Update.Content))
 		}
 		mu.Unlock()
