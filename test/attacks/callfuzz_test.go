@@ -317,3 +317,31 @@ func sameFiles(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// TestSnapshotSeesAWriteOutside is the fuzz targets' negative control: a file written, changed or removed outside
+// the root shows in the snapshot, and one in the root or the home does not.
+func TestSnapshotSeesAWriteOutside(t *testing.T) {
+	dir := t.TempDir()
+	root, home, outside := filepath.Join(dir, "a"), filepath.Join(dir, "home"), filepath.Join(dir, "outside")
+	for _, d := range []string{root, home, outside} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(outside, "f"), []byte("x"), 0o644)
+	was := snapshot(t, dir, root, home)
+	os.WriteFile(filepath.Join(root, "in-root"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(home, "in-home"), []byte("x"), 0o644)
+	if !sameFiles(was, snapshot(t, dir, root, home)) {
+		t.Fatal("a write in the root or the home counted as outside")
+	}
+	for _, write := range []func(){
+		func() { os.WriteFile(filepath.Join(outside, "new"), []byte("x"), 0o644) },
+		func() { os.WriteFile(filepath.Join(outside, "f"), []byte("xy"), 0o644) },
+		func() { os.Remove(filepath.Join(outside, "f")) },
+	} {
+		was := snapshot(t, dir, root, home)
+		write()
+		if sameFiles(was, snapshot(t, dir, root, home)) {
+			t.Fatal("a change outside the root went unseen")
+		}
+	}
+}
