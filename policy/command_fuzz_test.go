@@ -63,8 +63,12 @@ func FuzzCommandRule(f *testing.F) {
 			return // (a text that does not parse is denied by every deny rule; wrapped, it may parse)
 		}
 		quoted := "'" + strings.ReplaceAll(cmdText, "'", `'\''`) + "'"
-		for _, wrapped := range []string{"env " + cmdText, "timeout 5 " + cmdText, "sh -c " + quoted, "bash -c " + quoted,
-			"true; " + cmdText, "true && " + cmdText, "echo $(" + cmdText + "\n)", "(" + cmdText + "\n)"} {
+		wraps := []string{"env " + cmdText, "timeout 5 " + cmdText, "sh -c -- " + quoted, "env bash -c - " + quoted,
+			"true; " + cmdText, "true && " + cmdText, "echo $(" + cmdText + "\n)", "(" + cmdText + "\n)"}
+		if !strings.HasPrefix(cmdText, "-") { // sh -c '-x' takes -x for options, as the policy does
+			wraps = append(wraps, "sh -c "+quoted, "bash -c "+quoted)
+		}
+		for _, wrapped := range wraps {
 			if d := decide(wrapped, nil, nil, rules); d.Verdict != Deny {
 				t.Fatalf("%s denies %q but not %q: %+v", ruleText, cmdText, wrapped, d)
 			}
