@@ -16,6 +16,10 @@ import (
 
 // state is the policy state of a session at this moment.
 func (s *Service) state(sess *session) *policy.State {
+	var pointed []string
+	if sess.guard != nil {
+		pointed, _ = sess.guard.Pointed()
+	}
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	st := &policy.State{
@@ -31,6 +35,7 @@ func (s *Service) state(sess *session) *policy.State {
 		Project:        sess.files.project,
 		ProjectTrusted: sess.files.trusted,
 		SessionRules:   append([]policy.Rule(nil), sess.rules...),
+		Pointed:        pointed,
 	}
 	return st
 }
@@ -63,6 +68,14 @@ func (s *Service) decide(c *call, op *operation, req policy.Request) (*grant, *e
 // (command, skill).
 func (s *Service) decideAs(c *call, op *operation, name string, req policy.Request) (*grant, *execv1.Result, error) {
 	d, p := permit.Decide(req, s.state(c.sess))
+	// What nested repositories point git at is known once the guard has walked the root (the first command does).
+	// A write or an edit the policy allows before that is decided again after a walk: the walk opens folders, so it
+	// is taken only for a request already allowed (a denied or asked one opens nothing first), and the second
+	// decision can only be stricter.
+	if d.Verdict == policy.Allow && (req.Kind == policy.KindWrite || req.Kind == policy.KindEdit) && c.sess.guard.Unscanned() {
+		c.sess.guard.Scan()
+		d, p = permit.Decide(req, s.state(c.sess))
+	}
 	if err := s.auditDecision(c, name, op.changes, req, d); err != nil {
 		return nil, nil, err
 	}
@@ -87,6 +100,9 @@ func denied(reason string) *execv1.Result {
 // Result that ends the call (denied or cancelled).
 func (s *Service) ask(c *call, req policy.Request, d policy.Decision, q *execv1.Question) (*execv1.Result, error) {
 	q.Warning = joinLines(q.Warning, d.Warning)
+	q.Kind = string(req.Kind)
+	q.OutsideRoot = policy.Outside(req, s.state(c.sess))
+	q.OutsideSandbox = req.Kind == policy.KindCommand && !req.Sandboxed
 	if q.Preview == "" {
 		q.Preview = q.Title
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -48,5 +49,19 @@ func toStatus(err error) error {
 	case errors.Is(err, ErrTooMany):
 		code = codes.ResourceExhausted
 	}
-	return status.Error(code, err.Error())
+	return status.Error(code, words(err))
+}
+
+// words is the message a user reads: the error without the sentinels' own words ("bad request", "configuration
+// error", "nothing to do"), which only choose the status code.
+func words(err error) string {
+	msg := err.Error()
+	for _, s := range []error{ErrBadRequest, ErrConfig, ErrNothing} {
+		w := s.Error()
+		if errors.Is(err, s) && msg != w {
+			msg = strings.Replace(msg, w+": ", "", 1)
+			msg = strings.TrimSuffix(msg, ": "+w)
+		}
+	}
+	return msg
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/guard"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -49,15 +49,20 @@ func checkBash(s *Service, c *call) (*request, error) {
 // bash runs a command the policy allowed.
 func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.Result, error) {
 	sess := c.sess
-	cmdText := op.GetCommand()
 	st := s.state(sess)
 	spec, err := s.commandSpec(sess, st, op)
 	if err != nil {
 		return failed(err), nil
 	}
-	// Protected folders that do not exist yet are made first, so that they can be covered and compared.
+	// The guard's scan before: what is protected now (made read-only for the command) and what to compare to.
+	var watch *guard.Watch
 	if !op.GetUnsandboxed() {
-		if err := sandbox.EnsureProtectedDirs(sess.root, spec.EnsureDirs); err != nil {
+		if watch, err = s.guardBegin(sess, st, spec); err != nil {
+			return failed(err), nil
+		}
+		spec.ReadOnly, spec.EnsureDirs = watch.Before().ReadOnly(), watch.Before().EnsureDirs()
+		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
+		if err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs); err != nil {
 			return failed(fmt.Errorf("prepare the protected folders: %w", err)), nil
 		}
 	}
@@ -65,8 +70,6 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {
 		return failed(fmt.Errorf("protected files have another hard link, through which a command could change them: %s; remove the other links and try again", strings.Join(linked, ", "))), nil
 	}
-	protected := spec.ReadOnly
-	before := sandbox.SnapshotPaths(protected)
 
 	pr := newProgress(c)
 	spec.OnOutput = pr.add
@@ -88,6 +91,9 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 	case res.TimedOut:
 		out.Status = execv1.Status_STATUS_FAILED
 		fmt.Fprintf(&b, "\n[timed out after %s; the command and everything it started were killed]", spec.Timeout)
+	case len(res.LimitsHit) > 0:
+		out.Status = execv1.Status_STATUS_FAILED
+		fmt.Fprintf(&b, "\n[exit code %d: %s]", res.ExitCode, strings.Join(res.LimitsHit, "; "))
 	case res.ExitCode != 0:
 		out.Status = execv1.Status_STATUS_FAILED
 		fmt.Fprintf(&b, "\n[exit code %d]", res.ExitCode)
@@ -95,21 +101,8 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 	for _, n := range res.Notices {
 		b.WriteString("\n" + n)
 	}
-	// A protected file cannot be covered before it exists: say so when a command created or changed one, anywhere
-	// below the root (a new nested repository's hooks included).
-	changed := sandbox.Changed(before, sandbox.SnapshotPaths(protected))
-	after, _ := protectedScan(sess.root)
-	for _, p := range after {
-		if _, known := before[p]; !known {
-			changed = append(changed, p)
-		}
-	}
-	if len(changed) > 0 {
-		w := "Warning: the command created or changed protected paths: " + strings.Join(changed, ", ")
-		b.WriteString("\n" + w)
-		out.Notices = append(out.Notices, "Garuda: "+w)
-		if err := s.record(audit.Record{Session: sess.id, Event: "protected_changed", Op: "bash", Input: cmdText,
-			Detail: map[string]string{"paths": strings.Join(changed, " ")}}, true); err != nil {
+	if watch != nil {
+		if err := s.guardEnd(c, watch, &b, out); err != nil {
 			return nil, err
 		}
 	}
@@ -150,10 +143,16 @@ func (s *Service) commandSpec(sess *session, st *policy.State, op *execv1.Bash) 
 		Timeout:      timeout,
 		Unsandboxed:  op.GetUnsandboxed(),
 		AllowWeaker:  st.Team.WeakerSandboxAllowed(),
+		Limits:       commandLimits(st),
 		OutputFile:   filepath.Join(sess.outputDir, fmt.Sprintf("%s-%s.log", time.Now().UTC().Format("20060102T150405"), newID()[:6])),
 	}
-	spec.ReadOnly, spec.EnsureDirs = protectedScan(sess.root)
 	return spec, nil
+}
+
+// commandLimits are the sandbox's limits from policy (the tightest of team policy and the user's settings).
+func commandLimits(st *policy.State) sandbox.Limits {
+	l := policy.CommandLimits(st)
+	return sandbox.Limits{MemoryBytes: int64(l.MemoryMB) << 20, Processes: l.Processes}
 }
 
 type workDirs struct{ tmp, cache string }
@@ -217,61 +216,8 @@ func (s *Service) secrets(st *policy.State) []string {
 	return existing
 }
 
-// maxProtectedWalk bounds the search for nested repositories' protected paths.
+// maxProtectedWalk bounds the walk for read-denied paths.
 const maxProtectedWalk = 50000
-
-// protectedScan walks the root (bounded) for the protected paths that exist at any depth — the one list of
-// policy.Protected, in nested folders, nested repositories and inside .git (submodules' hooks and config, worktree
-// files) — and the hooks and info folders of each repository that do not exist yet, to be made and covered.
-func protectedScan(root string) (existing, ensure []string) {
-	n := 0
-	gitDir := "" // the .git folder being walked, if any
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if p == root {
-			return nil
-		}
-		n++
-		if err != nil || n > maxProtectedWalk {
-			return filepath.SkipDir
-		}
-		name := d.Name()
-		inGit := gitDir != "" && strings.HasPrefix(p, gitDir+"/")
-		// Every protected name starts with a dot (policy.Protected folds case and ignorable characters, so a name
-		// that is not plain ASCII is asked about too); outside .git, a plain name without a dot is not protected.
-		if !inGit && name[0] != '.' && isASCII(name) {
-			if d.IsDir() && name == "node_modules" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			switch {
-			case strings.EqualFold(name, ".git"):
-				gitDir = p
-				// The repository's folder itself stays writable (git writes objects); what is protected inside is
-				// found by walking on.
-				for _, sub := range []string{"hooks", "info"} {
-					if _, err := os.Lstat(filepath.Join(p, sub)); errors.Is(err, fs.ErrNotExist) {
-						ensure = append(ensure, filepath.Join(p, sub))
-					}
-				}
-				return nil
-			case name == "node_modules", strings.Contains(rel, ".git/") && (name == "objects" || name == "refs" || name == "logs" || name == "lfs"):
-				return filepath.SkipDir
-			}
-		}
-		if policy.Protected(rel) {
-			existing = append(existing, p)
-			if d.IsDir() {
-				return filepath.SkipDir // covered whole
-			}
-		}
-		return nil
-	})
-	return existing, ensure
-}
 
 // deniedInRoot lists the files and folders of the root that the rules deny reading, for the sandbox to hide
 // (a denied folder is hidden whole). Bounded like the scan of protected paths.

@@ -78,7 +78,7 @@ func (s *Service) resolveCommand(g *grant, text string) (*execv1.Result, error) 
 	r := set.Resolve(text)
 	switch r.Kind {
 	case commands.KindNotCommand:
-		return &execv1.Result{Resolved: &execv1.Resolved{Kind: execv1.Resolved_KIND_NOT_COMMAND}}, nil
+		return &execv1.Result{Resolved: &execv1.Resolved{Kind: execv1.Resolved_KIND_NOT_COMMAND, Message: r.Message}}, nil
 	case commands.KindMessage:
 		return &execv1.Result{Content: r.Message, Resolved: &execv1.Resolved{Kind: execv1.Resolved_KIND_MESSAGE, Message: r.Message}}, nil
 	}

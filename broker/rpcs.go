@@ -97,7 +97,7 @@ func (s *Service) Setup(ctx context.Context, req *execv1.SetupRequest) (*execv1.
 	if err := s.record(audit.Record{Event: "setup", Input: req.GetProvider() + " " + req.GetModel()}, true); err != nil {
 		return nil, toStatus(err)
 	}
-	if err := config.WriteSetup(s.cfg.Home, req.GetProvider(), req.GetModel(), req.GetApiKey()); err != nil {
+	if err := config.WriteSetup(s.cfg.Home, req.GetProvider(), req.GetModel(), req.GetApiKey(), req.GetForce()); err != nil {
 		return nil, toStatus(fmt.Errorf("%w: %v", ErrConfig, err))
 	}
 	return &execv1.SetupResponse{CredentialsPath: filepath.Join(s.cfg.Home, config.CredentialsFile),

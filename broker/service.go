@@ -14,6 +14,7 @@ import (
 
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/fsops"
+	"github.com/garuda-dev/garuda/broker/guard"
 	"github.com/garuda-dev/garuda/broker/peercred"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/broker/sessionlog"
@@ -121,6 +122,7 @@ type session struct {
 	calls  sync.WaitGroup // the session's running calls
 
 	fs        *fsops.Root
+	guard     *guard.Guard // what commands leave behind for git, hook managers and editors
 	files     policyFiles
 	outputDir string // full command outputs: $GARUDA_HOME/sessions/<id>/
 	log       *sessionlog.Writer
@@ -154,6 +156,7 @@ func (s *session) end(cause error) {
 // close releases what the session holds; its calls have ended (its context is cancelled first).
 func (s *session) close() {
 	s.fs.Close()
+	s.guard.Close()
 	s.log.Close()
 	// The session's temp and cache folders end with it; what a command left there is not the user's work.
 	os.RemoveAll(filepath.Join(workBase(), s.id))
@@ -230,6 +233,9 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 	instr, instrFile := s.instructions(sess)
 	commands, warnings := s.commandList(sess)
 	notices = append(notices, warnings...)
+	maxEntries, skip := policy.GuardWalk(s.state(sess))
+	sess.guard = guard.New(fsroot.Real(), guard.Options{MaxEntries: maxEntries, Skip: skip})
+	sess.guard.Prime()
 	s.mu.Lock()
 	s.sessions[sess.id] = sess
 	s.mu.Unlock()

@@ -85,6 +85,10 @@ func (s *Service) loadPolicy(root *fsops.Root) policyFiles {
 			pf.project = nil
 		} else {
 			pf.trusted = s.trusted(root.Path(), policy.TrustHash(data))
+			if pf.project.Limits != (policy.Limits{}) {
+				pf.notices = append(pf.notices, fmt.Sprintf("Garuda: \"limits\" in %s are ignored: set them in %s or in team policy.",
+					name, filepath.Join(s.cfg.Home, "settings.json")))
+			}
 		}
 	}
 	return pf

@@ -30,6 +30,11 @@ func Previewable(req Request, st *State) bool {
 	return Decide(Request{Kind: KindRead, Tool: OpReadFile, Path: req.Path}, st).Verdict == Allow
 }
 
+// Outside reports whether req names a path that is not below the project folder (under either of its names).
+func Outside(req Request, st *State) bool {
+	return req.Path != "" && st != nil && !inRoot(req.Path, st) && !(req.Path == st.Root || req.Path == st.RealRoot)
+}
+
 // inRoot reports whether p is below the project folder under either of its names (not the folder itself).
 func inRoot(p string, st *State) bool {
 	for _, root := range []string{st.Root, st.RealRoot} {

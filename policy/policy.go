@@ -92,6 +92,10 @@ type State struct {
 	ProjectTrusted bool      // the project file's current hash is pinned in trust.json
 
 	SessionRules []Rule
+
+	// Pointed are the root-relative paths the repositories below the root point git at (GitPointed of what the
+	// broker last read): protected like the fixed names.
+	Pointed []string
 }
 
 // Decision is Decide's answer.
@@ -559,7 +563,7 @@ func warning(req *Request, st *State) string {
 // (so that ~/.bashrc is protected when the root is elsewhere).
 func protectedAbs(p string, st *State) bool {
 	if rel, in := within(st.Root, p); in {
-		return Protected(rel)
+		return Protected(rel) || pointed(rel, st)
 	}
 	return Protected(strings.TrimPrefix(p, "/"))
 }

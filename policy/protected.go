@@ -6,16 +6,26 @@ import (
 
 // protectedDirs are folders whose content can run code or change settings when a program (git, an editor, a
 // shell, an agent) next opens the project. They are protected at any depth, matched case-insensitively.
-var protectedDirs = []string{".garuda", ".claude", ".agents", ".vscode", ".idea", ".ssh", ".direnv"}
+// Editors' project folders are here because they name programs the editor runs when it opens the project:
+// Zed's settings and tasks (language servers, tasks), VS Code's tasks and settings, JetBrains' run configurations.
+var protectedDirs = []string{".garuda", ".claude", ".agents", ".vscode", ".idea", ".zed", ".ssh", ".direnv"}
 
 // protectedFiles are single files of the same nature, protected at any depth.
 var protectedFiles = []string{
 	".gitmodules", ".envrc", ".mcp.json", ".gitconfig",
+	// git-lfs reads lfs.url from it: where git push sends the project's large files
+	".lfsconfig",
+	// run by an editor when it opens the project: Neovim's and Vim's exrc files, Emacs's directory variables
+	".nvim.lua", ".nvimrc", ".exrc", ".vimrc", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
 	// shell start-up files: run by every new shell when the root is (or contains) a home folder
 	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".inputrc",
 	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
 	".cshrc", ".tcshrc", ".login", ".kshrc", ".mkshrc",
 }
+
+// WorkspaceSuffix ends the name of a VS Code workspace file, protected at any depth: the one protected name that
+// does not start with a dot.
+const WorkspaceSuffix = ".code-workspace"
 
 // gitInner are the entries inside a .git folder (of the root or of a nested repository or submodule, at any
 // depth) that make git run code or read redirected settings.
@@ -49,6 +59,8 @@ func Protected(rel string) bool {
 			return true
 		case contains(protectedFiles, s):
 			return true
+		case strings.HasSuffix(s, WorkspaceSuffix):
+			return true // a VS Code workspace file holds settings and tasks like .vscode/
 		}
 	}
 	return false

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -16,6 +17,7 @@ import (
 // Every file may hold:
 //
 //	"permissions": {"allow": [...], "ask": [...], "deny": [...]}   rules, see ParseRule
+//	"limits": {"memory_mb": N, "processes": N}                    resource limits of each command (see CommandLimits)
 //
 // Team policy files (the managed /etc/garuda/policy.json and $GARUDA_HOME/policy.json, recognised by the base
 // name "policy.json") may also hold:
@@ -28,6 +30,10 @@ import (
 //	"allowed_modes": [modes]       the modes a session may use ("build", "plan"); absent means both
 //	"audit_dir": "/abs/path"       the folder the broker writes the audit log to
 //
+// Team policy and the user's settings may hold (a project's is ignored: it would loosen the guard):
+//
+//	"guard": {"max_entries": N, "skip": ["folder", ...]}   the command guard's walk (see GuardWalk)
+//
 // Unknown keys, duplicate keys and malformed rules are errors naming the file and the line.
 type Settings struct {
 	Name string // the file the settings came from, used in reasons
@@ -39,6 +45,42 @@ type Settings struct {
 	NetworkAllowlist []string // nil: no allowlist; non-nil and empty: no host
 	AllowedModes     []Mode   // nil: every mode
 	AuditDir         string
+
+	Guard  *GuardSettings
+	Limits Limits
+}
+
+// Limits are the resource limits of each command; a zero field is not set (the sandbox's default applies).
+type Limits struct {
+	MemoryMB  int // memory of each command, and of all of a user's commands together, in MiB
+	Processes int // processes and threads of each command at once
+}
+
+// tighter returns, field by field, the smaller of the limits that are set.
+func (l Limits) tighter(o Limits) Limits {
+	pick := func(a, b int) int {
+		if a == 0 || (b != 0 && b < a) {
+			return b
+		}
+		return a
+	}
+	return Limits{MemoryMB: pick(l.MemoryMB, o.MemoryMB), Processes: pick(l.Processes, o.Processes)}
+}
+
+// CommandLimits returns the limits commands run with: the tightest of team policy and the user's settings, field
+// by field. A project's settings do not set them (all of a user's commands share one memory bound, which one
+// repository must not lower for the others).
+func CommandLimits(st *State) Limits {
+	var l Limits
+	if st == nil {
+		return l
+	}
+	for _, s := range []*Settings{st.Team, st.User} {
+		if s != nil {
+			l = l.tighter(s.Limits)
+		}
+	}
+	return l
 }
 
 // UnsandboxedAllowed reports whether team policy lets commands run outside the sandbox (true for nil).
@@ -183,6 +225,30 @@ func (p *settingsParser) parse(s *Settings) error {
 					return nil
 				})
 			})
+		case "limits":
+			return p.keys(`"limits"`, func(k string, off int64) error {
+				var dst *int
+				var most int
+				switch k {
+				case "memory_mb":
+					dst, most = &s.Limits.MemoryMB, 1<<30 // 1 PiB
+				case "processes":
+					dst, most = &s.Limits.Processes, 1<<22 // the kernel's most pids
+				default:
+					return p.errf(off, "unknown key %q in \"limits\" (want memory_mb or processes)", k)
+				}
+				var raw any // a json.Number for a number (UseNumber), never a string that holds one
+				if err := p.dec.Decode(&raw); err != nil {
+					return p.wrapJSON(err)
+				}
+				n, ok := raw.(json.Number)
+				v, err := strconv.Atoi(string(n))
+				if !ok || err != nil || v <= 0 || v > most {
+					return p.errf(off, "limits.%s must be a whole number from 1 to %d", k, most)
+				}
+				*dst = v
+				return nil
+			})
 		case "allow_unsandboxed", "weaker_sandbox_ok":
 			if err := teamKey(); err != nil {
 				return err
@@ -222,6 +288,8 @@ func (p *settingsParser) parse(s *Settings) error {
 				s.AllowedModes = append(s.AllowedModes, Mode(v))
 				return nil
 			})
+		case "guard":
+			return p.guard(s, off)
 		case "audit_dir":
 			if err := teamKey(); err != nil {
 				return err
@@ -279,7 +347,8 @@ func (p *settingsParser) strings(what string, fn func(v string, off int64) error
 
 // MergeTeam merges the managed team policy with $GARUDA_HOME/policy.json. The result is at least as strict as
 // each: rules are joined, booleans hold only if no file says otherwise, allowlists and allowed modes are
-// intersected; the managed file's audit_dir wins. Either may be nil; both nil gives nil (no team policy).
+// intersected, the tighter of each limit holds; the managed file's audit_dir wins. Either may be nil; both nil
+// gives nil (no team policy).
 func MergeTeam(managed, home *Settings) *Settings {
 	if managed == nil && home == nil {
 		return nil
@@ -299,9 +368,11 @@ func MergeTeam(managed, home *Settings) *Settings {
 		m.WeakerSandboxOK = andBool(m.WeakerSandboxOK, f.WeakerSandboxOK)
 		m.NetworkAllowlist = intersect(m.NetworkAllowlist, f.NetworkAllowlist)
 		m.AllowedModes = intersect(m.AllowedModes, f.AllowedModes)
+		m.Limits = m.Limits.tighter(f.Limits)
 		if m.AuditDir == "" {
 			m.AuditDir = f.AuditDir
 		}
+		m.Guard = mergeGuard(m.Guard, f.Guard)
 	}
 	m.Name = strings.Join(names, " + ")
 	return m

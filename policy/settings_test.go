@@ -109,3 +109,37 @@ func TestParsePolicyAnyName(t *testing.T) {
 		t.Fatalf("ParsePolicy: %v %+v", err, s)
 	}
 }
+
+// TestCommandLimits: each limit is the tightest that team policy (both files) and the user's settings set; a
+// limit no file sets stays unset, and a project's settings set none.
+func TestCommandLimits(t *testing.T) {
+	managed := mustSettings(t, "/etc/garuda/policy.json", `{"limits": {"memory_mb": 8192}}`)
+	home := mustSettings(t, "/u/.garuda/policy.json", `{"limits": {"memory_mb": 4096, "processes": 2000}}`)
+	user := mustSettings(t, "/u/.garuda/settings.json", `{"limits": {"memory_mb": 6000, "processes": 500}}`)
+	project := mustSettings(t, "/p/.garuda/settings.json", `{"limits": {"memory_mb": 16}}`)
+	st := &State{Team: MergeTeam(managed, home), User: user, Project: project}
+	if got := CommandLimits(st); got != (Limits{MemoryMB: 4096, Processes: 500}) {
+		t.Errorf("tightest of team and user: %+v", got)
+	}
+	if got := MergeTeam(managed, nil).Limits; got != (Limits{MemoryMB: 8192}) {
+		t.Errorf("one team file: %+v", got)
+	}
+	if got := CommandLimits(&State{User: user}); got != user.Limits {
+		t.Errorf("no team policy: %+v", got)
+	}
+	// Negative control: a looser user setting does not raise the team's limit.
+	loose := mustSettings(t, "/u/.garuda/settings.json", `{"limits": {"memory_mb": 65536}}`)
+	if got := CommandLimits(&State{Team: MergeTeam(managed, nil), User: loose}); got.MemoryMB != 8192 {
+		t.Errorf("a looser user setting: %+v", got)
+	}
+	if got := CommandLimits(&State{Project: project}); got != (Limits{}) {
+		t.Errorf("a project's limits: %+v", got)
+	}
+	for _, bad := range []string{`{"limits": {"memory_mb": 0}}`, `{"limits": {"memory_mb": -1}}`, `{"limits": {"memory_mb": 1.5}}`,
+		`{"limits": {"memory_mb": "1024"}}`, `{"limits": {"processes": true}}`, `{"limits": {"memory_mb": 9007199254740993}}`,
+		`{"limits": {"cpu": 1}}`, `{"limits": []}`} {
+		if _, err := ParseSettings("/u/.garuda/settings.json", []byte(bad)); err == nil || !strings.Contains(err.Error(), "limits") {
+			t.Errorf("%s: error %v, want one about limits", bad, err)
+		}
+	}
+}

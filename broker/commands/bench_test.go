@@ -38,7 +38,7 @@ func BenchmarkResolveCommand(b *testing.B) {
 func BenchmarkResolveUnknown(b *testing.B) {
 	s, _ := Load(benchFS(), nil)
 	for b.Loop() {
-		if r := s.Resolve("/ns1:cmd0x1 args"); r.Kind != KindMessage {
+		if r := s.Resolve("/ns1:cmd0x1 args"); r.Kind != KindNotCommand {
 			b.Fatal(r)
 		}
 	}

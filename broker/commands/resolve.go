@@ -12,12 +12,12 @@ import (
 type Kind int
 
 const (
-	// KindNotCommand: plain text for the model ("/etc/hosts is wrong" is one).
+	// KindNotCommand: plain text for the model ("/etc/hosts is wrong" and "/usr is full" are ones); Message,
+	// if set, names the close matches of a "/name" that is no command, to show once the answer has started.
 	KindNotCommand Kind = iota
 	// KindPrompt: a custom command or skill; Prompt is the text the model gets instead of the user's.
 	KindPrompt
-	// KindMessage: answered without the model (a built-in chat command, /help, an unknown name); Message is
-	// the answer to show.
+	// KindMessage: answered without the model (a built-in chat command, /help); Message is the answer to show.
 	KindMessage
 )
 
@@ -41,9 +41,10 @@ var builtins = map[string]string{
 	"new": "", "vim": "", "theme": "",
 }
 
-// Resolve decides what a prompt is. Only text that starts with "/" and a name with no other "/" (`/hello`,
-// `/a:b args`) is a command: "/etc/hosts is wrong" and "/ x" are plain text. A custom command or skill becomes
-// its expanded body; a built-in chat command and an unknown name get a message and never reach the model.
+// Resolve decides what a prompt is. Only text that starts with "/" and a name that is a custom command, a skill
+// or a built-in (`/hello`, `/a:b args`, `/undo`) is a command; anything else ("/usr is almost full", "/etc/hosts
+// is wrong", "/ x") is plain text for the model. A custom command or skill becomes its expanded body; a built-in
+// gets a message and never reaches the model.
 func (s *Set) Resolve(text string) Resolution {
 	name, args, ok := commandName(text)
 	if !ok {
@@ -69,7 +70,7 @@ func (s *Set) Resolve(text string) Resolution {
 		return Resolution{Kind: KindMessage,
 			Message: fmt.Sprintf("/%s is not available over ACP in this version.", name)}
 	}
-	return Resolution{Kind: KindMessage, Message: s.unknown(name)}
+	return Resolution{Kind: KindNotCommand, Message: s.unknown(name)}
 }
 
 // commandName splits "/name args". The name is ASCII letters, digits and _ . - : starting with a letter or
@@ -136,23 +137,13 @@ func (s *Set) help() string {
 	return b.String()
 }
 
-// unknown answers an unknown name with its close matches, or else with the names there are.
+// unknown names the close matches of a name that is no command, or is empty when there are none.
 func (s *Set) unknown(name string) string {
-	msg := fmt.Sprintf("Unknown command /%s.", name)
-	if m := s.closeMatches(name); len(m) > 0 {
-		return msg + " Did you mean " + orList(m) + "?"
+	m := s.closeMatches(name)
+	if len(m) == 0 {
+		return ""
 	}
-	var all []string
-	for _, c := range s.List() {
-		all = append(all, "/"+c.Name)
-	}
-	if len(all) == 0 {
-		return msg + " There are no custom commands or skills here; type /help for more."
-	}
-	if len(all) > 20 {
-		all = append(all[:20], "…")
-	}
-	return msg + " Available: " + strings.Join(all, ", ") + "; type /help for more."
+	return fmt.Sprintf("/%s is not a command, so it went to the model as text. Did you mean %s?", name, orList(m))
 }
 
 func orList(names []string) string {

@@ -42,8 +42,12 @@ func TestResolveWhatIsACommand(t *testing.T) {
 		{"/pdf", KindPrompt},
 		{"/mine", KindPrompt},
 		{"/undo", KindMessage},
-		{"/nosuch", KindMessage},
-		{"/tmp is full", KindMessage}, // a name with no other "/" is a command name, as in the terminal
+		{"/help", KindMessage},
+		// A name that is no command is text for the model.
+		{"/nosuch", KindNotCommand},
+		{"/tmp is full", KindNotCommand},
+		{"/usr is almost full, what can I delete?", KindNotCommand},
+		{"/helo", KindNotCommand},
 	}
 	for _, c := range cases {
 		r := s.Resolve(c.text)
@@ -148,30 +152,29 @@ func TestResolveHelp(t *testing.T) {
 	}
 }
 
-// An unknown name gets its close matches (edit distance up to 2, or a prefix), else the list of names.
+// A name that is no command goes to the model; its close matches (edit distance up to 2, or a prefix) are named
+// in a message to show beside the answer, and a name with none gets no message.
 func TestResolveUnknown(t *testing.T) {
 	s := testSet(t)
 	cases := map[string]string{
-		"/helo":      "Unknown command /helo. Did you mean /hello or /help?",
-		"/hellow":    "Unknown command /hellow. Did you mean /hello?",
-		"/HELLO":     "Unknown command /HELLO. Did you mean /hello?",
-		"/he":        "Unknown command /he. Did you mean /hello or /help?",
-		"/fix":       "Unknown command /fix. Did you mean /fix-issue?",
-		"/pfd":       "Unknown command /pfd. Did you mean /pdf?",
-		"/a:c":       "Unknown command /a:c. Did you mean /a:b?",
-		"/undoo":     "Unknown command /undoo. Did you mean /undo?",
-		"/zzzzzzzzz": "Unknown command /zzzzzzzzz. Available: /a:b, /fix-issue, /hello, /mine, /pdf, /plain; type /help for more.",
+		"/helo":      "/helo is not a command, so it went to the model as text. Did you mean /hello or /help?",
+		"/hellow":    "/hellow is not a command, so it went to the model as text. Did you mean /hello?",
+		"/HELLO":     "/HELLO is not a command, so it went to the model as text. Did you mean /hello?",
+		"/he":        "/he is not a command, so it went to the model as text. Did you mean /hello or /help?",
+		"/fix":       "/fix is not a command, so it went to the model as text. Did you mean /fix-issue?",
+		"/pfd":       "/pfd is not a command, so it went to the model as text. Did you mean /pdf?",
+		"/a:c":       "/a:c is not a command, so it went to the model as text. Did you mean /a:b?",
+		"/undoo":     "/undoo is not a command, so it went to the model as text. Did you mean /undo?",
+		"/zzzzzzzzz": "",
+		"/usr is almost full, what can I delete?": "",
 	}
 	for text, want := range cases {
-		if r := s.Resolve(text); r.Kind != KindMessage || r.Message != want {
-			t.Errorf("Resolve(%q).Message = %q, want %q", text, r.Message, want)
+		if r := s.Resolve(text); r.Kind != KindNotCommand || r.Message != want || r.Prompt != "" {
+			t.Errorf("Resolve(%q) = %+v, want text for the model and message %q", text, r, want)
 		}
 	}
-	if m := mustLoad(t, nil, nil).Resolve("/zzzzzzzzz").Message; m != "Unknown command /zzzzzzzzz. There are no custom commands or skills here; type /help for more." {
-		t.Errorf("no commands: %q", m)
-	}
 	long := "/" + strings.Repeat("x", 100000)
-	if r := s.Resolve(long); r.Kind != KindMessage || !strings.HasPrefix(r.Message, "Unknown command") {
-		t.Errorf("long name: %v", r.Kind)
+	if r := s.Resolve(long); r.Kind != KindNotCommand || r.Message != "" {
+		t.Errorf("long name: %+v", r.Kind)
 	}
 }

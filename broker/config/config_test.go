@@ -269,7 +269,7 @@ func TestMalformedCredentials(t *testing.T) {
 
 func TestWriteSetup(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "garuda-home")
-	if err := WriteSetup(home, "anthropic", "claude-sonnet-4-5", "  sk-ant-new\n"); err != nil {
+	if err := WriteSetup(home, "anthropic", "claude-sonnet-4-5", "  sk-ant-new\n", false); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(home)
@@ -288,7 +288,7 @@ func TestWriteSetup(t *testing.T) {
 
 	// A second setup for another provider keeps the first key and the rest of models.json.
 	writeFile(t, filepath.Join(home, ModelsFile), richModels, 0o644)
-	if err := WriteSetup(home, "openrouter", "mistral/devstral", "sk-or-new"); err != nil {
+	if err := WriteSetup(home, "openrouter", "mistral/devstral", "sk-or-new", true); err != nil {
 		t.Fatal(err)
 	}
 	c := load(t, home)
@@ -310,18 +310,34 @@ func TestWriteSetup(t *testing.T) {
 
 func TestWriteSetupRefusesBadInputAndKeepsFiles(t *testing.T) {
 	home := t.TempDir()
-	if err := WriteSetup(home, "gemini", "x", "k"); err == nil || !strings.Contains(err.Error(), `provider "gemini" is not known`) {
+	// An id Garuda does not know for a provider that lists models: refused with the close names, stored with force.
+	err := WriteSetup(home, "anthropic", "claude-sonet-4-5", "k", false)
+	if err == nil || !strings.Contains(err.Error(), `anthropic has no model "claude-sonet-4-5" that Garuda knows; did you mean claude-sonnet-4-5`) ||
+		!strings.Contains(err.Error(), "--force") {
+		t.Errorf("unknown id: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, ModelsFile)); err == nil {
+		t.Errorf("setup stored a refused model")
+	}
+	if err := WriteSetup(home, "anthropic", "claude-sonnet-9", "k", true); err != nil {
+		t.Errorf("unknown id with force: %v", err)
+	}
+	if r, err := load(t, home).Resolve("", envOf()); err != nil || r.ModelID != "claude-sonnet-9" {
+		t.Errorf("after a forced setup: %+v %v", r, err)
+	}
+	home = t.TempDir()
+	if err := WriteSetup(home, "gemini", "x", "k", false); err == nil || !strings.Contains(err.Error(), `provider "gemini" is not known`) {
 		t.Errorf("unknown provider: %v", err)
 	}
-	if err := WriteSetup(home, "openai", "claude-sonnet-4-5", "k"); err == nil || !strings.Contains(err.Error(), `belongs to provider "anthropic"`) {
+	if err := WriteSetup(home, "openai", "claude-sonnet-4-5", "k", false); err == nil || !strings.Contains(err.Error(), `belongs to provider "anthropic"`) {
 		t.Errorf("wrong provider: %v", err)
 	}
-	if err := WriteSetup(home, "openai", "gpt-5", "sk-a b"); err == nil {
+	if err := WriteSetup(home, "openai", "gpt-5", "sk-a b", false); err == nil {
 		t.Errorf("a key with a space was accepted")
 	}
 	bad := "{\"default\": \"gpt-5\",\n \"models\": {,}}"
 	writeFile(t, filepath.Join(home, ModelsFile), bad, 0o644)
-	if err := WriteSetup(home, "openai", "gpt-5", "k"); err == nil || !strings.Contains(err.Error(), "line 2") {
+	if err := WriteSetup(home, "openai", "gpt-5", "k", false); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("malformed models.json: %v", err)
 	}
 	if data, _ := os.ReadFile(filepath.Join(home, ModelsFile)); string(data) != bad {
@@ -336,7 +352,7 @@ func TestWriteSetupFixesAWideCredentialsFile(t *testing.T) {
 	home := t.TempDir()
 	path := filepath.Join(home, CredentialsFile)
 	writeFile(t, path, `{"openai": "sk-old"}`, 0o644)
-	if err := WriteSetup(home, "anthropic", "claude-haiku-4-5", ""); err != nil {
+	if err := WriteSetup(home, "anthropic", "claude-haiku-4-5", "", false); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := os.Stat(path)

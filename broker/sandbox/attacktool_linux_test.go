@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -118,6 +119,18 @@ func runAttack(args []string) int {
 		buf := make([]byte, 4)
 		n, _ := c.Read(buf)
 		return ok("local server answered %q", buf[:n])
+	case "alloc": // allocate N MiB and touch every page; with a second argument, then hold it until that file exists
+		n, _ := strconv.Atoi(args[1])
+		keep := allocate(n)
+		fmt.Printf("allocated %d MiB\n", n)
+		for len(args) > 2 {
+			if _, err := os.Stat(args[2]); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		runtime.KeepAlive(keep)
+		return ok("held %d MiB", n)
 	case "procs": // start up to N sleeping processes; report how many started
 		n, _ := strconv.Atoi(args[1])
 		started := 0
@@ -136,4 +149,23 @@ func runAttack(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "unknown attack %v\n", args)
 	return 2
+}
+
+// allocate maps and touches mib MiB in 64 MiB pieces, outside the Go heap (so that a -race build touches no shadow
+// memory for them). A mapping the kernel refuses (RLIMIT_DATA) ends the program with "cannot allocate memory"; a
+// memory cgroup kills it.
+func allocate(mib int) [][]byte {
+	var keep [][]byte
+	for done := 0; done < mib; done += 64 {
+		b, err := unix.Mmap(-1, 0, min(64, mib-done)<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			fmt.Printf("DENIED after %d MiB: %v\n", done, err)
+			os.Exit(1)
+		}
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		keep = append(keep, b)
+	}
+	return keep
 }

@@ -1,3 +1,3 @@
-// Package sandbox runs shell commands confined by Linux namespaces, Landlock, seccomp and a process limit, and ends
-// their whole process tree on cancel.
+// Package sandbox runs shell commands confined by Linux namespaces, Landlock, seccomp, memory and process
+// limits, and ends their whole process tree on cancel.
 package sandbox

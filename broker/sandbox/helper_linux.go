@@ -36,6 +36,7 @@ type helperSpec struct {
 	Landlock     bool
 	Seccomp      bool
 	Nproc        uint64 // >0: set RLIMIT_NPROC (counted per user namespace, so only the command's processes)
+	DataLimit    uint64 // >0: set RLIMIT_DATA before execve (no memory cgroup here)
 	PrivateShm   bool   // set by the init stage: /dev/shm is a private tmpfs the command may write
 	PrivatePts   bool   // set by the init stage: /dev/pts is a devpts instance of the sandbox's own
 }
@@ -185,6 +186,13 @@ func runExec() {
 	}
 	if err := unix.Chdir(hs.Dir); err != nil {
 		fail(fmt.Errorf("enter working folder %s: %w", hs.Dir, err))
+	}
+	if hs.DataLimit > 0 {
+		// Set here, not in the init stage: only the command is bound, never the helper's own Go runtime.
+		lim := unix.Rlimit{Cur: hs.DataLimit, Max: hs.DataLimit}
+		if err := unix.Setrlimit(unix.RLIMIT_DATA, &lim); err != nil {
+			fail(fmt.Errorf("set RLIMIT_DATA %d: %w", hs.DataLimit, err))
+		}
 	}
 	if !hs.Unsandboxed {
 		if err := confine(hs); err != nil {

@@ -38,7 +38,8 @@ func TestAsNobody(t *testing.T) {
 	must(t, err)
 	src.Close()
 	must(t, dst.Close())
-	run := "^Test(Attack|Everyday|LocalServer|PlanMode|Cancel|CommandEnd|Shutdown|Timeout|BrokerKilled|ProcessLimit|ForkBomb|RunEcho|Probe|HugeOutput)"
+	run := "^Test(Attack|Everyday|LocalServer|PlanMode|Cancel|CommandEnd|Shutdown|Timeout|BrokerKilled|ProcessLimit|ForkBomb|RunEcho|" +
+		"Probe|HugeOutput|MemoryLimit|OOMScoreAdj)"
 	cmd := exec.CommandContext(context.Background(), "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
 		bin, "-test.run", run, "-test.count=1", "-test.v", "-test.short="+strconv.FormatBool(testing.Short()))
 	cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}

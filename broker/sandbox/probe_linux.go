@@ -117,17 +117,7 @@ func Probe() Report {
 		add("no_new_privs", r.NNP == "", orDetail(r.NNP, "set before exec"))
 		add("capabilities dropped", r.Caps == "", orDetail(r.Caps, "every set and the bounding set cleared"))
 	}
-	if root {
-		cg, err := newPidsCgroup(ProcessLimit)
-		if err == nil {
-			cg.remove()
-			add("process limit", true, fmt.Sprintf("cgroup v1 pids.max %d", ProcessLimit))
-		} else {
-			add("process limit", false, "as root RLIMIT_NPROC is not enforced and no pids cgroup: "+err.Error())
-		}
-	} else {
-		add("process limit", err == nil, fmt.Sprintf("RLIMIT_NPROC %d in the command's user namespace", ProcessLimit))
-	}
+	limitFeatures(add, err == nil)
 	return Report{Features: fs}
 }
 
@@ -136,4 +126,48 @@ func orDetail(errText, ok string) string {
 		return errText
 	}
 	return ok
+}
+
+// limitFeatures reports how memory and processes are limited here. A cgroup v1 group is made and removed to
+// prove it works; a delegated cgroup v2 is only checked (using it moves the broker into a leaf of its cgroup).
+func limitFeatures(add func(name string, ok bool, detail string), userNS bool) {
+	m := chooseMechanisms(true, nil)
+	lim := Limits{}.withDefaults()
+	var cgErr error
+	if m.memory == byCgroupV1 || m.pids == byCgroupV1 {
+		cg, err := newCommandCgroup(m, lim.MemoryBytes, lim.Processes)
+		if cg != nil {
+			cg.remove()
+		}
+		cgErr = err
+	}
+	mib := lim.MemoryBytes >> 20
+	together := fmt.Sprintf("each command, and all of this user's commands together, at most %d MiB by default "+
+		"(limits.memory_mb); commands' oom_score_adj %d", mib, commandOOMScoreAdj)
+	switch {
+	case cgErr != nil && m.memory == byCgroupV1:
+		add("memory limit", false, "cgroup v1 memory: "+cgErr.Error())
+	case m.memory == byCgroupV2:
+		add("memory limit", true, "cgroup v2 memory controller (delegated, "+m.v2Dir+"): "+together)
+	case m.memory == byCgroupV1:
+		add("memory limit", true, "cgroup v1 memory (as root): "+together)
+	default:
+		add("memory limit", true, fmt.Sprintf("RLIMIT_DATA %d MiB for each process by default (limits.memory_mb), "+
+			"not all commands together; no memory cgroup: %s. This fallback breaks sanitizer builds that reserve "+
+			"large mappings (gcc/clang -fsanitize=address or thread, ASan, TSan; Go's -race works): delegate a "+
+			"cgroup v2 memory controller to the broker, or run it as root with cgroup v1", mib, m.memWhy))
+	}
+	switch {
+	case cgErr != nil && m.pids == byCgroupV1:
+		add("process limit", false, "cgroup v1 pids: "+cgErr.Error())
+	case m.pids == byCgroupV2:
+		add("process limit", true, fmt.Sprintf("cgroup v2 pids.max %d by default (limits.processes)", lim.Processes))
+	case m.pids == byCgroupV1:
+		add("process limit", true, fmt.Sprintf("cgroup v1 pids.max %d by default (limits.processes)", lim.Processes))
+	case os.Geteuid() == 0:
+		add("process limit", false, "as root RLIMIT_NPROC is not enforced and no pids cgroup: "+m.pidsWhy)
+	default:
+		add("process limit", userNS,
+			fmt.Sprintf("RLIMIT_NPROC %d by default (limits.processes) in the command's user namespace", lim.Processes))
+	}
 }

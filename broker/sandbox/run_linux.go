@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,17 +36,41 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cg *pidsCgroup
-	if !s.Unsandboxed && os.Geteuid() == 0 {
-		cg, err = newPidsCgroup(ProcessLimit)
+	lim := s.Limits.withDefaults()
+	var cg *commandCgroup
+	var mech limitMechanisms
+	if !s.Unsandboxed {
+		mech = chooseMechanisms(true, nil)
+		if mech.memory == byCgroupV2 {
+			if cg, err = newCommandCgroup(mech, lim.MemoryBytes, lim.Processes); err != nil {
+				// A delegated cgroup v2 that does not work out: the next mechanism, and say why.
+				notices = append(notices, "cgroup v2 limits failed, using the next mechanism: "+err.Error())
+				mech = chooseMechanisms(false, err)
+			}
+		}
+		switch {
+		case cg != nil:
+		case mech.pids == byRlimit && os.Geteuid() == 0:
+			err = fmt.Errorf("as root RLIMIT_NPROC is not enforced and no pids cgroup: %s", mech.pidsWhy)
+		default:
+			cg, err = newCommandCgroup(mech, lim.MemoryBytes, lim.Processes)
+		}
 		if err != nil {
 			if !s.AllowWeaker {
 				sink.finish("")
-				return nil, fmt.Errorf("run %q: process limit: %w; run `garuda-exec doctor`: %w", s.Command, err, ErrUnavailable)
+				return nil, fmt.Errorf("run %q: resource limits: %w; run `garuda-exec doctor`: %w", s.Command, err, ErrUnavailable)
 			}
-			notices = append(notices, "weaker sandbox: no process limit ("+err.Error()+")")
-		} else {
+			notices = append(notices, "weaker sandbox: no cgroup limits ("+err.Error()+")")
+			mech = limitMechanisms{}
+		}
+		if cg != nil {
 			defer cg.remove()
+		}
+		if mech.pids == byRlimit {
+			hs.Nproc = uint64(lim.Processes)
+		}
+		if mech.memory == byRlimit {
+			hs.DataLimit = uint64(lim.MemoryBytes)
 		}
 	}
 	if !hs.NetNS && !s.Unsandboxed {
@@ -98,6 +122,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if len(stBytes) == 0 || json.Unmarshal(stBytes, &st) != nil {
 		// The helper died before reporting (killed): the whole namespace died with it.
 		res.Signaled, res.ExitCode = true, 128+int(unix.SIGKILL)
+		if cg != nil {
+			res.LimitsHit = cg.hit()
+		}
 		if ee := (*exec.ExitError)(nil); errors.As(waitErr, &ee) {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 				res.ExitCode = 128 + int(ws.Signal())
@@ -109,6 +136,13 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		return res, fmt.Errorf("run %q: sandbox set-up: %s; run `garuda-exec doctor`: %w", s.Command, strings.TrimSpace(st.SetupError), ErrUnavailable)
 	}
 	res.ExitCode, res.Signaled = st.Exit, st.Signal != 0
+	if cg != nil {
+		res.LimitsHit = cg.hit()
+	}
+	if hs.DataLimit > 0 && res.ExitCode != 0 && allocationFailed(res.Output) {
+		res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("memory limit reached (%d MiB for each process, RLIMIT_DATA; "+
+			"limits.memory_mb): the output shows a failed allocation", lim.MemoryBytes>>20))
+	}
 	return res, nil
 }
 
@@ -204,9 +238,6 @@ func plan(s Spec) (*helperSpec, []string, error) {
 	hs.Seccomp = seccompArchSupported
 	if !hs.Seccomp {
 		missing = append(missing, "seccomp filter (no syscall table for this architecture)")
-	}
-	if os.Geteuid() != 0 {
-		hs.Nproc = ProcessLimit
 	}
 	if len(missing) > 0 {
 		if !s.AllowWeaker {
@@ -311,7 +342,7 @@ type helper struct {
 }
 
 // startHelper starts the init stage in new namespaces, puts it in cg, and hands it the spec.
-func startHelper(hs *helperSpec, cg *pidsCgroup) (*helper, error) {
+func startHelper(hs *helperSpec, cg *commandCgroup) (*helper, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("output pipe: %w", err)
@@ -353,6 +384,13 @@ func startHelper(hs *helperSpec, cg *pidsCgroup) (*helper, error) {
 		specW.Close()
 		stR.Close()
 		return nil, err
+	}
+	// The kernel's OOM killer takes a command's processes before anything else (the broker, the editor): defends
+	// against a memory flood taking them down. Written by a root broker, it is also the floor the command cannot
+	// go below; its /proc is read-only besides.
+	adj := fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid)
+	if err := os.WriteFile(adj, []byte(strconv.Itoa(commandOOMScoreAdj)), 0o644); err != nil {
+		return fail(fmt.Errorf("set oom_score_adj of the sandbox helper: %w", err))
 	}
 	if cg != nil {
 		if err := cg.add(cmd.Process.Pid); err != nil {
@@ -400,77 +438,26 @@ func nsNames(flags uintptr) string {
 	return strings.Join(n, "+")
 }
 
-// pidsCgroup is a cgroup v1 pids group holding one command: a fork bomb stops at its pids.max.
-type pidsCgroup struct{ dir string }
+// commandOOMScoreAdj is every command's oom_score_adj: the first the kernel kills when memory runs out.
+const commandOOMScoreAdj = 1000
 
-var cgroupSeq atomic.Uint64
-
-func pidsCgroupBase() (string, error) {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", fmt.Errorf("read /proc/self/cgroup: %w", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) == 3 && parts[1] == "pids" {
-			return filepath.Join("/sys/fs/cgroup/pids", parts[2]), nil
+// allocationFailed reports whether a command's output says an allocation failed (what a process under
+// RLIMIT_DATA prints: C's strerror, GNU tools, Go, Python, C++, Node).
+func allocationFailed(out []byte) bool {
+	for _, s := range []string{"Cannot allocate memory", "memory exhausted", "out of memory", "MemoryError",
+		"std::bad_alloc", "heap out of memory", "cannot allocate"} {
+		if bytes.Contains(out, []byte(s)) {
+			return true
 		}
 	}
-	return "", errors.New("no cgroup v1 pids controller (cgroup v2 delegation is not supported yet)")
+	return false
 }
 
-func newPidsCgroup(limit int) (*pidsCgroup, error) {
-	base, err := pidsCgroupBase()
-	if err != nil {
-		return nil, err
+// totalMemory is the machine's memory in bytes (0 when unknown).
+func totalMemory() int64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
 	}
-	parent := filepath.Join(base, "garuda")
-	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("create pids cgroup %s: %w", parent, err)
-	}
-	sweepStaleCgroups(parent)
-	dir := filepath.Join(parent, strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(cgroupSeq.Add(1), 10))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create pids cgroup %s: %w", dir, err)
-	}
-	cg := &pidsCgroup{dir: dir}
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(limit)), 0o644); err != nil {
-		cg.remove()
-		return nil, fmt.Errorf("set pids.max in %s: %w", dir, err)
-	}
-	return cg, nil
-}
-
-// sweepStaleCgroups removes the empty groups left by brokers that died before cleaning up (named <pid>-<n>).
-func sweepStaleCgroups(parent string) {
-	ents, err := os.ReadDir(parent)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		pidStr, _, ok := strings.Cut(e.Name(), "-")
-		pid, err := strconv.Atoi(pidStr)
-		if !ok || err != nil || !e.IsDir() {
-			continue
-		}
-		if unix.Kill(pid, 0) == unix.ESRCH {
-			_ = os.Remove(filepath.Join(parent, e.Name())) // fails, harmlessly, if tasks remain
-		}
-	}
-}
-
-func (c *pidsCgroup) add(pid int) error {
-	if err := os.WriteFile(filepath.Join(c.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
-		return fmt.Errorf("put sandbox helper %d in pids cgroup %s: %w", pid, c.dir, err)
-	}
-	return nil
-}
-
-func (c *pidsCgroup) remove() {
-	for i := 0; i < 50; i++ {
-		if err := os.Remove(c.dir); err == nil || errors.Is(err, os.ErrNotExist) {
-			return
-		}
-		time.Sleep(2 * time.Millisecond) // the last tasks of a dead namespace may still be leaving the group
-	}
+	return int64(si.Totalram) * int64(si.Unit)
 }

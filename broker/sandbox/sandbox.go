@@ -17,9 +17,36 @@ const (
 	KeepOutput = 30000
 	// TermGrace is how long a cancelled command has between SIGTERM and SIGKILL.
 	TermGrace = 2 * time.Second
-	// ProcessLimit is the most processes and threads one command may have at once.
+	// ProcessLimit is the most processes and threads one command may have at once, unless Limits say fewer or more.
 	ProcessLimit = 1024
+	// MaxDefaultMemory caps the default memory limit (half of the machine's memory).
+	MaxDefaultMemory = 16 << 30
 )
+
+// Limits are the resource limits of a command; a zero field takes its default.
+type Limits struct {
+	MemoryBytes int64 // each command, and all of this user's commands together; 0: DefaultMemory()
+	Processes   int   // processes and threads of each command at once; 0: ProcessLimit
+}
+
+// DefaultMemory is the memory limit when none is set: half of the machine's memory, at most MaxDefaultMemory.
+func DefaultMemory() int64 {
+	if m := totalMemory() / 2; m > 0 && m < MaxDefaultMemory {
+		return m
+	}
+	return MaxDefaultMemory
+}
+
+// withDefaults fills the fields of l that are not set.
+func (l Limits) withDefaults() Limits {
+	if l.MemoryBytes <= 0 {
+		l.MemoryBytes = DefaultMemory()
+	}
+	if l.Processes <= 0 {
+		l.Processes = ProcessLimit
+	}
+	return l
+}
 
 var (
 	// ErrUnavailable means the kernel lacks a protection the sandbox requires; the command was not run.
@@ -42,6 +69,7 @@ type Spec struct {
 	Timeout      time.Duration // 0: DefaultTimeout; capped at MaxTimeout
 	Unsandboxed  bool          // sandbox:false: scrubbed env and own pid namespace, no other confinement
 	AllowWeaker  bool          // team policy allows running with what this kernel has (each gap becomes a Notice)
+	Limits       Limits        // memory and process limits (sandboxed commands only)
 	OnOutput     func(chunk []byte)
 	OutputFile   string // where the full output is saved (0600); empty: not saved
 }
@@ -57,6 +85,7 @@ type Result struct {
 	TimedOut   bool
 	Cancelled  bool
 	Notices    []string // weaker-sandbox and fallback notices, one line each
+	LimitsHit  []string // the resource limits the command reached, one sentence each
 }
 
 // Feature is one protection and whether this machine enforces it.

@@ -20,3 +20,6 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 func Probe() Report {
 	return Report{Features: []Feature{{Name: "sandbox", Detail: "commands need Linux; this is " + runtime.GOOS}}}
 }
+
+// totalMemory is unknown outside Linux.
+func totalMemory() int64 { return 0 }

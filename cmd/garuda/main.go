@@ -3,15 +3,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/garuda-dev/garuda/frontend/cli"
 )
 
 func main() {
-	if err := cli.Main(context.Background(), os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "garuda:", err)
-		os.Exit(cli.ExitCode(err))
-	}
+	os.Exit(cli.Report(os.Stderr, cli.Main(context.Background(), os.Args[1:])))
 }

@@ -77,7 +77,11 @@ func TestNewSessionNeedsAnAbsoluteFolder(t *testing.T) {
 			t.Errorf("session/new with cwd %q succeeded", cwd)
 			continue
 		}
-		if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(fmt.Sprint(re.Data), "absolute path to a folder") {
+		want := "absolute path to a folder"
+		if filepath.IsAbs(cwd) {
+			want = "must be an existing folder"
+		}
+		if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(fmt.Sprint(re.Data), want) {
 			t.Errorf("cwd %q: %v", cwd, re)
 		}
 	}
@@ -734,6 +738,69 @@ func TestCustomCommandWithConsentAndMenu(t *testing.T) {
 	}
 	if !strings.Contains(tc.Title, "review") {
 		t.Errorf("question title %q", tc.Title)
+	}
+}
+
+// A prompt that starts with "/" but names no command is a question for the model; a close match is named after
+// the answer, never instead of it. Control: a built-in still answers without the model.
+func TestSlashTextReachesTheModel(t *testing.T) {
+	e := newEnv(t)
+	e.write(".garuda/commands/review.md", "Please review $ARGUMENTS.\n")
+	sid := e.newSession()
+	for _, c := range []struct{ text, notice string }{
+		{"/usr is almost full, what can I delete?", ""},
+		{"/reveiw main.go", "Garuda: /reveiw is not a command, so it went to the model as text. Did you mean /review?"},
+	} {
+		ups, _ := e.ed.snapshot()
+		seen := len(ups)
+		before := len(e.fake.Requests())
+		e.fake.Push(model.TextStep("the answer"))
+		if stop := e.promptOK(sid, c.text); stop != acp.StopReasonEndTurn {
+			t.Fatalf("%q: stop %q", c.text, stop)
+		}
+		reqs := e.fake.Requests()
+		if len(reqs) != before+1 || reqs[len(reqs)-1].LastUserText() != c.text {
+			t.Errorf("%q did not reach the model as typed: %+v", c.text, reqs[before:])
+		}
+		ups, _ = e.ed.snapshot()
+		text := messages(ups[seen:])
+		answer := strings.Index(text, "the answer")
+		switch {
+		case answer < 0:
+			t.Errorf("%q: no answer in %q", c.text, text)
+		case c.notice == "" && strings.Contains(text, "Garuda:"):
+			t.Errorf("%q: a notice in %q", c.text, text)
+		case c.notice != "" && strings.Index(text, c.notice) < answer:
+			t.Errorf("%q: the notice %q is not after the answer in %q", c.text, c.notice, text)
+		}
+	}
+	before := len(e.fake.Requests())
+	e.promptOK(sid, "/undo")
+	if n := len(e.fake.Requests()); n != before {
+		t.Errorf("the built-in /undo reached the model")
+	}
+}
+
+// The model's prose reaches the editor readable: emoji clusters (even split across deltas) and the spaces of other
+// scripts stay; a bidi control stays escaped. Control: a tool call's title keeps the exact escapes.
+func TestModelProseIsReadable(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	step := model.TextStep("\u26a0\ufe0f \U0001f468\u200d\U0001f469\u200d\U0001f467 \u65e5\u3000\u8a9e 10\u00a0km \u202e end")
+	step.Deltas = []model.FakeDelta{{Kind: model.DeltaText, Text: "\u26a0\ufe0f \U0001f468\u200d"},
+		{Kind: model.DeltaText, Text: "\U0001f469\u200d"}, {Kind: model.DeltaText, Text: "\U0001f467 \u65e5\u3000\u8a9e 10\u00a0km \u202e end"}}
+	e.fake.Push(step)
+	e.promptOK(sid, "hi")
+	ups, _ := e.ed.snapshot()
+	want := "\u26a0\ufe0f \U0001f468\u200d\U0001f469\u200d\U0001f467 \u65e5\u3000\u8a9e 10\u00a0km \\u202e end"
+	if got := messages(ups); !strings.HasPrefix(got, want) {
+		t.Errorf("the editor got %q, want it to start with %q", got, want)
+	}
+	e.fake.Push(tool("toolu_p", "read_file", `{"path":"a`+"\u00a0"+`b.txt"}`), model.TextStep("done"))
+	e.promptOK(sid, "read")
+	ups, _ = e.ed.snapshot()
+	if tc, _, _ := toolCall(ups, "toolu_p"); tc == nil || !strings.Contains(tc.Title, `a\u00a0b.txt`) {
+		t.Errorf("the tool call's title lost its escape: %+v", tc)
 	}
 }
 

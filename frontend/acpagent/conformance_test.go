@@ -124,21 +124,21 @@ func TestCancelDuringAQuestionSendsNoUnstableMethod(t *testing.T) {
 	}
 }
 
-// A broker notice of a result ("Garuda: Warning: the command created or changed protected paths") is a line for
-// the user: an agent_message_chunk, not only a part of the tool's output, which editors fold away.
+// A broker notice of a result ("Garuda: Undone after the command, …": an editor file the command created) is a line
+// for the user: an agent_message_chunk, not only a part of the tool's output, which editors fold away.
 func TestResultNoticesAreGarudaLines(t *testing.T) {
 	e := newEnv(t)
 	sid := e.newSession()
-	e.fake.Push(tool("toolu_b", "bash", `{"command":"mkdir -p sub/.git/hooks && echo x > sub/.git/hooks/pre-commit"}`), model.TextStep("done"))
+	e.fake.Push(tool("toolu_b", "bash", `{"command":"mkdir -p sub/.zed && echo {} > sub/.zed/tasks.json"}`), model.TextStep("done"))
 	if stop := e.promptOK(sid, "run"); stop != acp.StopReasonEndTurn {
 		t.Fatalf("stop %q", stop)
 	}
 	ups, _ := e.ed.snapshot()
 	_, st, texts := toolCall(ups, "toolu_b")
-	if st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, ""), "protected paths") {
+	if st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, ""), "sub/.zed") {
 		t.Fatalf("negative control: the command's output lacks the warning: %q %q", st, texts)
 	}
-	if m := messages(ups); !strings.Contains(m, "Garuda: Warning: the command created or changed protected paths") {
+	if m := messages(ups); !strings.Contains(m, "Garuda: Undone after the command") {
 		t.Errorf("the warning is not a Garuda line: messages %q", m)
 	}
 }
@@ -187,6 +187,19 @@ func TestInvalidParamsSayWhatIsWrong(t *testing.T) {
 		}
 	}
 	check("session/new with a relative cwd", err, "cwd must be an absolute path to a folder")
+	// The broker's refusals are one sentence: no gRPC wrapper, no sentinel words, no doubled prefix.
+	for cwd, want := range map[string]string{
+		"/no-such-garuda-folder": "root /no-such-garuda-folder: the root must be an existing folder",
+		"/":                      "root /: choose a project folder (not / nor $GARUDA_HOME)",
+	} {
+		_, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+		check("session/new on "+cwd, err, want)
+		if err != nil {
+			if m := reqErr(t, err).Message; m != want {
+				t.Errorf("session/new on %s: %q, want exactly %q", cwd, m, want)
+			}
+		}
+	}
 	_, err = e.prompt("no-such-session", acp.TextBlock("hi"))
 	check("session/prompt of an unknown session", err, `unknown session "no-such-session"`)
 	_, err = e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: "no-such-session", ModeId: "plan"})

@@ -34,6 +34,11 @@ type Options struct {
 	NewModel func(ms *execv1.ModelSettings, apiKey string) (model.Client, error)
 	// Log receives diagnostics (stderr); nil means the default logger.
 	Log *slog.Logger
+	// Ask, if set, sees every question of the broker before the client does (garuda run answers by its --allow-*
+	// flags there): when it answers (ok), session/request_permission is not sent.
+	Ask func(ctx context.Context, sessionID string, q *execv1.Question) (c execv1.Choice, ok bool)
+	// MaxSteps, if above zero, bounds the model requests of a turn in place of the model's setting (--max-steps).
+	MaxSteps int
 }
 
 // ErrBrokerGone is what Serve returns when the broker exits under it.

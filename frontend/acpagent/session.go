@@ -1,6 +1,7 @@
 package acpagent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,12 +70,7 @@ func requestError(msg string) *acp.RequestError {
 }
 
 // statusMessage is the message of a broker error, without gRPC's decoration.
-func statusMessage(err error) string {
-	if st, ok := status.FromError(err); ok && st != nil {
-		return st.Message()
-	}
-	return err.Error()
-}
+func statusMessage(err error) string { return brokerconn.Words(err).Error() }
 
 // NewSession reads the configuration afresh through the broker, opens a broker session on cwd and answers with the
 // modes; the / menu follows once the response is on the wire.
@@ -105,7 +101,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	open, err := b.OpenSession(ctx, &execv1.OpenSessionRequest{Root: filepath.Clean(p.Cwd), Mode: execv1.Mode_MODE_BUILD})
 	if err != nil {
 		if status.Code(err) == codes.InvalidArgument {
-			return acp.NewSessionResponse{}, invalidParams("cwd must be an absolute path to a folder: " + statusMessage(err))
+			return acp.NewSessionResponse{}, invalidParams(statusMessage(err)) // the broker's one sentence names the folder
 		}
 		return acp.NewSessionResponse{}, requestError("open the session: " + statusMessage(err))
 	}
@@ -120,6 +116,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		mode:             modeBuild,
 		instructions:     open.GetInstructions(),
 		instructionsFile: open.GetInstructionsFile(),
+		model:            ms,
 		records:          make(chan record, 256),
 		recordsDone:      make(chan struct{}),
 	}
@@ -140,7 +137,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		System:          sess.systemPrompt,
 		ContextWindow:   int(ms.GetContextWindow()),
 		MaxOutputTokens: int(ms.GetMaxOutputTokens()),
-		Limits:          agent.Limits{MaxSteps: int(ms.GetMaxSteps()), MaxTokens: int(ms.GetMaxTurnTokens())},
+		Limits:          agent.Limits{MaxSteps: cmp.Or(s.opts.MaxSteps, int(ms.GetMaxSteps())), MaxTokens: int(ms.GetMaxTurnTokens())},
 		Record:          sess.record,
 	}
 	go sess.writeRecords()
@@ -212,6 +209,7 @@ type session struct {
 	runner           *brokerconn.Runner
 	skills           []agent.SkillInfo // the session's skills, for the system prompt
 	ag               *agent.Session
+	model            *execv1.ModelSettings // the model the session talks to, for the words of its errors
 
 	mu   sync.Mutex
 	turn *turn // the running turn, nil between turns

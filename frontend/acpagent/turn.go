@@ -13,7 +13,6 @@ import (
 
 	"github.com/garuda-dev/garuda/frontend/agent"
 	"github.com/garuda-dev/garuda/frontend/brokerconn"
-	"github.com/garuda-dev/garuda/frontend/model"
 	"github.com/garuda-dev/garuda/frontend/visible"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -116,13 +115,16 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 		r := res.GetResolved()
 		switch r.GetKind() {
 		case execv1.Resolved_KIND_MESSAGE:
-			// Built-in chat commands and unknown names never reach the model.
+			// Built-in chat commands and /help never reach the model.
 			s.record("prompt", text)
 			s.notice(uctx, r.GetMessage())
 			s.record("stop", agent.StopDone)
 			return t.end(uctx, agent.StopDone, nil)
 		case execv1.Resolved_KIND_PROMPT:
 			text = r.GetPrompt()
+		case execv1.Resolved_KIND_NOT_COMMAND:
+			// "/usr is almost full" is a question for the model; a close match is named once the answer started.
+			t.suggestion = r.GetMessage()
 		}
 	}
 
@@ -166,6 +168,12 @@ func (t *turn) end(uctx context.Context, stop agent.Stop, err error) (acp.Prompt
 	if t.ctx.Err() != nil {
 		t.markStopLocked()
 	}
+	if !t.closed {
+		t.flushProseLocked()
+	}
+	if err == nil && !t.stopped && stop != agent.StopCancelled {
+		t.suggestLocked() // the model answered without a step end (a turn stopped early)
+	}
 	t.closed = true
 	stopped := t.stopped || stop == agent.StopCancelled
 	for _, id := range t.order {
@@ -201,10 +209,7 @@ func (t *turn) end(uctx context.Context, stop agent.Stop, err error) (acp.Prompt
 	}
 	if err != nil && !stopped {
 		s.record("stop", "error")
-		if errors.Is(err, model.ErrAuth) {
-			return acp.PromptResponse{}, authRequired(err.Error() + ". Check the key, or run garuda setup.")
-		}
-		return acp.PromptResponse{}, requestError(err.Error())
+		return acp.PromptResponse{}, s.modelError(uctx, err)
 	}
 	if stopped {
 		for _, l := range lines {
@@ -232,6 +237,22 @@ type turn struct {
 	stopped bool     // the editor's stop (or a shutdown) came
 	atStop  []string // the calls open when it came
 	closed  bool     // the response is decided: later events are dropped
+
+	suggestion string // a notice for a "/name" that is no command, sent after the model's first step
+
+	// The model's prose, made visible as prose: an emoji cluster split across deltas is held for the next one.
+	text, thought visible.ProseStream
+}
+
+// flushProseLocked sends the prose held back; t.mu is held.
+func (t *turn) flushProseLocked() {
+	s := t.s
+	if rest := t.text.Flush(); rest != "" {
+		s.message(s.srv.base, rest)
+	}
+	if rest := t.thought.Flush(); rest != "" {
+		s.update(s.srv.base, acp.UpdateAgentThoughtText(rest))
+	}
 }
 
 type callState struct {
@@ -289,11 +310,18 @@ func (t *turn) emit(e agent.Event) {
 		t.markStopLocked()
 	}
 	s, uctx := t.s, t.s.srv.base
+	if e.Type != agent.EventTextDelta && e.Type != agent.EventThinkingDelta {
+		t.flushProseLocked() // what follows the prose comes after all of it
+	}
 	switch e.Type {
 	case agent.EventTextDelta:
-		s.message(uctx, visible.Visible(e.Text))
+		if text := t.text.Write(e.Text); text != "" {
+			s.message(uctx, text)
+		}
 	case agent.EventThinkingDelta:
-		s.update(uctx, acp.UpdateAgentThoughtText(visible.Visible(e.Text)))
+		if text := t.thought.Write(e.Text); text != "" {
+			s.update(uctx, acp.UpdateAgentThoughtText(text))
+		}
 	case agent.EventToolCall:
 		c := e.Call
 		title, kind := toolTitle(c.Name, c.Input)
@@ -338,6 +366,15 @@ func (t *turn) emit(e agent.Event) {
 	case agent.EventNotice, agent.EventCompaction, agent.EventModelRetry:
 		s.notice(uctx, e.Text)
 	case agent.EventStepEnd:
+		t.suggestLocked()
+	}
+}
+
+// suggestLocked sends the pending close-match notice, once; t.mu is held.
+func (t *turn) suggestLocked() {
+	if t.suggestion != "" {
+		t.s.notice(t.s.srv.base, t.suggestion)
+		t.suggestion = ""
 	}
 }
 

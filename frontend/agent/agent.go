@@ -100,7 +100,7 @@ type Limits struct {
 	RepeatWarn   int           // the same call this many times in the window: the model is warned; default 3
 	RepeatStop   int           // ... this many times: the turn stops; default 5
 	RepeatWindow int           // the window, in steps; default 10
-	Retries      int           // retries of a broken model stream; default 4
+	Retries      int           // retries of a transient model failure (the only retry layer); default 4
 	RetryBase    time.Duration // first retry delay, doubled each time (with jitter, at most 30 s); default 1 s
 }
 
@@ -117,6 +117,8 @@ const (
 	DefaultMaxOutputTokens = 8192
 
 	maxRetryDelay = 30 * time.Second
+	// maxRetryAfter is the longest retry-after the loop waits out; a provider that asks for more ends the turn.
+	maxRetryAfter = 2 * time.Minute
 )
 
 func (l Limits) withDefaults() Limits {
@@ -272,7 +274,7 @@ func (t *turn) run(ctx context.Context, prompt string) (Stop, error) {
 			if ctx.Err() != nil {
 				return StopCancelled, nil
 			}
-			return "", fmt.Errorf("model step %d: %w", step, err)
+			return "", err // the provider's words: the step number means nothing to the user
 		}
 		t.tokens += resp.Usage.Total()
 		msg := resp.Message
@@ -379,7 +381,10 @@ type discardHandler struct{}
 
 func (discardHandler) Delta(model.DeltaKind, string) {}
 
-// stream sends one request, retrying a retryable stream failure with backoff.
+// stream sends one request, retrying a transient failure (a connection error, 408, 409, 429, 5xx, 529, a broken
+// stream) with backoff that honours the provider's retry-after; each retry is a notice. This is the only retry
+// layer (the SDKs' own are off). A final error (400, 401, 403, 404, 413, 422, a context too long) ends the turn
+// after its one attempt.
 func (t *turn) stream(ctx context.Context, req model.Request, h model.Handler) (*model.Response, error) {
 	attempts := t.lim.Retries + 1
 	for attempt := 1; ; attempt++ {
@@ -391,22 +396,56 @@ func (t *turn) stream(ctx context.Context, req model.Request, h model.Handler) (
 			return resp, nil
 		}
 		var se *model.StreamError
-		final := errors.Is(err, model.ErrContextTooLong) || errors.Is(err, model.ErrAuth) // the same again, however often
-		if ctx.Err() != nil || final || !errors.As(err, &se) || !se.Retryable || attempt >= attempts {
-			if se != nil && se.Retryable && attempt >= attempts {
-				return nil, fmt.Errorf("gave up after %d attempts: %w", attempt, err)
-			}
+		// These are the same again, however often they are sent.
+		final := errors.Is(err, model.ErrContextTooLong) || errors.Is(err, model.ErrAuth) || errors.Is(err, model.ErrNotFound)
+		if ctx.Err() != nil || final || !errors.As(err, &se) || !se.Retryable {
 			return nil, err
+		}
+		if attempt >= attempts {
+			return nil, &RetriesError{Attempts: attempt, Err: err}
+		}
+		if se.RetryAfter > maxRetryAfter {
+			return nil, &RetriesError{Attempts: attempt, Err: err, Wait: se.RetryAfter}
+		}
+		delay := t.retryDelay(attempt)
+		if se.RetryAfter > 0 {
+			delay = se.RetryAfter // the provider knows when it will take the request
 		}
 		what := "the model did not answer"
 		if se.Started {
 			what = "the model's answer broke off"
 		}
-		t.emit(Event{Type: EventModelRetry, Text: fmt.Sprintf("Garuda: %s (%v); starting again (attempt %d of %d).", what, err, attempt+1, attempts)})
-		if !sleep(ctx, t.retryDelay(attempt)) {
+		t.emit(Event{Type: EventModelRetry, Text: fmt.Sprintf("Garuda: %s (%v); trying again in %s (attempt %d of %d).",
+			what, err, roundDelay(delay), attempt+1, attempts)})
+		if !sleep(ctx, delay) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// RetriesError is a transient failure that lasted: every attempt failed, or the provider asked to wait longer
+// than the loop waits (Wait).
+type RetriesError struct {
+	Attempts int
+	Wait     time.Duration
+	Err      error
+}
+
+func (e *RetriesError) Error() string {
+	if e.Wait > 0 {
+		return fmt.Sprintf("%v; the provider asks to wait %s before the next request", e.Err, roundDelay(e.Wait))
+	}
+	return fmt.Sprintf("%v (failed %d times)", e.Err, e.Attempts)
+}
+
+func (e *RetriesError) Unwrap() error { return e.Err }
+
+// roundDelay shows a wait the way a user reads it: "250ms", "2s", "1m30s".
+func roundDelay(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 // retryDelay is RetryBase·2^(attempt-1), at most 30 s, with the upper half jittered.

@@ -356,6 +356,22 @@ func TestRetryableStreamErrorRetries(t *testing.T) {
 	}
 }
 
+// A retry waits what the provider asked (retry-after), and its notice says so.
+func TestRetryHonoursRetryAfter(t *testing.T) {
+	limited := &model.StreamError{Err: errors.New("anthropic: HTTP 429: slow down"), Retryable: true, RetryAfter: 3 * time.Millisecond, Status: 429}
+	f := newFake(t, fail(limited), answerText("ok"))
+	s := newSession(f, &fakeTools{})
+	s.Limits.RetryBase = time.Hour // a wait from the backoff would never end
+	var rec recorder
+	if stop, err := s.RunTurn(t.Context(), "hi", rec.emit); err != nil || stop != StopDone {
+		t.Fatalf("RunTurn = %q, %v", stop, err)
+	}
+	rs := rec.of(EventModelRetry)
+	if len(rs) != 1 || rs[0].Text != "Garuda: the model did not answer (anthropic: HTTP 429: slow down); trying again in 3ms (attempt 2 of 5)." {
+		t.Errorf("model_retry events = %+v", rs)
+	}
+}
+
 func TestStreamErrorsEndTheTurn(t *testing.T) {
 	retryable := &model.StreamError{Err: errors.New("overloaded"), Retryable: true}
 	for _, tc := range []struct {
@@ -366,6 +382,11 @@ func TestStreamErrorsEndTheTurn(t *testing.T) {
 	}{
 		{"not retryable", []step{fail(&model.StreamError{Err: errors.New("bad request: tools.0")})}, 1, nil},
 		{"auth", []step{fail(&model.StreamError{Err: fmt.Errorf("401: %w", model.ErrAuth), Retryable: true})}, 1, model.ErrAuth},
+		{"not found", []step{fail(&model.StreamError{Err: fmt.Errorf("404: %w", model.ErrNotFound), Status: 404})}, 1, model.ErrNotFound},
+		{"400", []step{fail(&model.StreamError{Err: errors.New("HTTP 400: messages.0"), Status: 400})}, 1, nil},
+		{"context too long", []step{fail(&model.StreamError{Err: fmt.Errorf("413: %w", model.ErrContextTooLong), Status: 413})}, 1,
+			model.ErrContextTooLong},
+		{"asks to wait too long", []step{fail(&model.StreamError{Err: errors.New("HTTP 429"), Retryable: true, RetryAfter: time.Hour})}, 1, nil},
 		{"plain error", []step{fail(errors.New("no route"))}, 1, nil},
 		{"retries used up", []step{fail(retryable), fail(retryable), fail(retryable)}, 3, nil},
 	} {

@@ -68,6 +68,9 @@ type Options struct {
 	Exec string
 	// Stderr receives the broker's log.
 	Stderr io.Writer
+	// OwnGroup starts garuda-exec in a process group of its own: a terminal's Ctrl-C, which signals the whole
+	// foreground group, then reaches only the front end, which cancels the turn (garuda run).
+	OwnGroup bool
 }
 
 // Find returns garuda-exec beside the running executable, else on PATH.
@@ -194,7 +197,7 @@ func (b *Broker) Ready(ctx context.Context) error {
 		if b.reason != nil {
 			return fmt.Errorf("the broker %s did not answer: %v", b.Path, b.reason)
 		}
-		return fmt.Errorf("the broker %s did not answer (%v); if it runs as a service, check that it serves this user's uid (--allow-uid)", b.Path, err)
+		return fmt.Errorf("the broker %s did not answer (%v); if it runs as a service, check that it serves this user's uid (--allow-uid)", b.Path, Words(err))
 	}
 	return nil
 }

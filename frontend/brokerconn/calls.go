@@ -114,7 +114,7 @@ func (r *Runner) Call(ctx context.Context, start *execv1.Start, progress func(li
 	defer cancel() // ends the stream, whatever way the call ends
 	stream, err := r.Client.Call(sctx)
 	if err != nil {
-		return nil, fmt.Errorf("start a broker call for %s: %w", opName(start), brokerErr(err))
+		return nil, fmt.Errorf("start a broker call for %s: %w", opName(start), Words(err))
 	}
 	var sendMu sync.Mutex // the cancel is sent from another goroutine than the answers
 	send := func(m *execv1.CallRequest) error {
@@ -123,7 +123,7 @@ func (r *Runner) Call(ctx context.Context, start *execv1.Start, progress func(li
 		return stream.Send(m)
 	}
 	if err := send(&execv1.CallRequest{Msg: &execv1.CallRequest_Start{Start: start}}); err != nil {
-		return nil, fmt.Errorf("send %s to the broker: %w", opName(start), brokerErr(recvErr(stream, err)))
+		return nil, fmt.Errorf("send %s to the broker: %w", opName(start), Words(recvErr(stream, err)))
 	}
 	stopCancel := context.AfterFunc(ctx, func() {
 		if send(&execv1.CallRequest{Msg: &execv1.CallRequest_Cancel{Cancel: &execv1.Cancel{}}}) != nil {
@@ -141,7 +141,7 @@ func (r *Runner) Call(ctx context.Context, start *execv1.Start, progress func(li
 			if err == io.EOF {
 				err = errors.New("the broker ended the call without a result")
 			}
-			return nil, fmt.Errorf("%s: %w", opName(start), brokerErr(err))
+			return nil, fmt.Errorf("%s: %w", opName(start), Words(err))
 		}
 		switch msg := m.GetMsg().(type) {
 		case *execv1.CallResponse_Question:
@@ -176,10 +176,11 @@ func recvErr(stream execv1.ExecService_CallClient, err error) error {
 	return err
 }
 
-// brokerErr keeps the broker's own message of a gRPC status error.
-func brokerErr(err error) error {
-	if s, ok := status.FromError(err); ok && s != nil {
-		return fmt.Errorf("the broker answered %s: %s", s.Code(), s.Message())
+// Words is a broker error as a user reads it: a gRPC status becomes the broker's own message, here, once; any other
+// error is returned as it is. Check a status's code before, not after.
+func Words(err error) error {
+	if s, ok := status.FromError(err); ok && s != nil && err != nil {
+		return errors.New(s.Message())
 	}
 	return err
 }

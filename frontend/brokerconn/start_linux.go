@@ -25,6 +25,10 @@ func (b *Broker) start(o Options) (net.Conn, error) {
 		return nil, fmt.Errorf("%s is missing or not executable; reinstall garuda (make install)", path)
 	}
 	b.Path = path
+	// The broker refuses a relative GARUDA_HOME and exits; said here, the user reads why instead of a reset socket.
+	if h := os.Getenv("GARUDA_HOME"); h != "" && !filepath.IsAbs(h) {
+		return nil, fmt.Errorf("GARUDA_HOME=%s must be an absolute path (it is where Garuda keeps its settings and keys)", h)
+	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socketpair: %w", err)
@@ -39,7 +43,7 @@ func (b *Broker) start(o Options) (net.Conn, error) {
 	cmd.Stdout = o.Stderr // never the protocol stream
 	cmd.Stderr = o.Stderr
 	// The broker also learns of the front end's death by EOF on its socket; this is a second signal.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: o.OwnGroup}
 	if err := cmd.Start(); err != nil {
 		mine.Close()
 		return nil, fmt.Errorf("start %s: %w", path, err)

@@ -23,34 +23,85 @@ import (
 // Version is the binary's version, set at build time.
 var Version = "0.16.0-dev"
 
-const usage = `usage: garuda <command>
+const usage = `usage: garuda <command> [flags]
 
   acp [--model M] [--broker unix://PATH]   run as an agent for an editor (ACP over stdio)
-  setup                                    choose a model and store its API key
-  doctor [--broker unix://PATH]            check the broker and what its sandbox enforces here
-  trust [DIR]                              trust a project's settings that loosen safety
+  run [flags] PROMPT...                    run one prompt in this folder, in a terminal or CI (run --help)
+  setup [--provider P] [--model M] [--key-stdin] [--test] [--force]
+                                           choose a model and store its API key
+  doctor [--broker unix://PATH]            check the broker, its sandbox and the model set up here
+  trust [DIR] [--yes]                      trust a project's settings that loosen safety
   undo [--session ID] [--list]             undo the last change Garuda made in a session
   audit verify [FILE]                      check the audit log's hash chain
-  version                                  print the version`
+  version                                  print the version
 
-// ExitCode is the process exit code for an error of Main.
-func ExitCode(err error) int {
+Every command takes --broker unix://PATH (default $GARUDA_BROKER) and --help.`
+
+// Report prints an error of Main for the user, once, and returns the process exit code: 0 for --help, the code of
+// a command that has already said why it failed, else 1.
+func Report(w io.Writer, err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	var ec exitError
 	if errors.As(err, &ec) {
 		return int(ec)
 	}
+	fmt.Fprintln(w, "garuda:", err)
 	return 1
 }
 
+// exitError is an exit code whose reason the command has already printed.
 type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+// parseFlags parses a subcommand's flags, before and after its arguments (`trust DIR --yes`). --help prints the
+// usage on stdout and returns flag.ErrHelp; a wrong flag is an error that names the usage.
+func parseFlags(fs *flag.FlagSet, args []string, synopsis string) error {
+	fs.SetOutput(io.Discard)
+	positional, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Printf("usage: garuda %s\n\n", synopsis)
+		fs.SetOutput(os.Stdout)
+		fs.PrintDefaults()
+		return flag.ErrHelp
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %v (see garuda %s --help)", fs.Name(), err, fs.Name())
+	}
+	// The parsed flags stay; the positional arguments become fs.Args().
+	return fs.Parse(append([]string{"--"}, positional...))
+}
+
+// parseInterspersed parses flags anywhere among the arguments and returns the others in order; "--" ends the
+// flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for i, a := range args {
+		if a == "--" {
+			args, rest = args[:i], args[i+1:]
+			break
+		}
+	}
+	var words []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return append(words, rest...), nil
+		}
+		words = append(words, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
 
 // Main runs garuda with its arguments (without the program name).
 func Main(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, usage)
-		return errors.New("no command given")
+		return exitError(2)
 	}
 	switch args[0] {
 	case "acp":
@@ -58,6 +109,8 @@ func Main(ctx context.Context, args []string) error {
 			return setup(ctx, args[2:])
 		}
 		return acp(ctx, args[1:])
+	case "run":
+		return run(ctx, args[1:])
 	case "setup":
 		return setup(ctx, args[1:])
 	case "doctor":
@@ -76,7 +129,7 @@ func Main(ctx context.Context, args []string) error {
 		return nil
 	}
 	fmt.Fprintln(os.Stderr, usage)
-	return fmt.Errorf("unknown command %q", args[0])
+	return fmt.Errorf("unknown command %q (see the list above)", args[0])
 }
 
 // brokerFlag adds --broker, defaulting to GARUDA_BROKER.
@@ -89,14 +142,17 @@ func connect(ctx context.Context, addr string) (*brokerconn.Broker, error) {
 }
 
 func acp(ctx context.Context, args []string) error {
-	protocol, err := guardStdout()
-	if err != nil {
+	fs := flag.NewFlagSet("acp", flag.ContinueOnError)
+	model := fs.String("model", os.Getenv("GARUDA_MODEL"), "the model (a name from models.json or provider/model-id; default $GARUDA_MODEL)")
+	addr := brokerFlag(fs)
+	if err := parseFlags(fs, args, "acp [--model M] [--broker unix://PATH]"); err != nil {
 		return err
 	}
-	fs := flag.NewFlagSet("acp", flag.ContinueOnError)
-	model := fs.String("model", os.Getenv("GARUDA_MODEL"), "the model (a name from models.json or provider/model-id)")
-	addr := brokerFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("acp: unexpected argument %q (see garuda acp --help)", fs.Arg(0))
+	}
+	protocol, err := guardStdout()
+	if err != nil {
 		return err
 	}
 	if runtime.GOOS == "windows" {
@@ -144,7 +200,7 @@ func acp(ctx context.Context, args []string) error {
 func doctor(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	addr := brokerFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, "doctor [--broker unix://PATH]"); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -162,13 +218,13 @@ func doctor(ctx context.Context, args []string, w io.Writer) error {
 	}
 	b, err := connect(ctx, *addr)
 	if err != nil {
-		fmt.Fprintf(tw, "broker answers\tno: %v\n", err)
+		fmt.Fprintf(tw, "broker answers\tno: %v\n", brokerconn.Words(err))
 		return exitError(1)
 	}
 	defer b.Close()
 	h, err := b.Client.Hello(ctx, &execv1.HelloRequest{})
 	if err != nil {
-		fmt.Fprintf(tw, "broker answers\tno: %v\n", err)
+		fmt.Fprintf(tw, "broker answers\tno: %v\n", brokerconn.Words(err))
 		return exitError(1)
 	}
 	fmt.Fprintf(tw, "broker answers\tyes: garuda-exec %s, API %s, pid %d, uid %d\n", h.BrokerVersion, h.ApiVersion, h.Pid, h.Uid)
@@ -191,23 +247,38 @@ func doctor(ctx context.Context, args []string, w io.Writer) error {
 	}
 	// The model as session/new would find it: the same Prepare, with the variables of this shell.
 	prep, err := b.Client.Prepare(ctx, &execv1.PrepareRequest{Model: os.Getenv("GARUDA_MODEL"), EnvKeys: acpagent.EnvKeys(os.Getenv)})
+	broken := false
 	switch {
 	case err != nil:
-		fmt.Fprintf(tw, "\nmodel\tUNKNOWN: %v\n", err)
+		// A configuration that cannot be read is broken: doctor fails, with the broker's words.
+		fmt.Fprintf(tw, "\nmodel\tBROKEN: %v\n", brokerconn.Words(err))
+		broken = true
 	case prep.GetAuthRequired() != "":
 		fmt.Fprintf(tw, "\nmodel\tNOT SET UP: %s\n", prep.GetAuthRequired())
 	default:
 		m := prep.GetReady()
-		key := "from the credentials file"
-		if env := m.GetApiKeyEnv(); env != "" && os.Getenv(env) != "" {
-			key = "from $" + env
-		}
-		fmt.Fprintf(tw, "\nmodel\t%s (%s, %s), key %s\n", m.GetName(), m.GetProvider(), m.GetModelId(), key)
+		fmt.Fprintf(tw, "\nmodel\t%s (%s, %s), %s\n", m.GetName(), m.GetProvider(), m.GetModelId(), keyLine(m, os.Getenv))
 	}
 	for _, n := range prep.GetNotices() {
 		fmt.Fprintf(tw, "\t%s\n", n)
 	}
+	if broken {
+		return exitError(1)
+	}
 	return nil
+}
+
+// keyLine says where a ready model's key comes from, never the key: the variable, the credentials file, or no key
+// at all (a local server that needs none).
+func keyLine(m *execv1.ModelSettings, getenv func(string) string) string {
+	switch env := m.GetApiKeyEnv(); {
+	case env != "" && getenv(env) != "":
+		return "key from $" + env
+	case m.GetApiKey() != "":
+		return "key from the credentials file"
+	default:
+		return "no key (the provider needs none)"
+	}
 }
 
 // readLine reads one line from a terminal or a pipe.

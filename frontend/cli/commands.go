@@ -12,8 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc/status"
-
+	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -26,9 +25,13 @@ func setup(ctx context.Context, args []string) error {
 	model := fs.String("model", "", "default model name")
 	keyStdin := fs.Bool("key-stdin", false, "read the API key from standard input (for scripts)")
 	test := fs.Bool("test", false, "test the key with one tiny request after saving it (asked on a terminal)")
+	force := fs.Bool("force", false, "store a model id that Garuda does not know for the provider (a newer model)")
 	addr := brokerFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, "setup [--provider P] [--model M] [--key-stdin] [--test] [--force] [--broker unix://PATH]"); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("setup: unexpected argument %q (see garuda setup --help)", fs.Arg(0))
 	}
 	b, err := connect(ctx, *addr)
 	if err != nil {
@@ -37,7 +40,7 @@ func setup(ctx context.Context, args []string) error {
 	defer b.Close()
 	opts, err := b.Client.SetupOptions(ctx, &execv1.SetupOptionsRequest{})
 	if err != nil {
-		return fmt.Errorf("setup: %w", rpcErr(err))
+		return fmt.Errorf("setup: %w", brokerconn.Words(err))
 	}
 	in := bufio.NewReader(os.Stdin)
 	tty := isTerminal(0)
@@ -52,7 +55,7 @@ func setup(ctx context.Context, args []string) error {
 		fmt.Fprint(os.Stderr, "Choose a provider [1]: ")
 		s, err := readLine(in)
 		if err != nil {
-			return fmt.Errorf("setup: %w", rpcErr(err))
+			return fmt.Errorf("setup: %w", brokerconn.Words(err))
 		}
 		i := 1
 		if s != "" {
@@ -63,13 +66,16 @@ func setup(ctx context.Context, args []string) error {
 		*provider = opts.Providers[i-1].Name
 	}
 	var chosen *execv1.SetupProvider
+	var known []string
 	for _, p := range opts.Providers {
+		known = append(known, p.Name)
 		if p.Name == *provider {
 			chosen = p
 		}
 	}
 	if chosen == nil {
-		return fmt.Errorf("setup: unknown provider %q", *provider)
+		return fmt.Errorf("setup: unknown provider %q; known: %s (others can be added in %s)", *provider,
+			strings.Join(known, ", "), filepath.Join(opts.Home, "models.json"))
 	}
 	if *model == "" {
 		if !tty || len(chosen.Models) == 0 {
@@ -78,7 +84,7 @@ func setup(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "Models: %s\nChoose a model [%s]: ", strings.Join(chosen.Models, ", "), chosen.Models[0])
 		s, err := readLine(in)
 		if err != nil {
-			return fmt.Errorf("setup: %w", rpcErr(err))
+			return fmt.Errorf("setup: %w", brokerconn.Words(err))
 		}
 		*model = chosen.Models[0]
 		if s != "" {
@@ -95,15 +101,15 @@ func setup(ctx context.Context, args []string) error {
 		key, err = readSecret(in)
 		fmt.Fprintln(os.Stderr)
 		if err != nil {
-			return fmt.Errorf("setup: %w", rpcErr(err))
+			return fmt.Errorf("setup: %w", brokerconn.Words(err))
 		}
 	}
 	if key == "" {
 		return errors.New("setup: no key given")
 	}
-	res, err := b.Client.Setup(ctx, &execv1.SetupRequest{Provider: chosen.Name, Model: *model, ApiKey: key})
+	res, err := b.Client.Setup(ctx, &execv1.SetupRequest{Provider: chosen.Name, Model: *model, ApiKey: key, Force: *force})
 	if err != nil {
-		return fmt.Errorf("setup: %w", rpcErr(err))
+		return fmt.Errorf("setup: %w", brokerconn.Words(err))
 	}
 	fmt.Fprintf(os.Stderr, "Saved the key in %s and the default model %s in %s.\n", res.CredentialsPath, *model, res.ModelsPath)
 	if tty && !*keyStdin && !*test {
@@ -121,13 +127,13 @@ func setup(ctx context.Context, args []string) error {
 func testKey(ctx context.Context, c execv1.ExecServiceClient, name string) error {
 	prep, err := c.Prepare(ctx, &execv1.PrepareRequest{Model: name})
 	if err != nil {
-		return fmt.Errorf("setup: %w", rpcErr(err))
+		return fmt.Errorf("setup: %w", brokerconn.Words(err))
 	}
 	ms := prep.GetReady()
 	if ms == nil {
 		return fmt.Errorf("setup: %s", prep.GetAuthRequired())
 	}
-	client, err := model.New(model.ProviderConfig{Type: ms.Type, BaseURL: ms.BaseUrl, APIKey: ms.ApiKey, Model: ms.ModelId, MaxOutputTokens: 16, MaxRetries: 1})
+	client, err := model.New(model.ProviderConfig{Type: ms.Type, BaseURL: ms.BaseUrl, APIKey: ms.ApiKey, Model: ms.ModelId, MaxOutputTokens: 16})
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
@@ -151,7 +157,7 @@ func trust(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("trust", flag.ContinueOnError)
 	yes := fs.Bool("yes", false, "trust without asking")
 	addr := brokerFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, "trust [DIR] [--yes] [--broker unix://PATH]"); err != nil {
 		return err
 	}
 	dir := "."
@@ -169,7 +175,7 @@ func trust(ctx context.Context, args []string) error {
 	defer b.Close()
 	t, err := b.Client.InspectTrust(ctx, &execv1.InspectTrustRequest{Dir: dir})
 	if err != nil {
-		return fmt.Errorf("trust: %w", rpcErr(err))
+		return fmt.Errorf("trust: %w", brokerconn.Words(err))
 	}
 	if !t.Exists {
 		fmt.Printf("%s has no project settings (%s); nothing to trust.\n", dir, t.SettingsPath)
@@ -203,7 +209,7 @@ func trust(ctx context.Context, args []string) error {
 	}
 	res, err := b.Client.PinTrust(ctx, &execv1.PinTrustRequest{Dir: dir, Hash: t.Hash})
 	if err != nil {
-		return fmt.Errorf("trust: %w", rpcErr(err))
+		return fmt.Errorf("trust: %w", brokerconn.Words(err))
 	}
 	fmt.Printf("Trusted; pinned in %s. A change of the file needs a new yes.\n", res.TrustPath)
 	return nil
@@ -214,8 +220,11 @@ func undo(ctx context.Context, args []string) error {
 	session := fs.String("session", "", "the session (default: the newest with changes)")
 	list := fs.Bool("list", false, "list the changes instead of undoing")
 	addr := brokerFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, "undo [--session ID] [--list] [--broker unix://PATH]"); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("undo: unexpected argument %q (see garuda undo --help)", fs.Arg(0))
 	}
 	b, err := connect(ctx, *addr)
 	if err != nil {
@@ -224,7 +233,7 @@ func undo(ctx context.Context, args []string) error {
 	defer b.Close()
 	res, err := b.Client.Undo(ctx, &execv1.UndoRequest{SessionId: *session, List: *list})
 	if err != nil {
-		return fmt.Errorf("undo: %w", rpcErr(err))
+		return fmt.Errorf("undo: %w", brokerconn.Words(err))
 	}
 	if *list {
 		fmt.Printf("session %s:\n", res.SessionId)
@@ -246,12 +255,17 @@ func undo(ctx context.Context, args []string) error {
 }
 
 func audit(ctx context.Context, args []string) error {
+	const synopsis = "audit verify [FILE] [--broker unix://PATH]"
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Printf("usage: garuda %s\n", synopsis)
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || args[0] != "verify" {
-		return errors.New("usage: garuda audit verify [FILE]")
+		return errors.New("audit: usage: garuda " + synopsis)
 	}
 	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
 	addr := brokerFlag(fs)
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:], synopsis); err != nil {
 		return err
 	}
 	b, err := connect(ctx, *addr)
@@ -267,7 +281,7 @@ func audit(ctx context.Context, args []string) error {
 	}
 	res, err := b.Client.VerifyAudit(ctx, &execv1.VerifyAuditRequest{File: file})
 	if err != nil {
-		return fmt.Errorf("audit verify: %w", rpcErr(err))
+		return fmt.Errorf("audit verify: %w", brokerconn.Words(err))
 	}
 	bad := 0
 	for _, f := range res.Files {
@@ -282,12 +296,4 @@ func audit(ctx context.Context, args []string) error {
 		return exitError(1)
 	}
 	return nil
-}
-
-// rpcErr turns a broker's status error into its message: the user reads what the broker said, not gRPC's wrapping.
-func rpcErr(err error) error {
-	if st, ok := status.FromError(err); ok {
-		return errors.New(st.Message())
-	}
-	return err
 }

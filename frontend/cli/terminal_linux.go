@@ -40,3 +40,23 @@ func readSecret(in *bufio.Reader) (string, error) {
 	defer unix.IoctlSetTermios(0, unix.TCSETS, old)
 	return readLine(in)
 }
+
+// watchPipeReader calls gone when f is a pipe whose reader closed it (POLLERR on the write end); for anything
+// else it returns at once.
+func watchPipeReader(f *os.File, gone func()) {
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return
+	}
+	fds := []unix.PollFd{{Fd: int32(f.Fd())}}
+	for {
+		n, err := unix.Poll(fds, -1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+			gone()
+			return
+		}
+	}
+}

@@ -32,9 +32,7 @@ func NewAnthropic(cfg ProviderConfig) Client {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	if n, ok := cfg.retries(); ok {
-		opts = append(opts, option.WithMaxRetries(n))
-	}
+	opts = append(opts, option.WithMaxRetries(0)) // one retry layer: the agent loop's (see ProviderConfig)
 	c := anthropic.NewClient(opts...)
 	return &anthropicClient{cfg: cfg, msgs: c.Messages}
 }
@@ -312,19 +310,21 @@ func anthropicError(ctx context.Context, err error, started bool) error {
 	msg := providerMessage(apiErr.RawJSON())
 	status := apiErr.StatusCode
 	typ := string(apiErr.Type())
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden ||
-		typ == "authentication_error" || typ == "permission_error":
-		return &StreamError{Err: fmt.Errorf("%w: anthropic said: %s", ErrAuth, msg), Started: started}
-	case status == http.StatusRequestEntityTooLarge || typ == "request_too_large" || contextTooLong(msg):
-		return &StreamError{Err: fmt.Errorf("%w: anthropic said: %s", ErrContextTooLong, msg), Started: started}
-	}
-	retryable := status == http.StatusRequestTimeout || status == http.StatusConflict ||
-		status == http.StatusTooManyRequests || status >= 500 ||
-		typ == "overloaded_error" || typ == "api_error" || typ == "rate_limit_error" || typ == "timeout_error"
 	if status == http.StatusOK {
 		// An error event inside a 200 stream.
+		retryable := typ == "overloaded_error" || typ == "api_error" || typ == "rate_limit_error" || typ == "timeout_error"
+		switch {
+		case typ == "authentication_error" || typ == "permission_error":
+			return &StreamError{Err: fmt.Errorf("%w: anthropic said: %s", ErrAuth, msg), Started: started}
+		case typ == "request_too_large" || contextTooLong(msg):
+			return &StreamError{Err: fmt.Errorf("%w: anthropic said: %s", ErrContextTooLong, msg), Started: started}
+		}
 		return &StreamError{Err: fmt.Errorf("anthropic: error in the stream: %s (%s)", msg, typ), Started: started, Retryable: retryable}
 	}
-	return &StreamError{Err: fmt.Errorf("anthropic: HTTP %d: %s", status, msg), Started: started, Retryable: retryable}
+	var h http.Header
+	if apiErr.Response != nil {
+		h = apiErr.Response.Header
+	}
+	return httpError("anthropic", status, h, msg, started, typ == "authentication_error" || typ == "permission_error",
+		typ == "request_too_large", typ == "not_found_error")
 }

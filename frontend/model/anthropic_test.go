@@ -7,13 +7,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 )
 
-func anthropicFor(s *replayServer, retries int) Client {
-	return NewAnthropic(ProviderConfig{Type: TypeAnthropic, BaseURL: s.URL, APIKey: "sk-ant-test", Model: "claude-sonnet-4-5", MaxRetries: retries})
+func anthropicFor(s *replayServer) Client {
+	return NewAnthropic(ProviderConfig{Type: TypeAnthropic, BaseURL: s.URL, APIKey: "sk-ant-test", Model: "claude-sonnet-4-5"})
 }
 
 var userHi = Request{System: "You are Garuda.", Messages: []Message{{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "hi"}}}}}
@@ -21,7 +22,7 @@ var userHi = Request{System: "You are Garuda.", Messages: []Message{{Role: RoleU
 func TestAnthropicToolInputSplitAcrossChunks(t *testing.T) {
 	s := newReplay(t, reply{file: "anthropic_tool_split.sse"})
 	h := &collect{}
-	resp, err := anthropicFor(s, -1).Stream(context.Background(), userHi, h)
+	resp, err := anthropicFor(s).Stream(context.Background(), userHi, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestAnthropicToolInputSplitAcrossChunks(t *testing.T) {
 
 func TestAnthropicParallelToolCallsAndUsage(t *testing.T) {
 	s := newReplay(t, reply{file: "anthropic_parallel_tools.sse"})
-	resp, err := anthropicFor(s, -1).Stream(context.Background(), userHi, &collect{})
+	resp, err := anthropicFor(s).Stream(context.Background(), userHi, &collect{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestAnthropicParallelToolCallsAndUsage(t *testing.T) {
 
 func TestAnthropicThinkingSignatureSentBackUnchanged(t *testing.T) {
 	s := newReplay(t, reply{file: "anthropic_thinking.sse"}, reply{file: "anthropic_max_tokens.sse"})
-	c := anthropicFor(s, -1)
+	c := anthropicFor(s)
 	h := &collect{}
 	req := userHi
 	req.ThinkingBudget = 2048
@@ -148,7 +149,7 @@ func TestAnthropicThinkingSignatureSentBackUnchanged(t *testing.T) {
 func TestAnthropicStopReasons(t *testing.T) {
 	for file, want := range map[string]StopReason{"anthropic_max_tokens.sse": StopMaxTokens, "anthropic_refusal.sse": StopRefusal, "anthropic_thinking.sse": StopEndTurn} {
 		s := newReplay(t, reply{file: file})
-		resp, err := anthropicFor(s, -1).Stream(context.Background(), userHi, &collect{})
+		resp, err := anthropicFor(s).Stream(context.Background(), userHi, &collect{})
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
@@ -158,35 +159,32 @@ func TestAnthropicStopReasons(t *testing.T) {
 	}
 }
 
-func TestAnthropicRetriesOverloadBeforeTheStream(t *testing.T) {
-	s := newReplay(t, reply{status: 429, file: "anthropic_429.json"}, reply{status: 529, file: "anthropic_529.json"}, reply{file: "anthropic_max_tokens.sse"})
-	resp, err := anthropicFor(s, 2).Stream(context.Background(), userHi, &collect{})
-	if err != nil {
-		t.Fatalf("after two retries: %v", err)
+// The SDK does not retry: a 429 or 529 comes back from its one request as a transient StreamError that has not
+// started, with the wait the provider asked for; the agent loop decides. A 400 is final.
+func TestAnthropicDoesNotRetryInTheSDK(t *testing.T) {
+	for _, status := range []int{429, 529, 500} {
+		s := newReplay(t, reply{status: status, file: "anthropic_429.json"}, reply{file: "anthropic_max_tokens.sse"})
+		_, err := anthropicFor(s).Stream(context.Background(), userHi, &collect{})
+		var se *StreamError
+		if !errors.As(err, &se) || !se.Retryable || se.Started || se.Status != status || se.RetryAfter != time.Millisecond {
+			t.Errorf("%d: err = %#v (%v)", status, err, err)
+		}
+		if n := len(s.requests()); n != 1 {
+			t.Errorf("%d: the SDK sent %d requests", status, n)
+		}
 	}
-	if len(s.requests()) != 3 || resp.Message.Content[0].Text != "Once upon a" {
-		t.Errorf("%d requests, content %+v", len(s.requests()), resp.Message.Content)
-	}
-
-	// MaxRetries 0 keeps the SDK's default of two retries.
-	s = newReplay(t, reply{status: 529, file: "anthropic_529.json"}, reply{status: 529, file: "anthropic_529.json"}, reply{file: "anthropic_max_tokens.sse"})
-	if _, err := anthropicFor(s, 0).Stream(context.Background(), userHi, &collect{}); err != nil || len(s.requests()) != 3 {
-		t.Errorf("default retries: %v, %d requests", err, len(s.requests()))
-	}
-
-	// Without retries the 429 comes back as a retryable StreamError that has not started.
-	s = newReplay(t, reply{status: 429, file: "anthropic_429.json"})
-	_, err = anthropicFor(s, -1).Stream(context.Background(), userHi, &collect{})
+	s := newReplay(t, reply{status: 400, file: "anthropic_429.json"}, reply{file: "anthropic_max_tokens.sse"})
+	_, err := anthropicFor(s).Stream(context.Background(), userHi, &collect{})
 	var se *StreamError
-	if !errors.As(err, &se) || !se.Retryable || se.Started || !strings.Contains(err.Error(), "rate limit") {
-		t.Errorf("err = %#v (%v)", err, err)
+	if !errors.As(err, &se) || se.Retryable || se.Status != 400 || len(s.requests()) != 1 {
+		t.Errorf("400: err = %#v, %d requests", err, len(s.requests()))
 	}
 }
 
 func TestAnthropicErrorEventMidStream(t *testing.T) {
 	s := newReplay(t, reply{file: "anthropic_error_midstream.sse"})
 	h := &collect{}
-	_, err := anthropicFor(s, 2).Stream(context.Background(), userHi, h)
+	_, err := anthropicFor(s).Stream(context.Background(), userHi, h)
 	var se *StreamError
 	if !errors.As(err, &se) || !se.Started || !se.Retryable || !strings.Contains(err.Error(), "Overloaded") {
 		t.Fatalf("err = %#v (%v)", err, err)
@@ -201,7 +199,7 @@ func TestAnthropicErrorEventMidStream(t *testing.T) {
 
 func TestAnthropicTruncatedStreamIsRetryable(t *testing.T) {
 	s := newReplay(t, reply{file: "anthropic_truncated.sse"})
-	_, err := anthropicFor(s, -1).Stream(context.Background(), userHi, &collect{})
+	_, err := anthropicFor(s).Stream(context.Background(), userHi, &collect{})
 	var se *StreamError
 	if !errors.As(err, &se) || !se.Retryable || se.Started {
 		t.Fatalf("err = %#v (%v)", err, err)
@@ -210,7 +208,7 @@ func TestAnthropicTruncatedStreamIsRetryable(t *testing.T) {
 
 func TestAnthropicAuthAndContextErrors(t *testing.T) {
 	s := newReplay(t, reply{status: 401, file: "anthropic_401.json"})
-	_, err := anthropicFor(s, 2).Stream(context.Background(), userHi, &collect{})
+	_, err := anthropicFor(s).Stream(context.Background(), userHi, &collect{})
 	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "invalid x-api-key") {
 		t.Errorf("401: err = %v", err)
 	}
@@ -226,12 +224,12 @@ func TestAnthropicAuthAndContextErrors(t *testing.T) {
 	}
 
 	s = newReplay(t, reply{status: 403, file: "anthropic_401.json"})
-	if _, err := anthropicFor(s, -1).Stream(context.Background(), userHi, &collect{}); !errors.Is(err, ErrAuth) {
+	if _, err := anthropicFor(s).Stream(context.Background(), userHi, &collect{}); !errors.Is(err, ErrAuth) {
 		t.Errorf("403: err = %v", err)
 	}
 
 	s = newReplay(t, reply{status: 400, file: "anthropic_prompt_too_long.json"})
-	_, err = anthropicFor(s, -1).Stream(context.Background(), userHi, &collect{})
+	_, err = anthropicFor(s).Stream(context.Background(), userHi, &collect{})
 	if !errors.Is(err, ErrContextTooLong) || errors.Is(err, ErrAuth) {
 		t.Errorf("prompt too long: err = %v", err)
 	}
@@ -248,7 +246,7 @@ func TestAnthropicRequestFromHistory(t *testing.T) {
 			{Role: RoleUser, Content: []Block{{Type: BlockToolResult, ToolUseID: "t1", Text: "denied by the user", IsError: true}}},
 		},
 	}
-	if _, err := anthropicFor(s, -1).Stream(context.Background(), req, &collect{}); err != nil {
+	if _, err := anthropicFor(s).Stream(context.Background(), req, &collect{}); err != nil {
 		t.Fatal(err)
 	}
 	var body struct {
@@ -284,7 +282,7 @@ func TestAnthropicIgnoresEnvironmentKeys(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
 	t.Setenv("ANTHROPIC_AUTH_TOKEN", "tok-from-env")
 	s := newReplay(t, reply{file: "anthropic_max_tokens.sse"}, reply{file: "anthropic_max_tokens.sse"})
-	c := NewAnthropic(ProviderConfig{Type: TypeAnthropic, BaseURL: s.URL, Model: "m", MaxRetries: -1})
+	c := NewAnthropic(ProviderConfig{Type: TypeAnthropic, BaseURL: s.URL, Model: "m"})
 	if _, err := c.Stream(context.Background(), userHi, &collect{}); err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +306,7 @@ func TestAnthropicCancelled(t *testing.T) {
 	s := newReplay(t, reply{file: "anthropic_max_tokens.sse"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := anthropicFor(s, 2).Stream(ctx, userHi, &collect{})
+	_, err := anthropicFor(s).Stream(ctx, userHi, &collect{})
 	var se *StreamError
 	if !errors.Is(err, context.Canceled) || !errors.As(err, &se) || se.Retryable {
 		t.Errorf("err = %#v (%v)", err, err)
@@ -319,11 +317,11 @@ func TestAnthropicCancelled(t *testing.T) {
 // runs here: without the bound, index -1 panics the test binary and 2e9 allocates gigabytes.
 func TestBlockIndexOutOfRange(t *testing.T) {
 	s := newReplay(t, reply{file: "anthropic_bad_index.sse"})
-	if _, err := anthropicFor(s, -1).Stream(context.Background(), userHi, &collect{}); err == nil || !strings.Contains(err.Error(), "out of range") {
+	if _, err := anthropicFor(s).Stream(context.Background(), userHi, &collect{}); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Errorf("anthropic: %v", err)
 	}
 	s = newReplay(t, reply{file: "openai_bad_index.sse"})
-	if _, err := openaiFor(s, -1).Stream(context.Background(), userHi, &collect{}); err == nil || !strings.Contains(err.Error(), "out of range") {
+	if _, err := openaiFor(s).Stream(context.Background(), userHi, &collect{}); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Errorf("openai: %v", err)
 	}
 }
@@ -333,9 +331,9 @@ func TestInvalidToolInputInHistoryIsNotRetried(t *testing.T) {
 		{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "x"}}},
 		{Role: RoleAssistant, Content: []Block{{Type: BlockToolUse, ToolUseID: "t1", Name: "bash", Input: json.RawMessage(`{"command":`)}}},
 	}}
-	for name, c := range map[string]func(*replayServer, int) Client{"anthropic": anthropicFor, "openai": openaiFor} {
+	for name, c := range map[string]func(*replayServer) Client{"anthropic": anthropicFor, "openai": openaiFor} {
 		s := newReplay(t)
-		_, err := c(s, 2).Stream(context.Background(), req, &collect{})
+		_, err := c(s).Stream(context.Background(), req, &collect{})
 		var se *StreamError
 		if !errors.As(err, &se) || se.Retryable || !strings.Contains(err.Error(), "t1") || len(s.requests()) != 0 {
 			t.Errorf("%s: %#v, %d requests", name, err, len(s.requests()))

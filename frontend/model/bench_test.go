@@ -39,7 +39,7 @@ func BenchmarkAnthropicChunk(b *testing.B) {
 	buf.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
 	buf.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":99}}\n\n")
 	buf.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-	c := NewAnthropic(ProviderConfig{Type: TypeAnthropic, BaseURL: "http://fake.invalid", APIKey: "k", Model: "m", MaxRetries: -1,
+	c := NewAnthropic(ProviderConfig{Type: TypeAnthropic, BaseURL: "http://fake.invalid", APIKey: "k", Model: "m",
 		HTTPClient: &http.Client{Transport: bodyTransport{buf.Bytes()}}})
 	var n countDeltas
 	b.ReportAllocs()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 )
 
 // Role is who said a message.
@@ -126,15 +127,21 @@ var (
 	ErrAuth = errors.New("the model provider refused the API key")
 	// ErrContextTooLong: the provider says the request is over the context window.
 	ErrContextTooLong = errors.New("the request is longer than the model's context window")
+	// ErrNotFound: the provider answered 404, which means an unknown model id (or a base URL with no API).
+	ErrNotFound = errors.New("the model provider does not know this model")
 )
 
 // StreamError is a failure of the provider's stream. Started reports whether any
 // output had been delivered to the Handler before the failure; Retryable whether
-// the agent loop may try again.
+// the agent loop may try again (a transient failure), and RetryAfter how long the
+// provider asked it to wait first (0: not said). Status is the HTTP status of an
+// error answer, 0 for a connection failure or an error inside the stream.
 type StreamError struct {
-	Err       error
-	Started   bool
-	Retryable bool
+	Err        error
+	Started    bool
+	Retryable  bool
+	RetryAfter time.Duration
+	Status     int
 }
 
 func (e *StreamError) Error() string { return e.Err.Error() }

@@ -38,9 +38,7 @@ func NewOpenAI(cfg ProviderConfig) Client {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	if n, ok := cfg.retries(); ok {
-		opts = append(opts, option.WithMaxRetries(n))
-	}
+	opts = append(opts, option.WithMaxRetries(0)) // one retry layer: the agent loop's (see ProviderConfig)
 	return &openaiClient{
 		cfg:         cfg,
 		completions: openai.NewChatCompletionService(opts...),
@@ -303,14 +301,10 @@ func openaiError(ctx context.Context, err error, started bool) error {
 	if msg == "" {
 		msg = providerMessage(apiErr.RawJSON())
 	}
-	status := apiErr.StatusCode
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return &StreamError{Err: fmt.Errorf("%w: openai said: %s", ErrAuth, msg), Started: started}
-	case apiErr.Code == "context_length_exceeded" || status == http.StatusRequestEntityTooLarge || contextTooLong(msg):
-		return &StreamError{Err: fmt.Errorf("%w: openai said: %s", ErrContextTooLong, msg), Started: started}
+	var h http.Header
+	if apiErr.Response != nil {
+		h = apiErr.Response.Header
 	}
-	retryable := status == http.StatusRequestTimeout || status == http.StatusConflict ||
-		status == http.StatusTooManyRequests || status >= 500
-	return &StreamError{Err: fmt.Errorf("openai: HTTP %d: %s", status, msg), Started: started, Retryable: retryable}
+	return httpError("openai", apiErr.StatusCode, h, msg, started, false, apiErr.Code == "context_length_exceeded",
+		apiErr.Code == "model_not_found")
 }

@@ -12,14 +12,14 @@ import (
 	"github.com/openai/openai-go/v3/option"
 )
 
-func openaiFor(s *replayServer, retries int) Client {
-	return NewOpenAI(ProviderConfig{Type: TypeOpenAI, BaseURL: s.URL + "/v1", APIKey: "sk-test", Model: "gpt-5", MaxRetries: retries})
+func openaiFor(s *replayServer) Client {
+	return NewOpenAI(ProviderConfig{Type: TypeOpenAI, BaseURL: s.URL + "/v1", APIKey: "sk-test", Model: "gpt-5"})
 }
 
 func TestOpenAIParallelToolCallsByIndex(t *testing.T) {
 	s := newReplay(t, reply{file: "openai_parallel_tools.sse"})
 	h := &collect{}
-	resp, err := openaiFor(s, -1).Stream(context.Background(), userHi, h)
+	resp, err := openaiFor(s).Stream(context.Background(), userHi, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestOpenAIParallelToolCallsByIndex(t *testing.T) {
 func TestOpenAIReasoningContentIsThinking(t *testing.T) {
 	s := newReplay(t, reply{file: "openai_reasoning.sse"})
 	h := &collect{}
-	resp, err := openaiFor(s, -1).Stream(context.Background(), userHi, h)
+	resp, err := openaiFor(s).Stream(context.Background(), userHi, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestOpenAIReasoningContentIsThinking(t *testing.T) {
 
 func TestOpenAILengthIsMaxTokens(t *testing.T) {
 	s := newReplay(t, reply{file: "openai_length.sse"})
-	resp, err := openaiFor(s, -1).Stream(context.Background(), userHi, &collect{})
+	resp, err := openaiFor(s).Stream(context.Background(), userHi, &collect{})
 	if err != nil || resp.StopReason != StopMaxTokens {
 		t.Fatalf("resp %+v err %v", resp, err)
 	}
@@ -91,7 +91,7 @@ func TestOpenAILengthIsMaxTokens(t *testing.T) {
 func TestOpenAIErrors(t *testing.T) {
 	s := newReplay(t, reply{file: "openai_error_midstream.sse"})
 	h := &collect{}
-	_, err := openaiFor(s, 2).Stream(context.Background(), userHi, h)
+	_, err := openaiFor(s).Stream(context.Background(), userHi, h)
 	var se *StreamError
 	if !errors.As(err, &se) || !se.Started || !se.Retryable || !strings.Contains(err.Error(), "server had an error") {
 		t.Errorf("mid-stream: %#v (%v)", err, err)
@@ -101,24 +101,25 @@ func TestOpenAIErrors(t *testing.T) {
 	}
 
 	s = newReplay(t, reply{status: 401, file: "openai_401.json"})
-	_, err = openaiFor(s, 2).Stream(context.Background(), userHi, h)
+	_, err = openaiFor(s).Stream(context.Background(), userHi, h)
 	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "Incorrect API key") || len(s.requests()) != 1 {
 		t.Errorf("401: %v (%d requests)", err, len(s.requests()))
 	}
 
 	s = newReplay(t, reply{status: 400, file: "openai_context.json"})
-	if _, err = openaiFor(s, -1).Stream(context.Background(), userHi, h); !errors.Is(err, ErrContextTooLong) {
+	if _, err = openaiFor(s).Stream(context.Background(), userHi, h); !errors.Is(err, ErrContextTooLong) {
 		t.Errorf("context: %v", err)
 	}
 
-	s = newReplay(t, reply{status: 429, file: "openai_429.json"}, reply{status: 500, file: "openai_429.json"}, reply{file: "openai_length.sse"})
-	if _, err = openaiFor(s, 2).Stream(context.Background(), userHi, h); err != nil || len(s.requests()) != 3 {
-		t.Errorf("429, 500, then a stream: %v (%d requests)", err, len(s.requests()))
+	// The SDK does not retry: the agent loop does.
+	s = newReplay(t, reply{status: 500, file: "openai_429.json"}, reply{file: "openai_length.sse"})
+	if _, err = openaiFor(s).Stream(context.Background(), userHi, h); !errors.As(err, &se) || !se.Retryable || len(s.requests()) != 1 {
+		t.Errorf("500: %v (%d requests)", err, len(s.requests()))
 	}
 	s = newReplay(t, reply{status: 429, file: "openai_429.json"})
-	_, err = openaiFor(s, -1).Stream(context.Background(), userHi, h)
+	_, err = openaiFor(s).Stream(context.Background(), userHi, h)
 	if !errors.As(err, &se) || !se.Retryable || se.Started {
-		t.Errorf("429 without retries: %#v", err)
+		t.Errorf("429: %#v", err)
 	}
 }
 
@@ -135,7 +136,7 @@ func TestOpenAIRequestFromHistory(t *testing.T) {
 			{Role: RoleUser, Content: []Block{{Type: BlockToolResult, ToolUseID: "c1", Text: "A"}, {Type: BlockToolResult, ToolUseID: "c2", Text: "denied", IsError: true}, {Type: BlockText, Text: "go on"}}},
 		},
 	}
-	if _, err := openaiFor(s, -1).Stream(context.Background(), req, &collect{}); err != nil {
+	if _, err := openaiFor(s).Stream(context.Background(), req, &collect{}); err != nil {
 		t.Fatal(err)
 	}
 	var body struct {
@@ -180,7 +181,7 @@ func TestOpenAIIgnoresEnvironment(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-from-env")
 	t.Setenv("OPENAI_ORG_ID", "org-secret")
 	s := newReplay(t, reply{file: "openai_length.sse"}, reply{file: "openai_length.sse"})
-	c := NewOpenAI(ProviderConfig{Type: TypeOpenAI, BaseURL: s.URL + "/v1", Model: "llama3", MaxRetries: -1})
+	c := NewOpenAI(ProviderConfig{Type: TypeOpenAI, BaseURL: s.URL + "/v1", Model: "llama3"})
 	if _, err := c.Stream(context.Background(), userHi, &collect{}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Provider types.
@@ -24,10 +26,10 @@ type ProviderConfig struct {
 	Model           string
 	MaxOutputTokens int
 	HTTPClient      *http.Client // nil: http.DefaultClient
-	// MaxRetries is how often the SDK retries a request that failed before its stream began
-	// (connection errors, 408, 409, 429, 5xx). 0 keeps the SDK's default (2); negative means none.
-	MaxRetries int
 }
+
+// The SDKs' own retries are off (option.WithMaxRetries(0)): the agent loop is the one retry layer, so that each
+// retry is a notice the user sees and a final error (400, 401, 404) ends the prompt at once.
 
 // New returns the Client for cfg.Type.
 func New(cfg ProviderConfig) (Client, error) {
@@ -55,15 +57,60 @@ func (cfg ProviderConfig) maxTokens(req Request) int64 {
 	}
 }
 
-func (cfg ProviderConfig) retries() (int, bool) {
-	switch {
-	case cfg.MaxRetries < 0:
-		return 0, true
-	case cfg.MaxRetries > 0:
-		return cfg.MaxRetries, true
-	default:
-		return 0, false
+// retryAfter is how long the provider asked to wait (retry-after-ms, else retry-after in seconds or as an HTTP
+// date), or 0.
+func retryAfter(h http.Header) time.Duration {
+	if h == nil {
+		return 0
 	}
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if sec, err := strconv.ParseFloat(v, 64); err == nil && sec > 0 {
+		return time.Duration(sec * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+// transient reports whether an HTTP status is worth trying again: a timeout, a conflict, a rate limit, a
+// server error or an overload (529). A provider's x-should-retry header, when present, decides instead.
+func transient(status int, h http.Header) bool {
+	switch h.Get("X-Should-Retry") {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
+		status == http.StatusTooManyRequests || status >= 500
+}
+
+// httpError is the StreamError of a provider's HTTP error answer: ErrAuth (401, 403), ErrNotFound (404),
+// ErrContextTooLong (413 or a message that says so), else transient or final by its status.
+func httpError(provider string, status int, h http.Header, msg string, started bool, authType, tooLarge, notFound bool) *StreamError {
+	se := &StreamError{Status: status, Started: started}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || authType:
+		se.Err = fmt.Errorf("%w: %s said: %s", ErrAuth, provider, msg)
+	case status == http.StatusRequestEntityTooLarge || tooLarge || contextTooLong(msg):
+		se.Err = fmt.Errorf("%w: %s said: %s", ErrContextTooLong, provider, msg)
+	case status == http.StatusNotFound || notFound:
+		se.Err = fmt.Errorf("%w: %s said: HTTP %d: %s", ErrNotFound, provider, status, msg)
+	default:
+		se.Err = fmt.Errorf("%s: HTTP %d: %s", provider, status, msg)
+		se.Retryable = transient(status, h)
+		if se.Retryable {
+			se.RetryAfter = retryAfter(h)
+		}
+	}
+	return se
 }
 
 // providerMessage digs the human-readable message out of a provider's error body

@@ -54,7 +54,7 @@ func newReplay(t *testing.T, replies ...reply) *replayServer {
 		}
 		if rep.status != 0 {
 			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("retry-after-ms", "1") // keep the SDK's retry wait short
+			w.Header().Set("retry-after-ms", "1") // keep the retry wait short
 			w.WriteHeader(rep.status)
 			w.Write(data)
 			return

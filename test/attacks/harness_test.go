@@ -19,6 +19,9 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.MaybeRunHelper()
+	if len(os.Args) == 3 && os.Args[1] == allocArg {
+		os.Exit(allocate(os.Args[2]))
+	}
 	os.Exit(m.Run())
 }
 

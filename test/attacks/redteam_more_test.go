@@ -548,7 +548,7 @@ func TestRedTeamSetupAndUndoActBeforeTheirRecord(t *testing.T) {
 	if res, _, err := run(t, start(t, c, ctx(t), sid, write("u.txt", "garuda\n")), execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("write: %v %v", res, err)
 	}
-	if _, err := c.Setup(ctx(t), &execv1.SetupRequest{Provider: "anthropic", Model: "m1", ApiKey: "sk-ant-first"}); err != nil {
+	if _, err := c.Setup(ctx(t), &execv1.SetupRequest{Provider: "anthropic", Model: "m1", ApiKey: "sk-ant-first", Force: true}); err != nil {
 		t.Fatalf("control Setup: %v", err)
 	}
 	cred := filepath.Join(e.home, "credentials")
@@ -558,7 +558,7 @@ func TestRedTeamSetupAndUndoActBeforeTheirRecord(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(e.home, "audit")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Setup(ctx(t), &execv1.SetupRequest{Provider: "anthropic", Model: "m2", ApiKey: "sk-ant-second"}); err == nil {
+	if _, err := c.Setup(ctx(t), &execv1.SetupRequest{Provider: "anthropic", Model: "m2", ApiKey: "sk-ant-second", Force: true}); err == nil {
 		t.Error("Setup succeeded with the audit log gone")
 	}
 	if strings.Contains(fileText(cred), "sk-ant-second") {
@@ -786,7 +786,7 @@ func TestRedTeamSetupAndTrustInputs(t *testing.T) {
 			t.Errorf("Setup %q %q %q accepted", r.Provider, r.Model, r.ApiKey)
 		}
 	}
-	if _, err := c.Setup(ctx(t), &execv1.SetupRequest{Provider: "anthropic", Model: "../../../etc/passwd\n", ApiKey: "sk-ok"}); err != nil {
+	if _, err := c.Setup(ctx(t), &execv1.SetupRequest{Provider: "anthropic", Model: "../../../etc/passwd\n", ApiKey: "sk-ok", Force: true}); err != nil {
 		t.Fatalf("control Setup: %v", err)
 	}
 	ents, _ := os.ReadDir(e.home)

@@ -104,7 +104,8 @@ func TestRedTeamProtectedPathsBelowTheRootAreWritableByCommands(t *testing.T) {
 
 // FOUND AND FIXED. A command that creates a nested repository and plants a hook in it gets no warning: the list of
 // protected paths to compare is taken before the command, when the nested repository did not exist. `git commit`
-// in that folder later runs the hook outside the sandbox. Control: the same in the root is named.
+// in that folder later runs the hook outside the sandbox. Control: the same in the root is named. Since the guard
+// (issue 18), the hook is also made non-executable, and named.
 func TestRedTeamNewNestedRepoHookIsNotNoticed(t *testing.T) {
 	e := newEnv(t)
 	c := e.client()
@@ -114,7 +115,7 @@ func TestRedTeamNewNestedRepoHookIsNotNoticed(t *testing.T) {
 	}
 	// Negative control: a repository made in the root (which had none) is named by the compare.
 	res := plant(".")
-	if res.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(strings.Join(res.GetNotices(), "\n"), "/.git/hooks") {
+	if res.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(strings.Join(res.GetNotices(), "\n"), ".git/hooks") {
 		t.Fatalf("control: a hook planted in the root is not named: %v", res)
 	}
 	res = plant("nested")
@@ -123,6 +124,9 @@ func TestRedTeamNewNestedRepoHookIsNotNoticed(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(res.GetNotices(), "\n"), "nested/.git/hooks") {
 		t.Errorf("a hook planted in a new nested repository was not named:\n%s\nnotices: %v", res.GetContent(), res.GetNotices())
+	}
+	if fi, err := os.Stat(filepath.Join(e.root, "nested/.git/hooks/pre-commit")); err != nil || fi.Mode().Perm()&0o111 != 0 {
+		t.Errorf("the planted hook can still run: %v %v", fi.Mode(), err)
 	}
 }
 

@@ -32,9 +32,14 @@ type Turn struct {
 	StopReason string `json:"stop_reason,omitempty"`
 
 	// Status, when set, answers with this HTTP status and an error body instead of a stream
-	// (401, 429, 529, ...). Message is the error's message.
+	// (400, 401, 404, 429, 529, ...). Message is the error's message.
 	Status  int    `json:"status,omitempty"`
 	Message string `json:"message,omitempty"`
+	// RetryAfter, with Status, is the retry-after header sent (seconds or an HTTP date); empty sends
+	// retry-after-ms: 1, so that tests do not wait out real backoff.
+	RetryAfter string `json:"retry_after,omitempty"`
+	// Cut breaks the connection after the content, without the stream's end (a stream cut midway).
+	Cut bool `json:"cut,omitempty"`
 	// ErrorEvent, when set, ends the stream after the content with an error event of this type
 	// (overloaded_error, api_error, ...) instead of the normal end.
 	ErrorEvent string `json:"error_event,omitempty"`
@@ -186,11 +191,15 @@ func (e *sse) event(name string, v any) {
 
 func tokens(b []byte) int { return len(b)/4 + 1 }
 
-func writeError(w http.ResponseWriter, status int, body any) {
+func writeError(w http.ResponseWriter, t Turn, body any) {
 	w.Header().Set("Content-Type", "application/json")
-	// Ask the SDK to retry at once: tests do not wait out real backoff.
-	w.Header().Set("retry-after-ms", "1")
-	w.WriteHeader(status)
+	if t.RetryAfter != "" {
+		w.Header().Set("retry-after", t.RetryAfter)
+	} else {
+		// Ask the client to retry at once: tests do not wait out real backoff.
+		w.Header().Set("retry-after-ms", "1")
+	}
+	w.WriteHeader(t.Status)
 	json.NewEncoder(w).Encode(body)
 }
 
@@ -202,6 +211,10 @@ func anthropicErrorType(status int) string {
 		return "authentication_error"
 	case 403:
 		return "permission_error"
+	case 404:
+		return "not_found_error"
+	case 413:
+		return "request_too_large"
 	case 429:
 		return "rate_limit_error"
 	case 529:
@@ -217,7 +230,7 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		t = Turn{Status: 400, Message: "fake provider: no scripted turn left"}
 	}
 	if t.Status != 0 {
-		writeError(w, t.Status, map[string]any{"type": "error", "error": map[string]any{"type": anthropicErrorType(t.Status), "message": t.Message}})
+		writeError(w, t, map[string]any{"type": "error", "error": map[string]any{"type": anthropicErrorType(t.Status), "message": t.Message}})
 		return
 	}
 	var req struct {
@@ -280,6 +293,9 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 		return
 	}
+	if t.Cut {
+		panic(http.ErrAbortHandler) // the connection breaks: no end of the stream, no clean end of the body
+	}
 	if t.ErrorEvent != "" {
 		msg := t.Message
 		if msg == "" {
@@ -300,8 +316,8 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 		t = Turn{Status: 400, Message: "fake provider: no scripted turn left"}
 	}
 	if t.Status != 0 {
-		code := map[int]string{401: "invalid_api_key", 429: "rate_limit_exceeded"}[t.Status]
-		writeError(w, t.Status, map[string]any{"error": map[string]any{"message": t.Message, "type": "error", "code": code, "param": nil}})
+		code := map[int]string{401: "invalid_api_key", 404: "model_not_found", 429: "rate_limit_exceeded"}[t.Status]
+		writeError(w, t, map[string]any{"error": map[string]any{"message": t.Message, "type": "error", "code": code, "param": nil}})
 		return
 	}
 	var req struct {
@@ -339,6 +355,9 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 	if t.Hang {
 		<-r.Context().Done()
 		return
+	}
+	if t.Cut {
+		panic(http.ErrAbortHandler) // the connection breaks: no end of the stream, no clean end of the body
 	}
 	if t.ErrorEvent != "" {
 		msg := t.Message

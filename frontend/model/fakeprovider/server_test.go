@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/garuda-dev/garuda/frontend/model"
 	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
@@ -31,6 +32,10 @@ func script() []fakeprovider.Turn {
 		{Text: "All done."},
 		{Text: "cut", ErrorEvent: "overloaded_error"},
 		{Status: 401, Message: "invalid x-api-key"},
+		{Status: 400, Message: "messages.0: bad block"},
+		{Status: 404, Message: "model: nope"},
+		{Status: 429, Message: "slow down", RetryAfter: "3"},
+		{Text: "half", Cut: true},
 	}
 }
 
@@ -54,21 +59,40 @@ func run(t *testing.T, c model.Client, s *fakeprovider.Server) {
 		t.Errorf("calls %q stop %q usage %+v", calls, resp.StopReason, resp.Usage)
 	}
 
-	// A 529 before the stream is retried by the SDK; then the next turn answers.
+	// The SDK does not retry (the agent loop does): each fault comes back from its one request.
+	_, err = c.Stream(context.Background(), hi, &deltas{})
+	var se *model.StreamError
+	if !errors.As(err, &se) || se.Started || !se.Retryable || se.Status != 529 || se.RetryAfter != time.Millisecond {
+		t.Errorf("529: %#v", err)
+	}
 	resp, err = c.Stream(context.Background(), hi, &deltas{})
 	if err != nil || resp.Message.Content[0].Text != "All done." || resp.StopReason != model.StopEndTurn {
 		t.Fatalf("after the 529: %+v %v", resp, err)
 	}
 	_, err = c.Stream(context.Background(), hi, &deltas{})
-	var se *model.StreamError
 	if !errors.As(err, &se) || !se.Started || !se.Retryable {
 		t.Errorf("error event: %#v", err)
 	}
 	if _, err = c.Stream(context.Background(), hi, &deltas{}); !errors.Is(err, model.ErrAuth) {
 		t.Errorf("401: %v", err)
 	}
-	if n := len(s.Requests()); n != 5 {
-		t.Errorf("%d requests, want 5", n)
+	_, err = c.Stream(context.Background(), hi, &deltas{})
+	if !errors.As(err, &se) || se.Retryable || se.Status != 400 || !strings.Contains(err.Error(), "messages.0: bad block") {
+		t.Errorf("400: %#v", err)
+	}
+	if _, err = c.Stream(context.Background(), hi, &deltas{}); !errors.Is(err, model.ErrNotFound) || !strings.Contains(err.Error(), "model: nope") {
+		t.Errorf("404: %v", err)
+	}
+	_, err = c.Stream(context.Background(), hi, &deltas{})
+	if !errors.As(err, &se) || !se.Retryable || se.Status != 429 || se.RetryAfter != 3*time.Second {
+		t.Errorf("429: %#v", err)
+	}
+	_, err = c.Stream(context.Background(), hi, &deltas{})
+	if !errors.As(err, &se) || !se.Retryable {
+		t.Errorf("cut: %#v", err)
+	}
+	if n := len(s.Requests()); n != 9 {
+		t.Errorf("%d requests, want 9: one per fault", n)
 	}
 	if !s.LastBodyContains(`"hi"`) {
 		t.Errorf("last body = %q", s.Bodies())
@@ -81,7 +105,7 @@ func TestAnthropicEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	run(t, model.NewAnthropic(model.ProviderConfig{BaseURL: s.URL, APIKey: "k", Model: "claude-sonnet-4-5", MaxRetries: 1}), s)
+	run(t, model.NewAnthropic(model.ProviderConfig{BaseURL: s.URL, APIKey: "k", Model: "claude-sonnet-4-5"}), s)
 	if got := s.Requests()[0].Header.Get("X-Api-Key"); got != "k" {
 		t.Errorf("x-api-key = %q", got)
 	}
@@ -93,7 +117,7 @@ func TestOpenAIEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	run(t, model.NewOpenAI(model.ProviderConfig{BaseURL: s.URL + "/v1", APIKey: "k", Model: "gpt-5", MaxRetries: 1}), s)
+	run(t, model.NewOpenAI(model.ProviderConfig{BaseURL: s.URL + "/v1", APIKey: "k", Model: "gpt-5"}), s)
 }
 
 func TestHangEndsWhenTheClientCancels(t *testing.T) {
@@ -103,7 +127,7 @@ func TestHangEndsWhenTheClientCancels(t *testing.T) {
 	}
 	defer s.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := model.NewAnthropic(model.ProviderConfig{BaseURL: s.URL, Model: "m", MaxRetries: -1})
+	c := model.NewAnthropic(model.ProviderConfig{BaseURL: s.URL, Model: "m"})
 	h := &cancelOnText{cancel: cancel}
 	_, err = c.Stream(ctx, hi, h)
 	var se *model.StreamError

@@ -191,9 +191,10 @@ const (
 	Resolved_KIND_UNSPECIFIED Resolved_Kind = 0
 	// KIND_PROMPT: a custom command or skill; prompt is the expanded text for the model.
 	Resolved_KIND_PROMPT Resolved_Kind = 1
-	// KIND_MESSAGE: answered without the model (a built-in chat command, an unknown name); message is for the user.
+	// KIND_MESSAGE: answered without the model (a built-in chat command, /help); message is for the user.
 	Resolved_KIND_MESSAGE Resolved_Kind = 2
-	// KIND_NOT_COMMAND: plain text, not a command.
+	// KIND_NOT_COMMAND: plain text for the model, not a command; message, if set, names close matches of the
+	// "/name" typed, for a notice shown once the answer has started.
 	Resolved_KIND_NOT_COMMAND Resolved_Kind = 3
 )
 
@@ -1967,9 +1968,15 @@ type Question struct {
 	// warning is a line to show above the choices (outside the root, outside the sandbox).
 	Warning string `protobuf:"bytes,8,opt,name=warning,proto3" json:"warning,omitempty"`
 	// consent marks a question that is not about a tool call (a project command, a skill, ...).
-	Consent       bool `protobuf:"varint,9,opt,name=consent,proto3" json:"consent,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Consent bool `protobuf:"varint,9,opt,name=consent,proto3" json:"consent,omitempty"`
+	// What is asked about, set by the broker from the request it decided, for a front end that answers by rules of
+	// its own (garuda run's --allow-* flags): the policy kind (read, write, edit, search, command, consent, ...),
+	// whether the target is outside the project folder, and whether the command would run outside the sandbox.
+	Kind           string `protobuf:"bytes,10,opt,name=kind,proto3" json:"kind,omitempty"`
+	OutsideRoot    bool   `protobuf:"varint,11,opt,name=outside_root,json=outsideRoot,proto3" json:"outside_root,omitempty"`
+	OutsideSandbox bool   `protobuf:"varint,12,opt,name=outside_sandbox,json=outsideSandbox,proto3" json:"outside_sandbox,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Question) Reset() {
@@ -2061,6 +2068,27 @@ func (x *Question) GetWarning() string {
 func (x *Question) GetConsent() bool {
 	if x != nil {
 		return x.Consent
+	}
+	return false
+}
+
+func (x *Question) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Question) GetOutsideRoot() bool {
+	if x != nil {
+		return x.OutsideRoot
+	}
+	return false
+}
+
+func (x *Question) GetOutsideSandbox() bool {
+	if x != nil {
+		return x.OutsideSandbox
 	}
 	return false
 }
@@ -2906,10 +2934,12 @@ func (x *SetupProvider) GetModels() []string {
 }
 
 type SetupRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Provider      string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
-	Model         string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	ApiKey        string                 `protobuf:"bytes,3,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Provider string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	Model    string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	ApiKey   string                 `protobuf:"bytes,3,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// force stores a model id the provider's listed models do not have (else the request fails naming close ones).
+	Force         bool `protobuf:"varint,4,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2963,6 +2993,13 @@ func (x *SetupRequest) GetApiKey() string {
 		return x.ApiKey
 	}
 	return ""
+}
+
+func (x *SetupRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 type SetupResponse struct {
@@ -3692,7 +3729,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\rAttachMention\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\"\x1f\n" +
 	"\tLoadSkill\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\x9c\x02\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xfc\x02\n" +
 	"\bQuestion\x12\x1f\n" +
 	"\vquestion_id\x18\x01 \x01(\tR\n" +
 	"questionId\x12\x17\n" +
@@ -3703,7 +3740,11 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\achoices\x18\x06 \x03(\x0e2\x16.garuda.exec.v1.ChoiceR\achoices\x12\x16\n" +
 	"\x06hidden\x18\a \x01(\bR\x06hidden\x12\x18\n" +
 	"\awarning\x18\b \x01(\tR\awarning\x12\x18\n" +
-	"\aconsent\x18\t \x01(\bR\aconsent\"k\n" +
+	"\aconsent\x18\t \x01(\bR\aconsent\x12\x12\n" +
+	"\x04kind\x18\n" +
+	" \x01(\tR\x04kind\x12!\n" +
+	"\foutside_root\x18\v \x01(\bR\voutsideRoot\x12'\n" +
+	"\x0foutside_sandbox\x18\f \x01(\bR\x0eoutsideSandbox\"k\n" +
 	"\x04Diff\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
 	"\bold_text\x18\x02 \x01(\tR\aoldText\x12\x19\n" +
@@ -3762,11 +3803,12 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\rSetupProvider\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
 	"\akey_env\x18\x02 \x01(\tR\x06keyEnv\x12\x16\n" +
-	"\x06models\x18\x03 \x03(\tR\x06modelsJ\x04\b\x04\x10\x05R\ahas_key\"Y\n" +
+	"\x06models\x18\x03 \x03(\tR\x06modelsJ\x04\b\x04\x10\x05R\ahas_key\"o\n" +
 	"\fSetupRequest\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x17\n" +
-	"\aapi_key\x18\x03 \x01(\tR\x06apiKey\"[\n" +
+	"\aapi_key\x18\x03 \x01(\tR\x06apiKey\x12\x14\n" +
+	"\x05force\x18\x04 \x01(\bR\x05force\"[\n" +
 	"\rSetupResponse\x12)\n" +
 	"\x10credentials_path\x18\x01 \x01(\tR\x0fcredentialsPath\x12\x1f\n" +
 	"\vmodels_path\x18\x02 \x01(\tR\n" +

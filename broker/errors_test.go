@@ -1,0 +1,31 @@
+package broker
+
+import (
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// A status carries the failure's words; the sentinels that chose its code add none.
+func TestToStatusWords(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		code codes.Code
+		msg  string
+	}{
+		{fmt.Errorf("root /x: choose a project folder (not / nor $GARUDA_HOME): %w", ErrBadRequest), codes.InvalidArgument,
+			"root /x: choose a project folder (not / nor $GARUDA_HOME)"},
+		{fmt.Errorf("%w: models.json line 4: unknown key \"alow\"", ErrConfig), codes.FailedPrecondition,
+			"models.json line 4: unknown key \"alow\""},
+		{fmt.Errorf("no session has changes to undo: %w", ErrNothing), codes.FailedPrecondition, "no session has changes to undo"},
+		{ErrBadRequest, codes.InvalidArgument, "bad request"},
+		{fmt.Errorf("root %q: %w", "x", ErrRootNotAbsolute), codes.InvalidArgument, `root "x": the root must be an absolute path`},
+	} {
+		st, _ := status.FromError(toStatus(c.err))
+		if st.Code() != c.code || st.Message() != c.msg {
+			t.Errorf("toStatus(%v) = %v %q, want %v %q", c.err, st.Code(), st.Message(), c.code, c.msg)
+		}
+	}
+}

@@ -1,0 +1,436 @@
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/garuda-dev/garuda/policy"
+)
+
+// ErrTooLarge means the root holds more entries than the guard may walk: commands there are refused rather than
+// left unchecked.
+var ErrTooLarge = errors.New("too many files for the command guard")
+
+// Options bound the guard's walk and say where else commands may write.
+type Options struct {
+	MaxEntries int      // the walk's limit (policy.GuardWalk)
+	Skip       []string // root-relative folders the walk does not enter
+	// Writable are the folders outside the root that commands may write (the session's temp and cache folders):
+	// a new symbolic link from the root into one of them is undone, since a repository planted there would be
+	// run by git in the root's name.
+	Writable []string
+}
+
+// Guard is one root's command guard. It is safe for concurrent use; several commands of a session may run at once.
+type Guard struct {
+	root string
+
+	mu     sync.Mutex
+	opts   Options
+	t      *tree
+	last   *Snapshot
+	primed []string // what the root's own repository points git at, read before the first scan
+	// made are the git folders below the root that commands of this guard created: their config stays writable
+	// for later commands (git config user.name), since every change to it is neutralised after each command. The
+	// user's own repositories, there before, keep theirs read-only: neutralising would remove their own settings.
+	// The root's own .git/config is read-only whoever made it.
+	made map[string]bool
+}
+
+// New makes the guard of root (absolute, clean).
+func New(root string, o Options) *Guard {
+	g := &Guard{root: filepath.Clean(root)}
+	g.opts = o
+	return g
+}
+
+// Prime reads what the root's own repository points git at, without walking the root, so that the file tools
+// ask for those paths before the first scan (which the first command takes). A session's start does not walk the
+// project: the walk would open every folder, those a rule hides included, before anything was asked.
+func (g *Guard) Prime() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if fi, err := os.Lstat(g.abs(".git")); err == nil && fi.IsDir() {
+		g.primed = policy.GitPointed([]policy.GitRepo{g.readRepo(".git").facts})
+	}
+}
+
+// Close releases the guard's watches.
+func (g *Guard) Close() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.t != nil {
+		g.t.n.close()
+		g.t = nil
+	}
+}
+
+// Configure changes the walk's bounds (settings were read again); the next scan walks whole when they changed.
+func (g *Guard) Configure(o Options) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.t != nil && (o.MaxEntries != g.opts.MaxEntries || strings.Join(o.Skip, "\x00") != strings.Join(g.opts.Skip, "\x00")) {
+		g.t.n.close()
+		g.t = nil
+	}
+	g.opts = o
+}
+
+// Unscanned reports whether no scan was taken yet (Pointed knows only the root's own repository).
+func (g *Guard) Unscanned() bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.last == nil
+}
+
+// Pointed returns the root-relative paths the repositories pointed git at in the last scan (policy.GitPointed),
+// and whether there was a scan; before the first, what Prime read of the root's own repository.
+func (g *Guard) Pointed() ([]string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last == nil {
+		return g.primed, false
+	}
+	return g.last.pointed, true
+}
+
+// Snapshot is what a scan found: the protected paths that exist, every git folder and pointer to one, and what
+// the repositories point git at.
+type Snapshot struct {
+	root      string
+	made      map[string]bool
+	Entries   int
+	protected map[string]string // root-relative → fingerprint
+	repos     map[string]*repo  // git folder, root-relative
+	pointers  map[string]string // ".git" files and links → fingerprint
+	links     map[string]bool   // every symbolic link
+	pointed   []string          // policy.GitPointed
+	pointedFP map[string]string // each pointed path → fingerprint ("absent" included)
+	ensure    []string          // hooks and info folders of git folders that lack them, absolute
+}
+
+type repo struct {
+	fp    string            // config, config.worktree, commondir and the hooks folder's listing
+	hooks map[string]string // name → fingerprint, in the folder git runs hooks from
+	facts policy.GitRepo
+}
+
+// Scan walks the root (only what changed since the last scan) and reads its repositories.
+func (g *Guard) Scan() (*Snapshot, error) { return g.scan(true) }
+
+// scan is Scan; unbounded, it walks past the limit: the scan after a run must see everything the run left, or a
+// command could make the tree too large to check and so keep what it planted.
+func (g *Guard) scan(bounded bool) (*Snapshot, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.t == nil {
+		max := g.opts.MaxEntries
+		if max <= 0 {
+			max = policy.DefaultGuardEntries
+		}
+		g.t = newTree(g.root, max, g.opts.Skip)
+	}
+	limit := g.t.max
+	if !bounded {
+		g.t.max = math.MaxInt
+	}
+	g.t.refresh()
+	g.t.max = limit
+	if g.t.over || bounded && g.t.count > limit {
+		return nil, fmt.Errorf("%s holds more than %d files and folders: %w", g.root, limit, ErrTooLarge)
+	}
+	s := g.snapshot()
+	g.last = s
+	return s, nil
+}
+
+func (g *Guard) snapshot() *Snapshot {
+	s := &Snapshot{root: g.root, made: maps.Clone(g.made), Entries: g.t.count, protected: map[string]string{},
+		repos: map[string]*repo{}, pointers: map[string]string{},
+		links: map[string]bool{}, pointedFP: map[string]string{}}
+	var prot []string
+	for rel, nd := range g.t.nodes {
+		for _, name := range nd.prot {
+			prot = append(prot, path.Join(rel, name))
+		}
+		for _, name := range nd.links {
+			s.links[path.Join(rel, name)] = true
+		}
+		if nd.dotGit == 'f' || nd.dotGit == 'l' {
+			p := path.Join(rel, ".git")
+			s.pointers[p] = fingerprint(g.abs(p))
+		}
+		if nd.gitDir {
+			s.repos[rel] = g.readRepo(rel)
+			for _, sub := range []string{"hooks", "info"} {
+				if _, err := os.Lstat(g.abs(path.Join(rel, sub))); errors.Is(err, fs.ErrNotExist) {
+					s.ensure = append(s.ensure, g.abs(path.Join(rel, sub)))
+				}
+			}
+		}
+	}
+	// Only the topmost of nested protected paths: a folder is covered whole.
+	sort.Strings(prot)
+	for i, p := range prot {
+		if i > 0 && under(p, prot[:i]) {
+			continue
+		}
+		s.protected[p] = fingerprint(g.abs(p))
+	}
+	facts := make([]policy.GitRepo, 0, len(s.repos))
+	for _, r := range s.repos {
+		facts = append(facts, r.facts)
+	}
+	sort.Slice(facts, func(i, j int) bool { return facts[i].Dir < facts[j].Dir })
+	s.pointed = policy.GitPointed(facts)
+	for _, p := range s.pointed {
+		s.pointedFP[p] = fingerprint(g.abs(p))
+	}
+	sort.Strings(s.ensure)
+	return s
+}
+
+// under reports whether p is below one of the sorted paths in list.
+func under(p string, list []string) bool {
+	for _, q := range list {
+		if strings.HasPrefix(p, q+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadOnly returns the absolute paths a command must see read-only: the protected paths and what the
+// repositories point git at, where they exist.
+func (s *Snapshot) ReadOnly() []string {
+	var rels []string
+	for p := range s.protected {
+		if dir, name := parent(p), path.Base(p); s.made[dir] && (name == "config" || name == "config.worktree") {
+			continue
+		}
+		rels = append(rels, p)
+	}
+	for p, fp := range s.pointedFP {
+		if !isAbsent(fp) {
+			rels = append(rels, p)
+		}
+	}
+	sort.Strings(rels)
+	rels = dedupTop(rels)
+	out := make([]string, len(rels))
+	for i, r := range rels {
+		out[i] = s.root + "/" + r
+	}
+	return out
+}
+
+// EnsureDirs returns the hooks and info folders of git folders that lack them, to be made (inside the git folder,
+// never in the work tree) and covered.
+func (s *Snapshot) EnsureDirs() []string { return s.ensure }
+
+// Pointed returns what the repositories point git at (policy.GitPointed).
+func (s *Snapshot) Pointed() []string { return s.pointed }
+
+func dedupTop(sorted []string) []string {
+	var out []string
+	for i, p := range sorted {
+		if i > 0 && (p == sorted[i-1] || under(p, out)) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func (g *Guard) abs(rel string) string {
+	if rel == "" {
+		return g.root
+	}
+	return g.root + "/" + rel
+}
+
+// rel makes p (absolute or relative to dir, itself root-relative) root-relative; false when it is outside the root.
+func (g *Guard) rel(dir, p string) (string, bool) {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(g.abs(dir), p)
+	}
+	r, err := filepath.Rel(g.root, filepath.Clean(p))
+	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
+		return "", false
+	}
+	if r == "." {
+		return "", true
+	}
+	return filepath.ToSlash(r), true
+}
+
+// maxConfig bounds what is read of a config file or an included one.
+const maxConfig = 1 << 20
+
+// readFile reads a regular file below the root, following no symbolic link at its end and never blocking on a
+// FIFO a command planted, at most maxConfig bytes.
+func (g *Guard) readFile(rel string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(g.abs(rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", rel)
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// readRepo reads what a git folder's config points at, its installed hooks and its fingerprint.
+func (g *Guard) readRepo(dir string) *repo {
+	r := &repo{hooks: map[string]string{}}
+	r.facts.Dir = dir
+	r.facts.Bare = path.Base(dir) != ".git"
+	r.facts.Top = dir
+	if !r.facts.Bare {
+		r.facts.Top = parent(dir)
+	}
+	var fp strings.Builder
+	for _, name := range []string{"config", "config.worktree", "commondir"} {
+		fp.WriteString(fingerprint(g.abs(path.Join(dir, name))) + ";")
+	}
+	// The config and the files it includes inside the root, in git's order: the last core.hooksPath wins.
+	hooksPath, hooksFrom := "", dir
+	seen := map[string]bool{}
+	var read func(rel string, depth int)
+	read = func(rel string, depth int) {
+		if depth > 10 || seen[rel] {
+			return
+		}
+		seen[rel] = true
+		data, err := g.readFile(rel, maxConfig)
+		if err != nil {
+			return
+		}
+		entries, err := parseConfig(data)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			switch section, _, _, key := e.parts(); {
+			case section == "core" && key == "hookspath":
+				hooksPath, hooksFrom = e.value, r.facts.Top
+			case section == "core" && key == "worktree" && r.facts.Bare && !e.noValue:
+				if top, ok := g.rel(dir, e.value); ok {
+					r.facts.Top = top
+				}
+			case (section == "include" || section == "includeif") && key == "path" && !strings.HasPrefix(e.value, "~"):
+				if inc, ok := g.rel(parent(rel), e.value); ok && inc != "" {
+					r.facts.Includes = append(r.facts.Includes, inc)
+					read(inc, depth+1)
+				}
+			}
+		}
+	}
+	read(path.Join(dir, "config"), 0)
+	read(path.Join(dir, "config.worktree"), 0)
+	hooksDir := path.Join(dir, "hooks")
+	if hooksPath != "" && !strings.HasPrefix(hooksPath, "~") {
+		if hp, ok := g.rel(hooksFrom, hooksPath); ok {
+			r.facts.HooksPath = hp
+			if hp == "" {
+				r.facts.HooksPath = "."
+			}
+			hooksDir = hp
+		} else {
+			hooksDir = ""
+		}
+	}
+	for _, d := range uniq(path.Join(dir, "hooks"), hooksDir) {
+		ents, err := os.ReadDir(g.abs(d))
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			name := e.Name()
+			if strings.HasSuffix(name, ".sample") || e.IsDir() {
+				continue
+			}
+			p := path.Join(d, name)
+			if d == path.Join(dir, "hooks") {
+				hfp := fingerprint(g.abs(p))
+				r.hooks[p] = hfp
+				fp.WriteString(p + "=" + hfp + ";")
+			}
+			if d == hooksDir && isExecutable(g.abs(p)) {
+				head, _ := g.readFile(p, 4096)
+				r.facts.Hooks = append(r.facts.Hooks, policy.Hook{Name: name, Head: head})
+			}
+		}
+	}
+	r.fp = fp.String()
+	return r
+}
+
+func uniq(a, b string) []string {
+	if b == "" || a == b {
+		return []string{a}
+	}
+	return []string{a, b}
+}
+
+func isExecutable(abs string) bool {
+	fi, err := os.Stat(abs)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// fingerprint says what is at abs without reading contents: absent, or the inode, size, change time and mode of
+// it and, for a folder, of everything below it. The change time cannot be set back by a command (utimes sets only
+// the other two; the clock is out of its reach), so a write that restores the modification time is still seen.
+func fingerprint(abs string) string {
+	var b strings.Builder
+	n := 0
+	var walk func(p, name string)
+	walk = func(p, name string) {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			if name == "" {
+				b.WriteString("absent")
+			}
+			return
+		}
+		fmt.Fprintf(&b, "%s:%d:%d:%d.%d:%o;", name, st.Ino, st.Size, st.Ctim.Sec, st.Ctim.Nsec, st.Mode)
+		if st.Mode&syscall.S_IFMT != syscall.S_IFDIR || n > 1000 {
+			return
+		}
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			n++
+			walk(p+"/"+e.Name(), name+"/"+e.Name())
+		}
+	}
+	walk(abs, "")
+	return b.String()
+}
+
+// isAbsent is fingerprint's answer for nothing there.
+func isAbsent(fp string) bool { return fp == "absent" }

@@ -1,0 +1,364 @@
+package guard
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// userGit runs git in dir as the user would afterwards, outside any sandbox, with no global or system config.
+func userGit(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=u", "-c", "user.email=u@x"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// sh runs a shell command in dir: the part of the "command" the guard watches.
+func sh(t *testing.T, dir, script string) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@x"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+}
+
+// guarded runs script under a guard of a fresh root (prepared by setup first) and returns the root and the
+// report; with guard false, the same without the guard: the negative control.
+func guarded(t *testing.T, setup, script string, guard bool) (string, *Report) {
+	t.Helper()
+	root := t.TempDir()
+	if setup != "" {
+		sh(t, root, setup)
+	}
+	g := New(root, Options{MaxEntries: 10000, Writable: []string{os.TempDir() + "/garuda-guard-test-writable"}})
+	defer g.Close()
+	w, err := g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, root, script)
+	if !guard {
+		return root, nil
+	}
+	rep, err := w.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, rep
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// pwn is a program git would run: it leaves a marker file where it runs.
+const pwn = `printf '#!/bin/sh\ntouch "$(dirname "$0")/PWNED"\n' > /tmp/x; `
+
+// TestGuardUndoesWhatGitRunsLater runs each attack of the class as a "command" and then git as the user would.
+// Each case's control runs the same without the guard and shows the attack works.
+func TestGuardUndoesWhatGitRunsLater(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	cases := []struct {
+		name, setup, attack string
+		then                []string // git, in the folder below
+		in                  string
+		marker              string // created when the planted program ran
+	}{
+		{name: "nested init with fsmonitor", attack: `git init -q nested && printf '#!/bin/sh\ntouch "$PWD/../PWNED"\n' > fsm && ` +
+			`chmod +x fsm &&
+			git -C nested config core.fsmonitor "$PWD/fsm"`, in: "nested", then: []string{"status"}, marker: "PWNED"},
+		{name: "planted bare repository", attack: `mkdir -p planted/objects planted/refs && echo 'ref: refs/heads/main' > planted/HEAD &&
+			printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > fsm && chmod +x fsm &&
+			printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = %s/fsm\n' "$PWD" > planted/config`,
+			in: "planted", then: []string{"status"}, marker: "PWNED"},
+		{name: "hook in a new nested repository", attack: `git init -q nested &&
+			printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > nested/.git/hooks/pre-commit && chmod +x nested/.git/hooks/pre-commit`,
+			in: "nested", then: []string{"commit", "-q", "--allow-empty", "-m", "x"}, marker: "nested/PWNED"},
+		{name: "hooksPath in a new nested repository", attack: `git init -q nested && mkdir nested/hk &&
+			printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > nested/hk/pre-commit && chmod +x nested/hk/pre-commit &&
+			git -C nested config core.hooksPath hk`,
+			in: "nested", then: []string{"commit", "-q", "--allow-empty", "-m", "x"}, marker: "nested/PWNED"},
+		{name: "alias and pager", attack: `git init -q nested && git -C nested config alias.st '!touch PWNED' && ` +
+			`git -C nested config core.pager 'touch PWNED; cat'`,
+			in: "nested", then: []string{"-p", "st"}, marker: "nested/PWNED"},
+		{name: "include of a file the command wrote", attack: `git init -q nested && ` +
+			`printf '#!/bin/sh\ntouch "$PWD/../PWNED"\n' > fsm && chmod +x fsm &&
+			printf '[core]\n\tfsmonitor = %s/fsm\n' "$PWD" > inc.cfg && git -C nested config include.path ../../inc.cfg`,
+			in: "nested", then: []string{"status"}, marker: "PWNED"},
+		{name: "gitdir file to a planted folder", attack: `mkdir -p w && git init -q --bare pl.git && ` +
+			`printf '#!/bin/sh\ntouch "$PWD/../PWNED"\n' > fsm && chmod +x fsm &&
+			git --git-dir=pl.git config core.bare false && git --git-dir=pl.git config core.fsmonitor "$PWD/fsm" &&
+			echo "gitdir: ../pl.git" > w/.git`,
+			in: "w", then: []string{"status"}, marker: "PWNED"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// Control: without the guard git runs the planted program.
+			root, _ := guarded(t, c.setup, c.attack, false)
+			userGit(t, filepath.Join(root, c.in), c.then...)
+			if !exists(filepath.Join(root, c.marker)) {
+				t.Fatalf("control: the attack did not work without the guard")
+			}
+			root, rep := guarded(t, c.setup, c.attack, true)
+			out, _ := userGit(t, filepath.Join(root, c.in), c.then...)
+			if exists(filepath.Join(root, c.marker)) {
+				t.Errorf("git ran the planted program after the guard (report %+v)\n%s", rep, out)
+			}
+			if len(rep.Undone) == 0 {
+				t.Errorf("the report names nothing undone: %+v", rep)
+			}
+			t.Logf("undone: %s", strings.Join(rep.Undone, "; "))
+		})
+	}
+}
+
+// TestGuardRemovesCreatedProtectedFiles: editor files and other protected paths a run creates are removed (there
+// was nothing to mount over); the same files, there before the run, are left alone.
+func TestGuardRemovesCreatedProtectedFiles(t *testing.T) {
+	files := []string{".zed/settings.json", ".zed/tasks.json", ".vscode/tasks.json", ".nvim.lua", "sub/.exrc", ".dir-locals.el",
+		".envrc", ".lfsconfig", "x.code-workspace", ".lazy.lua", ".idea/x.xml"}
+	script := ""
+	for _, f := range files {
+		script += "mkdir -p $(dirname " + f + ") && echo x > " + f + "; "
+	}
+	root, rep := guarded(t, "", script, true)
+	for _, f := range files {
+		if exists(filepath.Join(root, f)) {
+			t.Errorf("%s is still there (report %+v)", f, rep)
+		}
+	}
+	if exists(filepath.Join(root, ".zed")) {
+		t.Errorf(".zed is still there")
+	}
+	// Control: a file there before the run is the user's, and stays.
+	root, rep = guarded(t, "mkdir .zed && echo user > .zed/settings.json", "echo x > notes.txt", true)
+	if !exists(filepath.Join(root, ".zed/settings.json")) || len(rep.Undone) != 0 {
+		t.Errorf("the user's own .zed/settings.json was touched: %+v", rep)
+	}
+}
+
+// TestGuardLeavesOrdinaryGitWork: git init and a commit, a clone of a local folder, git config user.name in a
+// repository the command created: nothing undone, and git works after.
+func TestGuardLeavesOrdinaryGitWork(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	setup := "git init -q src && git -C src commit -q --allow-empty -m one"
+	script := "git init -q newproj && cd newproj && git commit -q --allow-empty -m x && git config user.name x && " +
+		"cd .. && git clone -q src copy"
+	root, rep := guarded(t, setup, script, true)
+	if len(rep.Undone) != 0 || len(rep.Errors) != 0 {
+		t.Errorf("ordinary work undone: %+v", rep)
+	}
+	if out, err := userGit(t, filepath.Join(root, "newproj"), "config", "--file", ".git/config",
+		"user.name"); err != nil || strings.TrimSpace(out) != "x" {
+		t.Errorf("user.name in the new repository: %q %v", out, err)
+	}
+	if out, err := userGit(t, filepath.Join(root, "copy"), "log", "--oneline"); err != nil || !strings.Contains(out, "one") {
+		t.Errorf("the clone: %q %v", out, err)
+	}
+}
+
+// TestGuardLeavesTheUsersOwnRepositories: a nested repository that was there before the run keeps its config, an
+// fsmonitor of the user's own included.
+func TestGuardLeavesTheUsersOwnRepositories(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root, rep := guarded(t, "git init -q mine && git -C mine config core.fsmonitor true", "echo x > file", true)
+	if out, _ := userGit(t, filepath.Join(root, "mine"), "config",
+		"core.fsmonitor"); strings.TrimSpace(out) != "true" || len(rep.Undone) != 0 {
+		t.Errorf("the user's own repository was changed: %q %+v", out, rep)
+	}
+}
+
+// TestGuardPointedPaths: the folder core.hooksPath names and the config of an installed hook manager are pointed
+// at (so protected), and creating one is undone.
+func TestGuardPointedPaths(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	setup := `git init -q && git config core.hooksPath .githooks && git init -q web &&
+		printf '#!/usr/bin/env bash\n# File generated by pre-commit: https://pre-commit.com\nexec pre-commit\n' > web/.git/hooks/pre-commit &&
+		chmod +x web/.git/hooks/pre-commit`
+	root, rep := guarded(t, setup, "mkdir .githooks && echo x > .githooks/pre-commit && echo 'repos: []' > web/.pre-commit-config.yaml", true)
+	for _, p := range []string{".githooks", "web/.pre-commit-config.yaml"} {
+		if exists(filepath.Join(root, p)) {
+			t.Errorf("%s created by the command is still there: %+v", p, rep)
+		}
+	}
+	g := New(root, Options{MaxEntries: 1000})
+	defer g.Close()
+	s, err := g.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".githooks", "web/.pre-commit-config.yaml"} {
+		if !slices.Contains(s.Pointed(), p) {
+			t.Errorf("%s is not pointed at: %v", p, s.Pointed())
+		}
+	}
+}
+
+// TestGuardWalkLimit: past its limit the scan refuses, naming the limit.
+func TestGuardWalkLimit(t *testing.T) {
+	root := t.TempDir()
+	for i := 0; i < 30; i++ {
+		os.WriteFile(filepath.Join(root, "f"+strings.Repeat("x", i)), nil, 0o644)
+	}
+	g := New(root, Options{MaxEntries: 10})
+	defer g.Close()
+	if _, err := g.Scan(); err == nil || !strings.Contains(err.Error(), "more than 10") {
+		t.Errorf("scan past the limit: %v", err)
+	}
+	g.Configure(Options{MaxEntries: 100})
+	if _, err := g.Scan(); err != nil {
+		t.Errorf("with a raised limit: %v", err)
+	}
+}
+
+// TestGuardChecksAgainAndAgain: a long-running process is checked every few seconds against the scan before it
+// started; each check undoes what was left since. This is how background processes, MCP servers and hooks use it.
+func TestGuardChecksAgainAndAgain(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	g := New(root, Options{MaxEntries: 1000})
+	defer g.Close()
+	w, err := g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, script := range []string{"git init -q a && git -C a config core.fsmonitor /x", "git -C a config core.fsmonitor /y",
+		"mkdir .zed && echo {} > .zed/tasks.json"} {
+		sh(t, root, script)
+		rep, err := w.Check()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Undone) == 0 {
+			t.Errorf("check %d undid nothing after %q", i, script)
+		}
+	}
+	if out, _ := userGit(t, filepath.Join(root, "a"), "config", "core.fsmonitor"); strings.TrimSpace(out) != "" {
+		t.Errorf("core.fsmonitor is %q", out)
+	}
+}
+
+// TestGuardRemovesLinksIntoWritablePlaces: a repository planted in the session's temp folder (writable, outside
+// the root) and linked into the root would run in the root's name; the new link is removed. Control: a link to
+// elsewhere stays.
+func TestGuardRemovesLinksIntoWritablePlaces(t *testing.T) {
+	root, writable := t.TempDir(), t.TempDir()
+	g := New(root, Options{MaxEntries: 1000, Writable: []string{writable}})
+	defer g.Close()
+	w, err := g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(writable, "evil"), 0o755)
+	os.Symlink(filepath.Join(writable, "evil"), filepath.Join(root, "tool"))
+	os.Symlink("/usr/share", filepath.Join(root, "share"))
+	rep, _ := w.Check()
+	if exists(filepath.Join(root, "tool")) {
+		t.Errorf("the link into the writable place stays: %+v", rep)
+	}
+	if !exists(filepath.Join(root, "share")) {
+		t.Errorf("control: an ordinary link was removed: %+v", rep)
+	}
+}
+
+// TestGuardIncrementalWalkEqualsFullWalk: the walk that re-reads only changed folders and the full walk find the
+// same; a rename of a folder holding a repository is followed.
+func TestGuardIncrementalWalkEqualsFullWalk(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	sh(t, root, "mkdir -p a/b && git init -q a/b/r")
+	g := New(root, Options{MaxEntries: 1000})
+	defer g.Close()
+	g.Scan()
+	sh(t, root, "mv a/b a/c && mkdir -p x/y && git init -q x/y/s")
+	inc, _ := g.Scan()
+	full, _ := New(root, Options{MaxEntries: 1000}).Scan()
+	if got, want := sortedKeysRepo(inc), sortedKeysRepo(full); !slices.Equal(got, want) {
+		t.Errorf("incremental scan found %v, a full walk %v", got, want)
+	}
+}
+
+func sortedKeysRepo(s *Snapshot) []string {
+	var out []string
+	for k := range s.repos {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestGuardUndoesPastTheLimit: a command that floods the tree past the walk's limit does not keep what it planted;
+// the scan after a run walks past the limit, and the next run is refused. Control: a bounded scan stops.
+func TestGuardUndoesPastTheLimit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	g := New(root, Options{MaxEntries: 50})
+	defer g.Close()
+	w, err := g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, root, "mkdir flood && for i in $(seq 200); do : > flood/f$i; done; git init -q z && git -C z config core.fsmonitor /x")
+	if _, err := g.Scan(); err == nil {
+		t.Fatal("control: a bounded scan past the limit did not stop")
+	}
+	rep, err := w.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := userGit(t, filepath.Join(root, "z"), "config", "core.fsmonitor"); strings.TrimSpace(out) != "" {
+		t.Errorf("core.fsmonitor kept past the limit: %q %+v", out, rep)
+	}
+	if _, err := g.Begin(); err == nil {
+		t.Errorf("the next run was not refused")
+	}
+}
+
+// TestGuardBareRepositoryHooksFolder: a bare repository without a hooks folder gets one made (empty, to be covered)
+// before a run; the guard does not take it for the command's. A file the root's config includes, which did not
+// exist, is removed when a command creates it, though it lies inside .git.
+func TestGuardBareRepositoryHooksFolder(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	sh(t, root, "git init -q && git config include.path extra.cfg && git init -q --bare tools/x.git && rm -rf tools/x.git/hooks")
+	g := New(root, Options{MaxEntries: 1000})
+	defer g.Close()
+	w, err := g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range w.Before().EnsureDirs() {
+		os.Mkdir(d, 0o755) // what the broker does before the run
+	}
+	sh(t, root, "printf '[core]\\n\\tfsmonitor = /x\\n' > .git/extra.cfg")
+	rep, _ := w.Check()
+	if !exists(filepath.Join(root, "tools/x.git/hooks")) {
+		t.Errorf("the hooks folder made before the run was removed: %+v", rep)
+	}
+	if exists(filepath.Join(root, ".git/extra.cfg")) {
+		t.Errorf("the included file the command created stays: %+v", rep)
+	}
+}

@@ -1,0 +1,11 @@
+package guard
+
+// notifier tells the walk which folders' entries changed since it last asked.
+type notifier interface {
+	reset()                                         // forget every watch
+	watch(abs string) int32                         // watch a folder's entries; -1 when not watched
+	unwatch(wd int32)                               //
+	poison()                                        // answers can no longer be trusted: every refresh walks whole
+	changed() (dirty, gone map[int32]bool, ok bool) // since the last call; ok false: walk whole
+	close()
+}

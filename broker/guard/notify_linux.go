@@ -1,0 +1,98 @@
+package guard
+
+import (
+	"errors"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// inotify tells which folders' entries changed since the last look, so that a scan re-reads only those. Its
+// watches follow inodes, so a change made inside a command's own mount namespace is seen too.
+type inotify struct {
+	fd       int
+	poisoned bool
+	buf      []byte
+}
+
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_DELETE_SELF |
+	unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+
+func newNotifier() notifier {
+	n := &inotify{fd: -1, buf: make([]byte, 64<<10)}
+	n.reset()
+	return n
+}
+
+func (n *inotify) reset() {
+	if n.fd >= 0 {
+		unix.Close(n.fd)
+	}
+	n.poisoned = false
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		n.fd, n.poisoned = -1, true
+		return
+	}
+	n.fd = fd
+}
+
+func (n *inotify) watch(abs string) int32 {
+	if n.fd < 0 || n.poisoned {
+		return -1
+	}
+	wd, err := unix.InotifyAddWatch(n.fd, abs, watchMask)
+	if err != nil {
+		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.ENOMEM) {
+			n.poisoned = true // out of watches: walk whole every time
+		}
+		return -1
+	}
+	return int32(wd)
+}
+
+func (n *inotify) unwatch(wd int32) {
+	if n.fd >= 0 {
+		unix.InotifyRmWatch(n.fd, uint32(wd))
+	}
+}
+
+func (n *inotify) poison() { n.poisoned = true }
+
+// changed drains the queue. ok is false when the answer cannot be trusted (no inotify, out of watches, an overflow
+// of the kernel's queue): the caller walks whole.
+func (n *inotify) changed() (dirty, gone map[int32]bool, ok bool) {
+	dirty, gone = map[int32]bool{}, map[int32]bool{}
+	if n.fd < 0 || n.poisoned {
+		return dirty, gone, false
+	}
+	ok = true
+	for {
+		m, err := unix.Read(n.fd, n.buf)
+		if err != nil || m <= 0 {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return dirty, gone, ok && (err == nil || errors.Is(err, unix.EAGAIN))
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= m; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&n.buf[off]))
+			switch {
+			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
+				ok = false
+			case ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0:
+				gone[ev.Wd] = true
+			default:
+				dirty[ev.Wd] = true
+			}
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+		}
+	}
+}
+
+func (n *inotify) close() {
+	if n.fd >= 0 {
+		unix.Close(n.fd)
+		n.fd = -1
+	}
+}

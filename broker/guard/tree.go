@@ -1,0 +1,247 @@
+package guard
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/garuda-dev/garuda/policy"
+)
+
+// node is what the walk keeps of one folder: only what the guard needs, not every name.
+type node struct {
+	wd      int32    // its watch, or -1
+	inGit   bool     // it is a git folder or below one
+	subdirs []string // the subfolders walked
+	prot    []string // entries policy.Protected names
+	links   []string // symbolic links
+	gitDir  bool     // a git folder: named .git, or HEAD beside objects and refs (or commondir)
+	dotGit  byte     // its ".git" entry: 0 none, 'd' folder, 'f' file, 'l' symlink
+	count   int      // entries
+}
+
+// tree is the root's folders as last walked. With a notifier, a refresh re-reads only the folders whose entries
+// changed since; without one (or after its queue overflowed), it walks everything again.
+type tree struct {
+	root  string
+	max   int
+	skip  map[string]bool // root-relative folders not entered
+	nodes map[string]*node
+	byWD  map[int32]string
+	n     notifier
+	count int
+	over  bool // the last walk stopped at max
+	fresh bool // nodes hold a walk (else the next refresh walks whole)
+}
+
+// skipNames are never entered, at any depth (policy.GuardSkipAlways says why), and gitInternal inside a git
+// folder (objects, refs and logs are data git reads, never runs; they are most of a repository's files).
+var (
+	skipNames   = policy.GuardSkipAlways
+	gitInternal = []string{"objects", "refs", "logs", "lfs"}
+)
+
+func newTree(root string, max int, skip []string) *tree {
+	t := &tree{root: root, max: max, skip: map[string]bool{}, nodes: map[string]*node{}, byWD: map[int32]string{}}
+	for _, s := range skip {
+		t.skip[s] = true
+	}
+	t.n = newNotifier()
+	return t
+}
+
+func (t *tree) abs(rel string) string {
+	if rel == "" {
+		return t.root
+	}
+	return t.root + "/" + rel
+}
+
+// refresh brings the tree up to date with the disk.
+func (t *tree) refresh() {
+	dirty, gone, ok := t.n.changed()
+	if !ok || !t.fresh || t.over {
+		t.rewalk()
+		return
+	}
+	// A folder removed, replaced or moved away: forget it, and re-read its parent, which finds what is there now.
+	for wd := range gone {
+		if rel, ok := t.byWD[wd]; ok {
+			t.drop(rel)
+			if rel == "" {
+				t.rewalk()
+				return
+			}
+			if pnd, ok := t.nodes[parent(rel)]; ok && pnd.wd >= 0 {
+				dirty[pnd.wd] = true
+			}
+		}
+	}
+	rels := make([]string, 0, len(dirty))
+	for wd := range dirty {
+		if rel, ok := t.byWD[wd]; ok {
+			rels = append(rels, rel)
+		}
+	}
+	sort.Slice(rels, func(i, j int) bool { return strings.Count(rels[i], "/") < strings.Count(rels[j], "/") })
+	for _, rel := range rels {
+		if old, ok := t.nodes[rel]; ok {
+			t.reload(rel, old)
+		}
+		if t.over {
+			t.rewalk()
+			return
+		}
+	}
+}
+
+func (t *tree) rewalk() {
+	t.n.reset()
+	t.nodes, t.byWD, t.count, t.over = map[string]*node{}, map[int32]string{}, 0, false
+	t.load("", false)
+	t.fresh = true
+}
+
+// reload re-reads one folder whose entries changed, walks its new subfolders and forgets the gone ones.
+func (t *tree) reload(rel string, old *node) {
+	nd, ok := t.read(rel, old.inGit, old.wd)
+	if !ok {
+		t.drop(rel)
+		return
+	}
+	t.count += nd.count - old.count
+	t.nodes[rel] = nd
+	for _, s := range old.subdirs {
+		if !slices.Contains(nd.subdirs, s) {
+			t.drop(path.Join(rel, s))
+		}
+	}
+	for _, s := range nd.subdirs {
+		if _, known := t.nodes[path.Join(rel, s)]; !known {
+			t.load(path.Join(rel, s), nd.inGit || nd.gitDir || s == ".git")
+		}
+	}
+}
+
+func parent(rel string) string {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return ""
+}
+
+// drop forgets a folder and everything below it.
+func (t *tree) drop(rel string) {
+	for r, nd := range t.nodes {
+		if r == rel || rel == "" || strings.HasPrefix(r, rel+"/") {
+			t.count -= nd.count
+			if nd.wd >= 0 {
+				t.n.unwatch(nd.wd)
+				delete(t.byWD, nd.wd)
+			}
+			delete(t.nodes, r)
+		}
+	}
+}
+
+// load walks the folder rel and everything below it, up to max entries in all.
+func (t *tree) load(rel string, inGit bool) {
+	if t.count > t.max {
+		t.over = true
+		return
+	}
+	wd := t.n.watch(t.abs(rel)) // before reading: a change made while it is read is not missed
+	if wd >= 0 {
+		if other, taken := t.byWD[wd]; taken && other != rel {
+			t.n.poison() // the same folder under two names (a bind mount): walk whole from now on
+		}
+		t.byWD[wd] = rel
+	}
+	nd, ok := t.read(rel, inGit, wd)
+	if !ok {
+		return
+	}
+	t.nodes[rel] = nd
+	t.count += nd.count
+	if t.count > t.max {
+		t.over = true
+		return
+	}
+	for _, s := range nd.subdirs {
+		t.load(path.Join(rel, s), nd.inGit || nd.gitDir || s == ".git")
+	}
+}
+
+// read lists one folder without following a symbolic link to it.
+func (t *tree) read(rel string, inGit bool, wd int32) (*node, bool) {
+	f, err := os.OpenFile(t.abs(rel), os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	ents, _ := f.ReadDir(-1)
+	f.Close()
+	nd := &node{wd: wd, inGit: inGit, gitDir: path.Base(rel) == ".git", count: len(ents)}
+	var head, objects, refs, commondir bool
+	var dirs []string
+	for _, e := range ents {
+		name, typ := e.Name(), e.Type()
+		switch {
+		case name == ".git":
+			switch {
+			case typ.IsDir():
+				nd.dotGit = 'd'
+			case typ&fs.ModeSymlink != 0:
+				nd.dotGit = 'l'
+			default:
+				nd.dotGit = 'f'
+			}
+		case name == "HEAD" && !typ.IsDir():
+			head = true
+		case name == "objects" && typ.IsDir():
+			objects = true
+		case name == "refs" && typ.IsDir():
+			refs = true
+		case name == "commondir" && typ.IsRegular():
+			commondir = true
+		}
+		if typ&fs.ModeSymlink != 0 {
+			nd.links = append(nd.links, name)
+		}
+		// Every protected name but a workspace file's starts with a dot (policy.Protected folds case and ignorable
+		// characters, so a name that is not plain ASCII is asked about too); outside a git folder, a plain name is
+		// not protected.
+		protected := false
+		// A .git folder stays writable (git writes objects and its index there); what is protected inside it is
+		// found by walking on. A .git file (a worktree's or submodule's pointer) is protected itself.
+		isGitFolder := typ.IsDir() && strings.EqualFold(name, ".git")
+		if !isGitFolder && (inGit || nd.gitDir || name[0] == '.' || !isASCII(name) || strings.HasSuffix(name, policy.WorkspaceSuffix)) {
+			if protected = policy.Protected(path.Join(rel, name)); protected {
+				nd.prot = append(nd.prot, name)
+			}
+		}
+		if typ.IsDir() && !protected {
+			dirs = append(dirs, name)
+		}
+	}
+	nd.gitDir = nd.gitDir || head && (objects && refs || commondir)
+	for _, d := range dirs {
+		if slices.Contains(skipNames, d) || t.skip[path.Join(rel, d)] || nd.gitDir && slices.Contains(gitInternal, d) {
+			continue
+		}
+		nd.subdirs = append(nd.subdirs, d)
+	}
+	return nd, true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}

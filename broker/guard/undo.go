@@ -1,0 +1,350 @@
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Report is what the guard found and undid after a command.
+type Report struct {
+	Undone  []string // one line each: what was undone and where (root-relative)
+	Changed []string // protected paths that existed and changed (the read-only mounts should make this empty)
+	Errors  []string // what could not be undone
+	Notes   []string // what the next run will meet (the tree past the walk's limit)
+}
+
+// Empty reports whether there is nothing to say.
+func (r *Report) Empty() bool {
+	return len(r.Undone) == 0 && len(r.Changed) == 0 && len(r.Errors) == 0 && len(r.Notes) == 0
+}
+
+// Watch is one run of something sandboxed under the guard: the scan before it, to which every later check
+// compares. A long-running process (a background command, an MCP server, a hook) calls Check every few seconds
+// and when it ends; a command calls it once, at its end.
+type Watch struct {
+	g      *Guard
+	before *Snapshot
+}
+
+// Begin scans the root before a run.
+func (g *Guard) Begin() (*Watch, error) {
+	s, err := g.Scan()
+	if err != nil {
+		return nil, err
+	}
+	return &Watch{g: g, before: s}, nil
+}
+
+// Before is the scan the watch compares to.
+func (w *Watch) Before() *Snapshot { return w.before }
+
+// Check scans the root again and undoes what the run left for programs that run later outside the sandbox: in
+// every git folder that is new or whose config or hooks changed, the config keys that run programs or send data
+// elsewhere, and new executable hooks; pointers (.git files) to outside the root; protected files and folders that
+// did not exist; new links into the writable places outside the root.
+func (w *Watch) Check() (*Report, error) {
+	after, err := w.g.scan(false)
+	if err != nil {
+		return nil, err
+	}
+	w.g.mu.Lock()
+	defer w.g.mu.Unlock()
+	rep := w.g.undo(w.before, after)
+	if w.g.t != nil && after.Entries > w.g.t.max {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the project now holds %d files and folders, more than the %d the guard "+
+			"checks before a command: the next command will be refused", after.Entries, w.g.t.max))
+	}
+	return rep, nil
+}
+
+func (g *Guard) undo(before, after *Snapshot) *Report {
+	rep := &Report{}
+	r, err := os.OpenRoot(g.root)
+	if err != nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("open the root: %v", err))
+		return rep
+	}
+	defer r.Close()
+	u := &undoer{g: g, r: r, rep: rep}
+
+	// Git folders that are new, or whose config, commondir or hooks changed.
+	var dirs []string
+	for dir, ar := range after.repos {
+		br, ok := before.repos[dir]
+		if !ok && dir != ".git" {
+			if g.made == nil {
+				g.made = map[string]bool{}
+			}
+			g.made[dir] = true
+		}
+		if !ok || br.fp != ar.fp {
+			dirs = append(dirs, dir)
+		}
+	}
+	// A new or changed .git file or link: one to outside the root is removed; one to a folder inside is neutralised
+	// like any git folder, found by the walk or not (a skipped folder).
+	for p, fp := range after.pointers {
+		if before.pointers[p] == fp {
+			continue
+		}
+		target, ok := u.pointerTarget(p)
+		switch {
+		case !ok:
+			u.remove(p, "a .git pointer to a folder outside the project")
+		case after.repos[target] == nil:
+			dirs = append(dirs, target)
+		}
+	}
+	sort.Strings(dirs)
+	for _, dir := range dirs {
+		u.repo(dir, before.repos[dir])
+	}
+	// Protected files and folders the run created, outside git folders (which are neutralised, not removed).
+	inRepo := func(p string) bool {
+		for dir := range after.repos {
+			if p == dir || strings.HasPrefix(p, dir+"/") {
+				return true
+			}
+		}
+		_, isPointer := after.pointers[p]
+		return isPointer
+	}
+	created := map[string]bool{}
+	existing := keys(before.protected)
+	for p, fp := range after.protected {
+		bfp, existed := before.protected[p]
+		switch {
+		case (!existed || isAbsent(bfp)) && !isAbsent(fp) && !inRepo(p) && !under(p, existing):
+			created[p] = true
+		case existed && bfp != fp && !inRepo(p):
+			rep.Changed = append(rep.Changed, p)
+		}
+	}
+	// What the repositories point git at and did not exist: removed inside a git folder too (a file an existing
+	// config includes, say), except the hooks and info folders the broker itself made before the run to cover them.
+	ensured := map[string]bool{}
+	for _, e := range before.ensure {
+		ensured[e] = true
+	}
+	for p, fp := range before.pointedFP {
+		if isAbsent(fp) && !ensured[g.abs(p)] && !isAbsent(fingerprint(g.abs(p))) {
+			created[p] = true
+		}
+	}
+	for _, p := range sortedKeys(created) {
+		u.remove(p, "created by the command")
+	}
+	// New links into the writable places outside the root.
+	for p := range after.links {
+		if before.links[p] {
+			continue
+		}
+		if t, err := filepath.EvalSymlinks(g.abs(p)); err == nil && g.outsideWritable(t) {
+			u.remove(p, "a link to "+t+", which commands may write")
+		}
+	}
+	sort.Strings(rep.Changed)
+	return rep
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (g *Guard) outsideWritable(abs string) bool {
+	for _, w := range g.opts.Writable {
+		if abs == w || strings.HasPrefix(abs, w+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// undoer carries out the undoing through the root's handle, which never leaves the root: defends against a
+// command still running swapping a folder for a link to outside between the scan and the undo.
+type undoer struct {
+	g   *Guard
+	r   *os.Root
+	rep *Report
+}
+
+func (u *undoer) did(format string, a ...any) {
+	u.rep.Undone = append(u.rep.Undone, fmt.Sprintf(format, a...))
+}
+func (u *undoer) failed(format string, a ...any) {
+	u.rep.Errors = append(u.rep.Errors, fmt.Sprintf(format, a...))
+}
+
+func (u *undoer) remove(rel, why string) {
+	if err := u.r.RemoveAll(rel); err != nil {
+		u.failed("could not remove %s (%s): %v", rel, why, err)
+		return
+	}
+	u.did("removed %s (%s)", rel, why)
+}
+
+// pointerTarget reads a .git file ("gitdir: PATH") or link and returns its folder, root-relative; false when it
+// points outside the root or cannot be read.
+func (u *undoer) pointerTarget(p string) (string, bool) {
+	fi, err := u.r.Lstat(p)
+	if err != nil {
+		return "", errors.Is(err, fs.ErrNotExist) // gone: nothing to undo
+	}
+	var target string
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if target, err = u.r.Readlink(p); err != nil {
+			return "", false
+		}
+	} else {
+		data, err := u.g.readFile(p, 4096)
+		if err != nil {
+			return "", false
+		}
+		s, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+		if !ok {
+			return "", false
+		}
+		target = strings.TrimSpace(s)
+	}
+	rel, ok := u.g.rel(parent(p), target)
+	if !ok {
+		return "", false
+	}
+	// The target's own links must stay inside too.
+	real, err := filepath.EvalSymlinks(u.g.abs(rel))
+	if err == nil {
+		if rel, ok = u.g.rel("", real); !ok {
+			return "", false
+		}
+	}
+	return rel, true
+}
+
+// repo neutralises one git folder: its config's dangerous keys, its commondir to outside, new executable hooks.
+func (u *undoer) repo(dir string, before *repo) {
+	hooks := u.g.readRepoHooks(dir)
+	for _, name := range []string{"config", "config.worktree"} {
+		u.config(path.Join(dir, name))
+	}
+	if data, err := u.g.readFile(path.Join(dir, "commondir"), 4096); err == nil {
+		if _, ok := u.g.rel(dir, strings.TrimSpace(string(data))); !ok {
+			u.remove(path.Join(dir, "commondir"), "it pointed git at a folder outside the project")
+		}
+	}
+	// Hooks in the git folder's own hooks folder, which git uses once core.hooksPath is gone.
+	for _, p := range hooks {
+		if before != nil {
+			if fp, ok := before.hooks[p]; ok && fp == fingerprint(u.g.abs(p)) {
+				continue // there before, unchanged
+			}
+		}
+		u.hook(p)
+	}
+}
+
+// readRepoHooks lists the hooks of a git folder's own hooks folder (samples aside).
+func (g *Guard) readRepoHooks(dir string) []string {
+	r := g.readRepo(dir)
+	var out []string
+	for p := range r.hooks {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// hook makes one hook unable to run: a link or other non-regular file is removed, a regular file loses its
+// execute bits (git skips a hook that is not executable, and says so).
+func (u *undoer) hook(rel string) {
+	fi, err := u.r.Lstat(rel)
+	if err != nil {
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		u.remove(rel, "a hook that is not a plain file")
+		return
+	}
+	if fi.Mode().Perm()&0o111 == 0 {
+		return
+	}
+	f, err := u.r.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		u.failed("could not disable the hook %s: %v", rel, err)
+		return
+	}
+	defer f.Close()
+	if err := f.Chmod(fi.Mode().Perm() &^ 0o111); err != nil {
+		u.failed("could not disable the hook %s: %v", rel, err)
+		return
+	}
+	u.did("made the hook %s non-executable", rel)
+}
+
+// config removes the keys that run programs from one config file, writing the rest back in its place.
+func (u *undoer) config(rel string) {
+	data, err := u.g.readFile(rel, maxConfig+1)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	var out []byte
+	var removed []string
+	switch {
+	case err != nil:
+		// Not a regular file (a FIFO, a link, a folder): git could still read it. Replace it.
+		if rerr := u.r.RemoveAll(rel); rerr != nil {
+			u.failed("could not remove %s: %v", rel, rerr)
+			return
+		}
+		out, removed = []byte(safeConfig), []string{"the whole file (" + err.Error() + ")"}
+	case len(data) > maxConfig:
+		out, removed = []byte(safeConfig), []string{"the whole file (over 1 MiB)"}
+	default:
+		out, removed = neutralizeConfig(data)
+	}
+	if len(removed) == 0 {
+		return
+	}
+	tmp := rel + ".garuda-tmp"
+	f, err := u.r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		u.r.Remove(tmp)
+		f, err = u.r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	}
+	if err != nil {
+		u.failed("could not rewrite %s: %v", rel, err)
+		return
+	}
+	_, werr := f.Write(out)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = u.r.Rename(tmp, rel)
+	}
+	if werr != nil {
+		u.r.Remove(tmp)
+		u.failed("could not rewrite %s: %v", rel, werr)
+		return
+	}
+	u.did("removed %s from %s", strings.Join(removed, ", "), rel)
+}

@@ -1,0 +1,68 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/guard"
+	"github.com/garuda-dev/garuda/broker/sandbox"
+	"github.com/garuda-dev/garuda/policy"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// guardBegin takes the guard's scan before a sandboxed run. Past the walk's limit the run is refused: a tree the
+// guard cannot check is not left unchecked.
+func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec) (*guard.Watch, error) {
+	maxEntries, skip := policy.GuardWalk(st)
+	// What the sandbox hides (read-denied folders) a command can neither see nor write: the walk leaves it out.
+	for _, h := range spec.Hidden {
+		if rel, err := filepath.Rel(sess.fs.Real(), h); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			skip = append(skip, filepath.ToSlash(rel))
+		}
+	}
+	sess.guard.Configure(guard.Options{MaxEntries: maxEntries, Skip: skip, Writable: spec.Writable})
+	w, err := sess.guard.Begin()
+	if errors.Is(err, guard.ErrTooLarge) {
+		return nil, fmt.Errorf("%w; commands are refused where Garuda cannot check what they leave behind. Raise the limit "+
+			`with "guard": {"max_entries": %d} in %s, or leave folders of data out with "guard": {"skip": ["path/in/project"]}`,
+			err, 2*maxEntries, filepath.Join(s.cfg.Home, "settings.json"))
+	}
+	return w, err
+}
+
+// guardEnd takes the guard's scan after the run, which undoes what the command left for programs that run later
+// outside the sandbox, and says what was undone in the result (for the model) and in the audit log.
+func (s *Service) guardEnd(c *call, w *guard.Watch, b *strings.Builder, out *execv1.Result) error {
+	rep, err := w.Check()
+	if err != nil {
+		// The tree grew past the limit during the run: say so; the next command is refused until it is bounded.
+		rep = &guard.Report{Errors: []string{err.Error()}}
+	}
+	if rep.Empty() {
+		return nil
+	}
+	var lines []string
+	if len(rep.Undone) > 0 {
+		lines = append(lines, "Undone after the command, because git, a hook manager or an editor would run it later outside "+
+			"the sandbox: "+strings.Join(rep.Undone, "; ")+". Ask the user to make such changes themselves if they are wanted.")
+	}
+	if len(rep.Changed) > 0 {
+		lines = append(lines, "Warning: the command changed protected paths: "+strings.Join(rep.Changed, ", "))
+	}
+	if len(rep.Errors) > 0 {
+		lines = append(lines, "Warning: Garuda could not undo everything the command left behind: "+strings.Join(rep.Errors, "; "))
+	}
+	for _, n := range rep.Notes {
+		lines = append(lines, "Note: "+n+".")
+	}
+	for _, l := range lines {
+		b.WriteString("\n" + l)
+		out.Notices = append(out.Notices, "Garuda: "+l)
+	}
+	return s.record(audit.Record{Session: c.sess.id, Event: "guard_undone", Op: policy.OpBash, Input: c.start.GetBash().GetCommand(),
+		Detail: map[string]string{"undone": strings.Join(rep.Undone, "\n"), "changed": strings.Join(rep.Changed, " "),
+			"errors": strings.Join(rep.Errors, "\n")}}, true)
+}

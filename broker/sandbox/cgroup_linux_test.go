@@ -1,0 +1,70 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// TestCgroupFolder: a cgroup path is found in a mount of the whole hierarchy and in a mount of part of it.
+func TestCgroupFolder(t *testing.T) {
+	cases := []struct {
+		m    cgroupMount
+		path string
+		want string
+	}{
+		{cgroupMount{point: "/sys/fs/cgroup/memory", root: "/"}, "/a/b", "/sys/fs/cgroup/memory/a/b"},
+		{cgroupMount{point: "/sys/fs/cgroup", root: "/", v2: true}, "/", "/sys/fs/cgroup"},
+		{cgroupMount{point: "/sys/fs/cgroup", root: "/user.slice"}, "/user.slice/u.service", "/sys/fs/cgroup/u.service"},
+		{cgroupMount{point: "/sys/fs/cgroup", root: "/user.slice"}, "/system.slice/x", ""},
+	}
+	for _, c := range cases {
+		got, ok := c.m.folder(c.path)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("%+v folder(%q) = %q, %v; want %q", c.m, c.path, got, ok, c.want)
+		}
+	}
+}
+
+// TestCgroupCounters: the counters that say a limit was hit are read from the kernel's flat-keyed files.
+func TestCgroupCounters(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "memory.oom_control"), []byte("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "pids.events"), []byte("max 0\n"), 0o644))
+	cg := &commandCgroup{mem: dir, pids: dir, memLimit: 1 << 30, pidsLimit: 64}
+	hit := cg.hit()
+	if len(hit) != 1 || hit[0] != "memory limit reached (1024 MiB for each command and for all of this user's commands together; "+
+		"limits.memory_mb): the kernel killed 2 processes of the command" {
+		t.Errorf("hit %q", hit)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "pids.events"), []byte("max 1\n"), 0o644))
+	if hit := cg.hit(); len(hit) != 2 || hit[1] != "process limit reached (64 processes and threads; limits.processes): 1 fork refused" {
+		t.Errorf("hit %q", hit)
+	}
+}
+
+// TestCgroupV2Layout: in a delegated cgroup v2 folder (here a plain folder standing in for one: this machine's
+// memory controller is on cgroup v1), the user's parent bounds memory and each command's group has its limits.
+func TestCgroupV2Layout(t *testing.T) {
+	own := t.TempDir()
+	cg, err := newCommandCgroup(limitMechanisms{memory: byCgroupV2, pids: byCgroupV2, v2Dir: own}, 1<<30, 64)
+	must(t, err)
+	parent := filepath.Join(own, "garuda-u"+strconv.Itoa(os.Geteuid()))
+	want := map[string]string{
+		filepath.Join(own, "cgroup.subtree_control"):    "+memory +pids",
+		filepath.Join(parent, "cgroup.subtree_control"): "+memory +pids",
+		filepath.Join(parent, "memory.max"):             "1073741824",
+		filepath.Join(cg.mem, "memory.max"):             "1073741824",
+		filepath.Join(cg.mem, "memory.swap.max"):        "0",
+		filepath.Join(cg.pids, "pids.max"):              "64",
+	}
+	for p, v := range want {
+		if b, err := os.ReadFile(p); err != nil || string(b) != v {
+			t.Errorf("%s = %q (%v), want %q", p, b, err, v)
+		}
+	}
+	if filepath.Dir(cg.mem) != parent || cg.mem != cg.pids || len(cg.dirs) != 1 {
+		t.Errorf("groups %+v", cg)
+	}
+}

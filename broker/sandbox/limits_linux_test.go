@@ -1,0 +1,141 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestMemoryLimit: a command over its memory limit fails with the limit named; the same command under a higher
+// limit succeeds (the negative control). As root this is the cgroup v1 memory controller; as nobody (TestAsNobody)
+// RLIMIT_DATA.
+func TestMemoryLimit(t *testing.T) {
+	f := newFixture(t)
+	s := f.spec(attackCmd(t, "alloc", "2048")) // 2 GiB
+	s.Limits = Limits{MemoryBytes: 1 << 30}
+	r := f.run(s)
+	t.Logf("1024 MiB: exit %d, limits hit %q, output %.200q", r.ExitCode, r.LimitsHit, out(r))
+	if r.ExitCode == 0 || len(r.LimitsHit) != 1 || !strings.Contains(r.LimitsHit[0], "memory limit reached (1024 MiB") {
+		t.Errorf("2 GiB under a 1024 MiB limit: exit %d, limits hit %q, output %.300q", r.ExitCode, r.LimitsHit, r.Output)
+	}
+	s.Limits = Limits{MemoryBytes: 4 << 30}
+	if r := f.run(s); r.ExitCode != 0 || len(r.LimitsHit) != 0 {
+		t.Errorf("negative control: 2 GiB under a 4096 MiB limit: exit %d, limits hit %q, output %q", r.ExitCode, r.LimitsHit, r.Output)
+	}
+}
+
+// TestProcessLimitNamed: a command that reaches a lower process limit is told which limit it hit.
+func TestProcessLimitNamed(t *testing.T) {
+	f := newFixture(t)
+	s := f.spec(attackCmd(t, "procs", "80"))
+	s.Limits = Limits{Processes: 40}
+	r := f.run(s)
+	if r.ExitCode == 0 {
+		t.Errorf("started 80 processes under a limit of 40: %q", r.Output)
+	}
+	if isRoot() && (len(r.LimitsHit) != 1 || !strings.Contains(r.LimitsHit[0], "process limit reached (40")) {
+		t.Errorf("the process limit is not named: %q", r.LimitsHit) // RLIMIT_NPROC (as nobody) counts no failures
+	}
+	s.Limits = Limits{}
+	if r := f.run(s); r.ExitCode != 0 || len(r.LimitsHit) != 0 {
+		t.Errorf("negative control: 80 processes under the default limit: exit %d, %q %q", r.ExitCode, r.LimitsHit, r.Output)
+	}
+}
+
+// TestOOMScoreAdj: commands are the kernel's first choice when memory runs out; the broker keeps its own score.
+func TestOOMScoreAdj(t *testing.T) {
+	f := newFixture(t)
+	mine, err := os.ReadFile("/proc/self/oom_score_adj")
+	must(t, err)
+	if r := f.sandboxed("cat /proc/self/oom_score_adj; echo 0 >/proc/self/oom_score_adj"); !strings.HasPrefix(out(r), "1000\n") ||
+		r.ExitCode == 0 {
+		t.Errorf("a command's oom_score_adj: %q (exit %d), want 1000 and no way to lower it", out(r), r.ExitCode)
+	}
+	after, err := os.ReadFile("/proc/self/oom_score_adj")
+	must(t, err)
+	if string(after) != string(mine) || strings.TrimSpace(string(mine)) == "1000" {
+		t.Errorf("the broker's oom_score_adj changed: %q -> %q", mine, after)
+	}
+}
+
+// TestMemoryCgroupEscape: a command run by a root broker cannot raise its own memory limit or its parent's, nor
+// leave its memory cgroup. Negative control: without the sandbox, uid 0 writes the limit of a memory cgroup.
+func TestMemoryCgroupEscape(t *testing.T) {
+	if !isRoot() || chooseMechanisms(true, nil).memory != byCgroupV1 {
+		t.Skip("the cgroup v1 memory controller is used only by a root broker")
+	}
+	f := newFixture(t)
+	s := f.spec(`g=/sys/fs/cgroup/memory$(sed -n 's/^[0-9]*:memory://p' /proc/self/cgroup)
+echo -1 > $g/memory.limit_in_bytes; echo -1 > $g/../memory.limit_in_bytes; echo $$ > $g/../cgroup.procs
+echo "limit $(cat $g/memory.limit_in_bytes) in $(sed -n 's/^[0-9]*:memory://p' /proc/self/cgroup)"`)
+	s.Limits = Limits{MemoryBytes: 512 << 20}
+	r := f.run(s)
+	if !strings.Contains(out(r), "limit 536870912 in /") || !strings.Contains(out(r), "/garuda/u0/") ||
+		strings.Count(out(r), "Read-only file system") < 3 {
+		t.Errorf("memory cgroup escape from the sandbox: %q", r.Output)
+	}
+	groups, err := ownCgroups()
+	must(t, err)
+	base, err := v1Dir(groups, "memory")
+	must(t, err)
+	scratch := filepath.Join(base, "garuda-test-"+strconv.Itoa(os.Getpid()))
+	must(t, os.Mkdir(scratch, 0o755))
+	defer os.Remove(scratch)
+	limit := scratch + "/memory.limit_in_bytes"
+	if r := f.unsandboxed("echo 536870912 > " + limit + " && cat " + limit); out(r) != "536870912" {
+		t.Errorf("negative control: %q", r.Output)
+	}
+}
+
+// TestMemoryLimitSharedByCommands: all of a user's commands together stay under the memory limit: of two commands
+// holding 700 MiB each under 1024 MiB, one is killed with the limit named. Negative control: under 2048 MiB both
+// hold their memory.
+func TestMemoryLimitSharedByCommands(t *testing.T) {
+	if m := chooseMechanisms(true, nil).memory; m == byRlimit {
+		t.Skip("RLIMIT_DATA bounds each process, not commands together")
+	}
+	for _, c := range []struct {
+		limit  int64
+		killed bool
+	}{{1 << 30, true}, {2 << 30, false}} {
+		f := newFixture(t)
+		release := filepath.Join(f.tmp, "release")
+		held := make(chan struct{}, 2)
+		results := make(chan *Result, 2)
+		runOne := func() {
+			s := f.spec(attackCmd(t, "alloc", "700", release))
+			s.Limits = Limits{MemoryBytes: c.limit}
+			var once sync.Once
+			s.OnOutput = func(b []byte) {
+				if strings.Contains(string(b), "allocated") {
+					once.Do(func() { held <- struct{}{} })
+				}
+			}
+			r, err := Run(context.Background(), s)
+			if err != nil {
+				t.Error(err)
+			}
+			once.Do(func() { held <- struct{}{} }) // killed before it held its memory
+			results <- r
+		}
+		go runOne()
+		<-held // the first holds its memory before the second starts
+		go runOne()
+		<-held
+		must(t, os.WriteFile(release, nil, 0o644))
+		var hits []string
+		for range 2 {
+			if r := <-results; r != nil {
+				hits = append(hits, r.LimitsHit...)
+			}
+		}
+		t.Logf("%d MiB: %q", c.limit>>20, hits)
+		if killed := len(hits) > 0 && strings.Contains(hits[0], "memory limit reached"); killed != c.killed {
+			t.Errorf("two commands of 700 MiB under %d MiB: limits hit %q", c.limit>>20, hits)
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/garuda-dev/garuda/frontend/acpagent"
+	"github.com/garuda-dev/garuda/frontend/model"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// Exit codes of a run, by how it ended.
+const (
+	ExitOK              = 0   // end_turn
+	ExitUsage           = 2   // bad flags or arguments
+	ExitSetup           = 3   // no model, a broken configuration, a project folder Garuda cannot open
+	ExitRefusal         = 4   // the model refused
+	ExitMaxTokens       = 5   // the model hit its output limit
+	ExitMaxTurnRequests = 6   // the turn hit --max-steps, its token budget, or the repeated-call stop
+	ExitModel           = 7   // a model or provider error (or the broker gone)
+	ExitCancelled       = 130 // Ctrl-C
+	ExitClosedOutput    = 141 // stdout was closed (a pipe into head): the turn is cancelled, nothing left running
+)
+
+// stopCodes maps ACP stop reasons to exit codes.
+var stopCodes = map[acp.StopReason]int{
+	acp.StopReasonEndTurn:         ExitOK,
+	acp.StopReasonRefusal:         ExitRefusal,
+	acp.StopReasonMaxTokens:       ExitMaxTokens,
+	acp.StopReasonMaxTurnRequests: ExitMaxTurnRequests,
+	acp.StopReasonCancelled:       ExitCancelled,
+}
+
+// Allow is what the flags answer without asking.
+type Allow struct {
+	Edits          bool // --allow-edits: writes and edits inside the project folder
+	Commands       bool // --allow-commands: sandboxed commands the policy asks about
+	OutsideSandbox bool // --dangerously-allow-outside-sandbox: commands outside the sandbox, files outside the project
+}
+
+// Options is one run.
+type Options struct {
+	Prompt   string
+	Cwd      string // absolute
+	Model    string // --model; empty: GARUDA_MODEL or the default of models.json
+	Mode     string // plan or build; empty: build
+	MaxSteps int
+	JSON     bool // stdout carries only JSON lines
+	Quiet    bool // no thoughts
+	Allow    Allow
+	// TTY is the terminal questions are asked on; nil: every question is answered by Allow, the rest denied.
+	TTY io.ReadWriter
+	// Stdout receives the answer (or the JSON lines); Stderr tool lines, thoughts, notices and the summary.
+	Stdout, Stderr io.Writer
+	// Styled says that Stderr is a terminal: thoughts are dimmed, a running tool call shows its elapsed time.
+	Styled bool
+	// Interrupt delivers Ctrl-C: the first cancels the turn, the second ends the run at once.
+	Interrupt <-chan os.Signal
+	// OutputClosed closes when stdout is found closed (SIGPIPE).
+	OutputClosed <-chan struct{}
+
+	Broker     execv1.ExecServiceClient
+	BrokerDone <-chan struct{}
+	Version    string
+	Getenv     func(string) string
+	// NewModel is for tests (acpagent.Options.NewModel).
+	NewModel func(ms *execv1.ModelSettings, apiKey string) (model.Client, error)
+}
+
+// Run runs the prompt and returns the exit code. Errors are written to Stderr (and, with JSON, as an event).
+func Run(ctx context.Context, o Options) int {
+	out := newOutput(o)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+
+	// The agent reads what the client writes and the other way round.
+	agentIn, clientOut := io.Pipe()
+	clientIn, agentOut := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		err := acpagent.Serve(ctx, agentIn, agentOut, acpagent.Options{
+			Broker: o.Broker, BrokerDone: o.BrokerDone, Version: o.Version, Model: o.Model, Getenv: o.Getenv,
+			NewModel: o.NewModel, MaxSteps: o.MaxSteps, Ask: out.ask,
+			Log: slog.New(slog.NewTextHandler(o.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		})
+		agentOut.Close()
+		served <- err
+	}()
+	conn := acp.NewClientSideConnection(out, clientOut, clientIn)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
+	finish := func(code int) int {
+		clientOut.Close() // the agent's input ends: it closes the broker session, which kills what still runs
+		select {
+		case err := <-served:
+			if err != nil && code == ExitOK {
+				out.fail(err.Error())
+				code = ExitModel
+			}
+		case <-time.After(15 * time.Second):
+			out.fail("the agent did not shut down within 15 s")
+		}
+		return code
+	}
+
+	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersion(1)}); err != nil {
+		out.fail(message(err))
+		return finish(ExitSetup)
+	}
+	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: o.Cwd, McpServers: []acp.McpServer{}})
+	if err != nil {
+		out.fail(message(err))
+		return finish(ExitSetup)
+	}
+	out.begin(string(sess.SessionId))
+	if o.Mode != "" {
+		if _, err := conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: sess.SessionId, ModeId: acp.SessionModeId(o.Mode)}); err != nil {
+			out.fail(message(err))
+			return finish(ExitUsage)
+		}
+	}
+
+	type answer struct {
+		resp acp.PromptResponse
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(o.Prompt)}})
+		answered <- answer{resp, err}
+	}()
+	var cancelOnce sync.Once
+	cancelTurn := func() {
+		cancelOnce.Do(func() { conn.Cancel(context.WithoutCancel(ctx), acp.CancelNotification{SessionId: sess.SessionId}) })
+	}
+	interrupts, closedOut := o.Interrupt, o.OutputClosed
+	for {
+		select {
+		case a := <-answered:
+			out.endLine()
+			if a.err != nil {
+				out.fail(message(a.err))
+				out.stop("", ExitModel)
+				return finish(ExitModel)
+			}
+			code, ok := stopCodes[a.resp.StopReason]
+			if !ok {
+				code = ExitModel
+			}
+			if out.closed() {
+				code = ExitClosedOutput
+			}
+			out.stop(string(a.resp.StopReason), code)
+			return finish(code)
+		case <-interrupts:
+			if out.cancelling() {
+				out.note("stopping now")
+				stop()
+				return finish(ExitCancelled)
+			}
+			out.note("cancelling (Ctrl-C again to stop at once)")
+			cancelTurn()
+		case <-closedOut:
+			closedOut = nil
+			out.markClosed()
+			cancelTurn()
+		case <-o.BrokerDone:
+			out.fail(acpagent.ErrBrokerGone.Error())
+			return finish(ExitModel)
+		}
+	}
+}
+
+// message is an ACP error in words: its message, without the JSON the SDK wraps it in.
+func message(err error) string {
+	var re *acp.RequestError
+	if errors.As(err, &re) {
+		if m, ok := re.Data.(map[string]any); ok {
+			if s, ok := m["error"].(string); ok && s != "" && s != re.Message {
+				return fmt.Sprintf("%s: %s", re.Message, s)
+			}
+		}
+		return re.Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,445 @@
+package test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
+)
+
+// runEnv is a home with models.json pointing at a fake provider, and a project folder.
+type runEnv struct {
+	t          *testing.T
+	home, root string
+	provider   *fakeprovider.Server
+}
+
+func newRunEnv(t *testing.T, turns ...fakeprovider.Turn) *runEnv {
+	t.Helper()
+	needBins(t)
+	srv, err := fakeprovider.Serve("127.0.0.1:0", turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	e := &runEnv{t: t, home: t.TempDir(), root: t.TempDir(), provider: srv}
+	models := fmt.Sprintf(`{"default":"fake","providers":{"local":{"type":"anthropic","base_url":%q,"api_key_env":"LOCAL_API_KEY"}},"models":{"fake":{"provider":"local","id":"fake-model"}}}`, srv.URL)
+	if err := os.WriteFile(filepath.Join(e.home, "models.json"), []byte(models), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// command is garuda run with args in the project folder, in a session of its own: no controlling terminal.
+func (e *runEnv) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(bins.garuda, append([]string{"run"}, args...)...)
+	cmd.Dir = e.root
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + e.home, "HOME=" + e.home, "LOCAL_API_KEY=k", "TMPDIR=" + e.t.TempDir()}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd
+}
+
+// run runs garuda run to its end and returns its exit code, stdout and stderr.
+func (e *runEnv) run(args ...string) (int, string, string) {
+	e.t.Helper()
+	cmd := e.command(args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// events parses --json output; any line that is not a JSON object fails the test.
+func events(t *testing.T, stdout string) []map[string]any {
+	t.Helper()
+	var evs []map[string]any
+	for line := range strings.SplitSeq(strings.TrimSuffix(stdout, "\n"), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("stdout line is not a JSON event: %q (%v)\nstdout:\n%s", line, err, stdout)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func ofType(evs []map[string]any, typ string) []map[string]any {
+	var out []map[string]any
+	for _, ev := range evs {
+		if ev["type"] == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func writeTurns(content string) []fakeprovider.Turn {
+	in, _ := json.Marshal(map[string]string{"path": "a.txt", "content": content})
+	return []fakeprovider.Turn{
+		{Text: "Writing it.", ToolCalls: []fakeprovider.ToolCall{{ID: "w1", Name: "write_file", Input: string(in)}}},
+		{Text: "Done."},
+	}
+}
+
+// A turn with an edit in --json, answered by --allow-edits with no terminal; without the flag the same question is
+// denied (the control), and the file stays unwritten.
+func TestRunJSONAllowEdits(t *testing.T) {
+	for _, allow := range []bool{true, false} {
+		t.Run(fmt.Sprintf("allow-edits=%v", allow), func(t *testing.T) {
+			e := newRunEnv(t, writeTurns("hello\n")...)
+			args := []string{"--json", "write a.txt"}
+			if allow {
+				args = append([]string{"--allow-edits"}, args...)
+			}
+			code, stdout, stderr := e.run(args...)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			evs := events(t, stdout)
+			if evs[0]["type"] != "session" || evs[0]["sessionId"] == "" {
+				t.Errorf("the first event is not the session: %v", evs[0])
+			}
+			qs := ofType(evs, "question")
+			if len(qs) != 1 || qs[0]["kind"] != "write" || qs[0]["outsideRoot"] != false {
+				t.Fatalf("questions: %v", qs)
+			}
+			got, err := os.ReadFile(filepath.Join(e.root, "a.txt"))
+			stop := ofType(evs, "stop")
+			if len(stop) != 1 || stop[0]["stopReason"] != "end_turn" || stop[0]["exitCode"] != 0.0 {
+				t.Fatalf("stop: %v", stop)
+			}
+			if allow {
+				if qs[0]["answer"] != "once" || qs[0]["by"] != "--allow-edits" || err != nil || string(got) != "hello\n" {
+					t.Fatalf("question %v, file %q %v", qs[0], got, err)
+				}
+				if ch, _ := stop[0]["changed"].([]any); len(ch) != 1 || ch[0] != "a.txt" {
+					t.Errorf("changed: %v", stop[0]["changed"])
+				}
+			} else {
+				if qs[0]["answer"] != "deny" || !strings.Contains(qs[0]["by"].(string), "--allow-edits would") || err == nil {
+					t.Fatalf("question %v, file %q %v", qs[0], got, err)
+				}
+			}
+			var text strings.Builder
+			for _, ev := range ofType(evs, "text") {
+				text.WriteString(ev["text"].(string))
+			}
+			if !strings.Contains(text.String(), "Done.") {
+				t.Errorf("text events: %q", text.String())
+			}
+			calls, updates := ofType(evs, "tool_call"), ofType(evs, "tool_update")
+			if len(calls) != 1 || calls[0]["kind"] != "edit" || len(updates) == 0 {
+				t.Errorf("tool events: %v %v", calls, updates)
+			}
+		})
+	}
+}
+
+// The plain face: the answer alone on stdout; the tool line, the question and what changed on stderr.
+func TestRunTextOutput(t *testing.T) {
+	e := newRunEnv(t, writeTurns("hi\n")...)
+	code, stdout, stderr := e.run("write", "a.txt", "--allow-edits") // a flag after the words
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if stdout != "Writing it.Done.\n" {
+		t.Errorf("stdout %q, want only the answer", stdout)
+	}
+	for _, want := range []string{"▸ Write", "✓ Write", "allowed once (--allow-edits)", "Changed: a.txt", "garuda undo --session "} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	bash := func(cmd string) []fakeprovider.Turn {
+		in, _ := json.Marshal(map[string]string{"command": cmd})
+		return []fakeprovider.Turn{{ToolCalls: []fakeprovider.ToolCall{{ID: "b1", Name: "bash", Input: string(in)}}}, {Text: "x"}}
+	}
+	cases := []struct {
+		name  string
+		turns []fakeprovider.Turn
+		args  []string
+		code  int
+		want  string // in stderr
+	}{
+		{"end turn", []fakeprovider.Turn{{Text: "ok"}}, []string{"hi"}, 0, ""},
+		{"refusal", []fakeprovider.Turn{{Text: "no", StopReason: "refusal"}}, []string{"hi"}, 4, "refusal"},
+		{"max tokens", []fakeprovider.Turn{{Text: "cut", StopReason: "max_tokens"}}, []string{"hi"}, 5, "max tokens"},
+		{"max steps", bash("true"), []string{"--max-steps", "1", "hi"}, 6, "max turn requests"},
+		{"provider error", []fakeprovider.Turn{{Status: 401, Message: "invalid x-api-key"}}, []string{"hi"}, 7, "invalid x-api-key"},
+		{"unknown flag", nil, []string{"--bogus", "hi"}, 2, "--bogus"},
+		{"bad mode", nil, []string{"--mode", "fast", "hi"}, 2, "plan or build"},
+		{"empty prompt", nil, []string{"  "}, 2, "empty"},
+		{"missing folder", nil, []string{"--cwd", "/nonexistent/garuda", "hi"}, 3, "/nonexistent/garuda"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newRunEnv(t, c.turns...)
+			code, stdout, stderr := e.run(c.args...)
+			if code != c.code || !strings.Contains(stderr, c.want) {
+				t.Fatalf("exit %d (want %d), stderr lacks %q\nstdout:\n%s\nstderr:\n%s", code, c.code, c.want, stdout, stderr)
+			}
+			if strings.Contains(stderr, "rpc error") || strings.Contains(stderr, "garuda: exit") {
+				t.Errorf("stderr carries a wrapper:\n%s", stderr)
+			}
+		})
+	}
+	t.Run("no model", func(t *testing.T) {
+		e := newRunEnv(t)
+		os.Remove(filepath.Join(e.home, "models.json"))
+		code, _, stderr := e.run("hi")
+		if code != 3 || !strings.Contains(stderr, "garuda setup") {
+			t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+		}
+	})
+	t.Run("help", func(t *testing.T) {
+		e := newRunEnv(t)
+		code, stdout, _ := e.run("--help")
+		if code != 0 || !strings.Contains(stdout, "exit status") || !strings.Contains(stdout, "--allow-edits") {
+			t.Fatalf("exit %d, stdout:\n%s", code, stdout)
+		}
+	})
+	t.Run("prompt on stdin", func(t *testing.T) {
+		e := newRunEnv(t, fakeprovider.Turn{Text: "read from stdin"})
+		cmd := e.command()
+		cmd.Stdin = strings.NewReader("what is here?\n")
+		out, err := cmd.Output()
+		if err != nil || string(out) != "read from stdin\n" {
+			t.Fatalf("%v: %q", err, out)
+		}
+		if !e.provider.LastBodyContains("what is here?") {
+			t.Error("the prompt from stdin never reached the model")
+		}
+	})
+}
+
+// openPty returns a pseudo-terminal's controller and the path of its other end.
+func openPty(t *testing.T) (*os.File, string) {
+	t.Helper()
+	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("no pseudo-terminals here: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os.NewFile(uintptr(fd), "ptmx"), fmt.Sprintf("/dev/pts/%d", n)
+}
+
+// The question is asked on the terminal (a pty that is the run's controlling terminal) while stdout is a pipe;
+// the answer typed there decides. Answering "Deny" is the control: the file stays unwritten.
+func TestRunAsksOnTheTerminal(t *testing.T) {
+	for _, answer := range []string{"1", "3"} {
+		t.Run("answer "+answer, func(t *testing.T) {
+			e := newRunEnv(t, writeTurns("typed yes\n")...)
+			ptmx, ptsPath := openPty(t)
+			defer ptmx.Close()
+			pts, err := os.OpenFile(ptsPath, os.O_RDWR|unix.O_NOCTTY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := e.command("write a.txt")
+			cmd.Stdin = pts
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pts.Close()
+			seen := make(chan string, 1)
+			go func() {
+				r := bufio.NewReader(ptmx)
+				var got strings.Builder
+				for {
+					b, err := r.ReadByte()
+					if err != nil {
+						seen <- got.String()
+						return
+					}
+					got.WriteByte(b)
+					if strings.HasSuffix(got.String(), "> ") {
+						seen <- got.String()
+						io.Copy(io.Discard, r)
+						return
+					}
+				}
+			}()
+			select {
+			case q := <-seen:
+				if !strings.Contains(q, "? Write") || !strings.Contains(q, "+ typed yes") || !strings.Contains(q, "[1] Allow once") {
+					t.Errorf("the question on the terminal:\n%s", q)
+				}
+			case <-time.After(60 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("no question on the terminal\nstderr:\n%s", &stderr)
+			}
+			ptmx.Write([]byte(answer + "\n"))
+			err = cmd.Wait()
+			if err != nil {
+				t.Fatalf("%v\nstderr:\n%s", err, &stderr)
+			}
+			got, rerr := os.ReadFile(filepath.Join(e.root, "a.txt"))
+			if answer == "1" && (rerr != nil || string(got) != "typed yes\n") || answer == "3" && rerr == nil {
+				t.Fatalf("answer %s: file %q %v\nstderr:\n%s", answer, got, rerr, &stderr)
+			}
+		})
+	}
+}
+
+// survivorsOf lists processes whose command line holds m.
+func survivorsOf(m string) []string {
+	var found []string
+	ents, _ := os.ReadDir("/proc")
+	for _, ent := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(m)) && !bytes.Contains(b, []byte("garuda\x00run")) {
+			if st, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat")); !bytes.Contains(st, []byte(") Z ")) {
+				found = append(found, ent.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+			}
+		}
+	}
+	return found
+}
+
+// Ctrl-C during a command cancels the turn (exit 130), and closing stdout does the same (141): nothing is left
+// running either way.
+func TestRunInterrupted(t *testing.T) {
+	for _, how := range []string{"sigint", "closed-stdout"} {
+		t.Run(how, func(t *testing.T) {
+			marker := fmt.Sprintf("garuda-run-%s-%d", how, time.Now().UnixNano())
+			in, _ := json.Marshal(map[string]string{"command": "(exec -a " + marker + " sleep 60); exec -a " + marker + " sleep 61"})
+			e := newRunEnv(t, fakeprovider.Turn{Text: "Sleeping.", ToolCalls: []fakeprovider.ToolCall{{ID: "s1", Name: "bash", Input: string(in)}}},
+				fakeprovider.Turn{Text: "after"})
+			cmd := e.command("--json", "sleep")
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for len(survivorsOf(marker)) == 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if len(survivorsOf(marker)) == 0 {
+				cmd.Process.Kill()
+				t.Fatalf("the command never started\nstderr:\n%s", &stderr)
+			}
+			want := 130
+			if how == "sigint" {
+				cmd.Process.Signal(syscall.SIGINT)
+				go io.Copy(io.Discard, stdout)
+			} else {
+				want = 141
+				stdout.Close()
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err = <-done:
+			case <-time.After(60 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("garuda run did not end\nstderr:\n%s", &stderr)
+			}
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != want {
+				t.Errorf("exit: %v, want %d\nstderr:\n%s", err, want, &stderr)
+			}
+			if s := survivorsOf(marker); len(s) > 0 {
+				t.Errorf("left running: %v", s)
+			}
+		})
+	}
+}
+
+// --allow-edits covers the project folder only: a write outside it stays a question, denied with no terminal. The
+// control: --dangerously-allow-outside-sandbox lets the same write through. The broker says where the target is
+// (Question.outside_root), whatever the title says.
+func TestRunAllowEditsStopsAtTheProjectFolder(t *testing.T) {
+	for _, flag := range []string{"--allow-edits", "--dangerously-allow-outside-sandbox"} {
+		t.Run(flag, func(t *testing.T) {
+			outside := filepath.Join(t.TempDir(), "outside.txt")
+			in, _ := json.Marshal(map[string]string{"path": outside, "content": "x\n"})
+			e := newRunEnv(t, fakeprovider.Turn{ToolCalls: []fakeprovider.ToolCall{{ID: "w1", Name: "write_file", Input: string(in)}}},
+				fakeprovider.Turn{Text: "ok"})
+			code, stdout, stderr := e.run("--json", flag, "write outside")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			_, err := os.Stat(outside)
+			qs := ofType(events(t, stdout), "question")
+			if len(qs) == 0 || qs[0]["outsideRoot"] != true {
+				t.Fatalf("questions: %v", qs)
+			}
+			if flag == "--allow-edits" && (err == nil || qs[0]["answer"] != "deny") {
+				t.Fatalf("--allow-edits wrote outside the project folder: %v", qs)
+			}
+			if flag != "--allow-edits" && err != nil {
+				t.Fatalf("control: %s did not allow the write: %v %v", flag, qs, err)
+			}
+		})
+	}
+}
+
+// BenchmarkRunFirstByte is garuda run from its spawn to the first byte of the answer on stdout, against a fake
+// provider that answers at once: all of it is what the run adds to the model's own latency (process start, the
+// broker's spawn and handshake, session/new, the request).
+func BenchmarkRunFirstByte(b *testing.B) {
+	if bins.err != nil {
+		b.Fatal(bins.err)
+	}
+	home, root := b.TempDir(), b.TempDir()
+	var total time.Duration
+	for b.Loop() {
+		srv, err := fakeprovider.Serve("127.0.0.1:0", []fakeprovider.Turn{{Text: "first"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		models := fmt.Sprintf(`{"default":"fake","providers":{"local":{"type":"anthropic","base_url":%q,"api_key_env":"LOCAL_API_KEY"}},"models":{"fake":{"provider":"local","id":"fake-model"}}}`, srv.URL)
+		os.WriteFile(filepath.Join(home, "models.json"), []byte(models), 0o600)
+		cmd := exec.Command(bins.garuda, "run", "hi")
+		cmd.Dir = root
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + home, "HOME=" + home, "LOCAL_API_KEY=k", "TMPDIR=" + home}
+		out, _ := cmd.StdoutPipe()
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		one := make([]byte, 1)
+		if _, err := io.ReadFull(out, one); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+		io.Copy(io.Discard, out)
+		cmd.Wait()
+		srv.Close()
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms-to-first-byte")
+}
