@@ -486,8 +486,12 @@ func (res soakResult) report(w io.Writer, cfg soakConfig) {
 		}{{"garuda acp PSS", func(s soakSample) int64 { return s.pssFront }},
 			{"garuda-exec PSS", func(s soakSample) int64 { return s.pssExec }}} {
 			first, last := meanOf(res.samples[:q], p.get), meanOf(res.samples[len(res.samples)-q:], p.get)
-			fmt.Fprintf(w, "  %-16s first quarter %6.1f MiB, last quarter %6.1f MiB (%+.1f%%)\n", p.name, mib(first), mib(last),
-				(float64(last)/float64(max(first, 1))-1)*100)
+			fmt.Fprintf(w, "  %-16s first quarter %6.1f MiB, last quarter %6.1f MiB (%+.1f%%); by quarter", p.name, mib(first),
+				mib(last), (float64(last)/float64(max(first, 1))-1)*100)
+			for i := range 4 {
+				fmt.Fprintf(w, " %.1f", mib(meanOf(res.samples[i*len(res.samples)/4:(i+1)*len(res.samples)/4], p.get)))
+			}
+			fmt.Fprintln(w)
 		}
 		gs := make([]int, len(res.samples))
 		for i, s := range res.samples {
