@@ -11,7 +11,8 @@ import (
 // unchanged, and Prose is stable when applied again.
 func FuzzProse(f *testing.F) {
 	for _, s := range []string{"plain", "a\u00a0b\u3000c", "⚠️ 👨\u200d👩\u200d👧",
-		"\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f", "x\u202ey", "a\u200bb", "a\x1b[2Kb", "a\u2028b", "\xff", "\u200d", "\ufe0f", "\U000e0067"} {
+		"\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f", "x\u202ey",
+		"a\u200bb", "a\x1b[2Kb", "a\u2028b", "\xff", "\u200d", "\ufe0f", "\U000e0067"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
