@@ -1,4 +1,4 @@
-# Garuda: `make build`, `make test` (what CI runs), `make bench`.
+# Garuda: `make build`, `make test` (what CI runs), `make bench`, `make fuzz`, `make soak`.
 GO      ?= go
 BIN     ?= bin
 VERSION ?= 0.16.0-dev
@@ -10,7 +10,7 @@ PREFIX_BIN := $(if $(GOBIN),$(GOBIN),$(HOME)/.local/bin)
 # grpc's x/net/trace.
 BUILD   := CGO_ENABLED=0 $(GO) build -trimpath -tags grpcnotrace
 
-.PHONY: build install test vet cross unit generate check-generated lint bench tools clean
+.PHONY: build install test vet cross unit generate check-generated lint bench fuzz soak tools clean
 
 build:
 	$(BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/garuda ./cmd/garuda
@@ -69,6 +69,32 @@ lint: tools
 bench: build
 	$(GO) test -p 1 -run '^$$' -bench . -benchmem -count 1 ./...
 	$(GO) run ./bench/procbench -bin $(BIN)
+
+# make fuzz: every Fuzz target of the tree, one go test -fuzz per target (go fuzzes one target at a time), FUZZTIME
+# each, with FUZZPARALLEL workers. CI's go test runs the seed corpora and testdata/fuzz only. A new interesting
+# input is minimized for at most FUZZMINIMIZE (go's default of 60 s stalls a short run).
+FUZZTIME     ?= 10s
+FUZZPARALLEL ?= 1
+FUZZMINIMIZE ?= 1s
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' --exclude-dir=.tools '^func Fuzz' . | sort); do \
+		d=$$(dirname $$f); \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== $$d $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) \
+				-parallel $(FUZZPARALLEL) $$d; \
+		done; \
+	done
+
+# make soak: SOAKSESSIONS ACP sessions in one garuda acp for SOAKTIME against the fake provider, failing on growth
+# of memory, descriptors, goroutines or processes (bench/procbench/soak.go says the bounds). Not in make test.
+# LEAK=1 builds garuda with the soakleak tag, which keeps every turn's history: that soak must fail.
+SOAKTIME     ?= 10m
+SOAKSESSIONS ?= 20
+soak:
+	$(BUILD) -tags 'grpcnotrace$(if $(LEAK), soakleak)' -ldflags '$(LDFLAGS)' -o $(BIN)/soak/garuda ./cmd/garuda
+	$(BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/soak/garuda-exec ./cmd/garuda-exec
+	$(GO) run ./bench/procbench -bin $(BIN)/soak -soak $(SOAKTIME) -sessions $(SOAKSESSIONS)
 
 clean:
 	rm -rf $(BIN) .tools

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -187,6 +188,7 @@ func (s *Service) Hello(ctx context.Context, req *execv1.HelloRequest) (*execv1.
 		Sandbox:       feats,
 		SandboxReady:  ready,
 		OpenSessions:  uint32(s.sessionsOfConn(ctx)),
+		Goroutines:    uint32(runtime.NumGoroutine()),
 	}, nil
 }
 

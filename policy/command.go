@@ -192,12 +192,19 @@ func (c *command) expandScripts(ws []word, depth int) {
 			}
 			scripts = append(scripts, strings.Join(parts, " "))
 		case shells[prog]:
+			// After "--" (or a lone "-") every word is an operand, a script even if it starts with "-": defends
+			// against bash -c -- '-;rm x' hiding rm from deny rules.
+			operands := false
 			for j, w := range ws[i+1:] {
 				if w.dyn {
 					c.opaque = true // sh -c "$X": the script is not known
 					return
 				}
-				if !strings.HasPrefix(w.s, "-") && !parsed[i+1+j] {
+				if !operands && (w.s == "--" || w.s == "-") {
+					operands = true
+					continue
+				}
+				if (operands || !strings.HasPrefix(w.s, "-")) && !parsed[i+1+j] {
 					parsed[i+1+j] = true
 					scripts = append(scripts, w.s)
 				}

@@ -81,6 +81,7 @@ func TestDenyRuleEvasions(t *testing.T) {
 		"X=$(rm x) true", "for i in a; do rm $i; done", "ls &\nrm x",
 		"$CMD x", "sh -c \"$S\"", "eval $S", "bash -c 'bash -c \"bash -c \\\"rm x\\\"\"'",
 		"r{m,} x", "/bin/r? x", "rm' x", // the last does not parse: fail closed
+		"bash -c -- '-;rm x'", "sh -c - '-;rm x'", "env bash -c -- '-\nrm x'", // a script after the end of the options
 	}
 	for _, c := range evasions {
 		if d := Decide(Request{Kind: KindCommand, Command: c, Sandboxed: true}, st); d.Verdict != Deny {

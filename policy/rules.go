@@ -222,9 +222,11 @@ func (r *Rule) covers(k Kind) bool {
 	return false
 }
 
-// normHostPattern lower-cases a host or "*.domain" and checks its characters.
+// normHostPattern lower-cases a host or "*.domain", drops its trailing dots and checks its characters. It is
+// idempotent, so that a rule and a request naming the same host normalise alike (a rule for "evil.io.." once
+// became "evil.io." and missed "evil.io").
 func normHostPattern(h string) (string, bool) {
-	h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+	h = strings.TrimRight(strings.ToLower(strings.TrimSpace(h)), ".")
 	name := strings.TrimPrefix(h, "*.")
 	if name == "" || len(h) > 253 {
 		return "", false

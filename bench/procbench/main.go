@@ -35,6 +35,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the figures as JSON instead of a table")
 	timeout := fs.Duration("timeout", 30*time.Second, "limit for each step of a run")
 	verbose := fs.Bool("v", false, "print each run's figures on stderr")
+	soakFor := fs.Duration("soak", 0, "instead of the runs: a soak of -sessions sessions in one garuda acp for this long")
+	sessions := fs.Int("sessions", 20, "sessions of a -soak")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,6 +62,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
+	if *soakFor > 0 {
+		cfg := soakConfig{sessions: *sessions, length: *soakFor}
+		res, err := r.soak(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("soak: %w", err)
+		}
+		res.report(stdout, cfg)
+		if bad := res.check(); len(bad) > 0 {
+			return fmt.Errorf("soak failed:\n  %s", strings.Join(bad, "\n  "))
+		}
+		fmt.Fprintln(stdout, "soak: no growth past the bounds")
+		return nil
+	}
 	if _, err := r.once(ctx, 0); err != nil {
 		return fmt.Errorf("warm-up run: %w", err)
 	}

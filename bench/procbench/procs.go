@@ -126,22 +126,27 @@ func rssAnon(pid int) (int64, error) { return statusBytes(pid, "RssAnon") }
 
 // statusBytes reads a "Key:   N kB" line of /proc/PID/status.
 func statusBytes(pid int, key string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	return procBytes(fmt.Sprintf("/proc/%d/status", pid), key)
+}
+
+// procBytes reads a "Key:   N kB" line of a /proc file (status, smaps_rollup).
+func procBytes(path, key string) (int64, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("read status of pid %d: %w", pid, err)
+		return 0, fmt.Errorf("read %s: %w", path, err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if rest, ok := strings.CutPrefix(line, key+":"); ok {
 			f := strings.Fields(rest) // "12345 kB"
 			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("status of pid %d: %s %q", pid, key, rest)
+				return 0, fmt.Errorf("%s: %s %q", path, key, rest)
 			}
 			kb, err := strconv.ParseInt(f[0], 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("status of pid %d: %s %q: %w", pid, key, rest, err)
+				return 0, fmt.Errorf("%s: %s %q: %w", path, key, rest, err)
 			}
 			return kb << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("status of pid %d: no %s line", pid, key)
+	return 0, fmt.Errorf("%s: no %s line", path, key)
 }

@@ -49,6 +49,8 @@ type editor struct {
 	questions int               // session/request_permission requests answered
 	readErr   error             // set when stdout carried something that is not JSON-RPC
 	closed    bool
+	// onUpdate, when set, gets each session/update's params instead of updates keeping them (a soak sends many).
+	onUpdate func(params json.RawMessage)
 }
 
 func newEditor(w io.Writer) *editor {
@@ -152,7 +154,9 @@ func (e *editor) handle(line []byte, at time.Time) {
 	case m.Method != "" && len(m.ID) > 0: // a request from the agent
 		e.answer(m)
 	case m.Method != "": // a notification
-		if m.Method == "session/update" {
+		if m.Method == "session/update" && e.onUpdate != nil {
+			e.onUpdate(m.Params)
+		} else if m.Method == "session/update" {
 			e.mu.Lock()
 			e.updates = append(e.updates, m.Params)
 			e.mu.Unlock()

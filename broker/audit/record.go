@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Event kinds written by the broker. Other kinds are allowed; these are the ones the broker uses.
@@ -44,6 +46,7 @@ type Record struct {
 // included.
 func seal(r *Record) ([]byte, error) {
 	r.Hash = ""
+	validUTF8(r)
 	sum, err := digest(r)
 	if err != nil {
 		return nil, err
@@ -54,6 +57,26 @@ func seal(r *Record) ([]byte, error) {
 		return nil, fmt.Errorf("encode audit record %q: %w", r.Event, err)
 	}
 	return append(line, '\n'), nil
+}
+
+// validUTF8 replaces invalid UTF-8 in r's strings: JSON writes such bytes as "\ufffd", which reads back as a
+// character that JSON writes as itself, so the line would not be canonical and the broker's own log would fail
+// Verify (defends against a command or path with a stray byte breaking the audit chain).
+func validUTF8(r *Record) {
+	for _, s := range []*string{&r.Broker, &r.Session, &r.Event, &r.Op, &r.Input, &r.Verdict, &r.Rule, &r.Reason,
+		&r.AnsweredBy, &r.Status, &r.Prev} {
+		*s = strings.ToValidUTF8(*s, "\uFFFD")
+	}
+	for k, v := range r.Detail {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			d := make(map[string]string, len(r.Detail)) // a copy: the caller's map is left alone
+			for k, v := range r.Detail {
+				d[strings.ToValidUTF8(k, "\uFFFD")] = strings.ToValidUTF8(v, "\uFFFD")
+			}
+			r.Detail = d
+			break
+		}
+	}
 }
 
 // digest returns the hex sha256 of r's canonical JSON with Hash left empty.

@@ -66,23 +66,3 @@ func TestFrontmatterBody(t *testing.T) {
 		t.Fatalf("body %q", b)
 	}
 }
-
-// FuzzParseCommand: any file content gives a command without panicking, and its hash is of its bytes.
-func FuzzParseCommand(f *testing.F) {
-	for _, s := range []string{"", "---", "---\n---", "---\na: \"\n---", "---\na: [\n", "---\na: |\n  x\n---\n$ARGUMENTS $1",
-		"---\n- x\n  - y\n: z\n---", "---\ndescription: '\n'\n---"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		c := parseCommand(data, "x", SourceProject, "x.md", true)
-		if c == nil || c.Hash != sha(string(data)) {
-			t.Fatalf("parseCommand(%q) = %+v", data, c)
-		}
-		for _, v := range []string{c.Description, c.ArgumentHint, c.Model, c.AllowedTools} {
-			if strings.ContainsAny(v, "\n\r\x00\u202e") {
-				t.Fatalf("hidden character in %q", v)
-			}
-		}
-		_ = expand(c, string(data))
-	})
-}

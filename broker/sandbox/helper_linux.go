@@ -508,6 +508,9 @@ func protectPaths(hs *helperSpec) error {
 			continue // gone, unreachable, or not a socket any more
 		}
 		if err := hideFile(s); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // removed since the Lstat (another program's temp socket): nothing left to reach
+			}
 			return err
 		}
 	}

@@ -59,8 +59,9 @@ const (
 )
 
 // emojiBase approximates Extended_Pictographic, which the unicode package lacks: the other symbols (So), which hold
-// every emoji base and pictograph.
-func emojiBase(r rune) bool { return r >= 0 && unicode.Is(unicode.So, r) }
+// every emoji base and pictograph. Not U+FFFD, also So, which is what a byte that is not UTF-8 decodes to: defends
+// against a joiner or selector kept raw between two such bytes.
+func emojiBase(r rune) bool { return r >= 0 && r != utf8.RuneError && unicode.Is(unicode.So, r) }
 
 // emojiPart is a rune an emoji cluster may have before a joiner: a base, a variation selector, a skin tone.
 func emojiPart(r rune) bool { return emojiBase(r) || r == vs16 || (r >= 0x1f3fb && r <= 0x1f3ff) }

@@ -63,10 +63,11 @@ type Request struct {
 type Server struct {
 	URL string
 
-	srv      *httptest.Server
-	mu       sync.Mutex
-	script   []Turn
-	requests []Request
+	srv       *httptest.Server
+	mu        sync.Mutex
+	script    []Turn
+	requests  []Request
+	responder func(body []byte) Turn
 }
 
 // Serve starts a fake provider on addr ("" or "127.0.0.1:0" for any free port) that answers
@@ -106,6 +107,14 @@ func (s *Server) Push(turns ...Turn) {
 	s.script = append(s.script, turns...)
 }
 
+// Respond makes the server answer each request with f(body) instead of the script, and stop keeping the requests
+// (for long runs such as make soak, whose sessions each need the answer that fits their conversation).
+func (s *Server) Respond(f func(body []byte) Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.responder = f
+}
+
 // Requests returns the requests received so far.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
@@ -118,6 +127,9 @@ func (s *Server) next(r *http.Request) (Turn, []byte, bool) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.responder != nil {
+		return s.responder(body), body, true
+	}
 	s.requests = append(s.requests, Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 	if len(s.script) == 0 {
 		return Turn{}, body, false

@@ -291,7 +291,10 @@ type HelloResponse struct {
 	// sandbox_ready is false when a required feature is missing: commands are then refused.
 	SandboxReady bool `protobuf:"varint,7,opt,name=sandbox_ready,json=sandboxReady,proto3" json:"sandbox_ready,omitempty"`
 	// open_sessions is how many sessions the caller's connection has open.
-	OpenSessions  uint32 `protobuf:"varint,8,opt,name=open_sessions,json=openSessions,proto3" json:"open_sessions,omitempty"`
+	OpenSessions uint32 `protobuf:"varint,8,opt,name=open_sessions,json=openSessions,proto3" json:"open_sessions,omitempty"`
+	// goroutines is the broker's goroutine count now, for soak tests that look for leaks (Hello, like every RPC,
+	// answers only the users the broker serves).
+	Goroutines    uint32 `protobuf:"varint,9,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -378,6 +381,13 @@ func (x *HelloResponse) GetSandboxReady() bool {
 func (x *HelloResponse) GetOpenSessions() uint32 {
 	if x != nil {
 		return x.OpenSessions
+	}
+	return 0
+}
+
+func (x *HelloResponse) GetGoroutines() uint32 {
+	if x != nil {
+		return x.Goroutines
 	}
 	return 0
 }
@@ -4114,7 +4124,7 @@ var File_garuda_exec_v1_exec_proto protoreflect.FileDescriptor
 const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\n" +
 	"\x19garuda/exec/v1/exec.proto\x12\x0egaruda.exec.v1\"$\n" +
-	"\fHelloRequestJ\x04\b\x01\x10\x02R\x0eclient_version\"\x8c\x02\n" +
+	"\fHelloRequestJ\x04\b\x01\x10\x02R\x0eclient_version\"\xac\x02\n" +
 	"\rHelloResponse\x12%\n" +
 	"\x0ebroker_version\x18\x01 \x01(\tR\rbrokerVersion\x12\x1f\n" +
 	"\vapi_version\x18\x02 \x01(\tR\n" +
@@ -4124,7 +4134,10 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x04home\x18\x05 \x01(\tR\x04home\x121\n" +
 	"\asandbox\x18\x06 \x03(\v2\x17.garuda.exec.v1.FeatureR\asandbox\x12#\n" +
 	"\rsandbox_ready\x18\a \x01(\bR\fsandboxReady\x12#\n" +
-	"\ropen_sessions\x18\b \x01(\rR\fopenSessions\"Q\n" +
+	"\ropen_sessions\x18\b \x01(\rR\fopenSessions\x12\x1e\n" +
+	"\n" +
+	"goroutines\x18\t \x01(\rR\n" +
+	"goroutines\"Q\n" +
 	"\aFeature\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\benforced\x18\x02 \x01(\bR\benforced\x12\x16\n" +

@@ -1,0 +1,145 @@
+package acpagent
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// inboxSeeds are editor lines as the tests send them: prompts and cancels of a known and an unknown session,
+// other requests, notifications, responses, and lines that are not JSON-RPC at all.
+var inboxSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"hi"}]}}`,
+	`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`,
+	`{"jsonrpc":"2.0","id":"x","method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}`,
+	`{"jsonrpc":"2.0","id":null,"method":"session/cancel","params":{"sessionId":"s1"}}`,
+	`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1}}`,
+	`{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"cancelled"}}}`,
+	`{"id":4,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text"}]}}`,
+	`{"method":"session/prompt","id":5,"params":"s1"}`, `[1,2]`, `null`, `{`, `garbage`, ``,
+}
+
+// FuzzInbox feeds a stream of lines through the inbox, some of them made longer than the SDK's limit, and reads
+// it back in fuzzed chunk sizes. What the SDK gets is exactly the lines within the limit, byte for byte and in
+// order, then the reader's EOF; each over-long request with an id gets one invalid-params answer with that id,
+// anything else over the limit gets none; prompts and cancels counted for the session are never more than the
+// lines that could be one.
+func FuzzInbox(f *testing.F) {
+	f.Add(strings.Join(inboxSeeds, "\n"), uint8(0), uint8(7))
+	f.Add(inboxSeeds[0]+"\n"+inboxSeeds[1]+"\n", uint8(0x81), uint8(1))
+	f.Add(inboxSeeds[1]+"\n"+inboxSeeds[0], uint8(0x82), uint8(200))
+	f.Add(inboxSeeds[3]+"\n"+inboxSeeds[5]+"\n"+inboxSeeds[2], uint8(0x87), uint8(0))
+	f.Fuzz(func(t *testing.T, stream string, long, chunk uint8) {
+		var lines []string
+		for rest := stream; rest != ""; {
+			line, tail, found := strings.Cut(rest, "\n")
+			if found {
+				line += "\n"
+			}
+			lines = append(lines, line)
+			rest = tail
+		}
+		// With bit 7 of long set, the first three lines whose bit is set grow past maxLine (padded with spaces
+		// before the newline); rarely, since a 10 MiB line is slow to fuzz.
+		var input, want bytes.Buffer
+		var overIDs []string
+		for i, line := range lines {
+			if i < 3 && long&0x80 != 0 && long&(1<<i) != 0 {
+				body, nl := strings.CutSuffix(line, "\n")
+				pad := maxLine + 1 - len(body)
+				if nl {
+					pad--
+				}
+				line = body + strings.Repeat(" ", max(pad, 0)+1)
+				if nl {
+					line += "\n"
+				}
+				if id := headID([]byte(line[:min(len(line), headSize)])); id != nil && string(id) != "null" {
+					overIDs = append(overIDs, string(id))
+				}
+			} else {
+				want.WriteString(line)
+			}
+			input.WriteString(line)
+		}
+
+		var out bytes.Buffer
+		srv := &server{opts: Options{Log: slog.New(slog.DiscardHandler)}, out: newHookWriter(&out), sessions: map[string]*session{}}
+		sess := &session{srv: srv, id: "s1"}
+		srv.sessions["s1"] = sess
+		in := newInbox(bytes.NewReader(input.Bytes()), srv)
+
+		var got bytes.Buffer
+		buf := make([]byte, int(chunk)+1)
+		var err error
+		for err == nil {
+			var n int
+			n, err = in.Read(buf)
+			got.Write(buf[:n])
+		}
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("the input ended with %v, want EOF", err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("the SDK read %d bytes %.200q, want %d bytes %.200q", got.Len(), got.Bytes(), want.Len(), want.Bytes())
+		}
+
+		sc := bufio.NewScanner(&out)
+		var answered []string
+		for sc.Scan() {
+			var resp struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Error   struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &resp); err != nil {
+				t.Fatalf("the inbox wrote a line that is not JSON: %q", sc.Bytes())
+			}
+			if resp.JSONRPC != "2.0" || resp.Error.Code != -32602 || !strings.Contains(resp.Error.Message, "too large") {
+				t.Fatalf("the inbox wrote %q, want a too-large invalid-params error", sc.Bytes())
+			}
+			answered = append(answered, string(resp.ID))
+		}
+		if strings.Join(answered, "\n") != strings.Join(overIDs, "\n") {
+			t.Fatalf("answered ids %q, want %q", answered, overIDs)
+		}
+
+		candidates := strings.Count(want.String(), "session/prompt")
+		if sess.promptsRead > candidates || sess.cancelledUpTo > sess.promptsRead {
+			t.Fatalf("counted %d prompts (cancelled up to %d) in %d candidate lines", sess.promptsRead, sess.cancelledUpTo, candidates)
+		}
+	})
+}
+
+// FuzzHeadID: the id found in the head of an over-long line is valid JSON, and for a message that starts with its
+// id it is that id, wherever the head is cut after it.
+func FuzzHeadID(f *testing.F) {
+	f.Add(`"big-1"`, "session/prompt", 40)
+	f.Add(`7`, "x/none", 0)
+	f.Add(`{"a":[1,"}"]}`, "m", 100)
+	f.Add(`null`, "", 3)
+	f.Fuzz(func(t *testing.T, id, method string, cut int) {
+		if got := headID([]byte(id + method)); got != nil && !json.Valid(got) {
+			t.Fatalf("headID(%q) = %q, not JSON", id+method, got)
+		}
+		var compact bytes.Buffer
+		if json.Compact(&compact, []byte(id)) != nil {
+			return
+		}
+		m, _ := json.Marshal(method)
+		head := `{"id":` + compact.String()
+		line := head + `,"method":` + string(m) + `,"params":{"pad":"` + strings.Repeat("p", 64) + `"}}`
+		n := len(head) + 1 + max(0, cut)%(len(line)-len(head))
+		if got := headID([]byte(line[:n])); string(got) != compact.String() {
+			t.Fatalf("headID(%q) = %q, want %q", line[:n], got, compact.String())
+		}
+	})
+}
