@@ -35,7 +35,7 @@ func helpOf(t *testing.T, bin string, args ...string) string {
 	return string(out)
 }
 
-var flagRE = regexp.MustCompile(`(?m)^  -([a-z][a-z-]*)`)
+var flagRE = regexp.MustCompile(`(?m)^  --?([a-z][a-z-]*)`)
 
 // The documented subcommands, flags and GARUDA_* variables are the code's, both ways: every subcommand and flag of
 // garuda and garuda-exec is documented, every --flag the docs name exists (or is another program's, listed here),
@@ -44,7 +44,7 @@ func TestDocsMatchTheCode(t *testing.T) {
 	needBins(t)
 	docs := docsText(t)
 	commands := map[string][]string{
-		bins.garuda: {"acp", "setup", "doctor", "trust", "undo", "audit verify", "version"},
+		bins.garuda: {"acp", "run", "setup", "doctor", "trust", "undo", "audit verify", "version"},
 		bins.exec:   {"serve", "doctor", "version"},
 	}
 	codeFlags := map[string]bool{"help": true, "version": true}
@@ -66,8 +66,8 @@ func TestDocsMatchTheCode(t *testing.T) {
 			}
 		}
 	}
-	// Flags of other programs the docs show (systemctl, sha256sum, useradd, go, npm ...).
-	others := []string{"user", "system", "now", "ignore-missing", "user-group", "shell", "home-dir", "value", "make-acp-client"}
+	// Flags of other programs the docs show (systemctl, sha256sum, useradd, go, npm, git, pre-commit ...).
+	others := []string{"user", "system", "now", "ignore-missing", "user-group", "shell", "home-dir", "value", "make-acp-client", "global", "config"}
 	for _, m := range regexp.MustCompile(`--([a-z][a-z-]*)`).FindAllStringSubmatch(docs, -1) {
 		if !codeFlags[m[1]] && !slices.Contains(others, m[1]) {
 			t.Errorf("the docs name --%s, which neither garuda nor garuda-exec has", m[1])

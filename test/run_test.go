@@ -443,3 +443,28 @@ func BenchmarkRunFirstByte(b *testing.B) {
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms-to-first-byte")
 }
+
+// --continue goes on with the newest session of the folder, and the model hears the earlier turn; --resume of an id
+// that is not there is a setup error that says so.
+func TestRunContinue(t *testing.T) {
+	e := newRunEnv(t, fakeprovider.Turn{Text: "first answer"}, fakeprovider.Turn{Text: "second answer"})
+	code, stdout, stderr := e.run("--json", "remember the word PELICAN")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	first := events(t, stdout)[0]["sessionId"]
+	code, stdout, stderr = e.run("--json", "--continue", "what was the word?")
+	if code != 0 {
+		t.Fatalf("continue: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if got := events(t, stdout)[0]["sessionId"]; got != first {
+		t.Errorf("--continue opened %v, want the earlier %v", got, first)
+	}
+	if !e.provider.LastBodyContains("PELICAN") || !e.provider.LastBodyContains("first answer") {
+		t.Error("the continued turn did not send the earlier conversation")
+	}
+	code, _, stderr = e.run("--resume", "0123456789abcdef01234567", "hi")
+	if code != 3 || !strings.Contains(stderr, "0123456789abcdef01234567") {
+		t.Errorf("--resume of an unknown id: exit %d\n%s", code, stderr)
+	}
+}

@@ -28,6 +28,9 @@ flags:
   --cwd DIR          the project folder (default: the current folder)
   --model M          the model (a name from models.json or provider/model-id; default GARUDA_MODEL, models.json)
   --mode plan|build  plan reads and asks before any change (default build)
+  --resume ID        continue an earlier session (from an editor or a run; its id is in --json's session event
+                     and in the editor's history) with its whole conversation
+  --continue         continue the newest session of the project folder
   --max-steps N      at most N model requests in the turn
   --json             stdout carries only JSON lines, one event each (session, text, thought, tool_call,
                      tool_update, question, notice, plan, error, stop)
@@ -53,6 +56,8 @@ func run(ctx context.Context, args []string) error {
 	cwd := fs.String("cwd", "", "")
 	model := fs.String("model", os.Getenv("GARUDA_MODEL"), "")
 	mode := fs.String("mode", "", "")
+	resume := fs.String("resume", "", "")
+	cont := fs.Bool("continue", false, "")
 	maxSteps := fs.Int("max-steps", 0, "")
 	jsonOut := fs.Bool("json", false, "")
 	quiet := fs.Bool("quiet", false, "")
@@ -79,6 +84,9 @@ func run(ctx context.Context, args []string) error {
 	}
 	if *mode != "" && *mode != "plan" && *mode != "build" {
 		return usageErr(fmt.Sprintf("--mode %q: use plan or build", *mode))
+	}
+	if *resume != "" && *cont {
+		return usageErr("--resume and --continue name different sessions: give one")
 	}
 	if *maxSteps < 0 {
 		return usageErr("--max-steps must be at least 1")
@@ -151,7 +159,7 @@ func run(ctx context.Context, args []string) error {
 		b.Open()
 	}()
 	o := runner.Options{
-		Prompt: prompt, Cwd: dir, Model: *model, Mode: *mode, MaxSteps: *maxSteps, JSON: *jsonOut, Quiet: *quiet,
+		Prompt: prompt, Cwd: dir, Model: *model, Mode: *mode, Resume: *resume, Continue: *cont, MaxSteps: *maxSteps, JSON: *jsonOut, Quiet: *quiet,
 		Allow: allow, Stdout: stdout, Stderr: os.Stderr, Styled: isTerminal(2) && !*jsonOut,
 		Interrupt: interrupt, OutputClosed: outputClosed,
 		Broker: b.Client, BrokerDone: b.Done(), Version: Version, Getenv: os.Getenv,

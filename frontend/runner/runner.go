@@ -52,6 +52,8 @@ type Options struct {
 	Cwd      string // absolute
 	Model    string // --model; empty: GARUDA_MODEL or the default of models.json
 	Mode     string // plan or build; empty: build
+	Resume   string // --resume: the session to continue; empty: a new one
+	Continue bool   // --continue: continue the newest session of Cwd
 	MaxSteps int
 	JSON     bool // stdout carries only JSON lines
 	Quiet    bool // no thoughts
@@ -114,14 +116,14 @@ func Run(ctx context.Context, o Options) int {
 		out.fail(message(err))
 		return finish(ExitSetup)
 	}
-	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: o.Cwd, McpServers: []acp.McpServer{}})
+	id, err := openSession(ctx, conn, o)
 	if err != nil {
 		out.fail(message(err))
 		return finish(ExitSetup)
 	}
-	out.begin(string(sess.SessionId))
+	out.begin(string(id))
 	if o.Mode != "" {
-		if _, err := conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: sess.SessionId, ModeId: acp.SessionModeId(o.Mode)}); err != nil {
+		if _, err := conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: id, ModeId: acp.SessionModeId(o.Mode)}); err != nil {
 			out.fail(message(err))
 			return finish(ExitUsage)
 		}
@@ -133,12 +135,12 @@ func Run(ctx context.Context, o Options) int {
 	}
 	answered := make(chan answer, 1)
 	go func() {
-		resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(o.Prompt)}})
+		resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: id, Prompt: []acp.ContentBlock{acp.TextBlock(o.Prompt)}})
 		answered <- answer{resp, err}
 	}()
 	var cancelOnce sync.Once
 	cancelTurn := func() {
-		cancelOnce.Do(func() { conn.Cancel(context.WithoutCancel(ctx), acp.CancelNotification{SessionId: sess.SessionId}) })
+		cancelOnce.Do(func() { conn.Cancel(context.WithoutCancel(ctx), acp.CancelNotification{SessionId: id}) })
 	}
 	interrupts, closedOut := o.Interrupt, o.OutputClosed
 	for {
@@ -176,6 +178,27 @@ func Run(ctx context.Context, o Options) int {
 			return finish(ExitModel)
 		}
 	}
+}
+
+// openSession starts a new session, or continues an earlier one (from an editor or a run) without its replay.
+func openSession(ctx context.Context, conn *acp.ClientSideConnection, o Options) (acp.SessionId, error) {
+	id := acp.SessionId(o.Resume)
+	if o.Continue {
+		list, err := conn.ListSessions(ctx, acp.ListSessionsRequest{Cwd: &o.Cwd})
+		if err != nil {
+			return "", err
+		}
+		if len(list.Sessions) == 0 {
+			return "", fmt.Errorf("--continue: no earlier session in %s; start one without --continue", o.Cwd)
+		}
+		id = list.Sessions[0].SessionId // newest first
+	}
+	if id != "" {
+		_, err := conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: id, Cwd: o.Cwd, McpServers: []acp.McpServer{}})
+		return id, err
+	}
+	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: o.Cwd, McpServers: []acp.McpServer{}})
+	return sess.SessionId, err
 }
 
 // message is an ACP error in words: its message, without the JSON the SDK wraps it in.
