@@ -212,6 +212,38 @@ func TestRunExitCodes(t *testing.T) {
 			t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 		}
 	})
+	t.Run("prompt of 1 MB", func(t *testing.T) {
+		e := newRunEnv(t)
+		cmd := e.command()
+		cmd.Stdin = strings.NewReader(strings.Repeat("a", 1<<20))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "name it in the prompt") {
+			t.Fatalf("%v\n%s", err, &stderr)
+		}
+		if len(e.provider.Requests()) != 0 {
+			t.Error("the model was asked")
+		}
+	})
+	t.Run("a terminal on stdin and no prompt", func(t *testing.T) {
+		e := newRunEnv(t)
+		ptmx, ptsPath := openPty(t)
+		defer ptmx.Close()
+		pts, err := os.OpenFile(ptsPath, os.O_RDWR|unix.O_NOCTTY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pts.Close()
+		cmd := e.command()
+		cmd.Stdin = pts
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err = cmd.Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "no prompt") {
+			t.Fatalf("%v\n%s", err, &stderr)
+		}
+	})
 	t.Run("help", func(t *testing.T) {
 		e := newRunEnv(t)
 		code, stdout, _ := e.run("--help")
