@@ -160,23 +160,11 @@ func acp(ctx context.Context, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	b, err := brokerconn.Start(ctx, brokerconn.Options{Addr: *addr, Stderr: os.Stderr})
+	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr, Stderr: os.Stderr})
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	// The editor is answered at once; every broker call waits until the broker answered and the front end has
-	// confined itself (loading the TLS roots alone takes about 10 ms).
-	ctx, fail := context.WithCancelCause(ctx)
-	defer fail(nil)
-	go func() {
-		if err := b.Ready(ctx); err != nil {
-			fail(err)
-			return
-		}
-		confineSelf()
-		b.Open()
-	}()
 	err = acpagent.Serve(ctx, os.Stdin, protocol, acpagent.Options{
 		Broker:     b.Client,
 		BrokerDone: b.Done(),
@@ -194,6 +182,27 @@ func acp(ctx context.Context, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// startBroker starts (or reaches) the broker and, once it answered, confines the front end. The editor is answered
+// at once; every broker call waits until the broker answered and the front end has confined itself (loading the
+// TLS roots alone takes about 10 ms). The context returned ends, with the broker's error as its cause, when the
+// broker cannot be reached.
+func startBroker(ctx context.Context, o brokerconn.Options) (*brokerconn.Broker, context.Context, error) {
+	b, err := brokerconn.Start(ctx, o)
+	if err != nil {
+		return nil, ctx, err
+	}
+	ctx, fail := context.WithCancelCause(ctx)
+	go func() {
+		if err := b.Ready(ctx); err != nil {
+			fail(err)
+			return
+		}
+		confineSelf()
+		b.Open()
+	}()
+	return b, ctx, nil
 }
 
 // doctor prints which broker answers and what it enforces.

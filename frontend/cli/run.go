@@ -142,22 +142,12 @@ func run(ctx context.Context, args []string) error {
 	}()
 	go watchPipeReader(stdout, closed) // a reader that went away is seen at once, not at the next write
 
-	b, err := brokerconn.Start(ctx, brokerconn.Options{Addr: *addr, Stderr: os.Stderr, OwnGroup: true})
+	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr, Stderr: os.Stderr, OwnGroup: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "garuda run:", err)
 		return exitError(runner.ExitSetup)
 	}
 	defer b.Close()
-	ctx, fail := context.WithCancelCause(ctx)
-	defer fail(nil)
-	go func() {
-		if err := b.Ready(ctx); err != nil {
-			fail(err)
-			return
-		}
-		confineSelf()
-		b.Open()
-	}()
 	o := runner.Options{
 		Prompt: prompt, Cwd: dir, Model: *model, Mode: *mode, Resume: *resume, Continue: *cont, MaxSteps: *maxSteps, JSON: *jsonOut, Quiet: *quiet,
 		Allow: allow, Stdout: stdout, Stderr: os.Stderr, Styled: isTerminal(2) && !*jsonOut,
