@@ -72,19 +72,21 @@ bench: build
 
 # make fuzz: every Fuzz target of the tree, one go test -fuzz per target (go fuzzes one target at a time), FUZZTIME
 # each, with FUZZPARALLEL workers. CI's go test runs the seed corpora and testdata/fuzz only. A new interesting
-# input is minimized for at most FUZZMINIMIZE (go's default of 60 s stalls a short run).
+# input is minimized for at most FUZZMINIMIZE (go's default of 60 s stalls a short run). Every target runs; the
+# failed ones are listed at the end.
 FUZZTIME     ?= 10s
 FUZZPARALLEL ?= 1
 FUZZMINIMIZE ?= 1s
 fuzz:
-	@set -e; for f in $$(grep -rl --include='*_test.go' --exclude-dir=.tools '^func Fuzz' . | sort); do \
+	@failed=""; for f in $$(grep -rl --include='*_test.go' --exclude-dir=.tools '^func Fuzz' . | sort); do \
 		d=$$(dirname $$f); \
 		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
 			echo "== $$d $$t ($(FUZZTIME))"; \
 			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) \
-				-parallel $(FUZZPARALLEL) $$d; \
+				-parallel $(FUZZPARALLEL) $$d || failed="$$failed $$d:$$t"; \
 		done; \
-	done
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz targets that failed:$$failed"; exit 1; fi
 
 # make soak: SOAKSESSIONS ACP sessions in one garuda acp for SOAKTIME against the fake provider, failing on growth
 # of memory, descriptors, goroutines or processes (bench/procbench/soak.go says the bounds). Not in make test.

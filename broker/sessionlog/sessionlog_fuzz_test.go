@@ -1,6 +1,7 @@
 package sessionlog
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -112,3 +113,56 @@ func FuzzRead(f *testing.F) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// FuzzParse checks the replay reader (parse, which Load uses): its quick path reads a line exactly as JSON does,
+// and a file cut anywhere reads back as a prefix of the whole file's entries, with whole at the start of the torn
+// line (or the end).
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("{\"time\":\"2001-09-09T01:46:40Z\",\"kind\":\"header\",\"data\":{\"version\":1,\"root\":\"/p\",\"uid\":0}}\n"+
+		"{\"time\":\"2001-09-09T01:46:40Z\",\"kind\":\"prompt\",\"data\":{\"text\":\"hi\"}}\n{\"time\":\"2001-09-09T01:46:40Z\",\"kind\":\"stop\"}\n"), 40)
+	f.Add([]byte("{\"time\":\"2001-09-09T01:46:40.5+02:00\",\"kind\":\"prompt\",\"data\":\"\\u2028\"}\n{\"kind\":\"x\"}\n"), 10)
+	f.Add([]byte("{\"time\":\"2001-09-09T01:46:40Z\",\"kind\":\"a\",\"data\":{}}}\n"), 5)
+	f.Fuzz(func(t *testing.T, data []byte, cut int) {
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			q, ok := quickEntry(line)
+			if !ok {
+				continue
+			}
+			var e Entry
+			if err := json.Unmarshal(line, &e); err != nil {
+				t.Fatalf("the quick path reads %q, which is not JSON: %v", line, err)
+			}
+			if !q.Time.Equal(e.Time) || q.Kind != e.Kind || !sameJSON(q.Data, e.Data) {
+				t.Fatalf("%q: the quick path reads %v %q %s, JSON %v %q %s", line, q.Time, q.Kind, q.Data, e.Time, e.Kind, e.Data)
+			}
+		}
+		all, whole, err := parse(data)
+		if err != nil {
+			return
+		}
+		n := int(uint(cut) % uint(len(data)+1))
+		got, w, err := parse(data[:n])
+		if err != nil {
+			t.Fatalf("the whole file parses, its first %d bytes do not: %v", n, err)
+		}
+		lines := bytes.Count(data[:n], []byte("\n"))
+		if len(got) != lines || len(got) > len(all) || int(w) != bytes.LastIndexByte(data[:n], '\n')+1 {
+			t.Fatalf("cut at %d: %d entries up to %d, want the %d whole lines (of %d entries up to %d)", n, len(got), w, lines,
+				len(all), whole)
+		}
+		for i := range got {
+			if !got[i].Time.Equal(all[i].Time) || got[i].Kind != all[i].Kind || !sameJSON(got[i].Data, all[i].Data) {
+				t.Fatalf("cut at %d: entry %d reads %+v, whole %+v", n, i, got[i], all[i])
+			}
+		}
+	})
+}
+
+// sameJSON compares two JSON texts as values (the quick path keeps the data's spacing as written).
+func sameJSON(a, b []byte) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}

@@ -25,8 +25,8 @@ var inboxSeeds = []string{
 }
 
 // FuzzInbox feeds a stream of lines through the inbox, some of them made longer than the SDK's limit, and reads
-// it back in fuzzed chunk sizes. What the SDK gets is exactly the lines within the limit, byte for byte and in
-// order, then the reader's EOF; each over-long request with an id gets one invalid-params answer with that id,
+// it back in fuzzed chunk sizes. What the SDK gets is exactly the lines within the limit that are JSON (or blank),
+// byte for byte and in order, then the reader's EOF; each over-long request with an id gets one invalid-params answer with that id,
 // anything else over the limit gets none; prompts and cancels counted for the session are never more than the
 // lines that could be one.
 func FuzzInbox(f *testing.F) {
@@ -62,8 +62,8 @@ func FuzzInbox(f *testing.F) {
 				if id := headID([]byte(line[:min(len(line), headSize)])); id != nil && string(id) != "null" {
 					overIDs = append(overIDs, string(id))
 				}
-			} else {
-				want.WriteString(line)
+			} else if t := bytes.TrimSpace([]byte(line)); len(t) == 0 || json.Valid(t) {
+				want.WriteString(line) // a line that is not JSON is dropped (logged by its head)
 			}
 			input.WriteString(line)
 		}
