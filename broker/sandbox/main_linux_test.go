@@ -16,7 +16,10 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 4 && os.Args[1] == brokerArg {
 		os.Exit(runBroker(os.Args[2:]))
 	}
-	os.Exit(m.Run())
+	restore := isolateMemoryCgroup()
+	code := m.Run()
+	restore()
+	os.Exit(code)
 }
 
 // fixture is a project root, a private temp folder and a fake home with secrets, all under t.TempDir().

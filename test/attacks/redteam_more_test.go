@@ -763,7 +763,7 @@ func TestRedTeamRecordStaysInSessions(t *testing.T) {
 	}
 	ents, _ := os.ReadDir(filepath.Join(e.home, "sessions"))
 	for _, ent := range ents {
-		if n := ent.Name(); n != sid+".jsonl" && n != planted+".jsonl" {
+		if n := ent.Name(); n != sid+".jsonl" && n != sid+".meta.json" && n != planted+".jsonl" {
 			t.Errorf("Record made %s", n)
 		}
 	}
