@@ -30,6 +30,7 @@ const (
 	fdSlack       = 3    // descriptors above the warm-up's count at rest
 	goroutineSlak = 10   // broker goroutines above the warm-up's count at rest (gRPC keeps a few on its own clock)
 	cancelEvery   = 5    // every fifth turn of a session is a command that is cancelled while it runs
+	reopenEvery   = 24   // every 24th turn of a session is followed by session/close and session/load
 )
 
 // soakConfig is what -soak runs.
@@ -60,6 +61,7 @@ type rest struct {
 // soakResult is what a soak measured.
 type soakResult struct {
 	turns, cancels, failed int
+	reopens                int
 	tools                  map[string]int // tool calls by kind and final status
 	why                    []string       // what the first failed tool calls said
 	samples                []soakSample
@@ -186,7 +188,8 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 	stdin, _ := gcmd.StdinPipe()
 	stdout, _ := gcmd.StdoutPipe()
 	ed := newEditor(stdin)
-	tools := map[string]int{} // "edit_file completed": tool calls of each kind by their last status
+	tools := map[string]int{}    // "edit_file completed": tool calls of each kind by their last status
+	loading := map[string]bool{} // sessions whose load is replaying
 	ed.onUpdate = func(params json.RawMessage) {
 		var u struct {
 			Update struct {
@@ -196,8 +199,15 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 				Content    json.RawMessage `json:"content"`
 			} `json:"update"`
 		}
-		if json.Unmarshal(params, &u) != nil || u.Update.Kind != "tool_call_update" {
-			return
+		var sid struct {
+			SessionID string `json:"sessionId"`
+		}
+		json.Unmarshal(params, &sid)
+		mu.Lock()
+		replay := loading[sid.SessionID]
+		mu.Unlock()
+		if replay || json.Unmarshal(params, &u) != nil || u.Update.Kind != "tool_call_update" {
+			return // a load's replay repeats what was counted when it happened
 		}
 		if u.Update.Status != "completed" && u.Update.Status != "failed" {
 			return
@@ -243,8 +253,8 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 		res.tools = tools
 	}()
 	type sess struct {
-		id   string
-		turn int
+		id, root string
+		turn     int
 	}
 	sessions := make([]*sess, cfg.sessions)
 	for i := range sessions {
@@ -263,7 +273,33 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 		if _, err := await(ctx, ch, "session/new", r.timeout, &ns); err != nil {
 			return res, err
 		}
-		sessions[i] = &sess{id: ns.SessionID}
+		sessions[i] = &sess{id: ns.SessionID, root: root}
+	}
+
+	// reopen closes a session and loads it again: its broker session is freed, its file replayed.
+	reopen := func(id, root string) error {
+		ch, err := ed.send("session/close", map[string]any{"sessionId": id})
+		if err != nil {
+			return err
+		}
+		if _, err := await(ctx, ch, "session/close", r.timeout, nil); err != nil {
+			return err
+		}
+		mu.Lock()
+		loading[id] = true
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			delete(loading, id)
+			res.reopens++
+			mu.Unlock()
+		}()
+		ch, err = ed.send("session/load", map[string]any{"sessionId": id, "cwd": root, "mcpServers": []any{}})
+		if err != nil {
+			return err
+		}
+		_, err = await(ctx, ch, "session/load", 2*r.timeout, nil)
+		return err
 	}
 
 	// turn runs one turn of session i: a normal one, or every cancelEvery-th a command cancelled while it runs.
@@ -294,6 +330,11 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 		}
 		if _, err := await(ctx, ch, "session/prompt ("+text+")", 2*r.timeout, &pr); err != nil {
 			return err
+		}
+		if s.turn%reopenEvery == 0 {
+			if err := reopen(s.id, s.root); err != nil {
+				return err
+			}
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -468,8 +509,8 @@ func (res soakResult) check() []string {
 
 // report prints the figures of a soak.
 func (res soakResult) report(w io.Writer, cfg soakConfig) {
-	fmt.Fprintf(w, "soak: %d sessions for %s: %d turns, %d cancels, %d failed, %d samples every %s\n",
-		cfg.sessions, cfg.length, res.turns, res.cancels, res.failed, len(res.samples), cfg.sampleEvery())
+	fmt.Fprintf(w, "soak: %d sessions for %s: %d turns, %d cancels, %d close+load, %d failed, %d samples every %s\n",
+		cfg.sessions, cfg.length, res.turns, res.cancels, res.reopens, res.failed, len(res.samples), cfg.sampleEvery())
 	var kinds []string
 	for k := range res.tools {
 		kinds = append(kinds, k)

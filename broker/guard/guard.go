@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/garuda-dev/garuda/policy"
 )
@@ -287,7 +286,7 @@ const maxConfig = 1 << 20
 // readFile reads a regular file below the root, following no symbolic link at its end and never blocking on a
 // FIFO a command planted, at most maxConfig bytes.
 func (g *Guard) readFile(rel string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(g.abs(rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(g.abs(rel), os.O_RDONLY|oNoFollow|oNonblock, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -408,15 +407,15 @@ func fingerprint(abs string) string {
 	n := 0
 	var walk func(p, name string)
 	walk = func(p, name string) {
-		var st syscall.Stat_t
-		if err := syscall.Lstat(p, &st); err != nil {
+		key, dir, ok := statKey(p)
+		if !ok {
 			if name == "" {
 				b.WriteString("absent")
 			}
 			return
 		}
-		fmt.Fprintf(&b, "%s:%d:%d:%d.%d:%o;", name, st.Ino, st.Size, st.Ctim.Sec, st.Ctim.Nsec, st.Mode)
-		if st.Mode&syscall.S_IFMT != syscall.S_IFDIR || n > 1000 {
+		fmt.Fprintf(&b, "%s:%s;", name, key)
+		if !dir || n > 1000 {
 			return
 		}
 		ents, err := os.ReadDir(p)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/garuda-dev/garuda/policy"
 )
@@ -178,7 +177,7 @@ func (t *tree) load(rel string, inGit bool) {
 
 // read lists one folder without following a symbolic link to it.
 func (t *tree) read(rel string, inGit bool, wd int32) (*node, bool) {
-	f, err := os.OpenFile(t.abs(rel), os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(t.abs(rel), os.O_RDONLY|oDirectory|oNoFollow|oNonblock, 0)
 	if err != nil {
 		return nil, false
 	}

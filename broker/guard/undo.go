@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 )
 
 // Report is what the guard found and undid after a command.
@@ -287,7 +286,7 @@ func (u *undoer) hook(rel string) {
 	if fi.Mode().Perm()&0o111 == 0 {
 		return
 	}
-	f, err := u.r.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := u.r.OpenFile(rel, os.O_RDONLY|oNoFollow|oNonblock, 0)
 	if err != nil {
 		u.failed("could not disable the hook %s: %v", rel, err)
 		return
@@ -325,10 +324,10 @@ func (u *undoer) config(rel string) {
 		return
 	}
 	tmp := rel + ".garuda-tmp"
-	f, err := u.r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	f, err := u.r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		u.r.Remove(tmp)
-		f, err = u.r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		f, err = u.r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
 	}
 	if err != nil {
 		u.failed("could not rewrite %s: %v", rel, err)
