@@ -67,6 +67,13 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// fakeModels is a models.json whose default model "fake" is served by a fake Anthropic provider at url, its key in
+// LOCAL_API_KEY.
+func fakeModels(url string) string {
+	return fmt.Sprintf(`{"default":"fake","providers":{"local":{"type":"anthropic","base_url":%q,"api_key_env":"LOCAL_API_KEY"}},`+
+		`"models":{"fake":{"provider":"local","id":"fake-model"}}}`, url)
+}
+
 func needBins(t *testing.T) {
 	t.Helper()
 	if bins.err != nil {

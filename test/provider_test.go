@@ -29,7 +29,7 @@ func TestAcpReachesProviderByName(t *testing.T) {
 		t.Fatalf("the fake provider's URL %s has no 127.0.0.1 to replace", srv.URL)
 	}
 	home := t.TempDir()
-	models := fmt.Sprintf(`{"default":"fake","providers":{"local":{"type":"anthropic","base_url":%q,"api_key_env":"LOCAL_API_KEY"}},"models":{"fake":{"provider":"local","id":"fake-model"}}}`, byName)
+	models := fakeModels(byName)
 	if err := os.WriteFile(filepath.Join(home, "models.json"), []byte(models), 0o600); err != nil {
 		t.Fatal(err)
 	}

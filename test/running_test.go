@@ -39,7 +39,7 @@ func startWithCommand(t *testing.T, marker string) *editor {
 	t.Cleanup(srv.Close)
 	home := t.TempDir()
 	root := t.TempDir()
-	models := fmt.Sprintf(`{"default":"fake","providers":{"local":{"type":"anthropic","base_url":%q,"api_key_env":"LOCAL_API_KEY"}},"models":{"fake":{"provider":"local","id":"fake-model"}}}`, srv.URL)
+	models := fakeModels(srv.URL)
 	if err := os.WriteFile(filepath.Join(home, "models.json"), []byte(models), 0o600); err != nil {
 		t.Fatal(err)
 	}

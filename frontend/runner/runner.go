@@ -13,7 +13,6 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/garuda-dev/garuda/frontend/acpagent"
-	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -73,8 +72,6 @@ type Options struct {
 	BrokerDone <-chan struct{}
 	Version    string
 	Getenv     func(string) string
-	// NewModel is for tests (acpagent.Options.NewModel).
-	NewModel func(ms *execv1.ModelSettings, apiKey string) (model.Client, error)
 }
 
 // Run runs the prompt and returns the exit code. Errors are written to Stderr (and, with JSON, as an event).
@@ -90,7 +87,7 @@ func Run(ctx context.Context, o Options) int {
 	go func() {
 		err := acpagent.Serve(ctx, agentIn, agentOut, acpagent.Options{
 			Broker: o.Broker, BrokerDone: o.BrokerDone, Version: o.Version, Model: o.Model, Getenv: o.Getenv,
-			NewModel: o.NewModel, MaxSteps: o.MaxSteps, Ask: out.ask,
+			MaxSteps: o.MaxSteps, Ask: out.ask,
 			Log: slog.New(slog.NewTextHandler(o.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})
 		agentOut.Close()
