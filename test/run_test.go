@@ -35,7 +35,7 @@ func newRunEnv(t *testing.T, turns ...fakeprovider.Turn) *runEnv {
 	}
 	t.Cleanup(srv.Close)
 	e := &runEnv{t: t, home: t.TempDir(), root: t.TempDir(), provider: srv}
-	models := fmt.Sprintf(`{"default":"fake","providers":{"local":{"type":"anthropic","base_url":%q,"api_key_env":"LOCAL_API_KEY"}},"models":{"fake":{"provider":"local","id":"fake-model"}}}`, srv.URL)
+	models := fakeModels(srv.URL)
 	if err := os.WriteFile(filepath.Join(e.home, "models.json"), []byte(models), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +454,7 @@ func BenchmarkRunFirstByte(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		models := fmt.Sprintf(`{"default":"fake","providers":{"local":{"type":"anthropic","base_url":%q,"api_key_env":"LOCAL_API_KEY"}},"models":{"fake":{"provider":"local","id":"fake-model"}}}`, srv.URL)
+		models := fakeModels(srv.URL)
 		os.WriteFile(filepath.Join(home, "models.json"), []byte(models), 0o600)
 		cmd := exec.Command(bins.garuda, "run", "hi")
 		cmd.Dir = root
@@ -498,5 +498,34 @@ func TestRunContinue(t *testing.T) {
 	code, _, stderr = e.run("--resume", "0123456789abcdef01234567", "hi")
 	if code != 3 || !strings.Contains(stderr, "0123456789abcdef01234567") {
 		t.Errorf("--resume of an unknown id: exit %d\n%s", code, stderr)
+	}
+}
+
+// --allow-commands covers sandboxed commands only: a command the model asks to run outside the sandbox stays a
+// question, denied with no terminal. The control: --dangerously-allow-outside-sandbox lets it run. The broker says
+// which it is (Question.outside_sandbox); the title of both is the same "$ command".
+func TestRunAllowCommandsStopsAtTheSandbox(t *testing.T) {
+	for _, flag := range []string{"--allow-commands", "--dangerously-allow-outside-sandbox"} {
+		t.Run(flag, func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "ran")
+			in, _ := json.Marshal(map[string]any{"command": "touch " + marker, "sandbox": false})
+			e := newRunEnv(t, fakeprovider.Turn{ToolCalls: []fakeprovider.ToolCall{{ID: "b1", Name: "bash", Input: string(in)}}},
+				fakeprovider.Turn{Text: "ok"})
+			code, stdout, stderr := e.run("--json", flag, "run it outside")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			_, err := os.Stat(marker)
+			qs := ofType(events(t, stdout), "question")
+			if len(qs) != 1 || qs[0]["outsideSandbox"] != true || qs[0]["kind"] != "command" {
+				t.Fatalf("questions: %v", qs)
+			}
+			if flag == "--allow-commands" && (err == nil || qs[0]["answer"] != "deny") {
+				t.Fatalf("--allow-commands ran a command outside the sandbox: %v", qs)
+			}
+			if flag != "--allow-commands" && (err != nil || qs[0]["answer"] != "once") {
+				t.Fatalf("control: %s did not let the command run: %v %v", flag, qs, err)
+			}
+		})
 	}
 }
