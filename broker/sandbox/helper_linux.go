@@ -125,13 +125,10 @@ func runInit() {
 	if err != nil {
 		report(helperStatus{SetupError: fmt.Sprintf("error pipe: %v", err)})
 	}
-	devNull, err := os.Open(os.DevNull)
-	if err != nil {
-		report(helperStatus{SetupError: fmt.Sprintf("open %s: %v", os.DevNull, err)})
-	}
+	// The command's stdin is the helper's: /dev/null, or the pipe of Spec.Stdin (then only the command holds it).
 	proc, err := os.StartProcess("/proc/self/exe", []string{"garuda-sandbox", HelperArg, "exec"}, &os.ProcAttr{
 		Env:   []string{},
-		Files: []*os.File{devNull, os.Stdout, os.Stderr, specR, errW},
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, errW},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL},
 	})
 	if err != nil {
@@ -139,7 +136,7 @@ func runInit() {
 	}
 	specR.Close()
 	errW.Close()
-	devNull.Close()
+	os.Stdin.Close()
 	_ = json.NewEncoder(specW).Encode(hs)
 	specW.Close()
 	// EOF here means the exec stage reached execve (the pipe is close-on-exec); bytes mean it failed.

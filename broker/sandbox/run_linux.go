@@ -76,11 +76,11 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if !hs.NetNS && !s.Unsandboxed {
 		notices = append(notices, noNetNSNotice)
 	}
-	h, err := startHelper(hs, cg)
+	h, err := startHelper(hs, cg, s.Stdin, s.Stdout)
 	if err != nil && hs.NetNS && !s.Unsandboxed {
 		// The kernel refused a network namespace: fall back to Landlock TCP rules and AF_UNIX-only sockets.
 		hs.NetNS = false
-		if h, err = startHelper(hs, cg); err == nil {
+		if h, err = startHelper(hs, cg, s.Stdin, s.Stdout); err == nil {
 			notices = append(notices, noNetNSNotice)
 		}
 	}
@@ -91,12 +91,23 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 
 	outDone := make(chan struct{})
 	go func() { sink.copyFrom(h.out); h.out.Close(); close(outDone) }()
+	stdoutDone := make(chan struct{})
+	go func() {
+		if h.stdout != nil {
+			_, _ = io.Copy(s.Stdout, h.stdout)
+			h.stdout.Close()
+		}
+		close(stdoutDone)
+	}()
 	stDone := make(chan []byte, 1)
 	go func() { b, _ := io.ReadAll(h.status); h.status.Close(); stDone <- b }()
 	waitDone := make(chan error, 1)
 	go func() { waitDone <- h.cmd.Wait() }()
 
 	tctx, cancel := context.WithTimeout(ctx, effectiveTimeout(s.Timeout))
+	if s.UntilCancelled {
+		tctx, cancel = context.WithCancel(ctx)
+	}
 	defer cancel()
 	res := &Result{Notices: notices}
 	var waitErr error
@@ -107,7 +118,11 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		res.TimedOut = !res.Cancelled
 		waitErr = stop(h, waitDone, shutdownRequested(ctx))
 	}
+	if h.stdin != nil {
+		h.stdin.Close() // ends the copy of Stdin at its next read or write
+	}
 	<-outDone
+	<-stdoutDone
 	stBytes := <-stDone
 	res.Duration = time.Since(start)
 	if s.OutputFile != "" {
@@ -339,50 +354,75 @@ type helper struct {
 	cmd    *exec.Cmd
 	out    *os.File
 	status *os.File
+	stdin  *os.File // the write end of the command's stdin, when Spec.Stdin is set
+	stdout *os.File // the read end of the command's own stdout, when Spec.Stdout is set
 }
 
-// startHelper starts the init stage in new namespaces, puts it in cg, and hands it the spec.
-func startHelper(hs *helperSpec, cg *commandCgroup) (*helper, error) {
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("output pipe: %w", err)
+// startHelper starts the init stage in new namespaces, puts it in cg, and hands it the spec. With stdin or stdout
+// set, the command gets a pipe of its own for each (copied by Run); otherwise /dev/null and the output pipe.
+func startHelper(hs *helperSpec, cg *commandCgroup, stdin io.Reader, stdout io.Writer) (*helper, error) {
+	var parentEnds, childEnds []*os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			f.Close()
+		}
 	}
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, fmt.Errorf("spec pipe: %w", err)
+	pipe := func(what string) (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err != nil {
+			closeAll(parentEnds)
+			closeAll(childEnds)
+			return nil, nil, fmt.Errorf("%s pipe: %w", what, err)
+		}
+		return r, w, nil
 	}
-	stR, stW, err := os.Pipe()
+	outR, outW, err := pipe("output")
 	if err != nil {
-		outR.Close()
-		outW.Close()
-		specR.Close()
-		specW.Close()
-		return nil, fmt.Errorf("status pipe: %w", err)
+		return nil, err
 	}
+	parentEnds, childEnds = append(parentEnds, outR), append(childEnds, outW)
+	specR, specW, err := pipe("spec")
+	if err != nil {
+		return nil, err
+	}
+	parentEnds, childEnds = append(parentEnds, specW), append(childEnds, specR)
+	stR, stW, err := pipe("status")
+	if err != nil {
+		return nil, err
+	}
+	parentEnds, childEnds = append(parentEnds, stR), append(childEnds, stW)
+	h := &helper{out: outR, status: stR}
 	cmd := exec.Command("/proc/self/exe", HelperArg, "init")
 	cmd.Args[0] = "garuda-sandbox"
 	cmd.Env = helperEnv // the broker's environment (provider keys) never reaches the helper
 	cmd.Stdout, cmd.Stderr = outW, outW
+	if stdin != nil {
+		inR, inW, err := pipe("stdin")
+		if err != nil {
+			return nil, err
+		}
+		parentEnds, childEnds = append(parentEnds, inW), append(childEnds, inR)
+		cmd.Stdin, h.stdin = inR, inW
+	}
+	if stdout != nil {
+		soR, soW, err := pipe("stdout")
+		if err != nil {
+			return nil, err
+		}
+		parentEnds, childEnds = append(parentEnds, soR), append(childEnds, soW)
+		cmd.Stdout, h.stdout = soW, soR
+	}
 	cmd.ExtraFiles = []*os.File{specR, stW}
 	cmd.SysProcAttr = sysProcAttr(hs)
 	err = cmd.Start()
-	outW.Close()
-	specR.Close()
-	stW.Close()
+	closeAll(childEnds)
 	if err != nil {
-		outR.Close()
-		specW.Close()
-		stR.Close()
+		closeAll(parentEnds)
 		return nil, fmt.Errorf("start sandbox helper (namespaces %s): %w", nsNames(cmd.SysProcAttr.Cloneflags), err)
 	}
 	fail := func(err error) (*helper, error) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		outR.Close()
-		specW.Close()
-		stR.Close()
+		closeAll(parentEnds)
 		return nil, err
 	}
 	// The kernel's OOM killer takes a command's processes before anything else (the broker, the editor): defends
@@ -401,7 +441,11 @@ func startHelper(hs *helperSpec, cg *commandCgroup) (*helper, error) {
 		return fail(fmt.Errorf("send sandbox spec: %w", err))
 	}
 	specW.Close()
-	return &helper{cmd: cmd, out: outR, status: stR}, nil
+	h.cmd = cmd
+	if stdin != nil {
+		go func() { _, _ = io.Copy(h.stdin, stdin); h.stdin.Close() }() // ends at stdin's EOF or when Run closes h.stdin
+	}
+	return h, nil
 }
 
 // sysProcAttr gives the helper its namespaces. As root the helper stays in the host user namespace (so it can use

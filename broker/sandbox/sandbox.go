@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 )
 
@@ -72,6 +73,17 @@ type Spec struct {
 	Limits       Limits        // memory and process limits (sandboxed commands only)
 	OnOutput     func(chunk []byte)
 	OutputFile   string // where the full output is saved (0600); empty: not saved
+	// Stdin is the command's standard input; nil: /dev/null. The copy into the command ends at Stdin's EOF or when
+	// the command ends, so a long-lived reader (an MCP client, a background process's input) must be closed by its
+	// owner.
+	Stdin io.Reader
+	// Stdout, when set, takes the command's standard output apart from its standard error (an MCP server's protocol
+	// stream, a hook's answer); the output, OnOutput and OutputFile then hold standard error only. It must not block
+	// for ever: Run returns only once everything the command wrote has been taken.
+	Stdout io.Writer
+	// UntilCancelled lifts the wall-clock limit: the command runs until it ends or ctx is cancelled (background
+	// processes, MCP servers). Cancelling still gives it TermGrace between SIGTERM and SIGKILL.
+	UntilCancelled bool
 }
 
 // Result is what a command did.
