@@ -34,6 +34,8 @@ import (
 //
 //	"guard": {"max_entries": N, "skip": ["folder", ...]}   the command guard's walk (see GuardWalk)
 //
+// Every file may hold "hooks" (Claude Code's schema, see Hooks); a project's run only with the user's consent.
+//
 // Unknown keys, duplicate keys and malformed rules are errors naming the file and the line.
 type Settings struct {
 	Name string // the file the settings came from, used in reasons
@@ -48,6 +50,7 @@ type Settings struct {
 
 	Guard  *GuardSettings
 	Limits Limits
+	Hooks  Hooks // nil: none
 }
 
 // Limits are the resource limits of each command; a zero field is not set (the sandbox's default applies).
@@ -290,6 +293,8 @@ func (p *settingsParser) parse(s *Settings) error {
 			})
 		case "guard":
 			return p.guard(s, off)
+		case "hooks":
+			return p.hooks(s)
 		case "audit_dir":
 			if err := teamKey(); err != nil {
 				return err
@@ -373,6 +378,7 @@ func MergeTeam(managed, home *Settings) *Settings {
 			m.AuditDir = f.AuditDir
 		}
 		m.Guard = mergeGuard(m.Guard, f.Guard)
+		m.Hooks = m.Hooks.Join(f.Hooks)
 	}
 	m.Name = strings.Join(names, " + ")
 	return m
