@@ -33,6 +33,7 @@ type operation struct {
 type request struct {
 	policy policy.Request // what the policy decides; a zero Kind means the operation decides inside run (see below)
 	input  string         // what the audit log keeps of it: never file contents or keys
+	quiet  bool           // nothing was done and nothing is recorded (a hook event with no hooks)
 	// run carries the operation out once the decision is not a deny. It may open, read or match its target only
 	// through g's permit, and asks through g.confirm.
 	run func(ctx context.Context, g *grant) (*execv1.Result, error)
@@ -51,6 +52,7 @@ var operations = []operation{
 	{field: "attach_mention", name: policy.OpAttachMention, kind: policy.KindRead, check: checkAttachMention},
 	{field: "resolve_command", name: policy.OpResolveCommand, kind: policy.KindConsent, changes: true, check: checkResolveCommand},
 	{field: "load_skill", name: policy.OpSkill, kind: policy.KindConsent, changes: true, check: checkLoadSkill},
+	{field: "hook_event", name: policy.OpHook, kind: policy.KindConsent, changes: true, check: checkHookEvent},
 }
 
 // operationOf finds the table's entry for a Start.
@@ -89,11 +91,16 @@ func (s *Service) do(ctx context.Context, c *call) (*execv1.Result, error) {
 		case deniedRes != nil:
 			res = deniedRes
 		default:
-			res, err = r.run(ctx, g)
+			// A model's tool call runs between its PreToolUse and PostToolUse hooks: after a deny has answered,
+			// before any question.
+			res, err = s.runTool(ctx, g, r)
 		}
 	}
 	if err != nil {
 		return nil, err
+	}
+	if r.quiet {
+		return res, nil
 	}
 	if res.Status == execv1.Status_STATUS_UNSPECIFIED {
 		res.Status = execv1.Status_STATUS_COMPLETED

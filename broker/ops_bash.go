@@ -54,32 +54,16 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 	if err != nil {
 		return failed(err), nil
 	}
-	// The guard's scan before: what is protected now (made read-only for the command) and what to compare to.
-	var watch *guard.Watch
-	if !op.GetUnsandboxed() {
-		if watch, err = s.guardBegin(sess, st, spec); err != nil {
-			return failed(err), nil
-		}
-		spec.ReadOnly, spec.EnsureDirs = watch.Before().ReadOnly(), watch.Before().EnsureDirs()
-		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
-		if err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs); err != nil {
-			return failed(fmt.Errorf("prepare the protected folders: %w", err)), nil
-		}
-	}
-	// A second name for a protected file would carry writes past its read-only mount: refuse to run.
-	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {
-		return failed(fmt.Errorf("protected files have another hard link, through which a command could change them: %s; remove the other links and try again", strings.Join(linked, ", "))), nil
-	}
-
 	pr := newProgress(c)
 	spec.OnOutput = pr.add
-	res, err := sandbox.Run(ctx, spec)
+	res, undone, err := s.runGuarded(ctx, c, st, spec)
 	pr.stop()
+	var fail *runFailure
+	if errors.As(err, &fail) {
+		return failed(fail.err), nil
+	}
 	if err != nil {
-		if errors.Is(err, sandbox.ErrUnavailable) {
-			return failed(fmt.Errorf("%w; run `garuda-exec doctor` to see what this machine lacks", err)), nil
-		}
-		return failed(fmt.Errorf("run the command: %w", err)), nil
+		return nil, err
 	}
 	out := &execv1.Result{ExitCode: int32(res.ExitCode), Notices: res.Notices}
 	var b strings.Builder
@@ -101,10 +85,9 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 	for _, n := range res.Notices {
 		b.WriteString("\n" + n)
 	}
-	if watch != nil {
-		if err := s.guardEnd(c, watch, &b, out); err != nil {
-			return nil, err
-		}
+	for _, l := range undone {
+		b.WriteString("\n" + l)
+		out.Notices = append(out.Notices, "Garuda: "+l)
 	}
 	out.Content = strings.TrimLeft(b.String(), "\n")
 	if out.Content == "" {
@@ -113,8 +96,71 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 	return out, nil
 }
 
-// commandSpec builds the sandbox's spec from the session and its policy state.
+// runFailure is a sandboxed run that could not start or could not be checked: the call fails with its reason.
+type runFailure struct{ err error }
+
+func (f *runFailure) Error() string { return f.err.Error() }
+func (f *runFailure) Unwrap() error { return f.err }
+
+// runGuarded runs spec in the sandbox under the command guard, the one way the broker runs a command (a bash call,
+// a hook): the guard's scan before (what is protected is made read-only for the command), the run, and the scan
+// after, which undoes what the command left for programs that run later outside the sandbox. It returns the
+// guard's lines about what it undid. A *runFailure error means nothing ran, or its result cannot be trusted; any
+// other error (the audit log) ends the call.
+func (s *Service) runGuarded(ctx context.Context, c *call, st *policy.State, spec sandbox.Spec) (*sandbox.Result, []string, error) {
+	sess := c.sess
+	var watch *guard.Watch
+	var err error
+	if !spec.Unsandboxed {
+		if watch, err = s.guardBegin(sess, st, spec); err != nil {
+			return nil, nil, &runFailure{err}
+		}
+		spec.ReadOnly, spec.EnsureDirs = watch.Before().ReadOnly(), watch.Before().EnsureDirs()
+		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
+		if err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs); err != nil {
+			return nil, nil, &runFailure{fmt.Errorf("prepare the protected folders: %w", err)}
+		}
+	}
+	// A second name for a protected file would carry writes past its read-only mount: refuse to run.
+	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {
+		return nil, nil, &runFailure{fmt.Errorf("protected files have another hard link, through which a command "+
+			"could change them: %s; remove the other links and try again", strings.Join(linked, ", "))}
+	}
+	res, err := sandbox.Run(ctx, spec)
+	if err != nil {
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			return nil, nil, &runFailure{fmt.Errorf("%w; run `garuda-exec doctor` to see what this machine lacks", err)}
+		}
+		return nil, nil, &runFailure{fmt.Errorf("run the command: %w", err)}
+	}
+	if watch == nil {
+		return res, nil, nil
+	}
+	undone, err := s.guardEnd(c, watch, spec.Command)
+	return res, undone, err
+}
+
+// commandSpec builds the sandbox's spec of a bash call from the session and its policy state.
 func (s *Service) commandSpec(sess *session, st *policy.State, op *execv1.Bash) (sandbox.Spec, error) {
+	var timeout time.Duration
+	if ms := op.GetTimeoutMs(); ms > 0 {
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	spec, err := s.sandboxSpec(sess, st, op.GetCommand(), timeout, op.GetUnsandboxed())
+	if err != nil {
+		return spec, err
+	}
+	if err := os.MkdirAll(sess.outputDir, 0o700); err != nil {
+		return sandbox.Spec{}, fmt.Errorf("create the session's output folder: %w", err)
+	}
+	spec.OutputFile = filepath.Join(sess.outputDir, fmt.Sprintf("%s-%s.log", time.Now().UTC().Format("20060102T150405"), newID()[:6]))
+	return spec, nil
+}
+
+// sandboxSpec is the spec every command of a session runs with (a bash call's, a hook's): the project as cwd and
+// the writable root (read-only in plan mode), the session's private temp and cache folders, the secrets hidden,
+// the scrubbed environment and the limits of policy.
+func (s *Service) sandboxSpec(sess *session, st *policy.State, command string, timeout time.Duration, unsandboxed bool) (sandbox.Spec, error) {
 	work, err := s.workDirs(sess)
 	if err != nil {
 		return sandbox.Spec{}, err
@@ -125,15 +171,8 @@ func (s *Service) commandSpec(sess *session, st *policy.State, op *execv1.Bash) 
 		caches[v] = filepath.Join(work.cache, strings.ToLower(v))
 		os.MkdirAll(caches[v], 0o700)
 	}
-	if err := os.MkdirAll(sess.outputDir, 0o700); err != nil {
-		return sandbox.Spec{}, fmt.Errorf("create the session's output folder: %w", err)
-	}
-	var timeout time.Duration
-	if ms := op.GetTimeoutMs(); ms > 0 {
-		timeout = time.Duration(ms) * time.Millisecond
-	}
 	spec := sandbox.Spec{
-		Command:      op.GetCommand(),
+		Command:      command,
 		Dir:          sess.root,
 		Root:         sess.root,
 		ReadOnlyRoot: st.Mode == policy.ModePlan,
@@ -141,10 +180,9 @@ func (s *Service) commandSpec(sess *session, st *policy.State, op *execv1.Bash) 
 		Hidden:       s.secrets(st),
 		Env:          sandbox.BaseEnv(s.userHome, work.tmp, caches),
 		Timeout:      timeout,
-		Unsandboxed:  op.GetUnsandboxed(),
+		Unsandboxed:  unsandboxed,
 		AllowWeaker:  st.Team.WeakerSandboxAllowed(),
 		Limits:       commandLimits(st),
-		OutputFile:   filepath.Join(sess.outputDir, fmt.Sprintf("%s-%s.log", time.Now().UTC().Format("20060102T150405"), newID()[:6])),
 	}
 	return spec, nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/garuda-dev/garuda/broker/guard"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/policy"
-	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // guardBegin takes the guard's scan before a sandboxed run. Past the walk's limit the run is refused: a tree the
@@ -34,15 +33,16 @@ func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec)
 }
 
 // guardEnd takes the guard's scan after the run, which undoes what the command left for programs that run later
-// outside the sandbox, and says what was undone in the result (for the model) and in the audit log.
-func (s *Service) guardEnd(c *call, w *guard.Watch, b *strings.Builder, out *execv1.Result) error {
+// outside the sandbox, and returns what was undone, one line each (for the model and the user), after recording it
+// in the audit log.
+func (s *Service) guardEnd(c *call, w *guard.Watch, command string) ([]string, error) {
 	rep, err := w.Check()
 	if err != nil {
 		// The tree grew past the limit during the run: say so; the next command is refused until it is bounded.
 		rep = &guard.Report{Errors: []string{err.Error()}}
 	}
 	if rep.Empty() {
-		return nil
+		return nil, nil
 	}
 	var lines []string
 	if len(rep.Undone) > 0 {
@@ -58,11 +58,7 @@ func (s *Service) guardEnd(c *call, w *guard.Watch, b *strings.Builder, out *exe
 	for _, n := range rep.Notes {
 		lines = append(lines, "Note: "+n+".")
 	}
-	for _, l := range lines {
-		b.WriteString("\n" + l)
-		out.Notices = append(out.Notices, "Garuda: "+l)
-	}
-	return s.record(audit.Record{Session: c.sess.id, Event: "guard_undone", Op: policy.OpBash, Input: c.start.GetBash().GetCommand(),
+	return lines, s.record(audit.Record{Session: c.sess.id, Event: "guard_undone", Op: policy.OpBash, Input: command,
 		Detail: map[string]string{"undone": strings.Join(rep.Undone, "\n"), "changed": strings.Join(rep.Changed, " "),
 			"errors": strings.Join(rep.Errors, "\n")}}, true)
 }

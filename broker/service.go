@@ -131,6 +131,7 @@ type session struct {
 	mode    execv1.Mode
 	rules   []policy.Rule // "Allow for this session": in memory, never beyond the session
 	closing bool
+	hooks   hookConsent // whether the project's hooks may run
 }
 
 // begin counts a call of the session, unless the session is closing.

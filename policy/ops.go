@@ -14,6 +14,7 @@ const (
 	OpSkill          = "skill"
 	OpUndo           = "undo"
 	OpWebFetch       = "web_fetch" // a rule of the settings grammar; no operation yet
+	OpHook           = "hook"      // a point of a turn at which hooks run, and each hook's run
 )
 
 // Previewable reports whether the target of req, a write or edit that Decide answered with ask, may be opened and

@@ -9,10 +9,11 @@ import (
 	"strings"
 )
 
-// Kinds of consent. Later kinds (network-allowlist additions, MCP servers, hooks) use the same Consents.
+// Kinds of consent. Later kinds (network-allowlist additions, MCP servers) use the same Consents.
 const (
 	ConsentCommand = "command"
 	ConsentSkill   = "skill"
+	ConsentHook    = "hook" // a project's hooks, pinned by the hash of their definitions
 )
 
 // Consent is one yes of the user: this kind of thing, with this name, in this project folder, with exactly
