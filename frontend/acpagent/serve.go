@@ -175,6 +175,12 @@ func (s *server) shutdown(closeBroker bool) {
 		sess.closeRecords()
 	}
 	if closeBroker {
+		// The SessionEnd hooks, all at once and bounded: the editor has gone, the agent is on its way out.
+		var ends sync.WaitGroup
+		for _, sess := range sessions {
+			ends.Go(func() { sess.endHooks("prompt_input_exit") })
+		}
+		ends.Wait()
 		ctx, cancel := context.WithTimeout(s.base, closeTimeout)
 		defer cancel()
 		var wg sync.WaitGroup

@@ -148,6 +148,9 @@ func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.Model
 		MaxOutputTokens: int(ms.GetMaxOutputTokens()),
 		Limits:          agent.Limits{MaxSteps: cmp.Or(s.opts.MaxSteps, int(ms.GetMaxSteps())), MaxTokens: int(ms.GetMaxTurnTokens())},
 		Record:          sess.recordAgent,
+		BeforeCompact: func(ctx context.Context, trigger string) {
+			sess.hook(ctx, s.base, &execv1.HookEvent{Event: hookPreCompact, Subject: trigger})
+		},
 	}
 	go sess.writeRecords()
 	return sess
@@ -244,6 +247,8 @@ type session struct {
 	questions   int
 	title       string // set from the first prompt
 	cfg         modelConfig
+	// hooksStarted: SessionStart was reported (at the first prompt); resumed: the session was loaded or resumed.
+	hooksStarted, resumed bool
 
 	// The editor's prompts and cancels in the order it sent them (see inbox): a cancel read after a prompt stops
 	// that prompt even when the SDK runs the cancel before the prompt's turn exists.

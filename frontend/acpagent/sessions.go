@@ -229,6 +229,7 @@ func (s *server) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer
 		sess.cfg.thought = l
 	}
 	sess.ag.History = rest.history
+	sess.resumed = true
 	sess.title = rest.title
 	sess.questions = rest.questions
 	if rest.mode == modePlan {
@@ -484,6 +485,7 @@ func (s *server) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (a
 	sess.abort(errCancelled)
 	sess.waitIdle(closeTimeout)
 	sess.closeRecords()
+	sess.endHooks("other")
 	if _, err := s.opts.Broker.CloseSession(context.WithoutCancel(ctx), &execv1.CloseSessionRequest{SessionId: id}); err != nil {
 		return acp.CloseSessionResponse{}, requestError("close the session: " + statusMessage(err))
 	}

@@ -156,9 +156,30 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 		}
 	}
 
+	withContext, why, ok := s.beforePrompt(tctx, uctx, full)
+	if tctx.Err() != nil {
+		return t.end(uctx, agent.StopCancelled, nil)
+	}
+	if !ok {
+		s.record("prompt", full)
+		s.notice(uctx, why)
+		s.record("stop", agent.StopDone)
+		return t.end(uctx, agent.StopDone, nil)
+	}
 	s.record("prompt", full)
 	s.applyConfig()
-	stop, err := s.ag.RunTurn(tctx, full, t.emit)
+	stop, err := s.ag.RunTurn(tctx, withContext, t.emit)
+	// Stop hooks may keep the turn going (a block: its reason is the model's next prompt), a few times at most.
+	for i := 0; err == nil && stop == agent.StopDone && tctx.Err() == nil && i <= maxStopContinuations; i++ {
+		o := s.hook(tctx, uctx, &execv1.HookEvent{Event: hookStop, StopHookActive: i > 0})
+		if !o.GetBlocked() || i == maxStopContinuations || o.GetStop() {
+			if o.GetStop() {
+				s.notice(uctx, "Garuda: a hook stopped the turn: "+o.GetStopReason())
+			}
+			break
+		}
+		stop, err = s.ag.RunTurn(tctx, "A Stop hook did not let the turn end: "+o.GetReason(), t.emit)
+	}
 	turnEnded(s.ag.History)
 	return t.end(uctx, stop, err)
 }

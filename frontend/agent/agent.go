@@ -157,6 +157,8 @@ type Session struct {
 	// History, ("compaction", Compaction) when History was replaced by a compacted one, then ("stop", Stop) or
 	// ("error", string) at the end of the turn.
 	Record func(kind string, v any)
+	// BeforeCompact, if set, is called before older turns are summarised (the PreCompact hooks), with "auto".
+	BeforeCompact func(ctx context.Context, trigger string)
 
 	// The usage of the last response covers History[:usageMark]; the estimate adds only what came after.
 	usage     model.Usage
