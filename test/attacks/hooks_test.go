@@ -393,3 +393,8 @@ func TestHookSandboxed(t *testing.T) {
 		t.Fatal("control: the secret is not on the host")
 	}
 }
+
+// TestHookAsNobody reruns the hook tests that prove sandbox properties as the unprivileged user nobody.
+func TestHookAsNobody(t *testing.T) {
+	rerunAsNobody(t, "^TestHook(Sandboxed|BadHooks|PreToolUseBlocksWithExit2)$", "TestHookSandboxed")
+}
