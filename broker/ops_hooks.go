@@ -35,6 +35,10 @@ func (s *Service) runTool(ctx context.Context, g *grant, r *request) (*execv1.Re
 			return nil, err
 		}
 		notices, extra = out.notices, out.context
+		if out.stop && !out.blocked() {
+			// "continue": false before a tool call: the call does not run, and the model is told why.
+			out.decision, out.reason = "deny", or(out.stopReason, "a hook stopped here")
+		}
 		switch out.decision {
 		case "deny":
 			return &execv1.Result{Status: execv1.Status_STATUS_FAILED, Content: "Blocked by a hook: " + out.reason, Notices: notices}, nil

@@ -115,3 +115,19 @@ func TestHookStopContinuesTheTurn(t *testing.T) {
 		t.Fatalf("%d requests; the Stop hook's reason did not reach the model", len(reqs))
 	}
 }
+
+// A project's hooks (.claude/settings.json) ask first, as a question of its own in the editor; allowed, they run.
+func TestHookProjectConsentInTheEditor(t *testing.T) {
+	e := newEnv(t)
+	e.write(".claude/settings.json", `{"model": "opus", "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo from-the-project"}]}]}}`)
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("ok"))
+	e.promptOK(sid, "hi")
+	_, perms := e.ed.snapshot()
+	if len(perms) != 1 || perms[0].ToolCall.Title == nil || *perms[0].ToolCall.Title != "Run the project's hooks?" {
+		t.Fatalf("%d questions: %+v", len(perms), perms)
+	}
+	if !strings.Contains(fmt.Sprint(e.fake.Requests()[0].Messages), "from-the-project") {
+		t.Error("the allowed project hook did not run")
+	}
+}
