@@ -134,6 +134,18 @@ var denials = []denial{
 		},
 	},
 	{
+		// A hook event names no target; its hook runs as a command, from which the sandbox hides what a rule denies.
+		name:     "a hook event beside a file a rule hides, its hook trying to read it",
+		settings: `{"permissions": {"deny": ["read_file(secret.txt)"]}, "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "cat secret.txt 2>/dev/null | head -c 100; echo done"}]}]}}`,
+		target:   func(e *env) string { return filepath.Join(e.root, "secret.txt") },
+		answer:   execv1.Choice_CHOICE_ONCE,
+		ops: map[string]func(string) *execv1.Start{
+			"hook_event": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_HookEvent{HookEvent: &execv1.HookEvent{Event: "UserPromptSubmit", Prompt: "hi"}}}
+			},
+		},
+	},
+	{
 		name:     "a project command and a skill in a folder a rule hides",
 		settings: `{"permissions": {"deny": ["read_file(.garuda/**)"]}}`,
 		target:   func(e *env) string { return filepath.Join(e.root, ".garuda", "skills", "s", "SKILL.md") },
@@ -263,8 +275,9 @@ func TestDeniedRequestsAnswerTheSameWhateverTheTargetIs(t *testing.T) {
 					}
 					if i == 0 {
 						first = seen
-						// resolve_command and skill decide nothing here: the hidden file is simply not found.
-						if field != "resolve_command" && field != "load_skill" && !strings.Contains(seen, "audit: decision") {
+						// resolve_command and skill decide nothing here: the hidden file is simply not found; a hook
+						// event decides nothing of its own.
+						if field != "resolve_command" && field != "load_skill" && field != "hook_event" && !strings.Contains(seen, "audit: decision") {
 							t.Fatalf("no decision was audited:\n%s", seen)
 						}
 						continue
@@ -290,7 +303,9 @@ func TestDecideFirstControlSeesReadableTargets(t *testing.T) {
 	}
 	skills := denials[len(denials)-1]
 	skills.settings = ""
-	for _, d := range []denial{readable, skills} {
+	hook := denials[len(denials)-2] // the same hook, with no rule hiding the file: its output tells the worlds apart
+	hook.settings = strings.Replace(hook.settings, `"deny": ["read_file(secret.txt)"]`, `"deny": []`, 1)
+	for _, d := range []denial{readable, skills, hook} {
 		for field, op := range d.ops {
 			t.Run(field, func(t *testing.T) {
 				a, _ := observe(t, d, worlds[0], op)
