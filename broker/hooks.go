@@ -274,7 +274,7 @@ func (s *Service) runHook(ctx context.Context, c *call, st *policy.State, h poli
 		spec.Stdin = bytes.NewReader(stdin)
 		stdout := &boundedBuffer{max: maxHookStdout}
 		spec.Stdout = stdout
-		res, undone, rerr := s.runGuarded(ctx, c, st, spec)
+		res, undone, rerr := s.runGuarded(ctx, c, st, policy.OpHook, spec)
 		var fail *runFailure
 		switch {
 		case errors.As(rerr, &fail):
@@ -283,6 +283,11 @@ func (s *Service) runHook(ctx context.Context, c *call, st *policy.State, h poli
 			return a, rerr
 		default:
 			a = readAnswer(event, h, res, stdout.Bytes())
+			if out := bytes.TrimSpace(stdout.Bytes()); len(out) > 0 && len(a.context) == 0 && a.decision == "" {
+				// Plain output of an event that gives the model none goes to the broker's log (never the audit log,
+				// which keeps no file contents).
+				s.cfg.Log.Info("hook output", "session", c.sess.id, "event", event, "hook", short(h.Command), "output", string(out[:min(len(out), 1024)]))
+			}
 			for _, l := range undone {
 				a.notices = append(a.notices, "Garuda: "+l)
 			}

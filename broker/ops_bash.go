@@ -56,7 +56,7 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 	}
 	pr := newProgress(c)
 	spec.OnOutput = pr.add
-	res, undone, err := s.runGuarded(ctx, c, st, spec)
+	res, undone, err := s.runGuarded(ctx, c, st, policy.OpBash, spec)
 	pr.stop()
 	var fail *runFailure
 	if errors.As(err, &fail) {
@@ -105,9 +105,9 @@ func (f *runFailure) Unwrap() error { return f.err }
 // runGuarded runs spec in the sandbox under the command guard, the one way the broker runs a command (a bash call,
 // a hook): the guard's scan before (what is protected is made read-only for the command), the run, and the scan
 // after, which undoes what the command left for programs that run later outside the sandbox. It returns the
-// guard's lines about what it undid. A *runFailure error means nothing ran, or its result cannot be trusted; any
+// guard's lines about what it undid; op names the run in the guard's audit record (bash, hook). A *runFailure error means nothing ran, or its result cannot be trusted; any
 // other error (the audit log) ends the call.
-func (s *Service) runGuarded(ctx context.Context, c *call, st *policy.State, spec sandbox.Spec) (*sandbox.Result, []string, error) {
+func (s *Service) runGuarded(ctx context.Context, c *call, st *policy.State, op string, spec sandbox.Spec) (*sandbox.Result, []string, error) {
 	sess := c.sess
 	var watch *guard.Watch
 	var err error
@@ -136,7 +136,7 @@ func (s *Service) runGuarded(ctx context.Context, c *call, st *policy.State, spe
 	if watch == nil {
 		return res, nil, nil
 	}
-	undone, err := s.guardEnd(c, watch, spec.Command)
+	undone, err := s.guardEnd(c, watch, op, spec.Command)
 	return res, undone, err
 }
 

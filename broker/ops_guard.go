@@ -35,7 +35,7 @@ func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec)
 // guardEnd takes the guard's scan after the run, which undoes what the command left for programs that run later
 // outside the sandbox, and returns what was undone, one line each (for the model and the user), after recording it
 // in the audit log.
-func (s *Service) guardEnd(c *call, w *guard.Watch, command string) ([]string, error) {
+func (s *Service) guardEnd(c *call, w *guard.Watch, op, command string) ([]string, error) {
 	rep, err := w.Check()
 	if err != nil {
 		// The tree grew past the limit during the run: say so; the next command is refused until it is bounded.
@@ -58,7 +58,7 @@ func (s *Service) guardEnd(c *call, w *guard.Watch, command string) ([]string, e
 	for _, n := range rep.Notes {
 		lines = append(lines, "Note: "+n+".")
 	}
-	return lines, s.record(audit.Record{Session: c.sess.id, Event: "guard_undone", Op: policy.OpBash, Input: command,
+	return lines, s.record(audit.Record{Session: c.sess.id, Event: "guard_undone", Op: op, Input: command,
 		Detail: map[string]string{"undone": strings.Join(rep.Undone, "\n"), "changed": strings.Join(rep.Changed, " "),
 			"errors": strings.Join(rep.Errors, "\n")}}, true)
 }

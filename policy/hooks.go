@@ -30,8 +30,12 @@ const (
 var HookEvents = []string{HookPreToolUse, HookPostToolUse, HookUserPromptSubmit, HookStop, HookSubagentStop,
 	HookSessionStart, HookSessionEnd, HookPreCompact, HookNotification}
 
-// DefaultHookTimeout is a hook's wall-clock limit when its definition gives none (Claude Code's default).
-const DefaultHookTimeout = 60 * time.Second
+// DefaultHookTimeout is a hook's wall-clock limit when its definition gives none (Claude Code's default);
+// MaxHookTimeout is the longest a definition may give (a command's longest).
+const (
+	DefaultHookTimeout = 60 * time.Second
+	MaxHookTimeout     = 10 * time.Minute
+)
 
 // Hooks are the hooks of one settings file, Claude Code's schema:
 //
@@ -248,8 +252,8 @@ func (p *settingsParser) hookCommand(where string) (HookCommand, error) {
 			}
 			n, ok := raw.(json.Number)
 			v, err := strconv.ParseFloat(string(n), 64)
-			if !ok || err != nil || v <= 0 || v > 3600 {
-				return p.errf(off, "%s: a hook's timeout must be a number of seconds from 1 to 3600", where)
+			if !ok || err != nil || v <= 0 || v > MaxHookTimeout.Seconds() {
+				return p.errf(off, "%s: a hook's timeout must be a number of seconds, at most %d", where, int(MaxHookTimeout.Seconds()))
 			}
 			c.Timeout = time.Duration(v * float64(time.Second))
 		case "fail_closed":

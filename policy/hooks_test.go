@@ -73,7 +73,7 @@ func TestHooksBadInput(t *testing.T) {
 		`{"hooks": {"Stop": [{"matcher": "(", "hooks": []}]}}`:                                                   "is not a regular expression",
 		`{"hooks": {"Stop": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}`:                                 `hook type must be "command"`,
 		`{"hooks": {"Stop": [{"hooks": [{"type": "command"}]}]}}`:                                                `needs "type": "command" and a "command"`,
-		`{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": -1}]}]}}`:                 "timeout must be a number",
+		`{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": -1}]}]}}`:                 "timeout must be a number of seconds",
 		`{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "fail_closed": true}]}]}}`:           "fail_closed belongs in team policy",
 		`{"hooks": {"Stop": [{"matcher": "*"}]}}`:                                                                `an entry without "hooks"`,
 	}
