@@ -45,10 +45,11 @@ func (s *session) hook(ctx, uctx context.Context, ev *execv1.HookEvent) *execv1.
 	return res.GetHook()
 }
 
-// beforePrompt runs SessionStart (at the session's first prompt) and UserPromptSubmit, before the model request.
-// It returns the text the model gets (the prompt with the hooks' context) and, when a hook blocked the prompt or
-// stopped the turn, the reason to tell the user.
-func (s *session) beforePrompt(ctx, uctx context.Context, text string) (string, string, bool) {
+// beforePrompt runs SessionStart (at the session's first prompt) and UserPromptSubmit (with the prompt as the user
+// wrote it, or as its command expanded it; the mentioned files are not part of it), before the model request. It
+// returns what the hooks add to the model's prompt (their context) and, when a hook blocked the prompt or stopped
+// the turn, the reason to tell the user.
+func (s *session) beforePrompt(ctx, uctx context.Context, prompt string) (string, string, bool) {
 	s.mu.Lock()
 	first := !s.hooksStarted
 	s.hooksStarted = true
@@ -64,7 +65,7 @@ func (s *session) beforePrompt(ctx, uctx context.Context, text string) (string, 
 			extra = append(extra, o.GetContext())
 		}
 	}
-	o := s.hook(ctx, uctx, &execv1.HookEvent{Event: hookUserPromptSubmit, Prompt: text})
+	o := s.hook(ctx, uctx, &execv1.HookEvent{Event: hookUserPromptSubmit, Prompt: prompt})
 	switch {
 	case o.GetBlocked():
 		return "", fmt.Sprintf("Garuda: a hook blocked this prompt: %s", o.GetReason()), false
@@ -74,10 +75,11 @@ func (s *session) beforePrompt(ctx, uctx context.Context, text string) (string, 
 	if o.GetContext() != "" {
 		extra = append(extra, o.GetContext())
 	}
+	var added string
 	for _, e := range extra {
-		text += "\n\n" + e
+		added += "\n\n" + e
 	}
-	return text, "", true
+	return added, "", true
 }
 
 // notifyHooks reports a question to the Notification hooks, without waiting: the question is not held up.

@@ -156,7 +156,7 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 		}
 	}
 
-	withContext, why, ok := s.beforePrompt(tctx, uctx, full)
+	added, why, ok := s.beforePrompt(tctx, uctx, text)
 	if tctx.Err() != nil {
 		return t.end(uctx, agent.StopCancelled, nil)
 	}
@@ -168,7 +168,7 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 	}
 	s.record("prompt", full)
 	s.applyConfig()
-	stop, err := s.ag.RunTurn(tctx, withContext, t.emit)
+	stop, err := s.ag.RunTurn(tctx, full+added, t.emit)
 	// Stop hooks may keep the turn going (a block: its reason is the model's next prompt), a few times at most.
 	for i := 0; err == nil && stop == agent.StopDone && tctx.Err() == nil && i <= maxStopContinuations; i++ {
 		o := s.hook(tctx, uctx, &execv1.HookEvent{Event: hookStop, StopHookActive: i > 0})
