@@ -21,13 +21,13 @@ func (s *Service) runTool(ctx context.Context, g *grant, r *request) (*execv1.Re
 	if names == nil {
 		return r.run(ctx, g)
 	}
-	toolIn := toolInput(g.c.start, r.policy)
-	common := map[string]any{"tool_name": names[0], "tool_input": toolIn, "garuda_tool_name": g.op.name}
-	pre := hookEvent{name: policy.HookPreToolUse, names: names, input: common, ask: true}
+	pre := hookEvent{name: policy.HookPreToolUse, names: names, ask: true}
 	post := hookEvent{name: policy.HookPostToolUse, names: names, ask: true}
 	if !hasHooks(g.c.sess, pre) && !hasHooks(g.c.sess, post) {
 		return r.run(ctx, g)
 	}
+	toolIn := toolInput(g.c.start, r.policy)
+	pre.input = map[string]any{"tool_name": names[0], "tool_input": toolIn, "garuda_tool_name": g.op.name}
 	var notices, extra []string
 	if hasHooks(g.c.sess, pre) {
 		out, err := s.runHooks(ctx, g, pre)

@@ -120,22 +120,30 @@ var claudeTools = map[string]string{
 // hook's input carries as tool_name), then Garuda's own and the other aliases the permission rules accept; nil
 // when op is not a tool of the model.
 func HookToolNames(op string) []string {
-	claude, ok := claudeTools[op]
-	if !ok {
-		if strings.HasPrefix(op, "mcp__") {
-			return []string{op}
-		}
-		return nil
+	if names, ok := hookToolNames[op]; ok {
+		return names
 	}
-	names := []string{claude}
-	for alias, canon := range toolAliases {
-		if canon == op && alias != claude {
-			names = append(names, alias)
-		}
+	if strings.HasPrefix(op, "mcp__") {
+		return []string{op}
 	}
-	slices.Sort(names[1:])
-	return names
+	return nil
 }
+
+// hookToolNames is HookToolNames of each of Garuda's tools, from claudeTools and the rules' aliases.
+var hookToolNames = func() map[string][]string {
+	out := map[string][]string{}
+	for op, claude := range claudeTools {
+		names := []string{claude}
+		for alias, canon := range toolAliases {
+			if canon == op && alias != claude {
+				names = append(names, alias)
+			}
+		}
+		slices.Sort(names[1:])
+		out[op] = names
+	}
+	return out
+}()
 
 // HookMayAllow reports whether a hook's "allow" may answer d, an ask, in the user's place: never a question that
 // team policy asks, nor one about a protected path, nor one to run a command outside the sandbox. A hook can skip
