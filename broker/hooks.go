@@ -338,6 +338,11 @@ func (s *Service) hookHidden(hidden []string) []string {
 	if !home {
 		return hidden
 	}
+	// The folders the broker fills while a hook may run (the session files, the audit log) are made first, so that
+	// they are hidden whole, with whatever is written in them during the run.
+	for _, d := range homeFolders {
+		os.MkdirAll(filepath.Join(s.cfg.Home, d), 0o700)
+	}
 	entries, err := os.ReadDir(s.cfg.Home)
 	if err != nil {
 		return append(out, s.cfg.Home)
@@ -349,6 +354,9 @@ func (s *Service) hookHidden(hidden []string) []string {
 	}
 	return out
 }
+
+// homeFolders are the folders of $GARUDA_HOME the broker writes in during a session.
+var homeFolders = []string{"sessions", "audit", "undo"}
 
 // boundedBuffer keeps the first max bytes written to it and drops the rest, never blocking the writer.
 type boundedBuffer struct {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -373,7 +374,7 @@ func TestHookBadHooks(t *testing.T) {
 // the project is writable. Control: the files exist on the host.
 func TestHookSandboxed(t *testing.T) {
 	e := newEnv(t)
-	os.WriteFile(filepath.Join(e.home, "credentials"), []byte("sk-secret"), 0o600)
+	os.WriteFile(filepath.Join(e.home, "credentials"), []byte("sk-secret"), 0o644) // readable by anyone: only the hiding keeps it from a hook
 	os.MkdirAll(filepath.Join(e.home, "hooks"), 0o755)
 	os.WriteFile(filepath.Join(e.home, "hooks", "lib.sh"), []byte("echo from-lib"), 0o644)
 	outside := filepath.Join(filepath.Dir(e.root), "outside")
@@ -397,4 +398,44 @@ func TestHookSandboxed(t *testing.T) {
 // TestHookAsNobody reruns the hook tests that prove sandbox properties as the unprivileged user nobody.
 func TestHookAsNobody(t *testing.T) {
 	rerunAsNobody(t, "^TestHook(Sandboxed|BadHooks|PreToolUseBlocksWithExit2)$", "TestHookSandboxed")
+}
+
+// What the broker writes in $GARUDA_HOME's own folders while a hook runs (a session file, the audit log) stays
+// hidden from it: those folders are made, and hidden whole, before it starts. Control: a file that appears at the
+// top of $GARUDA_HOME during the run is seen (the known limit in security.md), so the hook did look in time.
+func TestHookDoesNotSeeWhatTheBrokerWritesDuringItsRun(t *testing.T) {
+	e := newEnv(t)
+	probe := e.script(t, "late.sh", fmt.Sprintf(`cat >/dev/null; touch "$CLAUDE_PROJECT_DIR/started"
+for i in $(seq 200); do [ -e "$CLAUDE_PROJECT_DIR/written" ] && break; sleep 0.05; done
+cat %[1]s/sessions/late.jsonl %[1]s/late-top.txt 2>/dev/null; exit 0`, e.home))
+	e.settings(t, hooksJSON("UserPromptSubmit", "", probe, ""))
+	c := e.client()
+	sid := e.open(c)
+	os.RemoveAll(filepath.Join(e.home, "sessions"))
+	done := make(chan *execv1.Result, 1)
+	go func() {
+		res, _, err := run(t, start(t, c, ctx(t), sid, hookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	for i := 0; !exists(filepath.Join(e.root, "started")); i++ {
+		if i > 2000 {
+			t.Fatal("the hook never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	os.MkdirAll(filepath.Join(e.home, "sessions"), 0o700)
+	os.WriteFile(filepath.Join(e.home, "sessions", "late.jsonl"), []byte("conversation-secret\n"), 0o644)
+	os.WriteFile(filepath.Join(e.home, "late-top.txt"), []byte("top-level-file\n"), 0o644)
+	os.WriteFile(filepath.Join(e.root, "written"), nil, 0o644)
+	res := <-done
+	out := res.GetHook().GetContext()
+	if strings.Contains(out, "conversation-secret") {
+		t.Fatalf("the hook read a session file written during its run: %q", out)
+	}
+	if !strings.Contains(out, "top-level-file") {
+		t.Fatalf("control: the hook did not see a file written at the top of GARUDA_HOME during its run: %q %v", out, res.Notices)
+	}
 }
