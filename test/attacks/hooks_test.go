@@ -397,7 +397,7 @@ func TestHookSandboxed(t *testing.T) {
 
 // TestHookAsNobody reruns the hook tests that prove sandbox properties as the unprivileged user nobody.
 func TestHookAsNobody(t *testing.T) {
-	rerunAsNobody(t, "^TestHook(Sandboxed|BadHooks|PreToolUseBlocksWithExit2)$", "TestHookSandboxed")
+	rerunAsNobody(t, "^TestHook(Sandboxed|BadHooks|PreToolUseBlocksWithExit2|DoesNotSeeWhatTheBrokerWritesDuringItsRun)$", "TestHookSandboxed")
 }
 
 // What the broker writes in $GARUDA_HOME's own folders while a hook runs (a session file, the audit log) stays
