@@ -94,6 +94,12 @@ func hasHooks(sess *session, ev hookEvent) bool {
 	return len(t)+len(u)+len(p) > 0
 }
 
+// teamUnreadable reports whether team policy, which may hold hooks that guard prompts, could not be read for an
+// event that sends the user's words on: such a prompt is blocked (fail closed), as every action is.
+func teamUnreadable(files policyFiles, ev hookEvent) bool {
+	return files.teamErr != nil && ev.name == policy.HookUserPromptSubmit
+}
+
 // runHooks runs the hooks of ev in the call c: team policy's, the user's, then the project's (after their consent),
 // one after another, until one blocks. Team hooks always run; nothing the user or the project says removes them.
 func (s *Service) runHooks(ctx context.Context, g *grant, ev hookEvent) (*hookOutcome, error) {
@@ -210,7 +216,8 @@ func (s *Service) projectHooksAllowed(g *grant, hooks policy.Hooks, ask bool, ou
 	if !ask {
 		return false, nil
 	}
-	req := policy.Request{Kind: policy.KindConsent, Tool: commands.ConsentHook, ConsentKind: commands.ConsentHook, ConsentName: hookConsentName}
+	req := policy.Request{Kind: policy.KindConsent, Tool: commands.ConsentHook, ConsentKind: commands.ConsentHook,
+		ConsentName: hookConsentName}
 	cg, res, err := s.decideAs(c, g.op, commands.ConsentHook, req)
 	if err != nil {
 		return false, err
@@ -264,7 +271,8 @@ func describeHooks(h policy.Hooks) string {
 
 // runHook runs one hook in the command sandbox, under the command guard, with the event's JSON on its stdin, and
 // audits the run (hook, event, exit code, duration, decision).
-func (s *Service) runHook(ctx context.Context, c *call, st *policy.State, h policy.HookCommand, source, event string, stdin []byte) (hookAnswer, error) {
+func (s *Service) runHook(ctx context.Context, c *call, st *policy.State, h policy.HookCommand, source, event string,
+	stdin []byte) (hookAnswer, error) {
 	started := time.Now()
 	spec, err := s.sandboxSpec(c.sess, st, h.Command, h.Timeout, false)
 	var a hookAnswer
@@ -286,7 +294,8 @@ func (s *Service) runHook(ctx context.Context, c *call, st *policy.State, h poli
 			if out := bytes.TrimSpace(stdout.Bytes()); len(out) > 0 && len(a.context) == 0 && a.decision == "" {
 				// Plain output of an event that gives the model none goes to the broker's log (never the audit log,
 				// which keeps no file contents).
-				s.cfg.Log.Info("hook output", "session", c.sess.id, "event", event, "hook", short(h.Command), "output", string(out[:min(len(out), 1024)]))
+				s.cfg.Log.Info("hook output", "session", c.sess.id, "event", event, "hook", short(h.Command),
+					"output", string(out[:min(len(out), 1024)]))
 			}
 			for _, l := range undone {
 				a.notices = append(a.notices, "Garuda: "+l)

@@ -105,9 +105,10 @@ func (f *runFailure) Unwrap() error { return f.err }
 // runGuarded runs spec in the sandbox under the command guard, the one way the broker runs a command (a bash call,
 // a hook): the guard's scan before (what is protected is made read-only for the command), the run, and the scan
 // after, which undoes what the command left for programs that run later outside the sandbox. It returns the
-// guard's lines about what it undid; op names the run in the guard's audit record (bash, hook). A *runFailure error means nothing ran, or its result cannot be trusted; any
-// other error (the audit log) ends the call.
-func (s *Service) runGuarded(ctx context.Context, c *call, st *policy.State, op string, spec sandbox.Spec) (*sandbox.Result, []string, error) {
+// guard's lines about what it undid; op names the run in the guard's audit record (bash, hook). A *runFailure
+// error means nothing ran, or its result cannot be trusted; any other error (the audit log) ends the call.
+func (s *Service) runGuarded(ctx context.Context, c *call, st *policy.State, op string,
+	spec sandbox.Spec) (*sandbox.Result, []string, error) {
 	sess := c.sess
 	var watch *guard.Watch
 	var err error
@@ -160,7 +161,8 @@ func (s *Service) commandSpec(sess *session, st *policy.State, op *execv1.Bash) 
 // sandboxSpec is the spec every command of a session runs with (a bash call's, a hook's): the project as cwd and
 // the writable root (read-only in plan mode), the session's private temp and cache folders, the secrets hidden,
 // the scrubbed environment and the limits of policy.
-func (s *Service) sandboxSpec(sess *session, st *policy.State, command string, timeout time.Duration, unsandboxed bool) (sandbox.Spec, error) {
+func (s *Service) sandboxSpec(sess *session, st *policy.State, command string, timeout time.Duration,
+	unsandboxed bool) (sandbox.Spec, error) {
 	work, err := s.workDirs(sess)
 	if err != nil {
 		return sandbox.Spec{}, err

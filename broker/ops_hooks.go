@@ -65,7 +65,8 @@ func (s *Service) runTool(ctx context.Context, g *grant, r *request) (*execv1.Re
 	if err != nil || res == nil {
 		return res, err
 	}
-	if hasHooks(g.c.sess, post) && (res.Status == execv1.Status_STATUS_COMPLETED || res.Status == execv1.Status_STATUS_UNSPECIFIED) && ctx.Err() == nil {
+	completed := res.Status == execv1.Status_STATUS_COMPLETED || res.Status == execv1.Status_STATUS_UNSPECIFIED
+	if hasHooks(g.c.sess, post) && completed && ctx.Err() == nil {
 		post.input = map[string]any{"tool_name": names[0], "tool_input": toolIn, "garuda_tool_name": g.op.name,
 			"tool_response": map[string]any{"content": res.GetContent(), "exit_code": res.GetExitCode(), "success": true}}
 		out, err := s.runHooks(ctx, g, post)
@@ -137,7 +138,8 @@ func checkHookEvent(s *Service, c *call) (*request, error) {
 	op := c.start.GetHookEvent()
 	name := op.GetEvent()
 	if !slices.Contains(frontEndEvents, name) {
-		return nil, fmt.Errorf("hook event %q is not one the front end reports (want %s): %w", name, strings.Join(frontEndEvents, ", "), ErrBadRequest)
+		return nil, fmt.Errorf("hook event %q is not one the front end reports (want %s): %w", name,
+			strings.Join(frontEndEvents, ", "), ErrBadRequest)
 	}
 	ev := hookEvent{name: name, ask: slices.Contains(askingEvents, name), input: map[string]any{}}
 	switch name {
@@ -155,6 +157,20 @@ func checkHookEvent(s *Service, c *call) (*request, error) {
 		ev.names, ev.input["message"] = []string{op.GetSubject()}, op.GetMessage()
 	}
 	r := &request{input: name}
+	c.sess.mu.Lock()
+	files := c.sess.files
+	c.sess.mu.Unlock()
+	if teamUnreadable(files, ev) {
+		// Nothing runs and nothing can be recorded (the audit log's folder is team policy's to name): the prompt is
+		// blocked, as every action is.
+		r.quiet = true
+		r.run = func(ctx context.Context, g *grant) (*execv1.Result, error) {
+			ho := &execv1.HookOutcome{Blocked: true,
+				Reason: fmt.Sprintf("team policy could not be read, so its hooks cannot check this: %v", files.teamErr)}
+			return &execv1.Result{Status: execv1.Status_STATUS_COMPLETED, Content: ho.Reason, Hook: ho}, nil
+		}
+		return r, nil
+	}
 	if !hasHooks(c.sess, ev) {
 		// No hook for this event: nothing runs and nothing is recorded, so that an event costs nothing.
 		r.quiet = true

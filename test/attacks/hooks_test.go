@@ -439,3 +439,21 @@ cat %[1]s/sessions/late.jsonl %[1]s/late-top.txt 2>/dev/null; exit 0`, e.home))
 		t.Fatalf("control: the hook did not see a file written at the top of GARUDA_HOME during its run: %q %v", out, res.Notices)
 	}
 }
+
+// A team policy that cannot be read blocks prompts, as it refuses every action: its hooks may be what guards them.
+// Control: with the file fixed, the prompt goes on.
+func TestHookUnreadableTeamPolicyBlocksPrompts(t *testing.T) {
+	e := newEnv(t)
+	e.team(t, `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "exit 0"}]}]}`) // one brace short
+	c := e.client()
+	cx := ctx(t)
+	res, _, err := run(t, start(t, c, cx, e.open(c), hookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	if err != nil || !res.GetHook().GetBlocked() || !strings.Contains(res.GetHook().GetReason(), "team policy could not be read") {
+		t.Fatalf("unreadable team policy: %v %v", res, err)
+	}
+	e.team(t, `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "exit 0"}]}]}}`)
+	res, _, err = run(t, start(t, c, cx, e.open(c), hookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	if err != nil || res.GetHook().GetBlocked() || res.GetHook().GetRan() != 1 {
+		t.Fatalf("control: %v %v", res, err)
+	}
+}
