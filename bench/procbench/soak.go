@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,7 +27,7 @@ import (
 
 // Soak bounds: what counts as growth after the warm-up.
 const (
-	heapGrowth    = 1.20 // the last quarter's mean live heap over the first quarter's, per process
+	heapGrowth    = 1.20 // the last quarter's median live heap over the first quarter's, per process
 	fdSlack       = 3    // descriptors above the warm-up's count at rest
 	goroutineSlak = 10   // broker goroutines above the warm-up's count at rest (gRPC keeps a few on its own clock)
 	cancelEvery   = 5    // every fifth turn of a session is a command that is cancelled while it runs
@@ -532,7 +533,7 @@ func (res soakResult) check() []string {
 		if !ok {
 			bad = append(bad, fmt.Sprintf("%s: %d live-heap samples, too few to compare quarters", h.name, len(h.samples)))
 		} else if float64(last) > float64(first)*heapGrowth {
-			bad = append(bad, fmt.Sprintf("%s live heap grew from %.1f MiB (first quarter) to %.1f MiB (last quarter), more than %.0f%%",
+			bad = append(bad, fmt.Sprintf("%s live heap (median) grew from %.1f MiB (first quarter) to %.1f MiB (last quarter), more than %.0f%%",
 				h.name, mib(first), mib(last), (heapGrowth-1)*100))
 		}
 	}
@@ -589,7 +590,7 @@ func (res soakResult) report(w io.Writer, cfg soakConfig) {
 		samples []int64
 	}{{"garuda acp live heap", res.heapFront}, {"garuda-exec live heap", res.heapExec}} {
 		if first, last, ok := quarters(h.samples); ok {
-			fmt.Fprintf(w, "  %-21s first quarter %6.1f MiB, last quarter %6.1f MiB (%+.1f%%), judged\n", h.name, mib(first), mib(last),
+			fmt.Fprintf(w, "  %-21s median: first quarter %5.1f MiB, last %5.1f MiB (%+.1f%%), judged\n", h.name, mib(first), mib(last),
 				(float64(last)/float64(max(first, 1))-1)*100)
 		}
 	}
@@ -617,20 +618,19 @@ func fdCount(pid int) (int, error) {
 	return len(ents), nil
 }
 
-// quarters returns the means of the first and the last quarter of samples.
+// quarters returns the medians of the first and the last quarter of samples: a leak raises them, while a transient
+// peak (a long session being loaded, a burst of output) does not.
 func quarters(samples []int64) (first, last int64, ok bool) {
 	q := len(samples) / 4
 	if q == 0 {
 		return 0, 0, false
 	}
-	mean := func(xs []int64) int64 {
-		var t int64
-		for _, x := range xs {
-			t += x
-		}
-		return t / int64(len(xs))
+	median := func(xs []int64) int64 {
+		xs = slices.Clone(xs)
+		slices.Sort(xs)
+		return xs[len(xs)/2]
 	}
-	return mean(samples[:q]), mean(samples[len(samples)-q:]), true
+	return median(samples[:q]), median(samples[len(samples)-q:]), true
 }
 
 // memoryFigures are the memory figures a soak reports beside the live heap.
