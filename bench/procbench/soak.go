@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,7 +27,7 @@ import (
 
 // Soak bounds: what counts as growth after the warm-up.
 const (
-	heapGrowth    = 1.20 // the last quarter's mean live heap over the first quarter's, per process
+	heapGrowth    = 1.20 // the last quarter's median live heap over the first quarter's, per process
 	fdSlack       = 3    // descriptors above the warm-up's count at rest
 	goroutineSlak = 10   // broker goroutines above the warm-up's count at rest (gRPC keeps a few on its own clock)
 	cancelEvery   = 5    // every fifth turn of a session is a command that is cancelled while it runs
@@ -131,17 +132,12 @@ func sleepArg(marker string, i int) string { return fmt.Sprintf("%s%03d", marker
 // soak runs cfg.sessions ACP sessions in one garuda acp against one garuda-exec serving a socket (so that the soak
 // can ask the broker for its goroutines through Hello), for cfg.length, and measures both processes.
 func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err error) {
-	base, err := os.MkdirTemp("", "garuda-soak-")
+	w, err := newWorkspace("garuda-soak-", "")
 	if err != nil {
-		return res, fmt.Errorf("make a temp dir: %w", err)
+		return res, err
 	}
-	defer os.RemoveAll(base)
-	home, ghome, tmp := filepath.Join(base, "home"), filepath.Join(base, "garuda-home"), filepath.Join(base, "tmp")
-	for _, d := range []string{home, ghome, tmp} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return res, err
-		}
-	}
+	defer w.remove()
+	base := w.base
 	marker := fmt.Sprintf("61.%d", os.Getpid())
 	fake, err := fakeprovider.Serve("127.0.0.1:0", nil)
 	if err != nil {
@@ -150,13 +146,10 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 	defer fake.Close()
 	fake.Respond(soakResponder(marker))
 	// A small context window makes the agent compact, so a session's history stays bounded as a real one does.
-	models := fmt.Sprintf(`{"default": "soak",
-  "providers": {"fake": {"type": "anthropic", "base_url": %q, "api_key_env": "FAKE_API_KEY"}},
-  "models": {"soak": {"provider": "fake", "id": "fake-model", "context_window": 12000, "max_output_tokens": 1024}}}`, fake.URL)
-	if err := os.WriteFile(filepath.Join(ghome, "models.json"), []byte(models), 0o600); err != nil {
+	if err := w.writeModels(fake.URL, 12000, 1024); err != nil {
 		return res, err
 	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GARUDA_HOME=" + ghome, "TMPDIR=" + tmp, "FAKE_API_KEY=x"}
+	env := w.env()
 	// A soakprof build (make soak) writes its live heap there; heap profiles too, if the caller names the folder.
 	prof := os.Getenv("SOAKPROF_DIR")
 	if prof == "" {
@@ -532,7 +525,7 @@ func (res soakResult) check() []string {
 		if !ok {
 			bad = append(bad, fmt.Sprintf("%s: %d live-heap samples, too few to compare quarters", h.name, len(h.samples)))
 		} else if float64(last) > float64(first)*heapGrowth {
-			bad = append(bad, fmt.Sprintf("%s live heap grew from %.1f MiB (first quarter) to %.1f MiB (last quarter), more than %.0f%%",
+			bad = append(bad, fmt.Sprintf("%s live heap (median) grew from %.1f MiB (first quarter) to %.1f MiB (last quarter), more than %.0f%%",
 				h.name, mib(first), mib(last), (heapGrowth-1)*100))
 		}
 	}
@@ -589,7 +582,7 @@ func (res soakResult) report(w io.Writer, cfg soakConfig) {
 		samples []int64
 	}{{"garuda acp live heap", res.heapFront}, {"garuda-exec live heap", res.heapExec}} {
 		if first, last, ok := quarters(h.samples); ok {
-			fmt.Fprintf(w, "  %-21s first quarter %6.1f MiB, last quarter %6.1f MiB (%+.1f%%), judged\n", h.name, mib(first), mib(last),
+			fmt.Fprintf(w, "  %-21s median: first quarter %5.1f MiB, last %5.1f MiB (%+.1f%%), judged\n", h.name, mib(first), mib(last),
 				(float64(last)/float64(max(first, 1))-1)*100)
 		}
 	}
@@ -617,20 +610,19 @@ func fdCount(pid int) (int, error) {
 	return len(ents), nil
 }
 
-// quarters returns the means of the first and the last quarter of samples.
+// quarters returns the medians of the first and the last quarter of samples: a leak raises them, while a transient
+// peak (a long session being loaded, a burst of output) does not.
 func quarters(samples []int64) (first, last int64, ok bool) {
 	q := len(samples) / 4
 	if q == 0 {
 		return 0, 0, false
 	}
-	mean := func(xs []int64) int64 {
-		var t int64
-		for _, x := range xs {
-			t += x
-		}
-		return t / int64(len(xs))
+	median := func(xs []int64) int64 {
+		xs = slices.Clone(xs)
+		slices.Sort(xs)
+		return xs[len(xs)/2]
 	}
-	return mean(samples[:q]), mean(samples[len(samples)-q:]), true
+	return median(samples[:q]), median(samples[len(samples)-q:]), true
 }
 
 // memoryFigures are the memory figures a soak reports beside the live heap.
