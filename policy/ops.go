@@ -13,7 +13,8 @@ const (
 	OpResolveCommand = "resolve_command"
 	OpSkill          = "skill"
 	OpUndo           = "undo"
-	OpWebFetch       = "web_fetch" // a rule of the settings grammar; no operation yet
+	OpWebFetch       = "web_fetch" // fetch one URL for the model (broker/ops_web.go)
+	OpNetwork        = "network"   // a sandboxed command's connection through the broker's proxy; network(...) rules cover both
 )
 
 // Previewable reports whether the target of req, a write or edit that Decide answered with ask, may be opened and

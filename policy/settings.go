@@ -18,6 +18,8 @@ import (
 //
 //	"permissions": {"allow": [...], "ask": [...], "deny": [...]}   rules, see ParseRule
 //	"limits": {"memory_mb": N, "processes": N}                    resource limits of each command (see CommandLimits)
+//	"package_registries": false                                   turn off the built-in allowlist of package
+//	                                                              registries (PackageRegistries); only tightens
 //
 // Team policy files (the managed /etc/garuda/policy.json and $GARUDA_HOME/policy.json, recognised by the base
 // name "policy.json") may also hold:
@@ -25,7 +27,7 @@ import (
 //	"allow_unsandboxed": bool      may commands run outside the sandbox at all (default true)
 //	"weaker_sandbox_ok": bool      may commands run where the machine's sandbox is weaker than Garuda requires
 //	                               (default false: the broker refuses them)
-//	"network_allowlist": [hosts]   the only hosts web_fetch and network consents may reach ("example.com",
+//	"network_allowlist": [hosts]   the only hosts web_fetch and sandboxed commands may reach ("example.com",
 //	                               "*.example.com"); absent means no team restriction
 //	"allowed_modes": [modes]       the modes a session may use ("build", "plan"); absent means both
 //	"audit_dir": "/abs/path"       the folder the broker writes the audit log to
@@ -40,11 +42,12 @@ type Settings struct {
 
 	Allow, Ask, Deny []Rule
 
-	AllowUnsandboxed *bool
-	WeakerSandboxOK  *bool
-	NetworkAllowlist []string // nil: no allowlist; non-nil and empty: no host
-	AllowedModes     []Mode   // nil: every mode
-	AuditDir         string
+	AllowUnsandboxed  *bool
+	WeakerSandboxOK   *bool
+	PackageRegistries *bool    // false: the built-in allowlist of package registries is off
+	NetworkAllowlist  []string // nil: no allowlist; non-nil and empty: no host
+	AllowedModes      []Mode   // nil: every mode
+	AuditDir          string
 
 	Guard  *GuardSettings
 	Limits Limits
@@ -249,6 +252,13 @@ func (p *settingsParser) parse(s *Settings) error {
 				*dst = v
 				return nil
 			})
+		case "package_registries":
+			var b bool
+			if err := p.dec.Decode(&b); err != nil {
+				return p.errf(off, "%q must be true or false", key)
+			}
+			s.PackageRegistries = &b
+			return nil
 		case "allow_unsandboxed", "weaker_sandbox_ok":
 			if err := teamKey(); err != nil {
 				return err
@@ -366,6 +376,7 @@ func MergeTeam(managed, home *Settings) *Settings {
 		m.Deny = append(m.Deny, f.Deny...)
 		m.AllowUnsandboxed = andBool(m.AllowUnsandboxed, f.AllowUnsandboxed)
 		m.WeakerSandboxOK = andBool(m.WeakerSandboxOK, f.WeakerSandboxOK)
+		m.PackageRegistries = andBool(m.PackageRegistries, f.PackageRegistries)
 		m.NetworkAllowlist = intersect(m.NetworkAllowlist, f.NetworkAllowlist)
 		m.AllowedModes = intersect(m.AllowedModes, f.AllowedModes)
 		m.Limits = m.Limits.tighter(f.Limits)
