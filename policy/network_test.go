@@ -73,6 +73,12 @@ func TestNetworkDecisions(t *testing.T) {
 		{name: "a wildcard is no host", req: proxy("*.example.com"), want: Deny},
 		{name: "a zone is no host", req: proxy("fe80::1%eth0"), want: Deny},
 		{name: "a space is no host", req: proxy("exa mple.com"), want: Deny},
+		{name: "decimal IPv4 spelling", req: fetch("2130706433"), want: Deny},
+		{name: "octal IPv4 spelling", req: fetch("0177.0.0.1"), want: Deny},
+		{name: "short IPv4 spelling", req: fetch("127.1"), want: Deny},
+		{name: "hex IPv4 spelling", req: fetch("0x7f.0.0.1"), want: Deny},
+		{name: "hex IPv4 word", req: fetch("0x7f000001"), want: Deny},
+		{name: "a digit inside a name is fine", req: fetch("1password.com"), want: Ask, opensPrivate: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -269,6 +269,13 @@ func normHostPattern(h string) (string, bool) {
 		}
 		return a.String(), true
 	}
+	// A name whose last label is a number is another spelling of an IPv4 address to inet_aton ("2130706433",
+	// "0177.0.0.1", "0x7f.1", "127.1"): refused, as no top-level domain is numeric (defends against a rule or a
+	// check missing 127.0.0.1 under a spelling that a resolver still turns into it).
+	last := name[strings.LastIndexByte(name, '.')+1:]
+	if strings.HasPrefix(last, "0x") || strings.Trim(last, "0123456789") == "" {
+		return "", false
+	}
 	return h, true
 }
 
