@@ -80,7 +80,11 @@ func (s *Service) decideAs(c *call, op *operation, name string, req policy.Reque
 		return nil, nil, err
 	}
 	if d.Verdict == policy.Deny {
-		return nil, denied(d.Reason), nil
+		reason := d.Reason
+		if hint := policy.NetworkHint(req, d); req.Kind == policy.KindNetwork && hint != "" {
+			reason += "; " + hint
+		}
+		return nil, denied(reason), nil
 	}
 	return &grant{s: s, c: c, op: op, req: req, d: d, p: p}, nil, nil
 }

@@ -51,6 +51,7 @@ var operations = []operation{
 	{field: "attach_mention", name: policy.OpAttachMention, kind: policy.KindRead, check: checkAttachMention},
 	{field: "resolve_command", name: policy.OpResolveCommand, kind: policy.KindConsent, changes: true, check: checkResolveCommand},
 	{field: "load_skill", name: policy.OpSkill, kind: policy.KindConsent, changes: true, check: checkLoadSkill},
+	{field: "web_fetch", name: policy.OpWebFetch, kind: policy.KindNetwork, check: checkWebFetch},
 }
 
 // operationOf finds the table's entry for a Start.

@@ -42,6 +42,8 @@ func TestNetworkDecisions(t *testing.T) {
 			req: proxy("DB.Internal."), want: Allow, opensPrivate: true},
 		{name: "wildcard does not open private", user: `{"permissions":{"allow":["network(domain:*.internal)"]}}`,
 			req: proxy("db.internal"), want: Allow},
+		{name: "a wildcard first, the exact name too", user: `{"permissions":{"allow":["network","network(domain:db.internal)"]}}`,
+			req: proxy("db.internal"), want: Allow, opensPrivate: true},
 		{name: "IP literal rule", user: `{"permissions":{"allow":["network(domain:10.0.0.5)"]}}`,
 			req: proxy("10.0.0.5"), want: Allow, opensPrivate: true},
 		{name: "IPv6 literal in brackets", user: `{"permissions":{"allow":["network(domain:[::1])"]}}`,

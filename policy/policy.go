@@ -468,7 +468,14 @@ func allowedByRules(req *Request, st *State, cmd *command) (Decision, bool) {
 		if session {
 			d.Rule, d.Reason = "session rule", "allowed for this session ("+r.Text+")"
 		}
-		d.OpensPrivate = req.Kind == KindNetwork && r.namesHost()
+		if req.Kind == KindNetwork {
+			// Any allow rule that names this exact host opens its private addresses, whichever rule matched first.
+			for _, s := range sources {
+				for i := range s.rules {
+					d.OpensPrivate = d.OpensPrivate || s.rules[i].namesHost() && s.rules[i].matches(req, st, cmd, true)
+				}
+			}
+		}
 		return d, true
 	}
 	if req.Kind != KindCommand {

@@ -125,5 +125,5 @@ func describe(host string, a netip.Addr, why string) string {
 	if host == a.Unmap().String() {
 		return "is " + why
 	}
-	return "resolves to " + a.String() + ", " + why
+	return "resolves to " + a.Unmap().String() + ", " + why
 }

@@ -22,6 +22,7 @@ const (
 	Grep      = "grep"
 	Bash      = "bash"
 	Skill     = "skill"
+	WebFetch  = "web_fetch"
 )
 
 // Kind is how an editor shows a tool call: ACP's tool kinds.
@@ -123,6 +124,10 @@ type bashInput struct {
 	Sandbox     *bool  `json:"sandbox,omitempty" jsonschema:"default=true" jsonschema_description:"Run in the sandbox (the default). false asks the user to run the command outside it, with the network and the whole filesystem: only when the sandbox stopped it and the command is needed."`
 }
 
+type webFetchInput struct {
+	URL string `json:"url" jsonschema:"minLength=1" jsonschema_description:"The http or https URL to fetch."`
+}
+
 type skillInput struct {
 	Name string `json:"name" jsonschema:"minLength=1" jsonschema_description:"The skill's name, as listed."`
 }
@@ -205,6 +210,17 @@ var table = []Tool{
 			// Only an explicit false leaves the sandbox; the broker then always asks the user.
 			unsandboxed := in.Sandbox != nil && !*in.Sandbox
 			return &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: in.Command, TimeoutMs: in.TimeoutMS, Description: in.Description, Unsandboxed: unsandboxed}}}
+		}),
+	define(Tool{
+		Name: WebFetch, Kind: KindFetch, ReadOnly: true,
+		Description: "Fetch a web page or text file over http(s) and read it: HTML comes back as Markdown, other " +
+			"text as it is; binaries are refused. Long pages are cut in the middle (the whole page is saved in the " +
+			"session's output folder, which read_file can read). Hosts the user has not allowed ask first; local " +
+			"and private addresses are refused unless the user's rules name the host.",
+		Rule: "web_fetch: read a web page (as Markdown) or a text file from an http(s) URL.",
+	}, func(in *webFetchInput) string { return "Fetch " + in.URL }, nil,
+		func(in *webFetchInput) *execv1.Start {
+			return &execv1.Start{Op: &execv1.Start_WebFetch{WebFetch: &execv1.WebFetch{Url: in.URL}}}
 		}),
 	define(Tool{
 		Name: Skill, Kind: KindOther,

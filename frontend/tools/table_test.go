@@ -24,6 +24,7 @@ func TestStartMapsEveryTool(t *testing.T) {
 		{"bash", `{"command":"ls","sandbox":true}`, &execv1.Start{CallId: "c", Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "ls"}}}},
 		{"bash", `{"command":"curl x","sandbox":false}`, &execv1.Start{CallId: "c", Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "curl x", Unsandboxed: true}}}},
 		{"skill", `{"name":"deploy"}`, &execv1.Start{CallId: "c", Op: &execv1.Start_LoadSkill{LoadSkill: &execv1.LoadSkill{Name: "deploy"}}}},
+		{"web_fetch", `{"url":"https://go.dev/doc"}`, &execv1.Start{CallId: "c", Op: &execv1.Start_WebFetch{WebFetch: &execv1.WebFetch{Url: "https://go.dev/doc"}}}},
 	}
 	for _, c := range cases {
 		got, err := Start("c", c.name, json.RawMessage(c.input))
@@ -62,10 +63,11 @@ func TestSpecs(t *testing.T) {
 		Grep:      {"pattern", "path", "glob", "case_insensitive", "context", "output_mode"},
 		Bash:      {"command", "timeout_ms", "description", "sandbox"},
 		Skill:     {"name"},
+		WebFetch:  {"url"},
 	}
 	required := map[string][]string{
 		ReadFile: {"path"}, WriteFile: {"path", "content"}, EditFile: {"path", "old_string", "new_string"},
-		Glob: {"pattern"}, Grep: {"pattern"}, Bash: {"command"}, Skill: {"name"},
+		Glob: {"pattern"}, Grep: {"pattern"}, Bash: {"command"}, Skill: {"name"}, WebFetch: {"url"},
 	}
 	specs := Specs()
 	if len(specs) != len(want) {
