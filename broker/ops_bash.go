@@ -41,13 +41,13 @@ func checkBash(s *Service, c *call) (*request, error) {
 			if res, err := g.confirm(q); res != nil || err != nil {
 				return res, err
 			}
-			return s.bash(ctx, c, op)
+			return s.bash(ctx, c, g.op, op)
 		},
 	}, nil
 }
 
 // bash runs a command the policy allowed.
-func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.Result, error) {
+func (s *Service) bash(ctx context.Context, c *call, bashOp *operation, op *execv1.Bash) (*execv1.Result, error) {
 	sess := c.sess
 	st := s.state(sess)
 	spec, err := s.commandSpec(sess, st, op)
@@ -71,6 +71,15 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 		return failed(fmt.Errorf("protected files have another hard link, through which a command could change them: %s; remove the other links and try again", strings.Join(linked, ", "))), nil
 	}
 
+	if !op.GetUnsandboxed() {
+		// The network policy, through the broker's proxy: the command's only way out.
+		px, err := s.startProxy(ctx, sess, s.commandNetwork(c, bashOp, sess, op.GetCommand()))
+		if err != nil {
+			return failed(err), nil
+		}
+		defer px.stop()
+		spec.Proxy = px.socket
+	}
 	pr := newProgress(c)
 	spec.OnOutput = pr.add
 	res, err := sandbox.Run(ctx, spec)
