@@ -10,9 +10,9 @@ type Class int
 
 const (
 	Public   Class = iota // a global unicast address
-	Private               // loopback, private (RFC 1918, ULA), link-local, CGNAT, benchmark: opened only by Reach.Private
+	Private               // loopback, private (RFC 1918, ULA), link-local, CGNAT, documentation: opened only by Reach.Private
 	Metadata              // a cloud provider's instance metadata service: opened only by a rule naming that IP
-	Never                 // unspecified, multicast, broadcast, reserved, documentation: never dialled
+	Never                 // unspecified, multicast, broadcast, reserved (Teredo, ORCHID, discard): never dialled
 )
 
 var (
@@ -22,10 +22,13 @@ var (
 		netip.MustParseAddr("100.100.100.200"), // Alibaba Cloud
 		netip.MustParseAddr("169.254.170.2"),   // AWS ECS task credentials
 	}
+	// Not public: loopback, RFC 1918, link-local, CGNAT, benchmarking, IETF, the documentation ranges (some
+	// networks number hosts from them), ULA and site-local.
 	privateNets = prefixes("127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
-		"100.64.0.0/10", "198.18.0.0/15", "192.0.0.0/24", "::1/128", "fc00::/7", "fe80::/10", "fec0::/10")
-	neverNets = prefixes("0.0.0.0/8", "224.0.0.0/4", "240.0.0.0/4", "192.0.2.0/24", "198.51.100.0/24",
-		"203.0.113.0/24", "::/96", "ff00::/8", "2001:db8::/32", "100::/64", "2001::/32", "2001:10::/28")
+		"100.64.0.0/10", "198.18.0.0/15", "192.0.0.0/24", "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24",
+		"2001:db8::/32", "::1/128", "fc00::/7", "fe80::/10", "fec0::/10")
+	neverNets = prefixes("0.0.0.0/8", "224.0.0.0/4", "240.0.0.0/4", "::/96", "ff00::/8", "100::/64", "2001::/32",
+		"2001:10::/28")
 	// IPv6 ranges that carry an IPv4 address, which is what they reach: NAT64 (RFC 6052) and 6to4.
 	nat64     = netip.MustParsePrefix("64:ff9b::/96")
 	nat64Loc  = netip.MustParsePrefix("64:ff9b:1::/48")

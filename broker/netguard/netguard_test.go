@@ -20,7 +20,7 @@ func TestClassify(t *testing.T) {
 		"169.254.169.254": Metadata, "fd00:ec2::254": Metadata, "::ffff:169.254.169.254": Metadata,
 		"64:ff9b::a9fe:a9fe": Metadata, "100.100.100.200": Metadata,
 		"0.0.0.0": Never, "::": Never, "0.1.2.3": Never, "224.0.0.1": Never, "ff02::1": Never,
-		"255.255.255.255": Never, "240.0.0.1": Never, "::127.0.0.1": Never, "2001:db8::1": Never,
+		"255.255.255.255": Never, "240.0.0.1": Never, "::127.0.0.1": Never, "2001:db8::1": Private, "192.0.2.2": Private,
 	} {
 		if got, why := Classify(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("Classify(%s) = %v (%s), want %v", addr, got, why, want)

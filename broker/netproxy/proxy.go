@@ -101,17 +101,6 @@ func (p *Proxy) closeAll() {
 // counter counts bytes through a reader or writer.
 type counter struct{ n atomic.Int64 }
 
-type countReader struct {
-	r io.Reader
-	c *counter
-}
-
-func (r countReader) Read(b []byte) (int, error) {
-	n, err := r.r.Read(b)
-	r.c.n.Add(int64(n))
-	return n, err
-}
-
 type countWriter struct {
 	w io.Writer
 	c *counter
@@ -193,11 +182,13 @@ func (p *Proxy) serveConn(ctx context.Context, c net.Conn) {
 	p.forward(c, upstream, req, target, &up, &down)
 }
 
-// tunnel copies both ways until both sides are done.
+// tunnel copies both ways until both sides are done, conn to conn (so that the kernel may splice), counting what
+// each copy moved.
 func tunnel(c, upstream net.Conn, up, down *counter) {
 	done := make(chan struct{}, 2)
-	pipe := func(dst net.Conn, src io.Reader) {
-		_, _ = io.Copy(dst, src)
+	pipe := func(dst, src net.Conn, n *counter) {
+		moved, _ := io.Copy(dst, src)
+		n.n.Add(moved)
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()
 		} else {
@@ -205,8 +196,8 @@ func tunnel(c, upstream net.Conn, up, down *counter) {
 		}
 		done <- struct{}{}
 	}
-	go pipe(upstream, countReader{c, up})
-	go pipe(c, countReader{upstream, down})
+	go pipe(upstream, c, up)
+	go pipe(c, upstream, down)
 	<-done
 	<-done
 }

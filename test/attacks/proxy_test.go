@@ -1,6 +1,7 @@
 package attacks
 
 import (
+	"archive/zip"
 	"context"
 	"fmt"
 	"io"
@@ -148,11 +149,83 @@ func TestProxyAsNobody(t *testing.T) {
 	src.Close()
 	dst.Close()
 	cmd := exec.CommandContext(context.Background(), "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-		bin, "-test.run", "^TestProxy(SandboxedCurl|SessionConsent)$", "-test.count=1", "-test.v", "-test.short="+strconv.FormatBool(testing.Short()))
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
+		bin, "-test.run", "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload)$", "-test.count=1", "-test.v", "-test.short="+strconv.FormatBool(testing.Short()))
+	cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestProxySandboxedCurl") {
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestProxySandboxedCurl") || !strings.Contains(string(out), "--- PASS: TestProxyGoModDownload") {
 		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+}
+
+// hostAddress is an address of this machine that is not loopback (Go's HTTP client never proxies loopback
+// addresses), on which a server stands in for a registry: a sandboxed command reaches it only through the proxy.
+func hostAddress(t *testing.T) string {
+	t.Helper()
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("no non-loopback IPv4 address on this machine")
+	return ""
+}
+
+// goProxy serves one module, example.com/hello v1.0.0, by the GOPROXY protocol.
+func goProxy(t *testing.T, ip string) string {
+	t.Helper()
+	var zb strings.Builder
+	zw := zip.NewWriter(&zb)
+	for name, body := range map[string]string{"go.mod": "module example.com/hello\n\ngo 1.21\n",
+		"hello.go": "package hello\n\nfunc Hello() string { return \"hello\" }\n"} {
+		w, _ := zw.Create("example.com/hello@v1.0.0/" + name)
+		io.WriteString(w, body)
+	}
+	zw.Close()
+	files := map[string]string{
+		"/example.com/hello/@v/list":        "v1.0.0\n",
+		"/example.com/hello/@v/v1.0.0.info": `{"Version":"v1.0.0","Time":"2026-01-01T00:00:00Z"}`,
+		"/example.com/hello/@v/v1.0.0.mod":  "module example.com/hello\n\ngo 1.21\n",
+		"/example.com/hello/@v/v1.0.0.zip":  zb.String(),
+	}
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Skipf("listen on %s: %v", ip, err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, body)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// A sandboxed `go mod download` fetches a module from a registry once its host is allowed, and fails before.
+func TestProxyGoModDownload(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go on PATH")
+	}
+	ip := hostAddress(t)
+	registry := goProxy(t, ip)
+	e := newEnv(t)
+	c := e.client()
+	cmd := "cd \"$TMPDIR\" && GOPROXY=" + registry + " GOSUMDB=off GOTOOLCHAIN=local GOFLAGS=-modcacherw " +
+		"GOMODCACHE=\"$TMPDIR/mod\" go mod download -json example.com/hello@v1.0.0"
+	sid := e.open(c)
+	res, _, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+	if err != nil || res.GetStatus() == execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "403") {
+		t.Fatalf("before the host is allowed: %v %v", res.GetContent(), err)
+	}
+	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:`+ip+`)"]}}`)
+	sid = e.open(c)
+	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 || !strings.Contains(res.GetContent(), `"Version": "v1.0.0"`) {
+		t.Fatalf("with the host allowed: %v, questions %v, %v", res.GetContent(), qs, err)
 	}
 }
