@@ -52,6 +52,7 @@ var operations = []operation{
 	{field: "resolve_command", name: policy.OpResolveCommand, kind: policy.KindConsent, changes: true, check: checkResolveCommand},
 	{field: "load_skill", name: policy.OpSkill, kind: policy.KindConsent, changes: true, check: checkLoadSkill},
 	{field: "web_fetch", name: policy.OpWebFetch, kind: policy.KindNetwork, check: checkWebFetch},
+	{field: "web_search_consent", name: policy.OpWebSearch, kind: policy.KindConsent, check: checkWebSearchConsent},
 }
 
 // operationOf finds the table's entry for a Start.

@@ -154,3 +154,18 @@ func lowerFirst(s string) string {
 	}
 	return strings.ToLower(s[:1]) + s[1:]
 }
+
+// checkWebSearchConsent is the consent to offer the provider's server-side web search for the session: the front
+// end asks once per session, before the first model request that would offer the tool.
+func checkWebSearchConsent(s *Service, c *call) (*request, error) {
+	req := policy.Request{Kind: policy.KindConsent, Tool: policy.OpWebSearch, ConsentKind: policy.OpWebSearch, ConsentName: "provider"}
+	return &request{policy: req, input: "web search", run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+		q := &execv1.Question{Title: "Search the web",
+			Preview: "Let the model search the web in this session? The model provider runs the searches: your " +
+				"queries and their results go through it, not through Garuda's network policy."}
+		if res, err := g.confirm(q); res != nil || err != nil {
+			return res, err
+		}
+		return &execv1.Result{Content: "The model may search the web in this session."}, nil
+	}}, nil
+}

@@ -168,3 +168,28 @@ func TestNetworkHint(t *testing.T) {
 		t.Errorf("hint for team policy: %q", h)
 	}
 }
+
+// web_search is a consent: asked by default, allowed or denied by a rule; a web_search rule says nothing of other
+// consents.
+func TestWebSearchConsent(t *testing.T) {
+	req := Request{Kind: KindConsent, Tool: OpWebSearch, ConsentKind: OpWebSearch, ConsentName: "anthropic"}
+	for rules, want := range map[string]Verdict{
+		`{}`: Ask,
+		`{"permissions":{"allow":["web_search"]}}`: Allow,
+		`{"permissions":{"allow":["WebSearch"],"deny":["web_search"]}}`: Deny,
+	} {
+		st := newState(ModeBuild)
+		st.User = mustSettings(t, "/u/.garuda/settings.json", rules)
+		if d := Decide(req, st); d.Verdict != want {
+			t.Errorf("%s: %v (%s), want %v", rules, d.Verdict, d.Reason, want)
+		}
+	}
+	st := newState(ModeBuild)
+	st.User = mustSettings(t, "/u/.garuda/settings.json", `{"permissions":{"allow":["web_search"]}}`)
+	if d := Decide(Request{Kind: KindConsent, ConsentKind: "hook", ConsentName: "fmt"}, st); d.Verdict != Ask {
+		t.Errorf("a web_search rule allowed a hook: %v", d.Verdict)
+	}
+	if _, err := ParseRule("web_search(x)"); err == nil {
+		t.Error("web_search(x) parsed")
+	}
+}

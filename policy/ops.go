@@ -15,6 +15,7 @@ const (
 	OpUndo           = "undo"
 	OpWebFetch       = "web_fetch" // fetch one URL for the model (broker/ops_web.go)
 	OpNetwork        = "network"   // a sandboxed command's connection through the broker's proxy; network(...) rules cover both
+	OpWebSearch      = "web_search" // the consent to offer the provider's server-side web search, once per session
 )
 
 // Previewable reports whether the target of req, a write or edit that Decide answered with ask, may be opened and

@@ -115,7 +115,8 @@ type Decision struct {
 // ManagedPolicyDir is where the managed team policy lives; tools may never write there.
 const ManagedPolicyDir = "/etc/garuda"
 
-var consentKinds = map[string]bool{"mcp_server": true, "hook": true, "command": true, "skill": true, "network": true}
+var consentKinds = map[string]bool{"mcp_server": true, "hook": true, "command": true, "skill": true, "network": true,
+	OpWebSearch: true}
 
 // Decide decides one request. The order is the precedence, strictest first:
 //
@@ -427,6 +428,8 @@ func (r *Rule) matches(req *Request, st *State, cmd *command, allow bool) bool {
 		return req.Tool != OpNetwork && (r.all || hostMatch(r.host, req.Host))
 	case OpNetwork:
 		return r.all || hostMatch(r.host, req.Host)
+	case OpWebSearch:
+		return req.ConsentKind == OpWebSearch
 	case "mcp":
 		srv, tool := req.Server, req.MCPTool
 		if req.Kind == KindConsent {

@@ -25,6 +25,7 @@ import (
 //	network(domain:x.com)      one host for web_fetch and for sandboxed commands (the broker's proxy); the host
 //	                           may be an IP literal (10.0.0.5, ::1 or [::1]); only a pattern without "*" opens
 //	                           the host's loopback, private and link-local addresses (see Decision.OpensPrivate)
+//	web_search                 the provider's server-side web search (a consent per session; deny leaves it out)
 //	mcp__server__tool          one MCP tool; mcp__server or mcp__server__* every tool of the server (and,
 //	                           for deny, the consent to start the server)
 //
@@ -58,6 +59,7 @@ var toolAliases = map[string]string{
 	OpGrep: OpGrep, "Grep": OpGrep,
 	OpWebFetch: OpWebFetch, "WebFetch": OpWebFetch,
 	OpNetwork: OpNetwork,
+	OpWebSearch: OpWebSearch, "WebSearch": OpWebSearch,
 }
 
 var toolKinds = map[string][]Kind{
@@ -69,6 +71,7 @@ var toolKinds = map[string][]Kind{
 	OpGrep:      {KindSearch},
 	OpWebFetch:  {KindNetwork},
 	OpNetwork:   {KindNetwork},
+	OpWebSearch: {KindConsent},
 	"mcp":       {KindMCPTool, KindConsent},
 }
 
@@ -103,7 +106,7 @@ func ParseRule(text string) (Rule, error) {
 	}
 	canon, ok := toolAliases[name]
 	if !ok {
-		return r, fmt.Errorf("rule %q: unknown tool %q (want bash, read_file, write_file, edit_file, glob, grep, web_fetch, network or mcp__server__tool)", text, name)
+		return r, fmt.Errorf("rule %q: unknown tool %q (want bash, read_file, write_file, edit_file, glob, grep, web_fetch, network, web_search or mcp__server__tool)", text, name)
 	}
 	r.tool, r.kinds = canon, toolKinds[canon]
 	if !hasArg {
@@ -113,6 +116,8 @@ func ParseRule(text string) (Rule, error) {
 	switch canon {
 	case OpBash:
 		return r, r.parseCommand(arg)
+	case OpWebSearch:
+		return r, fmt.Errorf("rule %q: web_search takes no pattern", text)
 	case OpWebFetch, OpNetwork:
 		d, ok := strings.CutPrefix(arg, "domain:")
 		h, valid := normHostPattern(d)
@@ -214,6 +219,8 @@ func (r Rule) describe() string {
 		return "fetches from the network without asking"
 	case r.tool == OpNetwork:
 		return "reaches the network without asking, from web_fetch and from commands"
+	case r.tool == OpWebSearch:
+		return "lets the model search the web without asking"
 	case r.tool == OpReadFile || r.tool == OpGlob || r.tool == OpGrep:
 		return "reads without asking"
 	default:

@@ -230,6 +230,8 @@ type session struct {
 	ag               *agent.Session
 	tr               *transcript           // what the editor is sent, for the session file
 	model            *execv1.ModelSettings // the model the session talks to, for the words of its errors
+	webSearchAsked   bool                  // the web search consent was decided in this session (turn goroutine only)
+	webSearchOK      bool
 
 	mu   sync.Mutex
 	turn *turn // the running turn, nil between turns

@@ -158,6 +158,7 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 
 	s.record("prompt", full)
 	s.applyConfig()
+	s.offerWebSearch(tctx)
 	stop, err := s.ag.RunTurn(tctx, full, t.emit)
 	turnEnded(s.ag.History)
 	return t.end(uctx, stop, err)

@@ -151,6 +151,9 @@ type Session struct {
 	ThinkingBudget  int // passed in every request of a turn (not in summary requests); zero: no extended thinking
 	// ReasoningEffort is passed in every request of a turn (not in summary requests); empty: the server's default.
 	ReasoningEffort string
+	// WebSearch offers the provider's server-side web search in every request of a turn (not in summary requests);
+	// its calls and results are shown as tool calls, not kept in History.
+	WebSearch bool
 	// History is the conversation. Between turns every tool_use is followed by its tool_result.
 	History []model.Message
 	// Record, if set, receives what a session file keeps: ("message", model.Message) for every message added to
@@ -379,6 +382,23 @@ func (h deltaHandler) Delta(kind model.DeltaKind, text string) {
 	h.t.emit(Event{Type: typ, Text: text})
 }
 
+// ServerTool shows a tool the provider ran (web search) as a tool call and its result.
+func (h deltaHandler) ServerTool(ev model.ServerToolEvent) {
+	call := &ToolCall{ID: ev.ID, Name: ev.Name}
+	if !ev.Done {
+		call.Input, _ = json.Marshal(map[string]string{"query": ev.Query})
+		h.t.emit(Event{Type: EventToolCall, Call: call})
+		return
+	}
+	r := &ToolResult{Status: StatusCompleted, Content: strings.Join(ev.URLs, "\n")}
+	if ev.Error != "" {
+		r.Status, r.Content = StatusFailed, ev.Error
+	} else if len(ev.URLs) == 0 {
+		r.Content = "No results."
+	}
+	h.t.emit(Event{Type: EventToolResult, Call: call, Result: r})
+}
+
 type discardHandler struct{}
 
 func (discardHandler) Delta(model.DeltaKind, string) {}
@@ -475,7 +495,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // nothing the client appends can reach it.
 func (s *Session) buildRequest() model.Request {
 	req := model.Request{Messages: slices.Clip(s.History), MaxTokens: s.MaxOutputTokens, ThinkingBudget: s.ThinkingBudget,
-		ReasoningEffort: s.ReasoningEffort}
+		ReasoningEffort: s.ReasoningEffort, WebSearch: s.WebSearch}
 	if s.System != nil {
 		req.System = s.System()
 	}

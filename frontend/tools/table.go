@@ -23,6 +23,7 @@ const (
 	Bash      = "bash"
 	Skill     = "skill"
 	WebFetch  = "web_fetch"
+	WebSearch = "web_search" // the provider's server-side search (Anthropic): offered by the model client, shown here
 )
 
 // Kind is how an editor shows a tool call: ACP's tool kinds.
@@ -340,6 +341,14 @@ func Start(callID, name string, input json.RawMessage) (*execv1.Start, error) {
 // its input; for a tool the table does not hold (an MCP tool, mcp__server__tool) server/tool, kind other.
 func Describe(name string, input json.RawMessage) (string, Kind) {
 	t, ok := Lookup(name)
+	if !ok && name == WebSearch {
+		// The provider's own tool: not in the table (the broker does not run it), shown as the spec says.
+		var in struct {
+			Query string `json:"query"`
+		}
+		_ = json.Unmarshal(input, &in)
+		return "Search the web: " + in.Query, KindFetch
+	}
 	if !ok {
 		if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
 			if server, tool, ok := strings.Cut(rest, "__"); ok {

@@ -202,3 +202,18 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+// web_fetch and the provider's web search show as the spec says: kind fetch, "Fetch <url>", "Search the web: <query>".
+func TestNetworkTitles(t *testing.T) {
+	for _, c := range []struct{ name, input, title string }{
+		{WebFetch, `{"url":"https://go.dev/doc"}`, "Fetch https://go.dev/doc"},
+		{WebSearch, `{"query":"acp spec"}`, "Search the web: acp spec"},
+	} {
+		if title, kind := Describe(c.name, json.RawMessage(c.input)); title != c.title || kind != KindFetch {
+			t.Errorf("Describe(%s) = %q %q", c.name, title, kind)
+		}
+	}
+	if _, ok := Lookup(WebSearch); ok {
+		t.Error("web_search is in the table: it would be offered as a tool the broker runs")
+	}
+}

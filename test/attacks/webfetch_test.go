@@ -157,3 +157,36 @@ func TestWebFetchRedirectDecidedAgain(t *testing.T) {
 		t.Error("the redirect's denial is not in the audit log")
 	}
 }
+
+// The web search consent is a question by default, a rule allows or denies it, and it is audited.
+func TestWebSearchConsent(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	op := func() *execv1.Start {
+		return &execv1.Start{Op: &execv1.Start_WebSearchConsent{WebSearchConsent: &execv1.WebSearchConsent{}}}
+	}
+	sid := e.open(c)
+	res, qs, err := run(t, start(t, c, ctx(t), sid, op()), execv1.Choice_CHOICE_DENY)
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_DENIED || len(qs) != 1 || qs[0].GetTitle() != "Search the web" {
+		t.Fatalf("by default: %v, questions %v, %v", res, qs, err)
+	}
+	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["web_search"]}}`)
+	sid = e.open(c)
+	if res, qs, err := run(t, start(t, c, ctx(t), sid, op()), execv1.Choice_CHOICE_DENY); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 {
+		t.Fatalf("allowed by a rule: %v, questions %v, %v", res, qs, err)
+	}
+	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"deny":["web_search"]}}`)
+	sid = e.open(c)
+	if res, qs, err := run(t, start(t, c, ctx(t), sid, op()), execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_DENIED || len(qs) != 0 {
+		t.Fatalf("denied by a rule: %v, questions %v, %v", res, qs, err)
+	}
+	var decisions int
+	for _, r := range auditRecords(t, e.home) {
+		if r.Event == "decision" && r.Op == "web_search" {
+			decisions++
+		}
+	}
+	if decisions != 3 {
+		t.Errorf("%d web_search decisions audited, want 3", decisions)
+	}
+}

@@ -238,7 +238,7 @@ func (x Resolved_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Resolved_Kind.Descriptor instead.
 func (Resolved_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{40, 0}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{41, 0}
 }
 
 type HelloRequest struct {
@@ -1754,6 +1754,7 @@ type Start struct {
 	//	*Start_AttachMention
 	//	*Start_LoadSkill
 	//	*Start_WebFetch
+	//	*Start_WebSearchConsent
 	Op            isStart_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1900,6 +1901,15 @@ func (x *Start) GetWebFetch() *WebFetch {
 	return nil
 }
 
+func (x *Start) GetWebSearchConsent() *WebSearchConsent {
+	if x != nil {
+		if x, ok := x.Op.(*Start_WebSearchConsent); ok {
+			return x.WebSearchConsent
+		}
+	}
+	return nil
+}
+
 type isStart_Op interface {
 	isStart_Op()
 }
@@ -1944,6 +1954,10 @@ type Start_WebFetch struct {
 	WebFetch *WebFetch `protobuf:"bytes,25,opt,name=web_fetch,json=webFetch,proto3,oneof"`
 }
 
+type Start_WebSearchConsent struct {
+	WebSearchConsent *WebSearchConsent `protobuf:"bytes,26,opt,name=web_search_consent,json=webSearchConsent,proto3,oneof"`
+}
+
 func (*Start_ReadFile) isStart_Op() {}
 
 func (*Start_WriteFile) isStart_Op() {}
@@ -1963,6 +1977,8 @@ func (*Start_AttachMention) isStart_Op() {}
 func (*Start_LoadSkill) isStart_Op() {}
 
 func (*Start_WebFetch) isStart_Op() {}
+
+func (*Start_WebSearchConsent) isStart_Op() {}
 
 // WebFetch fetches one http(s) URL and answers with the page as text (HTML as Markdown), bounded like command
 // output. The host is decided by the network policy before any lookup; every address and every redirect is checked.
@@ -2010,6 +2026,44 @@ func (x *WebFetch) GetUrl() string {
 	return ""
 }
 
+// WebSearchConsent asks whether the model may use the provider's server-side web search in this session: decided by
+// the policy (a web_search rule), else a question. Completed: allowed; denied: the tool is left out.
+type WebSearchConsent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebSearchConsent) Reset() {
+	*x = WebSearchConsent{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebSearchConsent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebSearchConsent) ProtoMessage() {}
+
+func (x *WebSearchConsent) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebSearchConsent.ProtoReflect.Descriptor instead.
+func (*WebSearchConsent) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{24}
+}
+
 type ReadFile struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -2021,7 +2075,7 @@ type ReadFile struct {
 
 func (x *ReadFile) Reset() {
 	*x = ReadFile{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2033,7 +2087,7 @@ func (x *ReadFile) String() string {
 func (*ReadFile) ProtoMessage() {}
 
 func (x *ReadFile) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2046,7 +2100,7 @@ func (x *ReadFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFile.ProtoReflect.Descriptor instead.
 func (*ReadFile) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{24}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReadFile) GetPath() string {
@@ -2080,7 +2134,7 @@ type WriteFile struct {
 
 func (x *WriteFile) Reset() {
 	*x = WriteFile{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2092,7 +2146,7 @@ func (x *WriteFile) String() string {
 func (*WriteFile) ProtoMessage() {}
 
 func (x *WriteFile) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2105,7 +2159,7 @@ func (x *WriteFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFile.ProtoReflect.Descriptor instead.
 func (*WriteFile) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{25}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WriteFile) GetPath() string {
@@ -2134,7 +2188,7 @@ type EditFile struct {
 
 func (x *EditFile) Reset() {
 	*x = EditFile{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2200,7 @@ func (x *EditFile) String() string {
 func (*EditFile) ProtoMessage() {}
 
 func (x *EditFile) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2213,7 @@ func (x *EditFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditFile.ProtoReflect.Descriptor instead.
 func (*EditFile) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{26}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *EditFile) GetPath() string {
@@ -2200,7 +2254,7 @@ type Glob struct {
 
 func (x *Glob) Reset() {
 	*x = Glob{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2212,7 +2266,7 @@ func (x *Glob) String() string {
 func (*Glob) ProtoMessage() {}
 
 func (x *Glob) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2225,7 +2279,7 @@ func (x *Glob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Glob.ProtoReflect.Descriptor instead.
 func (*Glob) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{27}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Glob) GetPattern() string {
@@ -2257,7 +2311,7 @@ type Grep struct {
 
 func (x *Grep) Reset() {
 	*x = Grep{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +2323,7 @@ func (x *Grep) String() string {
 func (*Grep) ProtoMessage() {}
 
 func (x *Grep) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +2336,7 @@ func (x *Grep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grep.ProtoReflect.Descriptor instead.
 func (*Grep) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{28}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Grep) GetPattern() string {
@@ -2340,7 +2394,7 @@ type Bash struct {
 
 func (x *Bash) Reset() {
 	*x = Bash{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2352,7 +2406,7 @@ func (x *Bash) String() string {
 func (*Bash) ProtoMessage() {}
 
 func (x *Bash) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2365,7 +2419,7 @@ func (x *Bash) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bash.ProtoReflect.Descriptor instead.
 func (*Bash) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{29}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Bash) GetCommand() string {
@@ -2406,7 +2460,7 @@ type ResolveCommand struct {
 
 func (x *ResolveCommand) Reset() {
 	*x = ResolveCommand{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2418,7 +2472,7 @@ func (x *ResolveCommand) String() string {
 func (*ResolveCommand) ProtoMessage() {}
 
 func (x *ResolveCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2431,7 +2485,7 @@ func (x *ResolveCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveCommand.ProtoReflect.Descriptor instead.
 func (*ResolveCommand) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{30}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ResolveCommand) GetText() string {
@@ -2451,7 +2505,7 @@ type AttachMention struct {
 
 func (x *AttachMention) Reset() {
 	*x = AttachMention{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2463,7 +2517,7 @@ func (x *AttachMention) String() string {
 func (*AttachMention) ProtoMessage() {}
 
 func (x *AttachMention) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2476,7 +2530,7 @@ func (x *AttachMention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachMention.ProtoReflect.Descriptor instead.
 func (*AttachMention) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{31}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AttachMention) GetPath() string {
@@ -2495,7 +2549,7 @@ type LoadSkill struct {
 
 func (x *LoadSkill) Reset() {
 	*x = LoadSkill{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2507,7 +2561,7 @@ func (x *LoadSkill) String() string {
 func (*LoadSkill) ProtoMessage() {}
 
 func (x *LoadSkill) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2520,7 +2574,7 @@ func (x *LoadSkill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadSkill.ProtoReflect.Descriptor instead.
 func (*LoadSkill) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{32}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LoadSkill) GetName() string {
@@ -2559,7 +2613,7 @@ type Question struct {
 
 func (x *Question) Reset() {
 	*x = Question{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2571,7 +2625,7 @@ func (x *Question) String() string {
 func (*Question) ProtoMessage() {}
 
 func (x *Question) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2584,7 +2638,7 @@ func (x *Question) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Question.ProtoReflect.Descriptor instead.
 func (*Question) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{33}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Question) GetQuestionId() string {
@@ -2684,7 +2738,7 @@ type Diff struct {
 
 func (x *Diff) Reset() {
 	*x = Diff{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2696,7 +2750,7 @@ func (x *Diff) String() string {
 func (*Diff) ProtoMessage() {}
 
 func (x *Diff) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2709,7 +2763,7 @@ func (x *Diff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diff.ProtoReflect.Descriptor instead.
 func (*Diff) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{34}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Diff) GetPath() string {
@@ -2750,7 +2804,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2762,7 +2816,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2775,7 +2829,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{35}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Answer) GetQuestionId() string {
@@ -2804,7 +2858,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2816,7 +2870,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2829,7 +2883,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{36}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{37}
 }
 
 type Progress struct {
@@ -2843,7 +2897,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2855,7 +2909,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2868,7 +2922,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{37}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Progress) GetOutput() []byte {
@@ -2901,7 +2955,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2913,7 +2967,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2926,7 +2980,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{38}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Result) GetStatus() Status {
@@ -2981,7 +3035,7 @@ type Location struct {
 
 func (x *Location) Reset() {
 	*x = Location{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2993,7 +3047,7 @@ func (x *Location) String() string {
 func (*Location) ProtoMessage() {}
 
 func (x *Location) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3006,7 +3060,7 @@ func (x *Location) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Location.ProtoReflect.Descriptor instead.
 func (*Location) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{39}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Location) GetPath() string {
@@ -3034,7 +3088,7 @@ type Resolved struct {
 
 func (x *Resolved) Reset() {
 	*x = Resolved{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3046,7 +3100,7 @@ func (x *Resolved) String() string {
 func (*Resolved) ProtoMessage() {}
 
 func (x *Resolved) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3059,7 +3113,7 @@ func (x *Resolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolved.ProtoReflect.Descriptor instead.
 func (*Resolved) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{40}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Resolved) GetKind() Resolved_Kind {
@@ -3097,7 +3151,7 @@ type RecordRequest struct {
 
 func (x *RecordRequest) Reset() {
 	*x = RecordRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3109,7 +3163,7 @@ func (x *RecordRequest) String() string {
 func (*RecordRequest) ProtoMessage() {}
 
 func (x *RecordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3122,7 +3176,7 @@ func (x *RecordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordRequest.ProtoReflect.Descriptor instead.
 func (*RecordRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{41}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RecordRequest) GetSessionId() string {
@@ -3154,7 +3208,7 @@ type RecordResponse struct {
 
 func (x *RecordResponse) Reset() {
 	*x = RecordResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3166,7 +3220,7 @@ func (x *RecordResponse) String() string {
 func (*RecordResponse) ProtoMessage() {}
 
 func (x *RecordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3179,7 +3233,7 @@ func (x *RecordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordResponse.ProtoReflect.Descriptor instead.
 func (*RecordResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{42}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{43}
 }
 
 type CommandInfo struct {
@@ -3197,7 +3251,7 @@ type CommandInfo struct {
 
 func (x *CommandInfo) Reset() {
 	*x = CommandInfo{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3209,7 +3263,7 @@ func (x *CommandInfo) String() string {
 func (*CommandInfo) ProtoMessage() {}
 
 func (x *CommandInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3222,7 +3276,7 @@ func (x *CommandInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandInfo.ProtoReflect.Descriptor instead.
 func (*CommandInfo) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{43}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CommandInfo) GetName() string {
@@ -3269,7 +3323,7 @@ type ListCommandsRequest struct {
 
 func (x *ListCommandsRequest) Reset() {
 	*x = ListCommandsRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3281,7 +3335,7 @@ func (x *ListCommandsRequest) String() string {
 func (*ListCommandsRequest) ProtoMessage() {}
 
 func (x *ListCommandsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3294,7 +3348,7 @@ func (x *ListCommandsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCommandsRequest.ProtoReflect.Descriptor instead.
 func (*ListCommandsRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{44}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListCommandsRequest) GetSessionId() string {
@@ -3314,7 +3368,7 @@ type ListCommandsResponse struct {
 
 func (x *ListCommandsResponse) Reset() {
 	*x = ListCommandsResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3326,7 +3380,7 @@ func (x *ListCommandsResponse) String() string {
 func (*ListCommandsResponse) ProtoMessage() {}
 
 func (x *ListCommandsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3339,7 +3393,7 @@ func (x *ListCommandsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCommandsResponse.ProtoReflect.Descriptor instead.
 func (*ListCommandsResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{45}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListCommandsResponse) GetCommands() []*CommandInfo {
@@ -3364,7 +3418,7 @@ type SetupOptionsRequest struct {
 
 func (x *SetupOptionsRequest) Reset() {
 	*x = SetupOptionsRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3376,7 +3430,7 @@ func (x *SetupOptionsRequest) String() string {
 func (*SetupOptionsRequest) ProtoMessage() {}
 
 func (x *SetupOptionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3389,7 +3443,7 @@ func (x *SetupOptionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupOptionsRequest.ProtoReflect.Descriptor instead.
 func (*SetupOptionsRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{46}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{47}
 }
 
 type SetupOptionsResponse struct {
@@ -3403,7 +3457,7 @@ type SetupOptionsResponse struct {
 
 func (x *SetupOptionsResponse) Reset() {
 	*x = SetupOptionsResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3415,7 +3469,7 @@ func (x *SetupOptionsResponse) String() string {
 func (*SetupOptionsResponse) ProtoMessage() {}
 
 func (x *SetupOptionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3428,7 +3482,7 @@ func (x *SetupOptionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupOptionsResponse.ProtoReflect.Descriptor instead.
 func (*SetupOptionsResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{47}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SetupOptionsResponse) GetProviders() []*SetupProvider {
@@ -3463,7 +3517,7 @@ type SetupProvider struct {
 
 func (x *SetupProvider) Reset() {
 	*x = SetupProvider{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3475,7 +3529,7 @@ func (x *SetupProvider) String() string {
 func (*SetupProvider) ProtoMessage() {}
 
 func (x *SetupProvider) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3488,7 +3542,7 @@ func (x *SetupProvider) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupProvider.ProtoReflect.Descriptor instead.
 func (*SetupProvider) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{48}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SetupProvider) GetName() string {
@@ -3525,7 +3579,7 @@ type SetupRequest struct {
 
 func (x *SetupRequest) Reset() {
 	*x = SetupRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3537,7 +3591,7 @@ func (x *SetupRequest) String() string {
 func (*SetupRequest) ProtoMessage() {}
 
 func (x *SetupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3550,7 +3604,7 @@ func (x *SetupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupRequest.ProtoReflect.Descriptor instead.
 func (*SetupRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{49}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SetupRequest) GetProvider() string {
@@ -3591,7 +3645,7 @@ type SetupResponse struct {
 
 func (x *SetupResponse) Reset() {
 	*x = SetupResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3603,7 +3657,7 @@ func (x *SetupResponse) String() string {
 func (*SetupResponse) ProtoMessage() {}
 
 func (x *SetupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3616,7 +3670,7 @@ func (x *SetupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupResponse.ProtoReflect.Descriptor instead.
 func (*SetupResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{50}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SetupResponse) GetCredentialsPath() string {
@@ -3642,7 +3696,7 @@ type InspectTrustRequest struct {
 
 func (x *InspectTrustRequest) Reset() {
 	*x = InspectTrustRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3654,7 +3708,7 @@ func (x *InspectTrustRequest) String() string {
 func (*InspectTrustRequest) ProtoMessage() {}
 
 func (x *InspectTrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3667,7 +3721,7 @@ func (x *InspectTrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTrustRequest.ProtoReflect.Descriptor instead.
 func (*InspectTrustRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{51}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *InspectTrustRequest) GetDir() string {
@@ -3691,7 +3745,7 @@ type InspectTrustResponse struct {
 
 func (x *InspectTrustResponse) Reset() {
 	*x = InspectTrustResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3703,7 +3757,7 @@ func (x *InspectTrustResponse) String() string {
 func (*InspectTrustResponse) ProtoMessage() {}
 
 func (x *InspectTrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3716,7 +3770,7 @@ func (x *InspectTrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTrustResponse.ProtoReflect.Descriptor instead.
 func (*InspectTrustResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{52}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *InspectTrustResponse) GetSettingsPath() string {
@@ -3765,7 +3819,7 @@ type PinTrustRequest struct {
 
 func (x *PinTrustRequest) Reset() {
 	*x = PinTrustRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3777,7 +3831,7 @@ func (x *PinTrustRequest) String() string {
 func (*PinTrustRequest) ProtoMessage() {}
 
 func (x *PinTrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3790,7 +3844,7 @@ func (x *PinTrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinTrustRequest.ProtoReflect.Descriptor instead.
 func (*PinTrustRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{53}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PinTrustRequest) GetDir() string {
@@ -3816,7 +3870,7 @@ type PinTrustResponse struct {
 
 func (x *PinTrustResponse) Reset() {
 	*x = PinTrustResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3828,7 +3882,7 @@ func (x *PinTrustResponse) String() string {
 func (*PinTrustResponse) ProtoMessage() {}
 
 func (x *PinTrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3841,7 +3895,7 @@ func (x *PinTrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinTrustResponse.ProtoReflect.Descriptor instead.
 func (*PinTrustResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{54}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PinTrustResponse) GetTrustPath() string {
@@ -3862,7 +3916,7 @@ type UndoRequest struct {
 
 func (x *UndoRequest) Reset() {
 	*x = UndoRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3874,7 +3928,7 @@ func (x *UndoRequest) String() string {
 func (*UndoRequest) ProtoMessage() {}
 
 func (x *UndoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3887,7 +3941,7 @@ func (x *UndoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoRequest.ProtoReflect.Descriptor instead.
 func (*UndoRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{55}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *UndoRequest) GetSessionId() string {
@@ -3915,7 +3969,7 @@ type UndoResponse struct {
 
 func (x *UndoResponse) Reset() {
 	*x = UndoResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3927,7 +3981,7 @@ func (x *UndoResponse) String() string {
 func (*UndoResponse) ProtoMessage() {}
 
 func (x *UndoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3940,7 +3994,7 @@ func (x *UndoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoResponse.ProtoReflect.Descriptor instead.
 func (*UndoResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{56}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *UndoResponse) GetSessionId() string {
@@ -3975,7 +4029,7 @@ type UndoEntry struct {
 
 func (x *UndoEntry) Reset() {
 	*x = UndoEntry{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3987,7 +4041,7 @@ func (x *UndoEntry) String() string {
 func (*UndoEntry) ProtoMessage() {}
 
 func (x *UndoEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4000,7 +4054,7 @@ func (x *UndoEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoEntry.ProtoReflect.Descriptor instead.
 func (*UndoEntry) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{57}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *UndoEntry) GetPath() string {
@@ -4034,7 +4088,7 @@ type VerifyAuditRequest struct {
 
 func (x *VerifyAuditRequest) Reset() {
 	*x = VerifyAuditRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4046,7 +4100,7 @@ func (x *VerifyAuditRequest) String() string {
 func (*VerifyAuditRequest) ProtoMessage() {}
 
 func (x *VerifyAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4059,7 +4113,7 @@ func (x *VerifyAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyAuditRequest.ProtoReflect.Descriptor instead.
 func (*VerifyAuditRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{58}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *VerifyAuditRequest) GetFile() string {
@@ -4078,7 +4132,7 @@ type VerifyAuditResponse struct {
 
 func (x *VerifyAuditResponse) Reset() {
 	*x = VerifyAuditResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4090,7 +4144,7 @@ func (x *VerifyAuditResponse) String() string {
 func (*VerifyAuditResponse) ProtoMessage() {}
 
 func (x *VerifyAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4103,7 +4157,7 @@ func (x *VerifyAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyAuditResponse.ProtoReflect.Descriptor instead.
 func (*VerifyAuditResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{59}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *VerifyAuditResponse) GetFiles() []*AuditFileCheck {
@@ -4125,7 +4179,7 @@ type AuditFileCheck struct {
 
 func (x *AuditFileCheck) Reset() {
 	*x = AuditFileCheck{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[60]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4137,7 +4191,7 @@ func (x *AuditFileCheck) String() string {
 func (*AuditFileCheck) ProtoMessage() {}
 
 func (x *AuditFileCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[60]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4150,7 +4204,7 @@ func (x *AuditFileCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditFileCheck.ProtoReflect.Descriptor instead.
 func (*AuditFileCheck) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{60}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *AuditFileCheck) GetFile() string {
@@ -4289,7 +4343,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\bquestion\x18\x01 \x01(\v2\x18.garuda.exec.v1.QuestionH\x00R\bquestion\x126\n" +
 	"\bprogress\x18\x02 \x01(\v2\x18.garuda.exec.v1.ProgressH\x00R\bprogress\x120\n" +
 	"\x06result\x18\x03 \x01(\v2\x16.garuda.exec.v1.ResultH\x00R\x06resultB\x05\n" +
-	"\x03msg\"\xff\x04\n" +
+	"\x03msg\"\xd1\x05\n" +
 	"\x05Start\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n" +
@@ -4306,10 +4360,12 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x0eattach_mention\x18\x11 \x01(\v2\x1d.garuda.exec.v1.AttachMentionH\x00R\rattachMention\x12:\n" +
 	"\n" +
 	"load_skill\x18\x12 \x01(\v2\x19.garuda.exec.v1.LoadSkillH\x00R\tloadSkill\x127\n" +
-	"\tweb_fetch\x18\x19 \x01(\v2\x18.garuda.exec.v1.WebFetchH\x00R\bwebFetchB\x04\n" +
+	"\tweb_fetch\x18\x19 \x01(\v2\x18.garuda.exec.v1.WebFetchH\x00R\bwebFetch\x12P\n" +
+	"\x12web_search_consent\x18\x1a \x01(\v2 .garuda.exec.v1.WebSearchConsentH\x00R\x10webSearchConsentB\x04\n" +
 	"\x02op\"\x1c\n" +
 	"\bWebFetch\x12\x10\n" +
-	"\x03url\x18\x01 \x01(\tR\x03url\"L\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\"\x12\n" +
+	"\x10WebSearchConsent\"L\n" +
 	"\bReadFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x05R\x06offset\x12\x14\n" +
@@ -4515,7 +4571,7 @@ func file_garuda_exec_v1_exec_proto_rawDescGZIP() []byte {
 }
 
 var file_garuda_exec_v1_exec_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_garuda_exec_v1_exec_proto_goTypes = []any{
 	(Mode)(0),                     // 0: garuda.exec.v1.Mode
 	(Choice)(0),                   // 1: garuda.exec.v1.Choice
@@ -4545,120 +4601,122 @@ var file_garuda_exec_v1_exec_proto_goTypes = []any{
 	(*CallResponse)(nil),          // 25: garuda.exec.v1.CallResponse
 	(*Start)(nil),                 // 26: garuda.exec.v1.Start
 	(*WebFetch)(nil),              // 27: garuda.exec.v1.WebFetch
-	(*ReadFile)(nil),              // 28: garuda.exec.v1.ReadFile
-	(*WriteFile)(nil),             // 29: garuda.exec.v1.WriteFile
-	(*EditFile)(nil),              // 30: garuda.exec.v1.EditFile
-	(*Glob)(nil),                  // 31: garuda.exec.v1.Glob
-	(*Grep)(nil),                  // 32: garuda.exec.v1.Grep
-	(*Bash)(nil),                  // 33: garuda.exec.v1.Bash
-	(*ResolveCommand)(nil),        // 34: garuda.exec.v1.ResolveCommand
-	(*AttachMention)(nil),         // 35: garuda.exec.v1.AttachMention
-	(*LoadSkill)(nil),             // 36: garuda.exec.v1.LoadSkill
-	(*Question)(nil),              // 37: garuda.exec.v1.Question
-	(*Diff)(nil),                  // 38: garuda.exec.v1.Diff
-	(*Answer)(nil),                // 39: garuda.exec.v1.Answer
-	(*Cancel)(nil),                // 40: garuda.exec.v1.Cancel
-	(*Progress)(nil),              // 41: garuda.exec.v1.Progress
-	(*Result)(nil),                // 42: garuda.exec.v1.Result
-	(*Location)(nil),              // 43: garuda.exec.v1.Location
-	(*Resolved)(nil),              // 44: garuda.exec.v1.Resolved
-	(*RecordRequest)(nil),         // 45: garuda.exec.v1.RecordRequest
-	(*RecordResponse)(nil),        // 46: garuda.exec.v1.RecordResponse
-	(*CommandInfo)(nil),           // 47: garuda.exec.v1.CommandInfo
-	(*ListCommandsRequest)(nil),   // 48: garuda.exec.v1.ListCommandsRequest
-	(*ListCommandsResponse)(nil),  // 49: garuda.exec.v1.ListCommandsResponse
-	(*SetupOptionsRequest)(nil),   // 50: garuda.exec.v1.SetupOptionsRequest
-	(*SetupOptionsResponse)(nil),  // 51: garuda.exec.v1.SetupOptionsResponse
-	(*SetupProvider)(nil),         // 52: garuda.exec.v1.SetupProvider
-	(*SetupRequest)(nil),          // 53: garuda.exec.v1.SetupRequest
-	(*SetupResponse)(nil),         // 54: garuda.exec.v1.SetupResponse
-	(*InspectTrustRequest)(nil),   // 55: garuda.exec.v1.InspectTrustRequest
-	(*InspectTrustResponse)(nil),  // 56: garuda.exec.v1.InspectTrustResponse
-	(*PinTrustRequest)(nil),       // 57: garuda.exec.v1.PinTrustRequest
-	(*PinTrustResponse)(nil),      // 58: garuda.exec.v1.PinTrustResponse
-	(*UndoRequest)(nil),           // 59: garuda.exec.v1.UndoRequest
-	(*UndoResponse)(nil),          // 60: garuda.exec.v1.UndoResponse
-	(*UndoEntry)(nil),             // 61: garuda.exec.v1.UndoEntry
-	(*VerifyAuditRequest)(nil),    // 62: garuda.exec.v1.VerifyAuditRequest
-	(*VerifyAuditResponse)(nil),   // 63: garuda.exec.v1.VerifyAuditResponse
-	(*AuditFileCheck)(nil),        // 64: garuda.exec.v1.AuditFileCheck
+	(*WebSearchConsent)(nil),      // 28: garuda.exec.v1.WebSearchConsent
+	(*ReadFile)(nil),              // 29: garuda.exec.v1.ReadFile
+	(*WriteFile)(nil),             // 30: garuda.exec.v1.WriteFile
+	(*EditFile)(nil),              // 31: garuda.exec.v1.EditFile
+	(*Glob)(nil),                  // 32: garuda.exec.v1.Glob
+	(*Grep)(nil),                  // 33: garuda.exec.v1.Grep
+	(*Bash)(nil),                  // 34: garuda.exec.v1.Bash
+	(*ResolveCommand)(nil),        // 35: garuda.exec.v1.ResolveCommand
+	(*AttachMention)(nil),         // 36: garuda.exec.v1.AttachMention
+	(*LoadSkill)(nil),             // 37: garuda.exec.v1.LoadSkill
+	(*Question)(nil),              // 38: garuda.exec.v1.Question
+	(*Diff)(nil),                  // 39: garuda.exec.v1.Diff
+	(*Answer)(nil),                // 40: garuda.exec.v1.Answer
+	(*Cancel)(nil),                // 41: garuda.exec.v1.Cancel
+	(*Progress)(nil),              // 42: garuda.exec.v1.Progress
+	(*Result)(nil),                // 43: garuda.exec.v1.Result
+	(*Location)(nil),              // 44: garuda.exec.v1.Location
+	(*Resolved)(nil),              // 45: garuda.exec.v1.Resolved
+	(*RecordRequest)(nil),         // 46: garuda.exec.v1.RecordRequest
+	(*RecordResponse)(nil),        // 47: garuda.exec.v1.RecordResponse
+	(*CommandInfo)(nil),           // 48: garuda.exec.v1.CommandInfo
+	(*ListCommandsRequest)(nil),   // 49: garuda.exec.v1.ListCommandsRequest
+	(*ListCommandsResponse)(nil),  // 50: garuda.exec.v1.ListCommandsResponse
+	(*SetupOptionsRequest)(nil),   // 51: garuda.exec.v1.SetupOptionsRequest
+	(*SetupOptionsResponse)(nil),  // 52: garuda.exec.v1.SetupOptionsResponse
+	(*SetupProvider)(nil),         // 53: garuda.exec.v1.SetupProvider
+	(*SetupRequest)(nil),          // 54: garuda.exec.v1.SetupRequest
+	(*SetupResponse)(nil),         // 55: garuda.exec.v1.SetupResponse
+	(*InspectTrustRequest)(nil),   // 56: garuda.exec.v1.InspectTrustRequest
+	(*InspectTrustResponse)(nil),  // 57: garuda.exec.v1.InspectTrustResponse
+	(*PinTrustRequest)(nil),       // 58: garuda.exec.v1.PinTrustRequest
+	(*PinTrustResponse)(nil),      // 59: garuda.exec.v1.PinTrustResponse
+	(*UndoRequest)(nil),           // 60: garuda.exec.v1.UndoRequest
+	(*UndoResponse)(nil),          // 61: garuda.exec.v1.UndoResponse
+	(*UndoEntry)(nil),             // 62: garuda.exec.v1.UndoEntry
+	(*VerifyAuditRequest)(nil),    // 63: garuda.exec.v1.VerifyAuditRequest
+	(*VerifyAuditResponse)(nil),   // 64: garuda.exec.v1.VerifyAuditResponse
+	(*AuditFileCheck)(nil),        // 65: garuda.exec.v1.AuditFileCheck
 }
 var file_garuda_exec_v1_exec_proto_depIdxs = []int32{
 	6,  // 0: garuda.exec.v1.HelloResponse.sandbox:type_name -> garuda.exec.v1.Feature
 	10, // 1: garuda.exec.v1.PrepareResponse.ready:type_name -> garuda.exec.v1.ModelSettings
 	9,  // 2: garuda.exec.v1.PrepareResponse.models:type_name -> garuda.exec.v1.ModelChoice
 	0,  // 3: garuda.exec.v1.OpenSessionRequest.mode:type_name -> garuda.exec.v1.Mode
-	47, // 4: garuda.exec.v1.OpenSessionResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	48, // 4: garuda.exec.v1.OpenSessionResponse.commands:type_name -> garuda.exec.v1.CommandInfo
 	12, // 5: garuda.exec.v1.ResumeSessionResponse.opened:type_name -> garuda.exec.v1.OpenSessionResponse
 	15, // 6: garuda.exec.v1.ResumeSessionResponse.entries:type_name -> garuda.exec.v1.SessionEntries
 	16, // 7: garuda.exec.v1.SessionEntries.entries:type_name -> garuda.exec.v1.SessionEntry
 	19, // 8: garuda.exec.v1.ListSessionsResponse.sessions:type_name -> garuda.exec.v1.SessionSummary
 	0,  // 9: garuda.exec.v1.SetModeRequest.mode:type_name -> garuda.exec.v1.Mode
 	26, // 10: garuda.exec.v1.CallRequest.start:type_name -> garuda.exec.v1.Start
-	39, // 11: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
-	40, // 12: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
-	37, // 13: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
-	41, // 14: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
-	42, // 15: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
-	28, // 16: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
-	29, // 17: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
-	30, // 18: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
-	31, // 19: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
-	32, // 20: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
-	33, // 21: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
-	34, // 22: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
-	35, // 23: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
-	36, // 24: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
+	40, // 11: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
+	41, // 12: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
+	38, // 13: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
+	42, // 14: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
+	43, // 15: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
+	29, // 16: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
+	30, // 17: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
+	31, // 18: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
+	32, // 19: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
+	33, // 20: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
+	34, // 21: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
+	35, // 22: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
+	36, // 23: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
+	37, // 24: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
 	27, // 25: garuda.exec.v1.Start.web_fetch:type_name -> garuda.exec.v1.WebFetch
-	38, // 26: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
-	1,  // 27: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
-	1,  // 28: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
-	2,  // 29: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
-	43, // 30: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
-	44, // 31: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
-	3,  // 32: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
-	47, // 33: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	52, // 34: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
-	61, // 35: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
-	61, // 36: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
-	64, // 37: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
-	4,  // 38: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
-	7,  // 39: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
-	11, // 40: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
-	13, // 41: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
-	17, // 42: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
-	20, // 43: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
-	22, // 44: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
-	24, // 45: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
-	45, // 46: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
-	48, // 47: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
-	50, // 48: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
-	53, // 49: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
-	55, // 50: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
-	57, // 51: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
-	59, // 52: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
-	62, // 53: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
-	5,  // 54: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
-	8,  // 55: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
-	12, // 56: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
-	14, // 57: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
-	18, // 58: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
-	21, // 59: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
-	23, // 60: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
-	25, // 61: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
-	46, // 62: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
-	49, // 63: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
-	51, // 64: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
-	54, // 65: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
-	56, // 66: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
-	58, // 67: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
-	60, // 68: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
-	63, // 69: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
-	54, // [54:70] is the sub-list for method output_type
-	38, // [38:54] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	28, // 26: garuda.exec.v1.Start.web_search_consent:type_name -> garuda.exec.v1.WebSearchConsent
+	39, // 27: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
+	1,  // 28: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
+	1,  // 29: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
+	2,  // 30: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
+	44, // 31: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
+	45, // 32: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
+	3,  // 33: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
+	48, // 34: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	53, // 35: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
+	62, // 36: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
+	62, // 37: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
+	65, // 38: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
+	4,  // 39: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
+	7,  // 40: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
+	11, // 41: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
+	13, // 42: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
+	17, // 43: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
+	20, // 44: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
+	22, // 45: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
+	24, // 46: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
+	46, // 47: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
+	49, // 48: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
+	51, // 49: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
+	54, // 50: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
+	56, // 51: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
+	58, // 52: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
+	60, // 53: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
+	63, // 54: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
+	5,  // 55: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
+	8,  // 56: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
+	12, // 57: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
+	14, // 58: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
+	18, // 59: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
+	21, // 60: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
+	23, // 61: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
+	25, // 62: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
+	47, // 63: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
+	50, // 64: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
+	52, // 65: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
+	55, // 66: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
+	57, // 67: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
+	59, // 68: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
+	61, // 69: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
+	64, // 70: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
+	55, // [55:71] is the sub-list for method output_type
+	39, // [39:55] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_garuda_exec_v1_exec_proto_init() }
@@ -4695,6 +4753,7 @@ func file_garuda_exec_v1_exec_proto_init() {
 		(*Start_AttachMention)(nil),
 		(*Start_LoadSkill)(nil),
 		(*Start_WebFetch)(nil),
+		(*Start_WebSearchConsent)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4702,7 +4761,7 @@ func file_garuda_exec_v1_exec_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_garuda_exec_v1_exec_proto_rawDesc), len(file_garuda_exec_v1_exec_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   61,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
