@@ -175,7 +175,7 @@ func TestWebSearchConsent(t *testing.T) {
 	req := Request{Kind: KindConsent, Tool: OpWebSearch, ConsentKind: OpWebSearch, ConsentName: "anthropic"}
 	for rules, want := range map[string]Verdict{
 		`{}`: Ask,
-		`{"permissions":{"allow":["web_search"]}}`: Allow,
+		`{"permissions":{"allow":["web_search"]}}`:                      Allow,
 		`{"permissions":{"allow":["WebSearch"],"deny":["web_search"]}}`: Deny,
 	} {
 		st := newState(ModeBuild)

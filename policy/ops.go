@@ -13,8 +13,8 @@ const (
 	OpResolveCommand = "resolve_command"
 	OpSkill          = "skill"
 	OpUndo           = "undo"
-	OpWebFetch       = "web_fetch" // fetch one URL for the model (broker/ops_web.go)
-	OpNetwork        = "network"   // a sandboxed command's connection through the broker's proxy; network(...) rules cover both
+	OpWebFetch       = "web_fetch"  // fetch one URL for the model (broker/ops_web.go)
+	OpNetwork        = "network"    // a sandboxed command's connection through the broker's proxy; network(...) rules cover both
 	OpWebSearch      = "web_search" // the consent to offer the provider's server-side web search, once per session
 )
 

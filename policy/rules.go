@@ -58,7 +58,7 @@ var toolAliases = map[string]string{
 	OpGlob: OpGlob, "Glob": OpGlob,
 	OpGrep: OpGrep, "Grep": OpGrep,
 	OpWebFetch: OpWebFetch, "WebFetch": OpWebFetch,
-	OpNetwork: OpNetwork,
+	OpNetwork:   OpNetwork,
 	OpWebSearch: OpWebSearch, "WebSearch": OpWebSearch,
 }
 
