@@ -202,7 +202,8 @@ func tunnel(c, upstream net.Conn, up, down *counter) {
 	<-done
 }
 
-// forward sends a plain HTTP request to upstream in origin form and its response back, then the connection ends.
+// forward sends a plain HTTP request to upstream in origin form, asking it to close the connection after its answer,
+// and copies the answer back as it comes (conn to conn, so that the kernel may splice); then the connection ends.
 func (p *Proxy) forward(c, upstream net.Conn, req *http.Request, t netguard.Target, up, down *counter) {
 	out := req.Clone(req.Context())
 	out.RequestURI = ""
@@ -216,14 +217,8 @@ func (p *Proxy) forward(c, upstream net.Conn, req *http.Request, t netguard.Targ
 		reply(c, http.StatusBadGateway, "Garuda's proxy could not send the request to "+t.Addr()+": "+err.Error())
 		return
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(upstream), out)
-	if err != nil {
-		reply(c, http.StatusBadGateway, "Garuda's proxy got no answer from "+t.Addr()+": "+err.Error())
-		return
-	}
-	defer resp.Body.Close()
-	resp.Close = true
-	_ = resp.Write(countWriter{c, down})
+	n, _ := io.Copy(c, upstream)
+	down.n.Add(n)
 }
 
 // peekHead waits for the request's line and headers without consuming them.
