@@ -198,12 +198,14 @@ var table = []Tool{
 	define(Tool{
 		Name: Bash, Kind: KindExecute,
 		Description: "Run a shell command in the project root with bash. By default it runs in Garuda's sandbox: " +
-			"no network, writes only inside the project and a private temporary folder (none in plan mode), " +
+			"the network only through Garuda's HTTP(S) proxy, to hosts the user allows (package registries by default; " +
+			"others ask the user; a refused host answers 403 with the reason), writes only inside the project and a " +
+			"private temporary folder (none in plan mode), " +
 			"protected paths such as .git/hooks read-only. Output (stdout and stderr) is returned, with the exit " +
 			"status. Use read_file, glob, grep, edit_file and write_file for files, not cat, find, sed or echo. " +
 			"If a command fails only because of the sandbox (it needs the network or a path outside the " +
 			"project), you may run it again with sandbox: false: that asks the user, who may refuse.",
-		Rule: "bash: run a command in the project root, in the sandbox (no network; writes only in the project and " +
+		Rule: "bash: run a command in the project root, in the sandbox (network only through a proxy to allowed hosts, package registries by default; writes only in the project and " +
 			"a temporary folder). Use the file tools for files, not cat, sed, find or echo. If a command fails only " +
 			"because of the sandbox and it is needed, run it again with sandbox: false: that asks the user.",
 	}, func(in *bashInput) string { return "$ " + in.Command }, nil,
