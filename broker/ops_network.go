@@ -64,34 +64,53 @@ func (s *Service) startProxy(ctx context.Context, sess *session, decide netproxy
 // with the command. "Allow for this session" adds a session rule; "Allow once" is for this command. With no call
 // (nothing running that the user could answer through) a question is a deny that says how to allow the host.
 func (s *Service) commandNetwork(c *call, op *operation, sess *session, command string) netproxy.Decide {
-	var mu sync.Mutex
+	var mu sync.Mutex    // the hosts decided for this command
+	var askMu sync.Mutex // one decision (and question) at a time: a call has one open question
 	allowed := map[string]netguard.Reach{}
 	refused := map[string]error{}
-	return func(ctx context.Context, host string, port uint16) (netguard.Reach, error) {
+	cached := func(host string) (netguard.Reach, error, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		if r, ok := allowed[host]; ok {
-			return r, nil
+			return r, nil, true
 		}
-		if err, ok := refused[host]; ok {
-			return netguard.Reach{}, err
+		err, ok := refused[host]
+		return netguard.Reach{}, err, ok
+	}
+	return func(ctx context.Context, host string, port uint16) (netguard.Reach, error) {
+		if r, err, ok := cached(host); ok {
+			return r, err
+		}
+		askMu.Lock()
+		defer askMu.Unlock()
+		if r, err, ok := cached(host); ok { // decided while this connection waited
+			return r, err
+		}
+		allow := func(r netguard.Reach) (netguard.Reach, error) {
+			mu.Lock()
+			allowed[host] = r
+			mu.Unlock()
+			return r, nil
 		}
 		req := policy.Request{Kind: policy.KindNetwork, Tool: policy.OpNetwork, Host: host}
 		refuse := func(err error) (netguard.Reach, error) {
+			mu.Lock()
 			refused[host] = err
+			mu.Unlock()
 			return netguard.Reach{}, err
 		}
 		if c == nil {
-			d, _ := s.decideNoCall(sess, req)
-			if d.Verdict == policy.Allow {
-				allowed[host] = netguard.Reach{Private: d.OpensPrivate}
-				return allowed[host], nil
+			d, err := s.decideNoCall(sess, req)
+			switch {
+			case err != nil:
+				return netguard.Reach{}, err
+			case d.Verdict == policy.Allow:
+				return allow(netguard.Reach{Private: d.OpensPrivate})
+			case d.Verdict == policy.Ask:
+				return refuse(fmt.Errorf("network access to %s needs your answer, and no prompt is running to ask it; %s",
+					host, policy.NetworkHint(req, d)))
 			}
-			why := d.Reason
-			if d.Verdict == policy.Ask {
-				why = "no prompt is running, so Garuda cannot ask you about it"
-			}
-			return refuse(fmt.Errorf("%s; %s", why, policy.NetworkHint(req, policy.Decision{Verdict: policy.Ask})))
+			return refuse(fmt.Errorf("%s; %s", d.Reason, policy.NetworkHint(req, d)))
 		}
 		g, deniedRes, err := s.decideAs(c, op, policy.OpNetwork, req)
 		switch {
@@ -119,18 +138,19 @@ func (s *Service) commandNetwork(c *call, op *operation, sess *session, command 
 		case <-ctx.Done():
 			return netguard.Reach{}, fmt.Errorf("the command ended before the question about %s was answered", host)
 		}
-		allowed[host] = netguard.Reach{Private: g.d.OpensPrivate}
-		return allowed[host], nil
+		return allow(netguard.Reach{Private: g.d.OpensPrivate})
 	}
 }
 
-// decideNoCall decides and audits a request that no call carries (a process between prompts).
+// decideNoCall decides and audits a request that no call carries (a process between prompts): a question cannot be
+// asked, so an ask is recorded as the deny it becomes.
 func (s *Service) decideNoCall(sess *session, req policy.Request) (policy.Decision, error) {
 	d := policy.Decide(req, s.state(sess))
+	verdict, reason := d.Verdict.String(), d.Reason
 	if d.Verdict == policy.Ask {
-		d = policy.Decision{Verdict: policy.Deny, Rule: d.Rule, Reason: "no prompt is running to ask: " + d.Reason}
+		verdict, reason = "deny", "no prompt is running to ask: "+d.Reason
 	}
 	err := s.record(audit.Record{Session: sess.id, Event: audit.EventDecision, Op: req.Tool, Input: summary(req),
-		Verdict: d.Verdict.String(), Rule: d.Rule, Reason: d.Reason}, false)
+		Verdict: verdict, Rule: d.Rule, Reason: reason}, false)
 	return d, err
 }

@@ -41,6 +41,9 @@ type Proxy struct {
 	Dialer *netguard.Dialer
 	Decide Decide
 	Record func(Conn) // called once per connection, when it ends
+	// MaxConns bounds the connections open at once (0: MaxConns); more are answered 503 at once: defends the
+	// broker against a command that opens connections without end.
+	MaxConns int
 
 	wg    sync.WaitGroup
 	mu    sync.Mutex
@@ -49,6 +52,9 @@ type Proxy struct {
 
 // maxHead bounds a request's line and headers.
 const maxHead = 64 << 10
+
+// MaxConns is the default of Proxy.MaxConns.
+const MaxConns = 256
 
 // Serve accepts connections until ln is closed or ctx ends; then it closes every open connection and returns once
 // all have ended.
@@ -61,8 +67,9 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) {
 			break
 		}
 		if !p.track(c, true) {
+			reply(c, http.StatusServiceUnavailable, fmt.Sprintf("Garuda's proxy has %d connections open for this command already", p.max()))
 			c.Close()
-			break
+			continue
 		}
 		p.wg.Add(1)
 		go func() {
@@ -76,17 +83,28 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) {
 	p.wg.Wait()
 }
 
+func (p *Proxy) max() int {
+	if p.MaxConns > 0 {
+		return p.MaxConns
+	}
+	return MaxConns
+}
+
+// track adds or removes an open connection; it refuses one past MaxConns.
 func (p *Proxy) track(c net.Conn, add bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.conns == nil {
 		p.conns = map[net.Conn]bool{}
 	}
-	if add {
-		p.conns[c] = true
-	} else {
+	if !add {
 		delete(p.conns, c)
+		return true
 	}
+	if len(p.conns) >= p.max() {
+		return false
+	}
+	p.conns[c] = true
 	return true
 }
 

@@ -155,3 +155,40 @@ func TestProxyChecksAddresses(t *testing.T) {
 		t.Fatal("unreachable")
 	}
 }
+
+// Past MaxConns a connection is answered 503 at once (control: the first ones are served).
+func TestProxyMaxConns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{Dialer: &netguard.Dialer{}, MaxConns: 2, Decide: func(context.Context, string, uint16) (netguard.Reach, error) {
+		return netguard.Reach{}, errors.New("no")
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Serve(ctx, ln)
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	// The two held connections are open (sent nothing yet); the third is refused.
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	if !strings.Contains(line, " 503 ") {
+		t.Errorf("the third connection: %q", line)
+	}
+	io.WriteString(held[0], "CONNECT x.io:443 HTTP/1.1\r\n\r\n")
+	if line, _ := bufio.NewReader(held[0]).ReadString('\n'); !strings.Contains(line, " 403 ") {
+		t.Errorf("a held connection: %q (want the policy's 403)", line)
+	}
+}
