@@ -147,6 +147,20 @@ var denials = []denial{
 			},
 		},
 	},
+	{
+		// The network operations touch no file: the worlds differ only where they never look. What they must not do
+		// before the decision (look the host up, connect) is TestWebFetchDeniedHostIsNeverDialled's.
+		name:     "a denied host, and a denied web search",
+		settings: `{"permissions": {"deny": ["web_fetch(domain:denied.example)", "web_search"]}}`,
+		target:   func(e *env) string { return filepath.Join(e.root, "page.html") },
+		answer:   execv1.Choice_CHOICE_ONCE,
+		ops: map[string]func(string) *execv1.Start{
+			"web_fetch": func(p string) *execv1.Start { return fetchOp("http://denied.example/" + filepath.Base(p)) },
+			"web_search_consent": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_WebSearchConsent{WebSearchConsent: &execv1.WebSearchConsent{}}}
+			},
+		},
+	},
 }
 
 // throughLink makes a symlink "link" beside the target that points at it, and asks op about the link: the link is

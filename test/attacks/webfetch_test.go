@@ -190,3 +190,47 @@ func TestWebSearchConsent(t *testing.T) {
 		t.Errorf("%d web_search decisions audited, want 3", decisions)
 	}
 }
+
+// A host the policy denies is refused before anything of it is looked up or dialled: the server it names sees no
+// connection (control: with the host allowed it sees one).
+func TestWebFetchDeniedHostIsNeverDialled(t *testing.T) {
+	e := newEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan struct{}, 16)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hi") }),
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				accepted <- struct{}{}
+			}
+		}}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	url := "http://" + ln.Addr().String() + "/"
+	c := e.client()
+	for _, tc := range []struct {
+		settings string
+		dialled  bool
+	}{
+		{`{"permissions":{"deny":["network(domain:127.0.0.1)"]}}`, false},
+		{`{"permissions":{"allow":["network(domain:127.0.0.1)"]}}`, true},
+	} {
+		mustWrite(t, filepath.Join(e.home, "settings.json"), tc.settings)
+		sid := e.open(c)
+		res, _, err := run(t, start(t, c, ctx(t), sid, fetchOp(url)), execv1.Choice_CHOICE_ONCE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := false
+		select {
+		case <-accepted:
+			got = true
+		default:
+		}
+		if got != tc.dialled || (res.GetStatus() == execv1.Status_STATUS_COMPLETED) != tc.dialled {
+			t.Errorf("%s: dialled %v, %v", tc.settings, got, res)
+		}
+	}
+}
