@@ -1,8 +1,12 @@
 package attacks
 
 import (
+	"archive/tar"
 	"archive/zip"
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha1"
 	"fmt"
 	"io"
 	"net"
@@ -149,11 +153,12 @@ func TestProxyAsNobody(t *testing.T) {
 	src.Close()
 	dst.Close()
 	cmd := exec.CommandContext(context.Background(), "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-		bin, "-test.run", "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload)$", "-test.count=1", "-test.v", "-test.short="+strconv.FormatBool(testing.Short()))
+		bin, "-test.run", "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload|NpmInstall)$", "-test.count=1", "-test.v", "-test.short="+strconv.FormatBool(testing.Short()))
 	cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestProxySandboxedCurl") || !strings.Contains(string(out), "--- PASS: TestProxyGoModDownload") {
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestProxySandboxedCurl") || !strings.Contains(string(out), "--- PASS: TestProxyGoModDownload") ||
+		!strings.Contains(string(out), "--- PASS: TestProxyNpmInstall") {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 }
@@ -226,6 +231,70 @@ func TestProxyGoModDownload(t *testing.T) {
 	sid = e.open(c)
 	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 || !strings.Contains(res.GetContent(), `"Version": "v1.0.0"`) {
+		t.Fatalf("with the host allowed: %v, questions %v, %v", res.GetContent(), qs, err)
+	}
+}
+
+// npmRegistry serves one package, left-pad-garuda 1.0.0, by the npm registry protocol.
+func npmRegistry(t *testing.T, ip string) string {
+	t.Helper()
+	var tgz bytes.Buffer
+	gz := gzip.NewWriter(&tgz)
+	tw := tar.NewWriter(gz)
+	for name, body := range map[string]string{
+		"package/package.json": `{"name":"left-pad-garuda","version":"1.0.0","main":"index.js"}`,
+		"package/index.js":     "module.exports = () => 'padded';\n",
+	} {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		io.WriteString(tw, body)
+	}
+	tw.Close()
+	gz.Close()
+	sum := sha1.Sum(tgz.Bytes())
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Skipf("listen on %s: %v", ip, err)
+	}
+	base := "http://" + ln.Addr().String()
+	packument := fmt.Sprintf(`{"name":"left-pad-garuda","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":`+
+		`{"name":"left-pad-garuda","version":"1.0.0","dist":{"tarball":"%s/left-pad-garuda/-/left-pad-garuda-1.0.0.tgz","shasum":"%x"}}}}`,
+		base, sum)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/left-pad-garuda":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, packument)
+		case "/left-pad-garuda/-/left-pad-garuda-1.0.0.tgz":
+			w.Write(tgz.Bytes())
+		default:
+			http.NotFound(w, r)
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return base
+}
+
+// A sandboxed `npm install` gets a package from a registry once its host is allowed, and fails before.
+func TestProxyNpmInstall(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("no npm on PATH")
+	}
+	ip := hostAddress(t)
+	registry := npmRegistry(t, ip)
+	e := newEnv(t)
+	mustWrite(t, filepath.Join(e.root, "package.json"), `{"name":"app","version":"0.0.1","private":true}`)
+	c := e.client()
+	cmd := "npm install --no-audit --no-fund --fetch-retries=0 --registry=" + registry + " left-pad-garuda && node -e \"console.log(require('left-pad-garuda')())\""
+	sid := e.open(c)
+	res, _, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+	if err != nil || res.GetStatus() == execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "padded") {
+		t.Fatalf("before the host is allowed: %v %v", res.GetContent(), err)
+	}
+	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:`+ip+`)"]}}`)
+	sid = e.open(c)
+	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 || !strings.Contains(res.GetContent(), "padded") {
 		t.Fatalf("with the host allowed: %v, questions %v, %v", res.GetContent(), qs, err)
 	}
 }
