@@ -173,13 +173,8 @@ func workBase() string { return filepath.Join(os.TempDir(), fmt.Sprintf("garuda-
 // which commands cannot see.
 func (s *Service) workDirs(sess *session) (workDirs, error) {
 	base := workBase()
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return workDirs{}, fmt.Errorf("create %s: %w", base, err)
-	}
-	// Defends against another user who made the folder first to watch or plant files in it.
-	fi, err := os.Lstat(base)
-	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || !ownedByMe(fi) {
-		return workDirs{}, fmt.Errorf("%s is not a private folder of this user; remove it", base)
+	if err := privateFolder(base); err != nil {
+		return workDirs{}, err
 	}
 	w := workDirs{tmp: filepath.Join(base, sess.id, "tmp"), cache: filepath.Join(base, sess.id, "cache")}
 	for _, d := range []string{w.tmp, w.cache} {
@@ -188,6 +183,19 @@ func (s *Service) workDirs(sess *session) (workDirs, error) {
 		}
 	}
 	return w, nil
+}
+
+// privateFolder makes dir (0700) if it is missing and checks that it is this user's alone: defends against another
+// user who made the folder first to watch or plant files in it.
+func privateFolder(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || !ownedByMe(fi) {
+		return fmt.Errorf("%s is not a private folder of this user; remove it", dir)
+	}
+	return nil
 }
 
 // secrets are hidden from commands: Garuda's own home, the usual credential stores, and what read-deny rules name.

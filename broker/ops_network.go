@@ -31,9 +31,9 @@ type commandProxy struct {
 // startProxy serves the network policy to one command of call c. decide says how each new host is decided (see
 // commandNetwork).
 func (s *Service) startProxy(ctx context.Context, sess *session, decide netproxy.Decide) (*commandProxy, error) {
-	dir := filepath.Join(workBase(), sess.id, "net")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create the proxy's folder: %w", err)
+	dir, err := proxyFolder(sess)
+	if err != nil {
+		return nil, err
 	}
 	sock := filepath.Join(dir, newID()[:8]+".sock")
 	ln, err := net.Listen("unix", sock)
@@ -57,6 +57,26 @@ func (s *Service) startProxy(ctx context.Context, sess *session, decide netproxy
 		<-done
 		os.Remove(sock)
 	}}, nil
+}
+
+// proxyFolder is the session's folder for its commands' proxy sockets: in the user's private temp folder, or, where
+// $TMPDIR is too long for a socket's path, in a private folder of /tmp. Its commands cannot write either.
+func proxyFolder(sess *session) (string, error) {
+	base := workBase()
+	if len(filepath.Join(base, sess.id, "net", "01234567.sock")) > maxSocketPath {
+		base = fmt.Sprintf("/tmp/garuda-%d", os.Getuid())
+	}
+	if err := privateFolder(base); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(base, sess.id, "net")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create the proxy's folder: %w", err)
+	}
+	if len(dir)+len("/01234567.sock") > maxSocketPath {
+		return "", fmt.Errorf("the proxy's folder %s is too long a path for a unix socket", dir)
+	}
+	return dir, nil
 }
 
 // commandNetwork decides the hosts a command connects to through the proxy: each new host once per command, by the

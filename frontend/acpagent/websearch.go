@@ -2,8 +2,8 @@ package acpagent
 
 import (
 	"context"
-	"net/url"
 
+	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -13,7 +13,7 @@ import (
 // offer the tool). A denial leaves the tool out; a cancelled question is asked again at the next prompt.
 func (s *session) offerWebSearch(ctx context.Context) {
 	s.ag.WebSearch = false
-	if !providerSearches(s.model) {
+	if ws, ok := s.ag.Model.(model.WebSearcher); !ok || !ws.SearchesWeb() {
 		return
 	}
 	if !s.webSearchAsked {
@@ -27,15 +27,3 @@ func (s *session) offerWebSearch(ctx context.Context) {
 	s.ag.WebSearch = s.webSearchOK
 }
 
-// providerSearches reports whether the model's provider runs a web search itself: Anthropic's API (an
-// Anthropic-compatible endpoint elsewhere may not know the tool).
-func providerSearches(m *execv1.ModelSettings) bool {
-	if m.GetType() != "anthropic" {
-		return false
-	}
-	if m.GetBaseUrl() == "" {
-		return true
-	}
-	u, err := url.Parse(m.GetBaseUrl())
-	return err == nil && u.Hostname() == "api.anthropic.com"
-}

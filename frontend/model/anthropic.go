@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -36,6 +37,16 @@ func NewAnthropic(cfg ProviderConfig) Client {
 	opts = append(opts, option.WithMaxRetries(0)) // one retry layer: the agent loop's (see ProviderConfig)
 	c := anthropic.NewClient(opts...)
 	return &anthropicClient{cfg: cfg, msgs: c.Messages}
+}
+
+// SearchesWeb implements WebSearcher: Anthropic's own API runs web_search; an Anthropic-compatible endpoint elsewhere
+// may not know the tool.
+func (c *anthropicClient) SearchesWeb() bool {
+	if c.cfg.BaseURL == "" {
+		return true
+	}
+	u, err := url.Parse(c.cfg.BaseURL)
+	return err == nil && u.Hostname() == "api.anthropic.com"
 }
 
 func (c *anthropicClient) params(req Request) (anthropic.MessageNewParams, error) {

@@ -79,6 +79,12 @@ type ServerToolEvent struct {
 	Error string
 }
 
+// WebSearcher is a Client whose provider runs a web search itself (Request.WebSearch); a Client that is not one
+// offers none.
+type WebSearcher interface {
+	SearchesWeb() bool
+}
+
 // ServerToolHandler is a Handler that also sees the provider's own tool calls as they happen.
 type ServerToolHandler interface {
 	ServerTool(ServerToolEvent)

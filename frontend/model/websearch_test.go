@@ -70,3 +70,18 @@ func TestSearchResultError(t *testing.T) {
 		t.Errorf("%+v", ev)
 	}
 }
+
+// Web search is offered only where the provider runs it: Anthropic's own API, not an Anthropic-compatible endpoint
+// elsewhere, nor an OpenAI-compatible server.
+func TestSearchesWeb(t *testing.T) {
+	for base, want := range map[string]bool{"": true, "https://api.anthropic.com": true, "http://127.0.0.1:8080": false,
+		"https://api.anthropic.com.evil.io": false} {
+		c := NewAnthropic(ProviderConfig{Type: TypeAnthropic, BaseURL: base, APIKey: "k", Model: "m"})
+		if got := c.(WebSearcher).SearchesWeb(); got != want {
+			t.Errorf("%q: %v, want %v", base, got, want)
+		}
+	}
+	if _, ok := NewOpenAI(ProviderConfig{Type: TypeOpenAI, BaseURL: "http://127.0.0.1:1/v1", APIKey: "k", Model: "m"}).(WebSearcher); ok {
+		t.Error("an OpenAI-compatible client offers web search")
+	}
+}
