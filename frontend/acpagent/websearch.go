@@ -26,4 +26,3 @@ func (s *session) offerWebSearch(ctx context.Context) {
 	}
 	s.ag.WebSearch = s.webSearchOK
 }
-
