@@ -17,10 +17,6 @@ import (
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
-// EventConnection is the audit record of one connection through the commands' proxy: host, port, the address
-// dialled, bytes each way, and the verdict.
-const EventConnection = "connection"
-
 // commandProxy is the proxy of one running command: a unix socket in the session's folder (not writable by its
 // commands), which the sandbox's pid 1 forwards the command's 127.0.0.1:<port> to.
 type commandProxy struct {
@@ -46,7 +42,7 @@ func (s *Service) startProxy(ctx context.Context, sess *session, decide netproxy
 		if conn.Address.IsValid() {
 			d["address"] = conn.Address.String()
 		}
-		_ = s.record(audit.Record{Session: sess.id, Event: EventConnection, Op: policy.OpNetwork,
+		_ = s.record(audit.Record{Session: sess.id, Event: audit.EventConnection, Op: policy.OpNetwork,
 			Input: netguard.JoinHostPort(conn.Host, conn.Port), Verdict: conn.Verdict, Reason: conn.Reason,
 			DurationMS: conn.Duration.Milliseconds(), Detail: d}, false)
 	}}

@@ -23,9 +23,6 @@ var netDialer = &netguard.Dialer{}
 // webLimits are web_fetch's limits (tests shorten them).
 var webLimits = webfetch.Limits{}
 
-// EventFetch is the audit record of one request of a web_fetch: its URL, the address dialled, status and bytes.
-const EventFetch = "fetch"
-
 func checkWebFetch(s *Service, c *call) (*request, error) {
 	raw := c.start.GetWebFetch().GetUrl()
 	t, err := netguard.ParseURL(strings.TrimSpace(raw))
@@ -94,7 +91,7 @@ func (s *Service) webFetch(ctx context.Context, g *grant, first netguard.Target)
 		if h.Err != nil {
 			d["error"] = h.Err.Error()
 		}
-		if err := s.record(audit.Record{Session: c.sess.id, Event: EventFetch, Op: policy.OpWebFetch, Input: h.URL, Detail: d}, false); err != nil {
+		if err := s.record(audit.Record{Session: c.sess.id, Event: audit.EventFetch, Op: policy.OpWebFetch, Input: h.URL, Detail: d}, false); err != nil {
 			auditErr = err
 		}
 	}
