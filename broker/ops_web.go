@@ -67,7 +67,8 @@ func (s *Service) webFetch(ctx context.Context, g *grant, first netguard.Target)
 		case err != nil:
 			return netguard.Reach{}, err
 		case deniedRes != nil:
-			deniedRes.Content = fmt.Sprintf("Denied: %s redirects to %s, and %s", prev.URL, hop.URL, lowerFirst(strings.TrimPrefix(deniedRes.Content, "Denied: ")))
+			deniedRes.Content = fmt.Sprintf("Denied: %s redirects to %s, and %s", prev.URL, hop.URL,
+				lowerFirst(strings.TrimPrefix(deniedRes.Content, "Denied: ")))
 			return netguard.Reach{}, errStop{deniedRes}
 		}
 		if r, ok := reached[hop.Host]; ok && hg.d.Verdict == policy.Ask {
@@ -91,7 +92,8 @@ func (s *Service) webFetch(ctx context.Context, g *grant, first netguard.Target)
 		if h.Err != nil {
 			d["error"] = h.Err.Error()
 		}
-		if err := s.record(audit.Record{Session: c.sess.id, Event: audit.EventFetch, Op: policy.OpWebFetch, Input: h.URL, Detail: d}, false); err != nil {
+		if err := s.record(audit.Record{Session: c.sess.id, Event: audit.EventFetch, Op: policy.OpWebFetch, Input: h.URL,
+			Detail: d}, false); err != nil {
 			auditErr = err
 		}
 	}

@@ -106,7 +106,8 @@ func ParseRule(text string) (Rule, error) {
 	}
 	canon, ok := toolAliases[name]
 	if !ok {
-		return r, fmt.Errorf("rule %q: unknown tool %q (want bash, read_file, write_file, edit_file, glob, grep, web_fetch, network, web_search or mcp__server__tool)", text, name)
+		return r, fmt.Errorf("rule %q: unknown tool %q (want bash, read_file, write_file, edit_file, glob, grep, web_fetch, "+
+			"network, web_search or mcp__server__tool)", text, name)
 	}
 	r.tool, r.kinds = canon, toolKinds[canon]
 	if !hasArg {

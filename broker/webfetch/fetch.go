@@ -143,7 +143,8 @@ func redirectTarget(base *url.URL, loc string) (netguard.Target, error) {
 }
 
 // get makes one request to t, dialling only t's checked addresses.
-func get(ctx context.Context, d *netguard.Dialer, t netguard.Target, reach netguard.Reach, l Limits) (*http.Response, netip.AddrPort, error) {
+func get(ctx context.Context, d *netguard.Dialer, t netguard.Target, reach netguard.Reach, l Limits) (*http.Response,
+	netip.AddrPort, error) {
 	var reached netip.AddrPort
 	tr := &http.Transport{
 		Proxy: nil, // never the broker's environment's proxy
@@ -212,7 +213,8 @@ func readPage(ctx context.Context, resp *http.Response, t netguard.Target, l Lim
 	}
 	if n > l.MaxBytes {
 		body = body[:l.MaxBytes]
-		page.Notes = append(page.Notes, fmt.Sprintf("the body is larger than %d MiB: only its first %d MiB were read", l.MaxBytes>>20, l.MaxBytes>>20))
+		page.Notes = append(page.Notes, fmt.Sprintf("the body is larger than %d MiB: only its first %d MiB were read",
+			l.MaxBytes>>20, l.MaxBytes>>20))
 	}
 	ct := resp.Header.Get("Content-Type")
 	mt, params, _ := mime.ParseMediaType(ct)

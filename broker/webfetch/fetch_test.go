@@ -100,10 +100,12 @@ func TestFetchPages(t *testing.T) {
 	if len(hops) != 1 || hops[0].Bytes != 1<<20+1 {
 		t.Errorf("huge: hops %+v", hops)
 	}
-	if _, hops, err := fetch(t, srv.URL+"/loop", Limits{MaxRedirects: 3}); err == nil || !strings.Contains(err.Error(), "more than 3 times") || len(hops) != 4 {
+	if _, hops, err := fetch(t, srv.URL+"/loop", Limits{MaxRedirects: 3}); err == nil ||
+		!strings.Contains(err.Error(), "more than 3 times") || len(hops) != 4 {
 		t.Errorf("loop: %v, %d hops", err, len(hops))
 	}
-	if p, hops, err := fetch(t, srv.URL+"/hop", Limits{}); err != nil || !strings.Contains(p.Text, "# Hello") || len(hops) != 2 || hops[0].Status != 301 {
+	if p, hops, err := fetch(t, srv.URL+"/hop", Limits{}); err != nil || !strings.Contains(p.Text, "# Hello") ||
+		len(hops) != 2 || hops[0].Status != 301 {
 		t.Errorf("redirect: %+v %+v %v", p, hops, err)
 	}
 }
@@ -131,10 +133,12 @@ func TestFetchSlowServers(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	if _, _, err := fetch(t, srv.URL+"/silent", Limits{IdleTimeout: 200 * time.Millisecond}); err == nil || !strings.Contains(err.Error(), "sent nothing for") {
+	if _, _, err := fetch(t, srv.URL+"/silent", Limits{IdleTimeout: 200 * time.Millisecond}); err == nil ||
+		!strings.Contains(err.Error(), "sent nothing for") {
 		t.Errorf("silent server: %v", err)
 	}
-	if _, _, err := fetch(t, srv.URL+"/trickle", Limits{Timeout: 300 * time.Millisecond}); err == nil || !strings.Contains(err.Error(), "took longer than") {
+	if _, _, err := fetch(t, srv.URL+"/trickle", Limits{Timeout: 300 * time.Millisecond}); err == nil ||
+		!strings.Contains(err.Error(), "took longer than") {
 		t.Errorf("trickling server: %v", err)
 	}
 }

@@ -13,7 +13,8 @@ func TestWebSearchEvents(t *testing.T) {
 	search := func(ctx context.Context, req model.Request, h model.Handler) (*model.Response, error) {
 		sh := h.(model.ServerToolHandler)
 		sh.ServerTool(model.ServerToolEvent{ID: "srv1", Name: "web_search", Query: "acp spec"})
-		sh.ServerTool(model.ServerToolEvent{ID: "srv1", Name: "web_search", Done: true, URLs: []string{"https://a.example/1", "https://b.example/2"}})
+		sh.ServerTool(model.ServerToolEvent{ID: "srv1", Name: "web_search", Done: true, URLs: []string{"https://a.example/1",
+			"https://b.example/2"}})
 		return answerText("found it")(ctx, req, h)
 	}
 	f := newFake(t, search, answerText("plain"))

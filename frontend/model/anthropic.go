@@ -78,7 +78,8 @@ func (c *anthropicClient) params(req Request) (anthropic.MessageNewParams, error
 		p.Tools[n-1].OfTool.CacheControl = anthropic.NewCacheControlEphemeralParam()
 	}
 	if req.WebSearch {
-		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfWebSearchTool20250305: &anthropic.WebSearchTool20250305Param{MaxUses: anthropic.Int(maxSearches)}})
+		p.Tools = append(p.Tools,
+			anthropic.ToolUnionParam{OfWebSearchTool20250305: &anthropic.WebSearchTool20250305Param{MaxUses: anthropic.Int(maxSearches)}})
 	}
 	wire := make([]wireMessage, 0, len(req.Messages))
 	for _, m := range req.Messages {

@@ -28,7 +28,8 @@ func TestAnthropicWebSearch(t *testing.T) {
 	}
 	want := []ServerToolEvent{
 		{ID: "srvtoolu_014hJH82Qum7Td6UV8gDXThB", Name: "web_search", Query: "go 1.26 release notes"},
-		{ID: "srvtoolu_014hJH82Qum7Td6UV8gDXThB", Name: "web_search", Done: true, URLs: []string{"https://go.dev/doc/go1.26", "https://go.dev/blog/go1.26"}},
+		{ID: "srvtoolu_014hJH82Qum7Td6UV8gDXThB", Name: "web_search", Done: true, URLs: []string{"https://go.dev/doc/go1.26",
+			"https://go.dev/blog/go1.26"}},
 	}
 	if !reflect.DeepEqual(h.events, want) {
 		t.Errorf("events = %+v\nwant %+v", h.events, want)
@@ -65,7 +66,8 @@ func TestAnthropicWebSearch(t *testing.T) {
 }
 
 func TestSearchResultError(t *testing.T) {
-	ev := searchResult(`{"type":"web_search_tool_result","tool_use_id":"s1","content":{"type":"web_search_tool_result_error","error_code":"max_uses_exceeded"}}`)
+	ev := searchResult(`{"type":"web_search_tool_result","tool_use_id":"s1",` +
+		`"content":{"type":"web_search_tool_result_error","error_code":"max_uses_exceeded"}}`)
 	if !ev.Done || ev.ID != "s1" || ev.Error != "the web search failed: max_uses_exceeded" || ev.URLs != nil {
 		t.Errorf("%+v", ev)
 	}

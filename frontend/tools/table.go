@@ -205,7 +205,8 @@ var table = []Tool{
 			"status. Use read_file, glob, grep, edit_file and write_file for files, not cat, find, sed or echo. " +
 			"If a command fails only because of the sandbox (it needs the network or a path outside the " +
 			"project), you may run it again with sandbox: false: that asks the user, who may refuse.",
-		Rule: "bash: run a command in the project root, in the sandbox (network only through a proxy to allowed hosts, package registries by default; writes only in the project and " +
+		Rule: "bash: run a command in the project root, in the sandbox (network only through a proxy to allowed hosts, " +
+			"package registries by default; writes only in the project and " +
 			"a temporary folder). Use the file tools for files, not cat, sed, find or echo. If a command fails only " +
 			"because of the sandbox and it is needed, run it again with sandbox: false: that asks the user.",
 	}, func(in *bashInput) string { return "$ " + in.Command }, nil,

@@ -24,7 +24,8 @@ func TestStartMapsEveryTool(t *testing.T) {
 		{"bash", `{"command":"ls","sandbox":true}`, &execv1.Start{CallId: "c", Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "ls"}}}},
 		{"bash", `{"command":"curl x","sandbox":false}`, &execv1.Start{CallId: "c", Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "curl x", Unsandboxed: true}}}},
 		{"skill", `{"name":"deploy"}`, &execv1.Start{CallId: "c", Op: &execv1.Start_LoadSkill{LoadSkill: &execv1.LoadSkill{Name: "deploy"}}}},
-		{"web_fetch", `{"url":"https://go.dev/doc"}`, &execv1.Start{CallId: "c", Op: &execv1.Start_WebFetch{WebFetch: &execv1.WebFetch{Url: "https://go.dev/doc"}}}},
+		{"web_fetch", `{"url":"https://go.dev/doc"}`, &execv1.Start{CallId: "c",
+			Op: &execv1.Start_WebFetch{WebFetch: &execv1.WebFetch{Url: "https://go.dev/doc"}}}},
 	}
 	for _, c := range cases {
 		got, err := Start("c", c.name, json.RawMessage(c.input))

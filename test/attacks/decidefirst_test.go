@@ -134,20 +134,6 @@ var denials = []denial{
 		},
 	},
 	{
-		name:     "a project command and a skill in a folder a rule hides",
-		settings: `{"permissions": {"deny": ["read_file(.garuda/**)"]}}`,
-		target:   func(e *env) string { return filepath.Join(e.root, ".garuda", "skills", "s", "SKILL.md") },
-		answer:   execv1.Choice_CHOICE_ONCE,
-		ops: map[string]func(string) *execv1.Start{
-			"load_skill": func(string) *execv1.Start {
-				return &execv1.Start{Op: &execv1.Start_LoadSkill{LoadSkill: &execv1.LoadSkill{Name: "s"}}}
-			},
-			"resolve_command": func(string) *execv1.Start {
-				return &execv1.Start{Op: &execv1.Start_ResolveCommand{ResolveCommand: &execv1.ResolveCommand{Text: "/s please"}}}
-			},
-		},
-	},
-	{
 		// The network operations touch no file: the worlds differ only where they never look. What they must not do
 		// before the decision (look the host up, connect) is TestWebFetchDeniedHostIsNeverDialled's.
 		name:     "a denied host, and a denied web search",
@@ -158,6 +144,20 @@ var denials = []denial{
 			"web_fetch": func(p string) *execv1.Start { return fetchOp("http://denied.example/" + filepath.Base(p)) },
 			"web_search_consent": func(string) *execv1.Start {
 				return &execv1.Start{Op: &execv1.Start_WebSearchConsent{WebSearchConsent: &execv1.WebSearchConsent{}}}
+			},
+		},
+	},
+	{
+		name:     "a project command and a skill in a folder a rule hides",
+		settings: `{"permissions": {"deny": ["read_file(.garuda/**)"]}}`,
+		target:   func(e *env) string { return filepath.Join(e.root, ".garuda", "skills", "s", "SKILL.md") },
+		answer:   execv1.Choice_CHOICE_ONCE,
+		ops: map[string]func(string) *execv1.Start{
+			"load_skill": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_LoadSkill{LoadSkill: &execv1.LoadSkill{Name: "s"}}}
+			},
+			"resolve_command": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_ResolveCommand{ResolveCommand: &execv1.ResolveCommand{Text: "/s please"}}}
 			},
 		},
 	},

@@ -70,7 +70,8 @@ func TestProxySandboxedCurl(t *testing.T) {
 	sid = e.open(c)
 	for _, cmd := range []string{curl, "curl -sSk --max-time 20 -w ' [%{http_code}]' https://" + secure + "/tls"} {
 		res, qs, err = run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
-		if err != nil || len(qs) != 0 || !strings.Contains(res.GetContent(), "hello from the internet") || !strings.Contains(res.GetContent(), "[200]") {
+		if err != nil || len(qs) != 0 || !strings.Contains(res.GetContent(), "hello from the internet") ||
+			!strings.Contains(res.GetContent(), "[200]") {
 			t.Fatalf("%s with the rule: %v, questions %v, %v", cmd, res.GetContent(), qs, err)
 		}
 	}
@@ -122,7 +123,8 @@ func TestProxySessionConsent(t *testing.T) {
 	if err != nil || len(qs) != 0 || !strings.Contains(res.GetContent(), "[200]") {
 		t.Fatalf("the next command: %q, questions %v, %v", res.GetContent(), qs, err)
 	}
-	res, _, _ = run(t, start(t, c, ctx(t), sid, bash("curl -sS --max-time 20 -H 'Host: evil.example' -w ' [%{http_code}]' http://"+plain+"/b")), execv1.Choice_CHOICE_DENY)
+	res, _, _ = run(t, start(t, c, ctx(t), sid,
+		bash("curl -sS --max-time 20 -H 'Host: evil.example' -w ' [%{http_code}]' http://"+plain+"/b")), execv1.Choice_CHOICE_DENY)
 	if !strings.Contains(res.GetContent(), "[400]") || !strings.Contains(res.GetContent(), "names another host") {
 		t.Errorf("a Host header for another host: %q", res.GetContent())
 	}
@@ -153,11 +155,13 @@ func TestProxyAsNobody(t *testing.T) {
 	src.Close()
 	dst.Close()
 	cmd := exec.CommandContext(context.Background(), "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-		bin, "-test.run", "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload|NpmInstall)$", "-test.count=1", "-test.v", "-test.short="+strconv.FormatBool(testing.Short()))
+		bin, "-test.run", "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload|NpmInstall)$", "-test.count=1", "-test.v",
+		"-test.short="+strconv.FormatBool(testing.Short()))
 	cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestProxySandboxedCurl") || !strings.Contains(string(out), "--- PASS: TestProxyGoModDownload") ||
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestProxySandboxedCurl") ||
+		!strings.Contains(string(out), "--- PASS: TestProxyGoModDownload") ||
 		!strings.Contains(string(out), "--- PASS: TestProxyNpmInstall") {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
@@ -230,7 +234,8 @@ func TestProxyGoModDownload(t *testing.T) {
 	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:`+ip+`)"]}}`)
 	sid = e.open(c)
 	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
-	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 || !strings.Contains(res.GetContent(), `"Version": "v1.0.0"`) {
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 ||
+		!strings.Contains(res.GetContent(), `"Version": "v1.0.0"`) {
 		t.Fatalf("with the host allowed: %v, questions %v, %v", res.GetContent(), qs, err)
 	}
 }
@@ -285,7 +290,8 @@ func TestProxyNpmInstall(t *testing.T) {
 	e := newEnv(t)
 	mustWrite(t, filepath.Join(e.root, "package.json"), `{"name":"app","version":"0.0.1","private":true}`)
 	c := e.client()
-	cmd := "npm install --no-audit --no-fund --fetch-retries=0 --registry=" + registry + " left-pad-garuda && node -e \"console.log(require('left-pad-garuda')())\""
+	cmd := "npm install --no-audit --no-fund --fetch-retries=0 --registry=" + registry + " left-pad-garuda && " +
+		"node -e \"console.log(require('left-pad-garuda')())\""
 	sid := e.open(c)
 	res, _, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() == execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "padded") {

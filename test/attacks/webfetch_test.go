@@ -114,7 +114,8 @@ func TestWebFetchSSRF(t *testing.T) {
 		}
 	}
 	// The negative control of the name that resolves to loopback: a rule naming localhost opens it.
-	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["web_fetch(domain:localhost)","web_fetch(domain:127.0.0.1)"]}}`)
+	mustWrite(t, filepath.Join(e.home, "settings.json"),
+		`{"permissions":{"allow":["web_fetch(domain:localhost)","web_fetch(domain:127.0.0.1)"]}}`)
 	sid = e.open(c)
 	for _, u := range []string{"http://localhost:" + port + "/page", srv.URL + "/to/localhost:" + port + "/page"} {
 		res, _, err := run(t, start(t, c, ctx(t), sid, fetchOp(u)), execv1.Choice_CHOICE_DENY)
@@ -143,10 +144,12 @@ func TestWebFetchRedirectDecidedAgain(t *testing.T) {
 	if err != nil || !strings.Contains(res.GetContent(), "# Garuda docs") {
 		t.Fatalf("the redirect allowed once: %v %v", res, err)
 	}
-	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["web_fetch(domain:127.0.0.1)"],"deny":["web_fetch(domain:localhost)"]}}`)
+	mustWrite(t, filepath.Join(e.home, "settings.json"),
+		`{"permissions":{"allow":["web_fetch(domain:127.0.0.1)"],"deny":["web_fetch(domain:localhost)"]}}`)
 	sid = e.open(c)
 	res, qs, err = run(t, start(t, c, ctx(t), sid, fetchOp(hop)), execv1.Choice_CHOICE_ONCE)
-	if err != nil || res.GetStatus() != execv1.Status_STATUS_DENIED || len(qs) != 0 || !strings.Contains(res.GetContent(), "redirects to http://localhost") {
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_DENIED || len(qs) != 0 ||
+		!strings.Contains(res.GetContent(), "redirects to http://localhost") {
 		t.Fatalf("a redirect to a denied host: %v, questions %v, %v", res, qs, err)
 	}
 	var denied bool
@@ -172,12 +175,14 @@ func TestWebSearchConsent(t *testing.T) {
 	}
 	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["web_search"]}}`)
 	sid = e.open(c)
-	if res, qs, err := run(t, start(t, c, ctx(t), sid, op()), execv1.Choice_CHOICE_DENY); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 {
+	if res, qs, err := run(t, start(t, c, ctx(t), sid, op()), execv1.Choice_CHOICE_DENY); err != nil ||
+		res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 {
 		t.Fatalf("allowed by a rule: %v, questions %v, %v", res, qs, err)
 	}
 	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"deny":["web_search"]}}`)
 	sid = e.open(c)
-	if res, qs, err := run(t, start(t, c, ctx(t), sid, op()), execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_DENIED || len(qs) != 0 {
+	if res, qs, err := run(t, start(t, c, ctx(t), sid, op()), execv1.Choice_CHOICE_ONCE); err != nil ||
+		res.GetStatus() != execv1.Status_STATUS_DENIED || len(qs) != 0 {
 		t.Fatalf("denied by a rule: %v, questions %v, %v", res, qs, err)
 	}
 	var decisions int
