@@ -116,8 +116,10 @@ type grant struct {
 
 // confirm makes sure the permit acts: at once when the decision was allow; for an ask, after the user allowed q
 // (audited). It returns the Result that ends the call when the user did not allow it.
+// Either way the front end then hears that the call started.
 func (g *grant) confirm(q *execv1.Question) (*execv1.Result, error) {
 	if g.p.Acts() {
+		g.c.started()
 		return nil, nil
 	}
 	res, err := g.s.ask(g.c, g.req, g.d, q)
@@ -125,6 +127,7 @@ func (g *grant) confirm(q *execv1.Question) (*execv1.Result, error) {
 		return res, err
 	}
 	g.p = permit.Granted(g.p)
+	g.c.started()
 	return nil, nil
 }
 

@@ -275,10 +275,17 @@ func newProgress(c *call) *progress {
 	return p
 }
 
+// add keeps the newest maxProgressChunk bytes of what came since the last flush: the front end shows the tail of
+// the output, so a burst's end matters more than its start.
 func (p *progress) add(b []byte) {
 	p.mu.Lock()
-	if len(p.buf) < maxProgressChunk {
-		p.buf = append(p.buf, b[:min(len(b), maxProgressChunk-len(p.buf))]...)
+	if len(b) >= maxProgressChunk {
+		p.buf = append(p.buf[:0], b[len(b)-maxProgressChunk:]...)
+	} else {
+		if over := len(p.buf) + len(b) - maxProgressChunk; over > 0 {
+			p.buf = append(p.buf[:0], p.buf[over:]...)
+		}
+		p.buf = append(p.buf, b...)
 	}
 	p.mu.Unlock()
 }

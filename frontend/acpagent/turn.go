@@ -260,8 +260,9 @@ func (t *turn) flushProseLocked() {
 }
 
 type callState struct {
-	title string
-	ended bool
+	title   string
+	ended   bool
+	running bool // its in_progress update went out
 }
 
 // markStop notes the calls running when the turn was stopped: they end failed, whatever their result.
@@ -345,6 +346,11 @@ func (t *turn) emit(e agent.Event) {
 			Locations:  toolLocations(c.Name, c.Input, s.root),
 			RawInput:   visibleJSON(c.Input),
 		}})
+	case agent.EventToolStarted:
+		if c := t.calls[e.Call.ID]; c != nil && !c.ended && !c.running {
+			c.running = true
+			t.updateCall(uctx, e.Call.ID, acp.ToolCallStatusInProgress, "")
+		}
 	case agent.EventToolProgress:
 		if c := t.calls[e.Call.ID]; c != nil && !c.ended && e.Text != "" {
 			t.updateCall(uctx, e.Call.ID, acp.ToolCallStatusInProgress, e.Text)

@@ -22,7 +22,8 @@ const (
 	EventThinkingDelta EventType = "thinking_delta"
 	EventToolCall      EventType = "tool_call"     // Call is set; the call is about to run
 	EventToolResult    EventType = "tool_result"   // Call and Result are set
-	EventToolProgress  EventType = "tool_progress" // Call is set; Text is one progress line
+	EventToolStarted   EventType = "tool_started"  // Call is set; the call runs (its question, if any, was answered)
+	EventToolProgress  EventType = "tool_progress" // Call is set; Text is the tail of its output so far
 	EventNotice        EventType = "notice"        // Text is a line for the user, starting with "Garuda:"
 	EventCompaction    EventType = "compaction"    // Text is a line for the user, starting with "Garuda:"
 	EventModelRetry    EventType = "model_retry"   // Text is a line for the user, starting with "Garuda:"
@@ -76,7 +77,8 @@ type Tools interface {
 	// ReadOnly reports whether calls of the tool may run in parallel with each other within one step.
 	ReadOnly(name string) bool
 	// Run runs one call. It must return soon after ctx is cancelled; progress may be called from any goroutine
-	// until Run returns.
+	// until Run returns: with "" once when the call goes ahead (its question, if any, answered), then with the tail
+	// of its output so far.
 	Run(ctx context.Context, call ToolCall, progress func(line string)) ToolResult
 }
 

@@ -2770,6 +2770,8 @@ func (*Cancel) Descriptor() ([]byte, []int) {
 	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{35}
 }
 
+// Progress is what a running call reports. The first Progress of a call is empty (neither output nor line): the call
+// goes ahead, its decision allowed it or its question was answered allow; the front end shows it running.
 type Progress struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// output is raw command output (not always UTF-8).
