@@ -142,7 +142,7 @@ func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.Model
 	sess.runner = &brokerconn.Runner{Client: s.opts.Broker, SessionID: sess.id, Approver: &approver{sess: sess}, Notice: sess.resultNotice}
 	sess.ag = &agent.Session{
 		Model:           client,
-		Tools:           sess.runner,
+		Tools:           &sessionTools{s: sess, runner: sess.runner},
 		System:          sess.systemPrompt,
 		ContextWindow:   int(ms.GetContextWindow()),
 		MaxOutputTokens: int(ms.GetMaxOutputTokens()),

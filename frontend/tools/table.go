@@ -22,6 +22,7 @@ const (
 	Grep      = "grep"
 	Bash      = "bash"
 	Skill     = "skill"
+	Todo      = "todo"
 )
 
 // Kind is how an editor shows a tool call: ACP's tool kinds.
@@ -45,6 +46,9 @@ type Tool struct {
 	Rule        string // its one line in the system prompt's list of tools
 	Kind        Kind
 	ReadOnly    bool // calls may run in parallel with other read-only calls of the same step
+	// Local tools run in the front end and touch nothing the broker guards (the plan; a subagent, whose own calls go
+	// to the broker): they have no broker operation, and Start refuses them.
+	Local bool
 
 	input  reflect.Type
 	decode func(json.RawMessage) (any, error) // strict: the input must fit the schema
@@ -80,7 +84,9 @@ func define[In any](t Tool, title func(*In) string, path func(*In) (string, int)
 	if path != nil {
 		t.path = func(v any) (string, int) { return path(v.(*In)) }
 	}
-	t.start = func(v any) *execv1.Start { return start(v.(*In)) }
+	if start != nil {
+		t.start = func(v any) *execv1.Start { return start(v.(*In)) }
+	}
 	return t
 }
 
@@ -121,6 +127,18 @@ type bashInput struct {
 	TimeoutMS   int32  `json:"timeout_ms,omitempty" jsonschema:"minimum=1,maximum=600000" jsonschema_description:"Stop the command after this many milliseconds. Default 120000, at most 600000."`
 	Description string `json:"description,omitempty" jsonschema_description:"What the command does, in a few words, shown to the user."`
 	Sandbox     *bool  `json:"sandbox,omitempty" jsonschema:"default=true" jsonschema_description:"Run in the sandbox (the default). false asks the user to run the command outside it, with the network and the whole filesystem: only when the sandbox stopped it and the command is needed."`
+}
+
+// TodoInput is the input of todo: the whole plan, every time.
+type TodoInput struct {
+	Todos []TodoEntry `json:"todos" jsonschema_description:"The whole plan, in order: every entry, also those already completed. Each call replaces the plan."`
+}
+
+// TodoEntry is one entry of the plan.
+type TodoEntry struct {
+	Content  string `json:"content" jsonschema:"minLength=1" jsonschema_description:"What the step does, in a few words."`
+	Status   string `json:"status" jsonschema:"enum=pending,enum=in_progress,enum=completed" jsonschema_description:"pending, in_progress (one at a time) or completed."`
+	Priority string `json:"priority,omitempty" jsonschema:"enum=high,enum=medium,enum=low,default=medium" jsonschema_description:"high, medium or low. Default medium."`
 }
 
 type skillInput struct {
@@ -216,6 +234,15 @@ var table = []Tool{
 		func(in *skillInput) *execv1.Start {
 			return &execv1.Start{Op: &execv1.Start_LoadSkill{LoadSkill: &execv1.LoadSkill{Name: in.Name}}}
 		}),
+	define(Tool{
+		Name: Todo, Kind: KindThink, Local: true,
+		Description: "Keep a plan of the task, shown to the user as a list: send the whole list each time, with " +
+			"each entry's status (pending, in_progress, completed) and priority (high, medium, low). Use it for a " +
+			"task of three steps or more: write the plan first, mark one entry in_progress when you start it and " +
+			"completed as soon as it is done. At most 100 entries.",
+		Rule: "todo: keep the plan of a task of several steps; send the whole list, mark entries in_progress and " +
+			"completed as you go.",
+	}, func(in *TodoInput) string { return "Update the plan" }, nil, nil),
 }
 
 // Lookup finds a built-in tool by name.
@@ -315,9 +342,26 @@ func Start(callID, name string, input json.RawMessage) (*execv1.Start, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the input of %s is not valid: %w", name, err)
 	}
+	if t.start == nil {
+		return nil, fmt.Errorf("%s runs in the front end, not in the broker", name)
+	}
 	s := t.start(in)
 	s.CallId = callID
 	return s, nil
+}
+
+// Decode reads the input of a local tool (its *Input type, e.g. *TodoInput); an input that does not fit the tool's
+// schema is an error the model reads.
+func Decode(name string, input json.RawMessage) (any, error) {
+	t, ok := Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("there is no tool named %q", name)
+	}
+	in, err := t.decode(input)
+	if err != nil {
+		return nil, fmt.Errorf("the input of %s is not valid: %w", name, err)
+	}
+	return in, nil
 }
 
 // Describe returns the title and kind of a call as the editor shows it: the table's title of what can be read of

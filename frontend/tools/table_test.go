@@ -62,10 +62,12 @@ func TestSpecs(t *testing.T) {
 		Grep:      {"pattern", "path", "glob", "case_insensitive", "context", "output_mode"},
 		Bash:      {"command", "timeout_ms", "description", "sandbox"},
 		Skill:     {"name"},
+		Todo:      {"todos"},
 	}
 	required := map[string][]string{
 		ReadFile: {"path"}, WriteFile: {"path", "content"}, EditFile: {"path", "old_string", "new_string"},
 		Glob: {"pattern"}, Grep: {"pattern"}, Bash: {"command"}, Skill: {"name"},
+		Todo: {"todos"},
 	}
 	specs := Specs()
 	if len(specs) != len(want) {
@@ -146,10 +148,17 @@ func TestSpecs(t *testing.T) {
 	}
 }
 
-// Every tool of the table becomes a broker operation of its own.
+// Every tool of the table but the local ones becomes a broker operation of its own; a local one has none.
 func TestEveryToolIsABrokerOperation(t *testing.T) {
 	seen := map[string]string{}
 	for _, sp := range Specs() {
+		if tl, _ := Lookup(sp.Name); tl.Local {
+			if _, err := Start("c", sp.Name, json.RawMessage(`{"todos":[],"agent":"x","task":"y"}`)); err == nil ||
+				!strings.Contains(err.Error(), "runs in the front end") {
+				t.Errorf("%s is local, yet Start gives %v", sp.Name, err)
+			}
+			continue
+		}
 		var schema struct {
 			Required []string `json:"required"`
 		}
@@ -188,6 +197,7 @@ func TestDescribe(t *testing.T) {
 		{Grep, `{"pattern":"x","path":"src"}`, "Search x", KindSearch, "src", 0},
 		{Bash, `{"command":"go test ./..."}`, "$ go test ./...", KindExecute, "", 0},
 		{Skill, `{"name":"release"}`, "Skill: release", KindOther, "", 0},
+		{Todo, `{"todos":[]}`, "Update the plan", KindThink, "", 0},
 		{"mcp__db__query", `{"sql":"select 1"}`, "db/query", KindOther, "", 0},
 		{ReadFile, `{"path":1}`, "Read ", KindRead, "", 0},
 		{EditFile, `{"path":"d.go"}`, "Edit d.go", KindEdit, "d.go", 0},
