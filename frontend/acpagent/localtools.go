@@ -24,7 +24,7 @@ type sessionTools struct {
 
 var _ agent.Tools = (*sessionTools)(nil)
 
-func (t *sessionTools) Specs() []model.ToolSpec    { return t.runner.Specs() }
+func (t *sessionTools) Specs() []model.ToolSpec   { return t.runner.Specs() }
 func (t *sessionTools) ReadOnly(name string) bool { return t.runner.ReadOnly(name) }
 
 func (t *sessionTools) Run(ctx context.Context, call agent.ToolCall, progress func(string)) agent.ToolResult {
