@@ -51,6 +51,7 @@ var operations = []operation{
 	{field: "attach_mention", name: policy.OpAttachMention, kind: policy.KindRead, check: checkAttachMention},
 	{field: "resolve_command", name: policy.OpResolveCommand, kind: policy.KindConsent, changes: true, check: checkResolveCommand},
 	{field: "load_skill", name: policy.OpSkill, kind: policy.KindConsent, changes: true, check: checkLoadSkill},
+	{field: "process_manager", name: policy.OpProcessManager, kind: policy.KindCommand, changes: true, check: checkProcess},
 }
 
 // operationOf finds the table's entry for a Start.

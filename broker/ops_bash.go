@@ -31,14 +31,10 @@ func checkBash(s *Service, c *call) (*request, error) {
 		return nil, errors.New("bash: the command is empty")
 	}
 	return &request{
-		policy: policy.Request{Kind: policy.KindCommand, Tool: policy.OpBash, Command: cmdText, Sandboxed: !op.GetUnsandboxed(), Dir: c.sess.root},
+		policy: commandRequest(c, cmdText, op.GetUnsandboxed()),
 		input:  cmdText,
 		run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
-			q := &execv1.Question{Title: "$ " + cmdText, Preview: cmdText}
-			if op.GetUnsandboxed() {
-				q.Warning = unsandboxedWarning
-			}
-			if res, err := g.confirm(q); res != nil || err != nil {
+			if res, err := g.confirm(commandQuestion(cmdText, op.GetUnsandboxed())); res != nil || err != nil {
 				return res, err
 			}
 			return s.bash(ctx, c, op)
@@ -46,57 +42,41 @@ func checkBash(s *Service, c *call) (*request, error) {
 	}, nil
 }
 
+// commandRequest is what the policy decides for a command: bash and a background process's start alike, so that
+// the same rules, mode and team policy apply to both.
+func commandRequest(c *call, cmdText string, unsandboxed bool) policy.Request {
+	return policy.Request{Kind: policy.KindCommand, Tool: policy.OpBash, Command: cmdText, Sandboxed: !unsandboxed, Dir: c.sess.root}
+}
+
+// commandQuestion is the question asked before a command runs.
+func commandQuestion(cmdText string, unsandboxed bool) *execv1.Question {
+	q := &execv1.Question{Title: "$ " + cmdText, Preview: cmdText}
+	if unsandboxed {
+		q.Warning = unsandboxedWarning
+	}
+	return q
+}
+
 // bash runs a command the policy allowed.
 func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.Result, error) {
-	sess := c.sess
-	st := s.state(sess)
-	spec, err := s.commandSpec(sess, st, op)
-	if err != nil {
-		return failed(err), nil
+	spec, watch, refused := s.prepareCommand(c.sess, op)
+	if refused != nil {
+		return refused, nil
 	}
-	// The guard's scan before: what is protected now (made read-only for the command) and what to compare to.
-	var watch *guard.Watch
-	if !op.GetUnsandboxed() {
-		if watch, err = s.guardBegin(sess, st, spec); err != nil {
-			return failed(err), nil
-		}
-		spec.ReadOnly, spec.EnsureDirs = watch.Before().ReadOnly(), watch.Before().EnsureDirs()
-		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
-		if err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs); err != nil {
-			return failed(fmt.Errorf("prepare the protected folders: %w", err)), nil
-		}
-	}
-	// A second name for a protected file would carry writes past its read-only mount: refuse to run.
-	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {
-		return failed(fmt.Errorf("protected files have another hard link, through which a command could change them: %s; remove the other links and try again", strings.Join(linked, ", "))), nil
-	}
-
 	pr := newProgress(c)
 	spec.OnOutput = pr.add
 	res, err := sandbox.Run(ctx, spec)
 	pr.stop()
 	if err != nil {
-		if errors.Is(err, sandbox.ErrUnavailable) {
-			return failed(fmt.Errorf("%w; run `garuda-exec doctor` to see what this machine lacks", err)), nil
-		}
-		return failed(fmt.Errorf("run the command: %w", err)), nil
+		return failed(runError(err)), nil
 	}
 	out := &execv1.Result{ExitCode: int32(res.ExitCode), Notices: res.Notices}
 	var b strings.Builder
 	b.WriteString(strings.ToValidUTF8(string(res.Output), string(utf8.RuneError)))
-	switch {
-	case res.Cancelled || ctx.Err() != nil:
-		out.Status = execv1.Status_STATUS_CANCELLED
-		b.WriteString("\n[cancelled]")
-	case res.TimedOut:
-		out.Status = execv1.Status_STATUS_FAILED
-		fmt.Fprintf(&b, "\n[timed out after %s; the command and everything it started were killed]", spec.Timeout)
-	case len(res.LimitsHit) > 0:
-		out.Status = execv1.Status_STATUS_FAILED
-		fmt.Fprintf(&b, "\n[exit code %d: %s]", res.ExitCode, strings.Join(res.LimitsHit, "; "))
-	case res.ExitCode != 0:
-		out.Status = execv1.Status_STATUS_FAILED
-		fmt.Fprintf(&b, "\n[exit code %d]", res.ExitCode)
+	var how string
+	out.Status, how = commandEnd(res, ctx.Err() != nil, spec.Timeout)
+	if how != "" {
+		b.WriteString("\n" + how)
 	}
 	for _, n := range res.Notices {
 		b.WriteString("\n" + n)
@@ -111,6 +91,56 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 		out.Content = "(no output)"
 	}
 	return out, nil
+}
+
+// runError is a failure of sandbox.Run, in words.
+func runError(err error) error {
+	if errors.Is(err, sandbox.ErrUnavailable) {
+		return fmt.Errorf("%w; run `garuda-exec doctor` to see what this machine lacks", err)
+	}
+	return fmt.Errorf("run the command: %w", err)
+}
+
+// commandEnd is the status of a command that ran, and the line that says how it ended ("" for exit 0).
+func commandEnd(res *sandbox.Result, cancelled bool, timeout time.Duration) (execv1.Status, string) {
+	switch {
+	case res.Cancelled || cancelled:
+		return execv1.Status_STATUS_CANCELLED, "[cancelled]"
+	case res.TimedOut:
+		return execv1.Status_STATUS_FAILED, fmt.Sprintf("[timed out after %s; the command and everything it started were killed]", timeout)
+	case len(res.LimitsHit) > 0:
+		return execv1.Status_STATUS_FAILED, fmt.Sprintf("[exit code %d: %s]", res.ExitCode, strings.Join(res.LimitsHit, "; "))
+	case res.ExitCode != 0:
+		return execv1.Status_STATUS_FAILED, fmt.Sprintf("[exit code %d]", res.ExitCode)
+	}
+	return execv1.Status_STATUS_COMPLETED, ""
+}
+
+// prepareCommand makes the sandbox's spec of a command the policy allowed and, for a sandboxed one, takes the
+// guard's scan before it (what is protected now, made read-only for the command, and what to compare with after).
+// A failure is the Result that ends the call.
+func (s *Service) prepareCommand(sess *session, op *execv1.Bash) (sandbox.Spec, *guard.Watch, *execv1.Result) {
+	st := s.state(sess)
+	spec, err := s.commandSpec(sess, st, op)
+	if err != nil {
+		return spec, nil, failed(err)
+	}
+	var watch *guard.Watch
+	if !op.GetUnsandboxed() {
+		if watch, err = s.guardBegin(sess, st, spec); err != nil {
+			return spec, nil, failed(err)
+		}
+		spec.ReadOnly, spec.EnsureDirs = watch.Before().ReadOnly(), watch.Before().EnsureDirs()
+		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
+		if err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs); err != nil {
+			return spec, nil, failed(fmt.Errorf("prepare the protected folders: %w", err))
+		}
+	}
+	// A second name for a protected file would carry writes past its read-only mount: refuse to run.
+	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {
+		return spec, nil, failed(fmt.Errorf("protected files have another hard link, through which a command could change them: %s; remove the other links and try again", strings.Join(linked, ", ")))
+	}
+	return spec, watch, nil
 }
 
 // commandSpec builds the sandbox's spec from the session and its policy state.

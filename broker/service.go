@@ -131,6 +131,8 @@ type session struct {
 	mode    execv1.Mode
 	rules   []policy.Rule // "Allow for this session": in memory, never beyond the session
 	closing bool
+
+	procs procs // background processes: they end with the session
 }
 
 // begin counts a call of the session, unless the session is closing.
@@ -151,6 +153,7 @@ func (s *session) end(cause error) {
 	s.mu.Unlock()
 	s.cancel(cause)
 	s.calls.Wait()
+	s.procs.closeAll()
 }
 
 // close releases what the session holds; its calls have ended (its context is cancelled first).
@@ -383,5 +386,9 @@ func (s *Service) SetMode(ctx context.Context, req *execv1.SetModeRequest) (*exe
 	sess.mu.Lock()
 	sess.mode = req.GetMode()
 	sess.mu.Unlock()
+	if req.GetMode() == execv1.Mode_MODE_PLAN {
+		// Plan mode's commands cannot write the project: a background process started in build mode could.
+		sess.procs.stopAll("the session switched to plan mode")
+	}
 	return &execv1.SetModeResponse{}, nil
 }

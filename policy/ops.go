@@ -14,6 +14,9 @@ const (
 	OpSkill          = "skill"
 	OpUndo           = "undo"
 	OpWebFetch       = "web_fetch" // a rule of the settings grammar; no operation yet
+
+	// OpProcessManager acts on background processes; its start is decided as bash (tool bash, kind command).
+	OpProcessManager = "process_manager"
 )
 
 // Previewable reports whether the target of req, a write or edit that Decide answered with ask, may be opened and

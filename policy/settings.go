@@ -18,6 +18,7 @@ import (
 //
 //	"permissions": {"allow": [...], "ask": [...], "deny": [...]}   rules, see ParseRule
 //	"limits": {"memory_mb": N, "processes": N}                    resource limits of each command (see CommandLimits)
+//	"limits": {"background_processes": N}                         background processes of a session at once
 //
 // Team policy files (the managed /etc/garuda/policy.json and $GARUDA_HOME/policy.json, recognised by the base
 // name "policy.json") may also hold:
@@ -54,6 +55,20 @@ type Settings struct {
 type Limits struct {
 	MemoryMB  int // memory of each command, and of all of a user's commands together, in MiB
 	Processes int // processes and threads of each command at once
+	// BackgroundProcesses bounds the background processes of a session at once (see BackgroundLimit).
+	BackgroundProcesses int
+}
+
+// DefaultBackgroundProcesses is how many background processes a session may run at once unless limits say fewer.
+const DefaultBackgroundProcesses = 8
+
+// BackgroundLimit is how many background processes a session may run at once: the tightest of team policy and the
+// user's settings, DefaultBackgroundProcesses when neither sets it.
+func BackgroundLimit(st *State) int {
+	if n := CommandLimits(st).BackgroundProcesses; n > 0 {
+		return n
+	}
+	return DefaultBackgroundProcesses
 }
 
 // tighter returns, field by field, the smaller of the limits that are set.
@@ -64,7 +79,8 @@ func (l Limits) tighter(o Limits) Limits {
 		}
 		return a
 	}
-	return Limits{MemoryMB: pick(l.MemoryMB, o.MemoryMB), Processes: pick(l.Processes, o.Processes)}
+	return Limits{MemoryMB: pick(l.MemoryMB, o.MemoryMB), Processes: pick(l.Processes, o.Processes),
+		BackgroundProcesses: pick(l.BackgroundProcesses, o.BackgroundProcesses)}
 }
 
 // CommandLimits returns the limits commands run with: the tightest of team policy and the user's settings, field
@@ -234,8 +250,10 @@ func (p *settingsParser) parse(s *Settings) error {
 					dst, most = &s.Limits.MemoryMB, 1<<30 // 1 PiB
 				case "processes":
 					dst, most = &s.Limits.Processes, 1<<22 // the kernel's most pids
+				case "background_processes":
+					dst, most = &s.Limits.BackgroundProcesses, 64
 				default:
-					return p.errf(off, "unknown key %q in \"limits\" (want memory_mb or processes)", k)
+					return p.errf(off, "unknown key %q in \"limits\" (want memory_mb, processes or background_processes)", k)
 				}
 				var raw any // a json.Number for a number (UseNumber), never a string that holds one
 				if err := p.dec.Decode(&raw); err != nil {

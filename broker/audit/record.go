@@ -14,6 +14,7 @@ import (
 const (
 	EventDecision          = "decision"
 	EventExecution         = "execution"
+	EventProcessEnd        = "process_end" // a background process ended: by itself, stopped, or with its session
 	EventConsent           = "consent"
 	EventAnswer            = "answer"
 	EventRefusedConnection = "refused_connection"

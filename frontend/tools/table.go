@@ -23,6 +23,7 @@ const (
 	Bash      = "bash"
 	Skill     = "skill"
 	Todo      = "todo"
+	Process   = "process_manager"
 )
 
 // Kind is how an editor shows a tool call: ACP's tool kinds.
@@ -129,6 +130,34 @@ type bashInput struct {
 	Sandbox     *bool  `json:"sandbox,omitempty" jsonschema:"default=true" jsonschema_description:"Run in the sandbox (the default). false asks the user to run the command outside it, with the network and the whole filesystem: only when the sandbox stopped it and the command is needed."`
 }
 
+type processInput struct {
+	Action      string `json:"action" jsonschema:"enum=start,enum=list,enum=read,enum=wait,enum=input,enum=stop" jsonschema_description:"start a command in the background; list the session's processes; read the output of one since a mark; wait for one to end; input: write to its standard input; stop one."`
+	Command     string `json:"command,omitempty" jsonschema_description:"start: the command line, run by bash in the sandbox."`
+	ID          string `json:"id,omitempty" jsonschema_description:"read, wait, input, stop: the process's id, from start's result."`
+	Description string `json:"description,omitempty" jsonschema_description:"start: what the command does, in a few words, shown to the user."`
+	Since       int64  `json:"since,omitempty" jsonschema:"minimum=0" jsonschema_description:"read, wait: show the output from this mark on (0: from the start); each read gives the next mark."`
+	TimeoutMS   int32  `json:"timeout_ms,omitempty" jsonschema:"minimum=1,maximum=600000" jsonschema_description:"wait: how long to wait for the end, in milliseconds. Default 30000."`
+	Input       string `json:"input,omitempty" jsonschema_description:"input: the text to write to the process's standard input (add a newline where it reads lines)."`
+	CloseInput  bool   `json:"close_input,omitempty" jsonschema:"default=false" jsonschema_description:"input: close its standard input after the text."`
+}
+
+var processActions = map[string]execv1.ProcessAction{
+	"start": execv1.ProcessAction_PROCESS_ACTION_START, "list": execv1.ProcessAction_PROCESS_ACTION_LIST,
+	"read": execv1.ProcessAction_PROCESS_ACTION_READ, "wait": execv1.ProcessAction_PROCESS_ACTION_WAIT,
+	"input": execv1.ProcessAction_PROCESS_ACTION_INPUT, "stop": execv1.ProcessAction_PROCESS_ACTION_STOP,
+}
+
+// processTitle is "$ <command>" for start, "Process <id>: <action>" for the others.
+func processTitle(in *processInput) string {
+	switch in.Action {
+	case "start":
+		return "$ " + in.Command
+	case "list":
+		return "Processes: list"
+	}
+	return "Process " + in.ID + ": " + in.Action
+}
+
 // TodoInput is the input of todo: the whole plan, every time.
 type TodoInput struct {
 	Todos []TodoEntry `json:"todos" jsonschema_description:"The whole plan, in order: every entry, also those already completed. Each call replaces the plan."`
@@ -233,6 +262,23 @@ var table = []Tool{
 	}, func(in *skillInput) string { return "Skill: " + in.Name }, nil,
 		func(in *skillInput) *execv1.Start {
 			return &execv1.Start{Op: &execv1.Start_LoadSkill{LoadSkill: &execv1.LoadSkill{Name: in.Name}}}
+		}),
+	define(Tool{
+		Name: Process, Kind: KindExecute,
+		Description: "Run a long-lived command in the background: a dev server, a watcher, a long test suite. " +
+			"action start runs `command` in the same sandbox as bash (no network out, writes only in the project " +
+			"and a temporary folder) with no time limit, and answers at once with `id: <id>`; read shows its " +
+			"output since a mark (`since`, 0 for all; each read gives the next mark; long output shows its head and " +
+			"tail); wait waits for it to end (timeout_ms, default 30 s); input writes to its standard input; stop " +
+			"ends it and everything it started; list shows the session's processes. Use bash for commands that end " +
+			"by themselves. Every background process ends with the session; at most 8 run at once.",
+		Rule: "process_manager: start a long-lived command (a server, a watcher) in the background, then read, wait, " +
+			"input, stop or list; use bash for commands that end by themselves.",
+	}, processTitle, nil,
+		func(in *processInput) *execv1.Start {
+			return &execv1.Start{Op: &execv1.Start_ProcessManager{ProcessManager: &execv1.ProcessManager{
+				Action: processActions[in.Action], Command: in.Command, Id: in.ID, Description: in.Description,
+				Since: in.Since, TimeoutMs: in.TimeoutMS, Input: in.Input, CloseInput: in.CloseInput}}}
 		}),
 	define(Tool{
 		Name: Todo, Kind: KindThink, Local: true,

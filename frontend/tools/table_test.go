@@ -24,6 +24,15 @@ func TestStartMapsEveryTool(t *testing.T) {
 		{"bash", `{"command":"ls","sandbox":true}`, &execv1.Start{CallId: "c", Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "ls"}}}},
 		{"bash", `{"command":"curl x","sandbox":false}`, &execv1.Start{CallId: "c", Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "curl x", Unsandboxed: true}}}},
 		{"skill", `{"name":"deploy"}`, &execv1.Start{CallId: "c", Op: &execv1.Start_LoadSkill{LoadSkill: &execv1.LoadSkill{Name: "deploy"}}}},
+		{"process_manager", `{"action":"start","command":"npm run dev","description":"dev server"}`, &execv1.Start{CallId: "c",
+			Op: &execv1.Start_ProcessManager{ProcessManager: &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_START,
+				Command: "npm run dev", Description: "dev server"}}}},
+		{"process_manager", `{"action":"read","id":"bg-1","since":42}`, &execv1.Start{CallId: "c",
+			Op: &execv1.Start_ProcessManager{ProcessManager: &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_READ,
+				Id: "bg-1", Since: 42}}}},
+		{"process_manager", `{"action":"input","id":"bg-1","input":"y\n","close_input":true}`, &execv1.Start{CallId: "c",
+			Op: &execv1.Start_ProcessManager{ProcessManager: &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_INPUT,
+				Id: "bg-1", Input: "y\n", CloseInput: true}}}},
 	}
 	for _, c := range cases {
 		got, err := Start("c", c.name, json.RawMessage(c.input))
@@ -63,11 +72,12 @@ func TestSpecs(t *testing.T) {
 		Bash:      {"command", "timeout_ms", "description", "sandbox"},
 		Skill:     {"name"},
 		Todo:      {"todos"},
+		Process:   {"action", "command", "id", "description", "since", "timeout_ms", "input", "close_input"},
 	}
 	required := map[string][]string{
 		ReadFile: {"path"}, WriteFile: {"path", "content"}, EditFile: {"path", "old_string", "new_string"},
 		Glob: {"pattern"}, Grep: {"pattern"}, Bash: {"command"}, Skill: {"name"},
-		Todo: {"todos"},
+		Todo: {"todos"}, Process: {"action"},
 	}
 	specs := Specs()
 	if len(specs) != len(want) {
@@ -198,6 +208,8 @@ func TestDescribe(t *testing.T) {
 		{Bash, `{"command":"go test ./..."}`, "$ go test ./...", KindExecute, "", 0},
 		{Skill, `{"name":"release"}`, "Skill: release", KindOther, "", 0},
 		{Todo, `{"todos":[]}`, "Update the plan", KindThink, "", 0},
+		{Process, `{"action":"start","command":"npm run dev"}`, "$ npm run dev", KindExecute, "", 0},
+		{Process, `{"action":"stop","id":"bg-1"}`, "Process bg-1: stop", KindExecute, "", 0},
 		{"mcp__db__query", `{"sql":"select 1"}`, "db/query", KindOther, "", 0},
 		{ReadFile, `{"path":1}`, "Read ", KindRead, "", 0},
 		{EditFile, `{"path":"d.go"}`, "Edit d.go", KindEdit, "d.go", 0},

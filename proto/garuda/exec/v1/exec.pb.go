@@ -78,6 +78,67 @@ func (Mode) EnumDescriptor() ([]byte, []int) {
 	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{0}
 }
 
+type ProcessAction int32
+
+const (
+	ProcessAction_PROCESS_ACTION_UNSPECIFIED ProcessAction = 0
+	ProcessAction_PROCESS_ACTION_START       ProcessAction = 1
+	ProcessAction_PROCESS_ACTION_LIST        ProcessAction = 2
+	ProcessAction_PROCESS_ACTION_READ        ProcessAction = 3
+	ProcessAction_PROCESS_ACTION_WAIT        ProcessAction = 4
+	ProcessAction_PROCESS_ACTION_INPUT       ProcessAction = 5
+	ProcessAction_PROCESS_ACTION_STOP        ProcessAction = 6
+)
+
+// Enum value maps for ProcessAction.
+var (
+	ProcessAction_name = map[int32]string{
+		0: "PROCESS_ACTION_UNSPECIFIED",
+		1: "PROCESS_ACTION_START",
+		2: "PROCESS_ACTION_LIST",
+		3: "PROCESS_ACTION_READ",
+		4: "PROCESS_ACTION_WAIT",
+		5: "PROCESS_ACTION_INPUT",
+		6: "PROCESS_ACTION_STOP",
+	}
+	ProcessAction_value = map[string]int32{
+		"PROCESS_ACTION_UNSPECIFIED": 0,
+		"PROCESS_ACTION_START":       1,
+		"PROCESS_ACTION_LIST":        2,
+		"PROCESS_ACTION_READ":        3,
+		"PROCESS_ACTION_WAIT":        4,
+		"PROCESS_ACTION_INPUT":       5,
+		"PROCESS_ACTION_STOP":        6,
+	}
+)
+
+func (x ProcessAction) Enum() *ProcessAction {
+	p := new(ProcessAction)
+	*p = x
+	return p
+}
+
+func (x ProcessAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ProcessAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_garuda_exec_v1_exec_proto_enumTypes[1].Descriptor()
+}
+
+func (ProcessAction) Type() protoreflect.EnumType {
+	return &file_garuda_exec_v1_exec_proto_enumTypes[1]
+}
+
+func (x ProcessAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ProcessAction.Descriptor instead.
+func (ProcessAction) EnumDescriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{1}
+}
+
 type Choice int32
 
 const (
@@ -114,11 +175,11 @@ func (x Choice) String() string {
 }
 
 func (Choice) Descriptor() protoreflect.EnumDescriptor {
-	return file_garuda_exec_v1_exec_proto_enumTypes[1].Descriptor()
+	return file_garuda_exec_v1_exec_proto_enumTypes[2].Descriptor()
 }
 
 func (Choice) Type() protoreflect.EnumType {
-	return &file_garuda_exec_v1_exec_proto_enumTypes[1]
+	return &file_garuda_exec_v1_exec_proto_enumTypes[2]
 }
 
 func (x Choice) Number() protoreflect.EnumNumber {
@@ -127,7 +188,7 @@ func (x Choice) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Choice.Descriptor instead.
 func (Choice) EnumDescriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{1}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{2}
 }
 
 type Status int32
@@ -169,11 +230,11 @@ func (x Status) String() string {
 }
 
 func (Status) Descriptor() protoreflect.EnumDescriptor {
-	return file_garuda_exec_v1_exec_proto_enumTypes[2].Descriptor()
+	return file_garuda_exec_v1_exec_proto_enumTypes[3].Descriptor()
 }
 
 func (Status) Type() protoreflect.EnumType {
-	return &file_garuda_exec_v1_exec_proto_enumTypes[2]
+	return &file_garuda_exec_v1_exec_proto_enumTypes[3]
 }
 
 func (x Status) Number() protoreflect.EnumNumber {
@@ -182,7 +243,7 @@ func (x Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Status.Descriptor instead.
 func (Status) EnumDescriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{2}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{3}
 }
 
 type Resolved_Kind int32
@@ -225,11 +286,11 @@ func (x Resolved_Kind) String() string {
 }
 
 func (Resolved_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_garuda_exec_v1_exec_proto_enumTypes[3].Descriptor()
+	return file_garuda_exec_v1_exec_proto_enumTypes[4].Descriptor()
 }
 
 func (Resolved_Kind) Type() protoreflect.EnumType {
-	return &file_garuda_exec_v1_exec_proto_enumTypes[3]
+	return &file_garuda_exec_v1_exec_proto_enumTypes[4]
 }
 
 func (x Resolved_Kind) Number() protoreflect.EnumNumber {
@@ -238,7 +299,7 @@ func (x Resolved_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Resolved_Kind.Descriptor instead.
 func (Resolved_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{39, 0}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{40, 0}
 }
 
 type HelloRequest struct {
@@ -1753,6 +1814,7 @@ type Start struct {
 	//	*Start_ResolveCommand
 	//	*Start_AttachMention
 	//	*Start_LoadSkill
+	//	*Start_ProcessManager
 	Op            isStart_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1890,6 +1952,15 @@ func (x *Start) GetLoadSkill() *LoadSkill {
 	return nil
 }
 
+func (x *Start) GetProcessManager() *ProcessManager {
+	if x != nil {
+		if x, ok := x.Op.(*Start_ProcessManager); ok {
+			return x.ProcessManager
+		}
+	}
+	return nil
+}
+
 type isStart_Op interface {
 	isStart_Op()
 }
@@ -1930,6 +2001,11 @@ type Start_LoadSkill struct {
 	LoadSkill *LoadSkill `protobuf:"bytes,18,opt,name=load_skill,json=loadSkill,proto3,oneof"`
 }
 
+type Start_ProcessManager struct {
+	// 20-29 belong to MCP and the network.
+	ProcessManager *ProcessManager `protobuf:"bytes,30,opt,name=process_manager,json=processManager,proto3,oneof"`
+}
+
 func (*Start_ReadFile) isStart_Op() {}
 
 func (*Start_WriteFile) isStart_Op() {}
@@ -1947,6 +2023,8 @@ func (*Start_ResolveCommand) isStart_Op() {}
 func (*Start_AttachMention) isStart_Op() {}
 
 func (*Start_LoadSkill) isStart_Op() {}
+
+func (*Start_ProcessManager) isStart_Op() {}
 
 type ReadFile struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2334,6 +2412,115 @@ func (x *Bash) GetUnsandboxed() bool {
 	return false
 }
 
+// ProcessManager acts on the session's background processes (the model's process_manager tool). start is decided
+// and run like bash (same policy kind and tool, question, sandbox, limits and command guard) but lives until it ends,
+// is stopped, or its session ends; the others act only on processes of the calling session.
+type ProcessManager struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Action ProcessAction          `protobuf:"varint,1,opt,name=action,proto3,enum=garuda.exec.v1.ProcessAction" json:"action,omitempty"`
+	// command is the command line of start, run by bash.
+	Command string `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
+	// id names the process of read, wait, input and stop (start's result gives it).
+	Id          string `protobuf:"bytes,3,opt,name=id,proto3" json:"id,omitempty"`
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// since is read's mark: the output offset to read from (0: the start; each read's result gives the next mark).
+	Since int64 `protobuf:"varint,5,opt,name=since,proto3" json:"since,omitempty"`
+	// timeout_ms bounds wait (default 30 s, at most 10 minutes).
+	TimeoutMs int32 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// input is written to the process's standard input (input).
+	Input string `protobuf:"bytes,7,opt,name=input,proto3" json:"input,omitempty"`
+	// close_input closes the process's standard input after input (input).
+	CloseInput    bool `protobuf:"varint,8,opt,name=close_input,json=closeInput,proto3" json:"close_input,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessManager) Reset() {
+	*x = ProcessManager{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessManager) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessManager) ProtoMessage() {}
+
+func (x *ProcessManager) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessManager.ProtoReflect.Descriptor instead.
+func (*ProcessManager) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ProcessManager) GetAction() ProcessAction {
+	if x != nil {
+		return x.Action
+	}
+	return ProcessAction_PROCESS_ACTION_UNSPECIFIED
+}
+
+func (x *ProcessManager) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *ProcessManager) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ProcessManager) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ProcessManager) GetSince() int64 {
+	if x != nil {
+		return x.Since
+	}
+	return 0
+}
+
+func (x *ProcessManager) GetTimeoutMs() int32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *ProcessManager) GetInput() string {
+	if x != nil {
+		return x.Input
+	}
+	return ""
+}
+
+func (x *ProcessManager) GetCloseInput() bool {
+	if x != nil {
+		return x.CloseInput
+	}
+	return false
+}
+
 // ResolveCommand resolves a prompt that starts with "/".
 type ResolveCommand struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2344,7 +2531,7 @@ type ResolveCommand struct {
 
 func (x *ResolveCommand) Reset() {
 	*x = ResolveCommand{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2356,7 +2543,7 @@ func (x *ResolveCommand) String() string {
 func (*ResolveCommand) ProtoMessage() {}
 
 func (x *ResolveCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2369,7 +2556,7 @@ func (x *ResolveCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveCommand.ProtoReflect.Descriptor instead.
 func (*ResolveCommand) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{29}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ResolveCommand) GetText() string {
@@ -2389,7 +2576,7 @@ type AttachMention struct {
 
 func (x *AttachMention) Reset() {
 	*x = AttachMention{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2401,7 +2588,7 @@ func (x *AttachMention) String() string {
 func (*AttachMention) ProtoMessage() {}
 
 func (x *AttachMention) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2414,7 +2601,7 @@ func (x *AttachMention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachMention.ProtoReflect.Descriptor instead.
 func (*AttachMention) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{30}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AttachMention) GetPath() string {
@@ -2433,7 +2620,7 @@ type LoadSkill struct {
 
 func (x *LoadSkill) Reset() {
 	*x = LoadSkill{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +2632,7 @@ func (x *LoadSkill) String() string {
 func (*LoadSkill) ProtoMessage() {}
 
 func (x *LoadSkill) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +2645,7 @@ func (x *LoadSkill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadSkill.ProtoReflect.Descriptor instead.
 func (*LoadSkill) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{31}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LoadSkill) GetName() string {
@@ -2497,7 +2684,7 @@ type Question struct {
 
 func (x *Question) Reset() {
 	*x = Question{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +2696,7 @@ func (x *Question) String() string {
 func (*Question) ProtoMessage() {}
 
 func (x *Question) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +2709,7 @@ func (x *Question) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Question.ProtoReflect.Descriptor instead.
 func (*Question) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{32}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Question) GetQuestionId() string {
@@ -2622,7 +2809,7 @@ type Diff struct {
 
 func (x *Diff) Reset() {
 	*x = Diff{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +2821,7 @@ func (x *Diff) String() string {
 func (*Diff) ProtoMessage() {}
 
 func (x *Diff) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +2834,7 @@ func (x *Diff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diff.ProtoReflect.Descriptor instead.
 func (*Diff) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{33}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Diff) GetPath() string {
@@ -2688,7 +2875,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2700,7 +2887,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2713,7 +2900,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{34}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Answer) GetQuestionId() string {
@@ -2742,7 +2929,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2754,7 +2941,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2767,7 +2954,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{35}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{36}
 }
 
 // Progress is what a running call reports. The first Progress of a call is empty (neither output nor line): the call
@@ -2783,7 +2970,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +2982,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +2995,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{36}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Progress) GetOutput() []byte {
@@ -2841,7 +3028,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2853,7 +3040,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2866,7 +3053,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{37}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Result) GetStatus() Status {
@@ -2921,7 +3108,7 @@ type Location struct {
 
 func (x *Location) Reset() {
 	*x = Location{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2933,7 +3120,7 @@ func (x *Location) String() string {
 func (*Location) ProtoMessage() {}
 
 func (x *Location) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2946,7 +3133,7 @@ func (x *Location) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Location.ProtoReflect.Descriptor instead.
 func (*Location) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{38}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Location) GetPath() string {
@@ -2974,7 +3161,7 @@ type Resolved struct {
 
 func (x *Resolved) Reset() {
 	*x = Resolved{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2986,7 +3173,7 @@ func (x *Resolved) String() string {
 func (*Resolved) ProtoMessage() {}
 
 func (x *Resolved) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2999,7 +3186,7 @@ func (x *Resolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolved.ProtoReflect.Descriptor instead.
 func (*Resolved) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{39}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Resolved) GetKind() Resolved_Kind {
@@ -3037,7 +3224,7 @@ type RecordRequest struct {
 
 func (x *RecordRequest) Reset() {
 	*x = RecordRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3049,7 +3236,7 @@ func (x *RecordRequest) String() string {
 func (*RecordRequest) ProtoMessage() {}
 
 func (x *RecordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3062,7 +3249,7 @@ func (x *RecordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordRequest.ProtoReflect.Descriptor instead.
 func (*RecordRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{40}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RecordRequest) GetSessionId() string {
@@ -3094,7 +3281,7 @@ type RecordResponse struct {
 
 func (x *RecordResponse) Reset() {
 	*x = RecordResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3106,7 +3293,7 @@ func (x *RecordResponse) String() string {
 func (*RecordResponse) ProtoMessage() {}
 
 func (x *RecordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3119,7 +3306,7 @@ func (x *RecordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordResponse.ProtoReflect.Descriptor instead.
 func (*RecordResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{41}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{42}
 }
 
 type CommandInfo struct {
@@ -3137,7 +3324,7 @@ type CommandInfo struct {
 
 func (x *CommandInfo) Reset() {
 	*x = CommandInfo{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3149,7 +3336,7 @@ func (x *CommandInfo) String() string {
 func (*CommandInfo) ProtoMessage() {}
 
 func (x *CommandInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3162,7 +3349,7 @@ func (x *CommandInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandInfo.ProtoReflect.Descriptor instead.
 func (*CommandInfo) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{42}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CommandInfo) GetName() string {
@@ -3209,7 +3396,7 @@ type ListCommandsRequest struct {
 
 func (x *ListCommandsRequest) Reset() {
 	*x = ListCommandsRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3221,7 +3408,7 @@ func (x *ListCommandsRequest) String() string {
 func (*ListCommandsRequest) ProtoMessage() {}
 
 func (x *ListCommandsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3234,7 +3421,7 @@ func (x *ListCommandsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCommandsRequest.ProtoReflect.Descriptor instead.
 func (*ListCommandsRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{43}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListCommandsRequest) GetSessionId() string {
@@ -3254,7 +3441,7 @@ type ListCommandsResponse struct {
 
 func (x *ListCommandsResponse) Reset() {
 	*x = ListCommandsResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3266,7 +3453,7 @@ func (x *ListCommandsResponse) String() string {
 func (*ListCommandsResponse) ProtoMessage() {}
 
 func (x *ListCommandsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3279,7 +3466,7 @@ func (x *ListCommandsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCommandsResponse.ProtoReflect.Descriptor instead.
 func (*ListCommandsResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{44}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListCommandsResponse) GetCommands() []*CommandInfo {
@@ -3304,7 +3491,7 @@ type SetupOptionsRequest struct {
 
 func (x *SetupOptionsRequest) Reset() {
 	*x = SetupOptionsRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3316,7 +3503,7 @@ func (x *SetupOptionsRequest) String() string {
 func (*SetupOptionsRequest) ProtoMessage() {}
 
 func (x *SetupOptionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3329,7 +3516,7 @@ func (x *SetupOptionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupOptionsRequest.ProtoReflect.Descriptor instead.
 func (*SetupOptionsRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{45}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{46}
 }
 
 type SetupOptionsResponse struct {
@@ -3343,7 +3530,7 @@ type SetupOptionsResponse struct {
 
 func (x *SetupOptionsResponse) Reset() {
 	*x = SetupOptionsResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3355,7 +3542,7 @@ func (x *SetupOptionsResponse) String() string {
 func (*SetupOptionsResponse) ProtoMessage() {}
 
 func (x *SetupOptionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3368,7 +3555,7 @@ func (x *SetupOptionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupOptionsResponse.ProtoReflect.Descriptor instead.
 func (*SetupOptionsResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{46}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SetupOptionsResponse) GetProviders() []*SetupProvider {
@@ -3403,7 +3590,7 @@ type SetupProvider struct {
 
 func (x *SetupProvider) Reset() {
 	*x = SetupProvider{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3415,7 +3602,7 @@ func (x *SetupProvider) String() string {
 func (*SetupProvider) ProtoMessage() {}
 
 func (x *SetupProvider) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3428,7 +3615,7 @@ func (x *SetupProvider) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupProvider.ProtoReflect.Descriptor instead.
 func (*SetupProvider) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{47}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SetupProvider) GetName() string {
@@ -3465,7 +3652,7 @@ type SetupRequest struct {
 
 func (x *SetupRequest) Reset() {
 	*x = SetupRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3477,7 +3664,7 @@ func (x *SetupRequest) String() string {
 func (*SetupRequest) ProtoMessage() {}
 
 func (x *SetupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3490,7 +3677,7 @@ func (x *SetupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupRequest.ProtoReflect.Descriptor instead.
 func (*SetupRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{48}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SetupRequest) GetProvider() string {
@@ -3531,7 +3718,7 @@ type SetupResponse struct {
 
 func (x *SetupResponse) Reset() {
 	*x = SetupResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3543,7 +3730,7 @@ func (x *SetupResponse) String() string {
 func (*SetupResponse) ProtoMessage() {}
 
 func (x *SetupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3556,7 +3743,7 @@ func (x *SetupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupResponse.ProtoReflect.Descriptor instead.
 func (*SetupResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{49}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SetupResponse) GetCredentialsPath() string {
@@ -3582,7 +3769,7 @@ type InspectTrustRequest struct {
 
 func (x *InspectTrustRequest) Reset() {
 	*x = InspectTrustRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3594,7 +3781,7 @@ func (x *InspectTrustRequest) String() string {
 func (*InspectTrustRequest) ProtoMessage() {}
 
 func (x *InspectTrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3607,7 +3794,7 @@ func (x *InspectTrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTrustRequest.ProtoReflect.Descriptor instead.
 func (*InspectTrustRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{50}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *InspectTrustRequest) GetDir() string {
@@ -3631,7 +3818,7 @@ type InspectTrustResponse struct {
 
 func (x *InspectTrustResponse) Reset() {
 	*x = InspectTrustResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3643,7 +3830,7 @@ func (x *InspectTrustResponse) String() string {
 func (*InspectTrustResponse) ProtoMessage() {}
 
 func (x *InspectTrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3656,7 +3843,7 @@ func (x *InspectTrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTrustResponse.ProtoReflect.Descriptor instead.
 func (*InspectTrustResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{51}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *InspectTrustResponse) GetSettingsPath() string {
@@ -3705,7 +3892,7 @@ type PinTrustRequest struct {
 
 func (x *PinTrustRequest) Reset() {
 	*x = PinTrustRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3717,7 +3904,7 @@ func (x *PinTrustRequest) String() string {
 func (*PinTrustRequest) ProtoMessage() {}
 
 func (x *PinTrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3730,7 +3917,7 @@ func (x *PinTrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinTrustRequest.ProtoReflect.Descriptor instead.
 func (*PinTrustRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{52}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PinTrustRequest) GetDir() string {
@@ -3756,7 +3943,7 @@ type PinTrustResponse struct {
 
 func (x *PinTrustResponse) Reset() {
 	*x = PinTrustResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3768,7 +3955,7 @@ func (x *PinTrustResponse) String() string {
 func (*PinTrustResponse) ProtoMessage() {}
 
 func (x *PinTrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3781,7 +3968,7 @@ func (x *PinTrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinTrustResponse.ProtoReflect.Descriptor instead.
 func (*PinTrustResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{53}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PinTrustResponse) GetTrustPath() string {
@@ -3802,7 +3989,7 @@ type UndoRequest struct {
 
 func (x *UndoRequest) Reset() {
 	*x = UndoRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3814,7 +4001,7 @@ func (x *UndoRequest) String() string {
 func (*UndoRequest) ProtoMessage() {}
 
 func (x *UndoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3827,7 +4014,7 @@ func (x *UndoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoRequest.ProtoReflect.Descriptor instead.
 func (*UndoRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{54}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *UndoRequest) GetSessionId() string {
@@ -3855,7 +4042,7 @@ type UndoResponse struct {
 
 func (x *UndoResponse) Reset() {
 	*x = UndoResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3867,7 +4054,7 @@ func (x *UndoResponse) String() string {
 func (*UndoResponse) ProtoMessage() {}
 
 func (x *UndoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3880,7 +4067,7 @@ func (x *UndoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoResponse.ProtoReflect.Descriptor instead.
 func (*UndoResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{55}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *UndoResponse) GetSessionId() string {
@@ -3915,7 +4102,7 @@ type UndoEntry struct {
 
 func (x *UndoEntry) Reset() {
 	*x = UndoEntry{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3927,7 +4114,7 @@ func (x *UndoEntry) String() string {
 func (*UndoEntry) ProtoMessage() {}
 
 func (x *UndoEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3940,7 +4127,7 @@ func (x *UndoEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoEntry.ProtoReflect.Descriptor instead.
 func (*UndoEntry) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{56}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *UndoEntry) GetPath() string {
@@ -3974,7 +4161,7 @@ type VerifyAuditRequest struct {
 
 func (x *VerifyAuditRequest) Reset() {
 	*x = VerifyAuditRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3986,7 +4173,7 @@ func (x *VerifyAuditRequest) String() string {
 func (*VerifyAuditRequest) ProtoMessage() {}
 
 func (x *VerifyAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3999,7 +4186,7 @@ func (x *VerifyAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyAuditRequest.ProtoReflect.Descriptor instead.
 func (*VerifyAuditRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{57}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *VerifyAuditRequest) GetFile() string {
@@ -4018,7 +4205,7 @@ type VerifyAuditResponse struct {
 
 func (x *VerifyAuditResponse) Reset() {
 	*x = VerifyAuditResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4030,7 +4217,7 @@ func (x *VerifyAuditResponse) String() string {
 func (*VerifyAuditResponse) ProtoMessage() {}
 
 func (x *VerifyAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4043,7 +4230,7 @@ func (x *VerifyAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyAuditResponse.ProtoReflect.Descriptor instead.
 func (*VerifyAuditResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{58}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *VerifyAuditResponse) GetFiles() []*AuditFileCheck {
@@ -4065,7 +4252,7 @@ type AuditFileCheck struct {
 
 func (x *AuditFileCheck) Reset() {
 	*x = AuditFileCheck{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4077,7 +4264,7 @@ func (x *AuditFileCheck) String() string {
 func (*AuditFileCheck) ProtoMessage() {}
 
 func (x *AuditFileCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4090,7 +4277,7 @@ func (x *AuditFileCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditFileCheck.ProtoReflect.Descriptor instead.
 func (*AuditFileCheck) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{59}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *AuditFileCheck) GetFile() string {
@@ -4229,7 +4416,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\bquestion\x18\x01 \x01(\v2\x18.garuda.exec.v1.QuestionH\x00R\bquestion\x126\n" +
 	"\bprogress\x18\x02 \x01(\v2\x18.garuda.exec.v1.ProgressH\x00R\bprogress\x120\n" +
 	"\x06result\x18\x03 \x01(\v2\x16.garuda.exec.v1.ResultH\x00R\x06resultB\x05\n" +
-	"\x03msg\"\xc6\x04\n" +
+	"\x03msg\"\x91\x05\n" +
 	"\x05Start\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n" +
@@ -4245,7 +4432,8 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x0fresolve_command\x18\x10 \x01(\v2\x1e.garuda.exec.v1.ResolveCommandH\x00R\x0eresolveCommand\x12F\n" +
 	"\x0eattach_mention\x18\x11 \x01(\v2\x1d.garuda.exec.v1.AttachMentionH\x00R\rattachMention\x12:\n" +
 	"\n" +
-	"load_skill\x18\x12 \x01(\v2\x19.garuda.exec.v1.LoadSkillH\x00R\tloadSkillB\x04\n" +
+	"load_skill\x18\x12 \x01(\v2\x19.garuda.exec.v1.LoadSkillH\x00R\tloadSkill\x12I\n" +
+	"\x0fprocess_manager\x18\x1e \x01(\v2\x1e.garuda.exec.v1.ProcessManagerH\x00R\x0eprocessManagerB\x04\n" +
 	"\x02op\"L\n" +
 	"\bReadFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
@@ -4278,7 +4466,18 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x02 \x01(\x05R\ttimeoutMs\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12 \n" +
-	"\vunsandboxed\x18\x04 \x01(\bR\vunsandboxed\"$\n" +
+	"\vunsandboxed\x18\x04 \x01(\bR\vunsandboxed\"\xff\x01\n" +
+	"\x0eProcessManager\x125\n" +
+	"\x06action\x18\x01 \x01(\x0e2\x1d.garuda.exec.v1.ProcessActionR\x06action\x12\x18\n" +
+	"\acommand\x18\x02 \x01(\tR\acommand\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\tR\x02id\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x14\n" +
+	"\x05since\x18\x05 \x01(\x03R\x05since\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x06 \x01(\x05R\ttimeoutMs\x12\x14\n" +
+	"\x05input\x18\a \x01(\tR\x05input\x12\x1f\n" +
+	"\vclose_input\x18\b \x01(\bR\n" +
+	"closeInput\"$\n" +
 	"\x0eResolveCommand\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"#\n" +
 	"\rAttachMention\x12\x12\n" +
@@ -4408,7 +4607,15 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x10MODE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
 	"MODE_BUILD\x10\x01\x12\r\n" +
-	"\tMODE_PLAN\x10\x02*V\n" +
+	"\tMODE_PLAN\x10\x02*\xc7\x01\n" +
+	"\rProcessAction\x12\x1e\n" +
+	"\x1aPROCESS_ACTION_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14PROCESS_ACTION_START\x10\x01\x12\x17\n" +
+	"\x13PROCESS_ACTION_LIST\x10\x02\x12\x17\n" +
+	"\x13PROCESS_ACTION_READ\x10\x03\x12\x17\n" +
+	"\x13PROCESS_ACTION_WAIT\x10\x04\x12\x18\n" +
+	"\x14PROCESS_ACTION_INPUT\x10\x05\x12\x17\n" +
+	"\x13PROCESS_ACTION_STOP\x10\x06*V\n" +
 	"\x06Choice\x12\x16\n" +
 	"\x12CHOICE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vCHOICE_ONCE\x10\x01\x12\x12\n" +
@@ -4451,149 +4658,153 @@ func file_garuda_exec_v1_exec_proto_rawDescGZIP() []byte {
 	return file_garuda_exec_v1_exec_proto_rawDescData
 }
 
-var file_garuda_exec_v1_exec_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_garuda_exec_v1_exec_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_garuda_exec_v1_exec_proto_goTypes = []any{
 	(Mode)(0),                     // 0: garuda.exec.v1.Mode
-	(Choice)(0),                   // 1: garuda.exec.v1.Choice
-	(Status)(0),                   // 2: garuda.exec.v1.Status
-	(Resolved_Kind)(0),            // 3: garuda.exec.v1.Resolved.Kind
-	(*HelloRequest)(nil),          // 4: garuda.exec.v1.HelloRequest
-	(*HelloResponse)(nil),         // 5: garuda.exec.v1.HelloResponse
-	(*Feature)(nil),               // 6: garuda.exec.v1.Feature
-	(*PrepareRequest)(nil),        // 7: garuda.exec.v1.PrepareRequest
-	(*PrepareResponse)(nil),       // 8: garuda.exec.v1.PrepareResponse
-	(*ModelChoice)(nil),           // 9: garuda.exec.v1.ModelChoice
-	(*ModelSettings)(nil),         // 10: garuda.exec.v1.ModelSettings
-	(*OpenSessionRequest)(nil),    // 11: garuda.exec.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),   // 12: garuda.exec.v1.OpenSessionResponse
-	(*ResumeSessionRequest)(nil),  // 13: garuda.exec.v1.ResumeSessionRequest
-	(*ResumeSessionResponse)(nil), // 14: garuda.exec.v1.ResumeSessionResponse
-	(*SessionEntries)(nil),        // 15: garuda.exec.v1.SessionEntries
-	(*SessionEntry)(nil),          // 16: garuda.exec.v1.SessionEntry
-	(*ListSessionsRequest)(nil),   // 17: garuda.exec.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 18: garuda.exec.v1.ListSessionsResponse
-	(*SessionSummary)(nil),        // 19: garuda.exec.v1.SessionSummary
-	(*CloseSessionRequest)(nil),   // 20: garuda.exec.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),  // 21: garuda.exec.v1.CloseSessionResponse
-	(*SetModeRequest)(nil),        // 22: garuda.exec.v1.SetModeRequest
-	(*SetModeResponse)(nil),       // 23: garuda.exec.v1.SetModeResponse
-	(*CallRequest)(nil),           // 24: garuda.exec.v1.CallRequest
-	(*CallResponse)(nil),          // 25: garuda.exec.v1.CallResponse
-	(*Start)(nil),                 // 26: garuda.exec.v1.Start
-	(*ReadFile)(nil),              // 27: garuda.exec.v1.ReadFile
-	(*WriteFile)(nil),             // 28: garuda.exec.v1.WriteFile
-	(*EditFile)(nil),              // 29: garuda.exec.v1.EditFile
-	(*Glob)(nil),                  // 30: garuda.exec.v1.Glob
-	(*Grep)(nil),                  // 31: garuda.exec.v1.Grep
-	(*Bash)(nil),                  // 32: garuda.exec.v1.Bash
-	(*ResolveCommand)(nil),        // 33: garuda.exec.v1.ResolveCommand
-	(*AttachMention)(nil),         // 34: garuda.exec.v1.AttachMention
-	(*LoadSkill)(nil),             // 35: garuda.exec.v1.LoadSkill
-	(*Question)(nil),              // 36: garuda.exec.v1.Question
-	(*Diff)(nil),                  // 37: garuda.exec.v1.Diff
-	(*Answer)(nil),                // 38: garuda.exec.v1.Answer
-	(*Cancel)(nil),                // 39: garuda.exec.v1.Cancel
-	(*Progress)(nil),              // 40: garuda.exec.v1.Progress
-	(*Result)(nil),                // 41: garuda.exec.v1.Result
-	(*Location)(nil),              // 42: garuda.exec.v1.Location
-	(*Resolved)(nil),              // 43: garuda.exec.v1.Resolved
-	(*RecordRequest)(nil),         // 44: garuda.exec.v1.RecordRequest
-	(*RecordResponse)(nil),        // 45: garuda.exec.v1.RecordResponse
-	(*CommandInfo)(nil),           // 46: garuda.exec.v1.CommandInfo
-	(*ListCommandsRequest)(nil),   // 47: garuda.exec.v1.ListCommandsRequest
-	(*ListCommandsResponse)(nil),  // 48: garuda.exec.v1.ListCommandsResponse
-	(*SetupOptionsRequest)(nil),   // 49: garuda.exec.v1.SetupOptionsRequest
-	(*SetupOptionsResponse)(nil),  // 50: garuda.exec.v1.SetupOptionsResponse
-	(*SetupProvider)(nil),         // 51: garuda.exec.v1.SetupProvider
-	(*SetupRequest)(nil),          // 52: garuda.exec.v1.SetupRequest
-	(*SetupResponse)(nil),         // 53: garuda.exec.v1.SetupResponse
-	(*InspectTrustRequest)(nil),   // 54: garuda.exec.v1.InspectTrustRequest
-	(*InspectTrustResponse)(nil),  // 55: garuda.exec.v1.InspectTrustResponse
-	(*PinTrustRequest)(nil),       // 56: garuda.exec.v1.PinTrustRequest
-	(*PinTrustResponse)(nil),      // 57: garuda.exec.v1.PinTrustResponse
-	(*UndoRequest)(nil),           // 58: garuda.exec.v1.UndoRequest
-	(*UndoResponse)(nil),          // 59: garuda.exec.v1.UndoResponse
-	(*UndoEntry)(nil),             // 60: garuda.exec.v1.UndoEntry
-	(*VerifyAuditRequest)(nil),    // 61: garuda.exec.v1.VerifyAuditRequest
-	(*VerifyAuditResponse)(nil),   // 62: garuda.exec.v1.VerifyAuditResponse
-	(*AuditFileCheck)(nil),        // 63: garuda.exec.v1.AuditFileCheck
+	(ProcessAction)(0),            // 1: garuda.exec.v1.ProcessAction
+	(Choice)(0),                   // 2: garuda.exec.v1.Choice
+	(Status)(0),                   // 3: garuda.exec.v1.Status
+	(Resolved_Kind)(0),            // 4: garuda.exec.v1.Resolved.Kind
+	(*HelloRequest)(nil),          // 5: garuda.exec.v1.HelloRequest
+	(*HelloResponse)(nil),         // 6: garuda.exec.v1.HelloResponse
+	(*Feature)(nil),               // 7: garuda.exec.v1.Feature
+	(*PrepareRequest)(nil),        // 8: garuda.exec.v1.PrepareRequest
+	(*PrepareResponse)(nil),       // 9: garuda.exec.v1.PrepareResponse
+	(*ModelChoice)(nil),           // 10: garuda.exec.v1.ModelChoice
+	(*ModelSettings)(nil),         // 11: garuda.exec.v1.ModelSettings
+	(*OpenSessionRequest)(nil),    // 12: garuda.exec.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),   // 13: garuda.exec.v1.OpenSessionResponse
+	(*ResumeSessionRequest)(nil),  // 14: garuda.exec.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil), // 15: garuda.exec.v1.ResumeSessionResponse
+	(*SessionEntries)(nil),        // 16: garuda.exec.v1.SessionEntries
+	(*SessionEntry)(nil),          // 17: garuda.exec.v1.SessionEntry
+	(*ListSessionsRequest)(nil),   // 18: garuda.exec.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 19: garuda.exec.v1.ListSessionsResponse
+	(*SessionSummary)(nil),        // 20: garuda.exec.v1.SessionSummary
+	(*CloseSessionRequest)(nil),   // 21: garuda.exec.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),  // 22: garuda.exec.v1.CloseSessionResponse
+	(*SetModeRequest)(nil),        // 23: garuda.exec.v1.SetModeRequest
+	(*SetModeResponse)(nil),       // 24: garuda.exec.v1.SetModeResponse
+	(*CallRequest)(nil),           // 25: garuda.exec.v1.CallRequest
+	(*CallResponse)(nil),          // 26: garuda.exec.v1.CallResponse
+	(*Start)(nil),                 // 27: garuda.exec.v1.Start
+	(*ReadFile)(nil),              // 28: garuda.exec.v1.ReadFile
+	(*WriteFile)(nil),             // 29: garuda.exec.v1.WriteFile
+	(*EditFile)(nil),              // 30: garuda.exec.v1.EditFile
+	(*Glob)(nil),                  // 31: garuda.exec.v1.Glob
+	(*Grep)(nil),                  // 32: garuda.exec.v1.Grep
+	(*Bash)(nil),                  // 33: garuda.exec.v1.Bash
+	(*ProcessManager)(nil),        // 34: garuda.exec.v1.ProcessManager
+	(*ResolveCommand)(nil),        // 35: garuda.exec.v1.ResolveCommand
+	(*AttachMention)(nil),         // 36: garuda.exec.v1.AttachMention
+	(*LoadSkill)(nil),             // 37: garuda.exec.v1.LoadSkill
+	(*Question)(nil),              // 38: garuda.exec.v1.Question
+	(*Diff)(nil),                  // 39: garuda.exec.v1.Diff
+	(*Answer)(nil),                // 40: garuda.exec.v1.Answer
+	(*Cancel)(nil),                // 41: garuda.exec.v1.Cancel
+	(*Progress)(nil),              // 42: garuda.exec.v1.Progress
+	(*Result)(nil),                // 43: garuda.exec.v1.Result
+	(*Location)(nil),              // 44: garuda.exec.v1.Location
+	(*Resolved)(nil),              // 45: garuda.exec.v1.Resolved
+	(*RecordRequest)(nil),         // 46: garuda.exec.v1.RecordRequest
+	(*RecordResponse)(nil),        // 47: garuda.exec.v1.RecordResponse
+	(*CommandInfo)(nil),           // 48: garuda.exec.v1.CommandInfo
+	(*ListCommandsRequest)(nil),   // 49: garuda.exec.v1.ListCommandsRequest
+	(*ListCommandsResponse)(nil),  // 50: garuda.exec.v1.ListCommandsResponse
+	(*SetupOptionsRequest)(nil),   // 51: garuda.exec.v1.SetupOptionsRequest
+	(*SetupOptionsResponse)(nil),  // 52: garuda.exec.v1.SetupOptionsResponse
+	(*SetupProvider)(nil),         // 53: garuda.exec.v1.SetupProvider
+	(*SetupRequest)(nil),          // 54: garuda.exec.v1.SetupRequest
+	(*SetupResponse)(nil),         // 55: garuda.exec.v1.SetupResponse
+	(*InspectTrustRequest)(nil),   // 56: garuda.exec.v1.InspectTrustRequest
+	(*InspectTrustResponse)(nil),  // 57: garuda.exec.v1.InspectTrustResponse
+	(*PinTrustRequest)(nil),       // 58: garuda.exec.v1.PinTrustRequest
+	(*PinTrustResponse)(nil),      // 59: garuda.exec.v1.PinTrustResponse
+	(*UndoRequest)(nil),           // 60: garuda.exec.v1.UndoRequest
+	(*UndoResponse)(nil),          // 61: garuda.exec.v1.UndoResponse
+	(*UndoEntry)(nil),             // 62: garuda.exec.v1.UndoEntry
+	(*VerifyAuditRequest)(nil),    // 63: garuda.exec.v1.VerifyAuditRequest
+	(*VerifyAuditResponse)(nil),   // 64: garuda.exec.v1.VerifyAuditResponse
+	(*AuditFileCheck)(nil),        // 65: garuda.exec.v1.AuditFileCheck
 }
 var file_garuda_exec_v1_exec_proto_depIdxs = []int32{
-	6,  // 0: garuda.exec.v1.HelloResponse.sandbox:type_name -> garuda.exec.v1.Feature
-	10, // 1: garuda.exec.v1.PrepareResponse.ready:type_name -> garuda.exec.v1.ModelSettings
-	9,  // 2: garuda.exec.v1.PrepareResponse.models:type_name -> garuda.exec.v1.ModelChoice
+	7,  // 0: garuda.exec.v1.HelloResponse.sandbox:type_name -> garuda.exec.v1.Feature
+	11, // 1: garuda.exec.v1.PrepareResponse.ready:type_name -> garuda.exec.v1.ModelSettings
+	10, // 2: garuda.exec.v1.PrepareResponse.models:type_name -> garuda.exec.v1.ModelChoice
 	0,  // 3: garuda.exec.v1.OpenSessionRequest.mode:type_name -> garuda.exec.v1.Mode
-	46, // 4: garuda.exec.v1.OpenSessionResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	12, // 5: garuda.exec.v1.ResumeSessionResponse.opened:type_name -> garuda.exec.v1.OpenSessionResponse
-	15, // 6: garuda.exec.v1.ResumeSessionResponse.entries:type_name -> garuda.exec.v1.SessionEntries
-	16, // 7: garuda.exec.v1.SessionEntries.entries:type_name -> garuda.exec.v1.SessionEntry
-	19, // 8: garuda.exec.v1.ListSessionsResponse.sessions:type_name -> garuda.exec.v1.SessionSummary
+	48, // 4: garuda.exec.v1.OpenSessionResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	13, // 5: garuda.exec.v1.ResumeSessionResponse.opened:type_name -> garuda.exec.v1.OpenSessionResponse
+	16, // 6: garuda.exec.v1.ResumeSessionResponse.entries:type_name -> garuda.exec.v1.SessionEntries
+	17, // 7: garuda.exec.v1.SessionEntries.entries:type_name -> garuda.exec.v1.SessionEntry
+	20, // 8: garuda.exec.v1.ListSessionsResponse.sessions:type_name -> garuda.exec.v1.SessionSummary
 	0,  // 9: garuda.exec.v1.SetModeRequest.mode:type_name -> garuda.exec.v1.Mode
-	26, // 10: garuda.exec.v1.CallRequest.start:type_name -> garuda.exec.v1.Start
-	38, // 11: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
-	39, // 12: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
-	36, // 13: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
-	40, // 14: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
-	41, // 15: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
-	27, // 16: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
-	28, // 17: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
-	29, // 18: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
-	30, // 19: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
-	31, // 20: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
-	32, // 21: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
-	33, // 22: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
-	34, // 23: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
-	35, // 24: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
-	37, // 25: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
-	1,  // 26: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
-	1,  // 27: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
-	2,  // 28: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
-	42, // 29: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
-	43, // 30: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
-	3,  // 31: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
-	46, // 32: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	51, // 33: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
-	60, // 34: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
-	60, // 35: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
-	63, // 36: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
-	4,  // 37: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
-	7,  // 38: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
-	11, // 39: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
-	13, // 40: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
-	17, // 41: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
-	20, // 42: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
-	22, // 43: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
-	24, // 44: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
-	44, // 45: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
-	47, // 46: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
-	49, // 47: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
-	52, // 48: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
-	54, // 49: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
-	56, // 50: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
-	58, // 51: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
-	61, // 52: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
-	5,  // 53: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
-	8,  // 54: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
-	12, // 55: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
-	14, // 56: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
-	18, // 57: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
-	21, // 58: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
-	23, // 59: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
-	25, // 60: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
-	45, // 61: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
-	48, // 62: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
-	50, // 63: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
-	53, // 64: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
-	55, // 65: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
-	57, // 66: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
-	59, // 67: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
-	62, // 68: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
-	53, // [53:69] is the sub-list for method output_type
-	37, // [37:53] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	27, // 10: garuda.exec.v1.CallRequest.start:type_name -> garuda.exec.v1.Start
+	40, // 11: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
+	41, // 12: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
+	38, // 13: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
+	42, // 14: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
+	43, // 15: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
+	28, // 16: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
+	29, // 17: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
+	30, // 18: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
+	31, // 19: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
+	32, // 20: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
+	33, // 21: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
+	35, // 22: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
+	36, // 23: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
+	37, // 24: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
+	34, // 25: garuda.exec.v1.Start.process_manager:type_name -> garuda.exec.v1.ProcessManager
+	1,  // 26: garuda.exec.v1.ProcessManager.action:type_name -> garuda.exec.v1.ProcessAction
+	39, // 27: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
+	2,  // 28: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
+	2,  // 29: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
+	3,  // 30: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
+	44, // 31: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
+	45, // 32: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
+	4,  // 33: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
+	48, // 34: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	53, // 35: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
+	62, // 36: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
+	62, // 37: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
+	65, // 38: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
+	5,  // 39: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
+	8,  // 40: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
+	12, // 41: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
+	14, // 42: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
+	18, // 43: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
+	21, // 44: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
+	23, // 45: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
+	25, // 46: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
+	46, // 47: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
+	49, // 48: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
+	51, // 49: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
+	54, // 50: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
+	56, // 51: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
+	58, // 52: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
+	60, // 53: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
+	63, // 54: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
+	6,  // 55: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
+	9,  // 56: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
+	13, // 57: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
+	15, // 58: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
+	19, // 59: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
+	22, // 60: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
+	24, // 61: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
+	26, // 62: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
+	47, // 63: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
+	50, // 64: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
+	52, // 65: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
+	55, // 66: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
+	57, // 67: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
+	59, // 68: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
+	61, // 69: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
+	64, // 70: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
+	55, // [55:71] is the sub-list for method output_type
+	39, // [39:55] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_garuda_exec_v1_exec_proto_init() }
@@ -4629,14 +4840,15 @@ func file_garuda_exec_v1_exec_proto_init() {
 		(*Start_ResolveCommand)(nil),
 		(*Start_AttachMention)(nil),
 		(*Start_LoadSkill)(nil),
+		(*Start_ProcessManager)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_garuda_exec_v1_exec_proto_rawDesc), len(file_garuda_exec_v1_exec_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   60,
+			NumEnums:      5,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
