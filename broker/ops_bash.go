@@ -59,7 +59,7 @@ func commandQuestion(cmdText string, unsandboxed bool) *execv1.Question {
 
 // bash runs a command the policy allowed.
 func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.Result, error) {
-	spec, watch, refused := s.prepareCommand(c.sess, op)
+	spec, watch, refused := s.prepareCommand(c, op)
 	if refused != nil {
 		return refused, nil
 	}
@@ -119,8 +119,8 @@ func commandEnd(res *sandbox.Result, cancelled bool, timeout time.Duration) (exe
 // prepareCommand makes the sandbox's spec of a command the policy allowed and, for a sandboxed one, takes the
 // guard's scan before it (what is protected now, made read-only for the command, and what to compare with after).
 // A failure is the Result that ends the call.
-func (s *Service) prepareCommand(sess *session, op *execv1.Bash) (sandbox.Spec, *guard.Watch, *execv1.Result) {
-	st := s.state(sess)
+func (s *Service) prepareCommand(c *call, op *execv1.Bash) (sandbox.Spec, *guard.Watch, *execv1.Result) {
+	sess, st := c.sess, s.callState(c)
 	spec, err := s.commandSpec(sess, st, op)
 	if err != nil {
 		return spec, nil, failed(err)

@@ -89,7 +89,7 @@ func (s *Service) processStart(c *call, op *execv1.ProcessManager) (*execv1.Resu
 	if err := sess.procs.room(policy.BackgroundLimit(s.state(sess))); err != nil {
 		return failed(err), nil // before the guard's scan: a refused start costs nothing
 	}
-	spec, watch, refused := s.prepareCommand(sess, &execv1.Bash{Command: op.GetCommand(), Description: op.GetDescription()})
+	spec, watch, refused := s.prepareCommand(c, &execv1.Bash{Command: op.GetCommand(), Description: op.GetDescription()})
 	if refused != nil {
 		return refused, nil
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // sessionTools are a session's tools: the broker's, through the runner, and the local ones of the tool table (the
-// plan), which act on nothing the broker guards.
+// plan, subagents), which act on nothing the broker guards themselves (a subagent's calls go to the broker).
 type sessionTools struct {
 	s      *session
 	runner *brokerconn.Runner
@@ -31,6 +31,8 @@ func (t *sessionTools) Run(ctx context.Context, call agent.ToolCall, progress fu
 	switch call.Name {
 	case tools.Todo:
 		return t.s.todo(call)
+	case tools.Subagent:
+		return t.s.subagent(ctx, call, progress)
 	}
 	return t.runner.Run(ctx, call, progress)
 }

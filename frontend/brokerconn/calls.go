@@ -44,6 +44,8 @@ type Runner struct {
 	Notice func(line string)
 	// ProgressEvery is the shortest time between two progress reports of one call; zero means DefaultProgressEvery.
 	ProgressEvery time.Duration
+	// Mode, if MODE_PLAN, narrows every call to plan mode (a subagent's calls); the broker enforces it.
+	Mode execv1.Mode
 }
 
 var _ agent.Tools = (*Runner)(nil)
@@ -114,6 +116,9 @@ const Settle = 3 * time.Second
 // process tree and answers with a cancelled Result, which Call waits for up to Settle before it ends the stream.
 func (r *Runner) Call(ctx context.Context, start *execv1.Start, progress func(line string)) (*execv1.Result, error) {
 	start.SessionId = r.SessionID
+	if r.Mode == execv1.Mode_MODE_PLAN {
+		start.Mode = r.Mode
+	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel() // ends the stream, whatever way the call ends
 	stream, err := r.Client.Call(sctx)

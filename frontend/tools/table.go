@@ -24,6 +24,7 @@ const (
 	Skill     = "skill"
 	Todo      = "todo"
 	Process   = "process_manager"
+	Subagent  = "subagent"
 )
 
 // Kind is how an editor shows a tool call: ACP's tool kinds.
@@ -158,6 +159,12 @@ func processTitle(in *processInput) string {
 	return "Process " + in.ID + ": " + in.Action
 }
 
+// SubagentInput is the input of subagent.
+type SubagentInput struct {
+	Agent string `json:"agent" jsonschema:"minLength=1" jsonschema_description:"The agent to run, as listed: explore, or a custom agent's name."`
+	Task  string `json:"task" jsonschema:"minLength=1" jsonschema_description:"The whole task for the agent, with everything it needs to know: it sees nothing of this conversation."`
+}
+
 // TodoInput is the input of todo: the whole plan, every time.
 type TodoInput struct {
 	Todos []TodoEntry `json:"todos" jsonschema_description:"The whole plan, in order: every entry, also those already completed. Each call replaces the plan."`
@@ -280,6 +287,16 @@ var table = []Tool{
 				Action: processActions[in.Action], Command: in.Command, Id: in.ID, Description: in.Description,
 				Since: in.Since, TimeoutMs: in.TimeoutMS, Input: in.Input, CloseInput: in.CloseInput}}}
 		}),
+	define(Tool{
+		Name: Subagent, Kind: KindThink, Local: true,
+		Description: "Hand a task to a subagent: a fresh model loop with its own context and a narrower set of " +
+			"tools, which returns its final answer as the result. `explore` investigates read-only (read_file, glob, " +
+			"grep, and bash with the project read-only): use it for broad searches and questions about the code " +
+			"whose details you do not need in your own context. The task is all the subagent sees: say what to " +
+			"find and what to report. Custom agents, if any, are listed in the system prompt.",
+		Rule: "subagent: hand a self-contained task to a subagent (explore: read-only investigation); it returns " +
+			"its final answer.",
+	}, func(in *SubagentInput) string { return "Subagent: " + in.Agent }, nil, nil),
 	define(Tool{
 		Name: Todo, Kind: KindThink, Local: true,
 		Description: "Keep a plan of the task, shown to the user as a list: send the whole list each time, with " +

@@ -73,11 +73,12 @@ func TestSpecs(t *testing.T) {
 		Skill:     {"name"},
 		Todo:      {"todos"},
 		Process:   {"action", "command", "id", "description", "since", "timeout_ms", "input", "close_input"},
+		Subagent:  {"agent", "task"},
 	}
 	required := map[string][]string{
 		ReadFile: {"path"}, WriteFile: {"path", "content"}, EditFile: {"path", "old_string", "new_string"},
 		Glob: {"pattern"}, Grep: {"pattern"}, Bash: {"command"}, Skill: {"name"},
-		Todo: {"todos"}, Process: {"action"},
+		Todo: {"todos"}, Process: {"action"}, Subagent: {"agent", "task"},
 	}
 	specs := Specs()
 	if len(specs) != len(want) {
@@ -210,6 +211,7 @@ func TestDescribe(t *testing.T) {
 		{Todo, `{"todos":[]}`, "Update the plan", KindThink, "", 0},
 		{Process, `{"action":"start","command":"npm run dev"}`, "$ npm run dev", KindExecute, "", 0},
 		{Process, `{"action":"stop","id":"bg-1"}`, "Process bg-1: stop", KindExecute, "", 0},
+		{Subagent, `{"agent":"explore","task":"x"}`, "Subagent: explore", KindThink, "", 0},
 		{"mcp__db__query", `{"sql":"select 1"}`, "db/query", KindOther, "", 0},
 		{ReadFile, `{"path":1}`, "Read ", KindRead, "", 0},
 		{EditFile, `{"path":"d.go"}`, "Edit d.go", KindEdit, "d.go", 0},

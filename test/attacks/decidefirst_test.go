@@ -96,6 +96,11 @@ var denials = []denial{
 		answer:   execv1.Choice_CHOICE_ONCE,
 		ops: merge(fileOps(), map[string]func(string) *execv1.Start{
 			"bash": func(p string) *execv1.Start { return bash("cat " + p) },
+			// A background process's start is decided as bash is: the same deny rule refuses it.
+			"process_manager": func(p string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_ProcessManager{ProcessManager: &execv1.ProcessManager{
+					Action: execv1.ProcessAction_PROCESS_ACTION_START, Command: "cat " + p}}}
+			},
 		}),
 	},
 	{

@@ -1815,7 +1815,10 @@ type Start struct {
 	//	*Start_AttachMention
 	//	*Start_LoadSkill
 	//	*Start_ProcessManager
-	Op            isStart_Op `protobuf_oneof:"op"`
+	Op isStart_Op `protobuf_oneof:"op"`
+	// mode narrows this call alone (a subagent's calls): MODE_PLAN decides and runs the call as in plan mode whatever
+	// the session's mode; MODE_UNSPECIFIED and MODE_BUILD take the session's. It never widens.
+	Mode          Mode `protobuf:"varint,31,opt,name=mode,proto3,enum=garuda.exec.v1.Mode" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1959,6 +1962,13 @@ func (x *Start) GetProcessManager() *ProcessManager {
 		}
 	}
 	return nil
+}
+
+func (x *Start) GetMode() Mode {
+	if x != nil {
+		return x.Mode
+	}
+	return Mode_MODE_UNSPECIFIED
 }
 
 type isStart_Op interface {
@@ -4416,7 +4426,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\bquestion\x18\x01 \x01(\v2\x18.garuda.exec.v1.QuestionH\x00R\bquestion\x126\n" +
 	"\bprogress\x18\x02 \x01(\v2\x18.garuda.exec.v1.ProgressH\x00R\bprogress\x120\n" +
 	"\x06result\x18\x03 \x01(\v2\x16.garuda.exec.v1.ResultH\x00R\x06resultB\x05\n" +
-	"\x03msg\"\x91\x05\n" +
+	"\x03msg\"\xbb\x05\n" +
 	"\x05Start\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n" +
@@ -4433,7 +4443,8 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x0eattach_mention\x18\x11 \x01(\v2\x1d.garuda.exec.v1.AttachMentionH\x00R\rattachMention\x12:\n" +
 	"\n" +
 	"load_skill\x18\x12 \x01(\v2\x19.garuda.exec.v1.LoadSkillH\x00R\tloadSkill\x12I\n" +
-	"\x0fprocess_manager\x18\x1e \x01(\v2\x1e.garuda.exec.v1.ProcessManagerH\x00R\x0eprocessManagerB\x04\n" +
+	"\x0fprocess_manager\x18\x1e \x01(\v2\x1e.garuda.exec.v1.ProcessManagerH\x00R\x0eprocessManager\x12(\n" +
+	"\x04mode\x18\x1f \x01(\x0e2\x14.garuda.exec.v1.ModeR\x04modeB\x04\n" +
 	"\x02op\"L\n" +
 	"\bReadFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
@@ -4755,56 +4766,57 @@ var file_garuda_exec_v1_exec_proto_depIdxs = []int32{
 	36, // 23: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
 	37, // 24: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
 	34, // 25: garuda.exec.v1.Start.process_manager:type_name -> garuda.exec.v1.ProcessManager
-	1,  // 26: garuda.exec.v1.ProcessManager.action:type_name -> garuda.exec.v1.ProcessAction
-	39, // 27: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
-	2,  // 28: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
-	2,  // 29: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
-	3,  // 30: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
-	44, // 31: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
-	45, // 32: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
-	4,  // 33: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
-	48, // 34: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	53, // 35: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
-	62, // 36: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
-	62, // 37: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
-	65, // 38: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
-	5,  // 39: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
-	8,  // 40: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
-	12, // 41: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
-	14, // 42: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
-	18, // 43: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
-	21, // 44: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
-	23, // 45: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
-	25, // 46: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
-	46, // 47: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
-	49, // 48: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
-	51, // 49: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
-	54, // 50: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
-	56, // 51: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
-	58, // 52: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
-	60, // 53: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
-	63, // 54: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
-	6,  // 55: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
-	9,  // 56: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
-	13, // 57: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
-	15, // 58: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
-	19, // 59: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
-	22, // 60: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
-	24, // 61: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
-	26, // 62: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
-	47, // 63: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
-	50, // 64: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
-	52, // 65: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
-	55, // 66: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
-	57, // 67: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
-	59, // 68: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
-	61, // 69: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
-	64, // 70: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
-	55, // [55:71] is the sub-list for method output_type
-	39, // [39:55] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	0,  // 26: garuda.exec.v1.Start.mode:type_name -> garuda.exec.v1.Mode
+	1,  // 27: garuda.exec.v1.ProcessManager.action:type_name -> garuda.exec.v1.ProcessAction
+	39, // 28: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
+	2,  // 29: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
+	2,  // 30: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
+	3,  // 31: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
+	44, // 32: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
+	45, // 33: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
+	4,  // 34: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
+	48, // 35: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	53, // 36: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
+	62, // 37: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
+	62, // 38: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
+	65, // 39: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
+	5,  // 40: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
+	8,  // 41: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
+	12, // 42: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
+	14, // 43: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
+	18, // 44: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
+	21, // 45: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
+	23, // 46: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
+	25, // 47: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
+	46, // 48: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
+	49, // 49: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
+	51, // 50: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
+	54, // 51: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
+	56, // 52: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
+	58, // 53: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
+	60, // 54: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
+	63, // 55: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
+	6,  // 56: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
+	9,  // 57: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
+	13, // 58: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
+	15, // 59: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
+	19, // 60: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
+	22, // 61: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
+	24, // 62: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
+	26, // 63: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
+	47, // 64: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
+	50, // 65: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
+	52, // 66: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
+	55, // 67: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
+	57, // 68: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
+	59, // 69: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
+	61, // 70: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
+	64, // 71: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
+	56, // [56:72] is the sub-list for method output_type
+	40, // [40:56] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_garuda_exec_v1_exec_proto_init() }

@@ -1,0 +1,148 @@
+package acpagent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/garuda-dev/garuda/frontend/agent"
+	"github.com/garuda-dev/garuda/frontend/brokerconn"
+	"github.com/garuda-dev/garuda/frontend/model"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+func subagentCall(id, agentName, task string) model.Step {
+	in, _ := json.Marshal(map[string]string{"agent": agentName, "task": task})
+	return tool(id, "subagent", string(in))
+}
+
+// explore runs read-only: a write it was not offered fails, and a command that writes runs with the project
+// read-only (the broker's plan mode). Its answer is the result, its calls the content of its entry.
+func TestExploreSubagentCannotWrite(t *testing.T) {
+	e := newEnv(t)
+	e.write("a.txt", "alpha\n")
+	sid := e.newSession()
+	e.fake.Push(subagentCall("toolu_sub", "explore", "find alpha"),
+		tool("toolu_w", "write_file", `{"path":"a.txt","content":"pwned"}`),
+		tool("toolu_b", "bash", `{"command":"echo pwned > b.txt"}`),
+		tool("toolu_r", "read_file", `{"path":"a.txt"}`),
+		model.TextStep("a.txt:1 says alpha"),
+		model.TextStep("the subagent found it"))
+	if stop := e.promptOK(sid, "explore"); stop != acp.StopReasonEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	if e.read("a.txt") != "alpha\n" || e.read("b.txt") != "" {
+		t.Errorf("explore changed the project: a.txt %q, b.txt %q", e.read("a.txt"), e.read("b.txt"))
+	}
+	reqs := e.fake.Requests()
+	sub := reqs[1]
+	if sub.LastUserText() != "find alpha" || len(sub.Messages) != 1 {
+		t.Errorf("the subagent's first request: %+v", sub.Messages)
+	}
+	for _, ts := range sub.Tools {
+		if ts.Name == "write_file" || ts.Name == "subagent" || ts.Name == "todo" || ts.Name == "process_manager" {
+			t.Errorf("explore is offered %s", ts.Name)
+		}
+	}
+	if h := reqs[2].LastUserText(); !strings.Contains(h, "not one of this agent's tools") {
+		t.Errorf("after write_file the subagent heard %q", h)
+	}
+	if h := reqs[3].LastUserText(); !strings.Contains(h, "Read-only file system") && !strings.Contains(h, "exit code") {
+		t.Errorf("after the writing command the subagent heard %q", h)
+	}
+	if h := reqs[5].LastUserText(); !strings.Contains(h, "a.txt:1 says alpha") {
+		t.Errorf("the parent heard %q", h)
+	}
+	ups, perms := e.ed.snapshot()
+	if len(perms) != 0 {
+		t.Errorf("%d questions", len(perms))
+	}
+	tc, st, texts := toolCall(ups, "toolu_sub")
+	if tc == nil || tc.Title != "Subagent: explore" || tc.Kind != acp.ToolKindThink || st != acp.ToolCallStatusCompleted {
+		t.Fatalf("entry %+v, status %s", tc, st)
+	}
+	all := strings.Join(texts, "\n")
+	for _, want := range []string{"✗ Write a.txt", "$ echo pwned > b.txt", "✓ Read a.txt", "a.txt:1 says alpha"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the entry's content lacks %q: %q", want, all)
+		}
+	}
+	for _, id := range []string{"toolu_w", "toolu_b", "toolu_r"} {
+		if c, _, _ := toolCall(ups, id); c != nil {
+			t.Errorf("the subagent's call %s has an entry of its own", id)
+		}
+	}
+}
+
+// The narrowing is the broker's: a call that names plan mode is decided in plan mode whatever the front end does,
+// while the same call without it writes (the negative control).
+func TestPlanModeCallIsEnforcedByTheBroker(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	for _, c := range []struct {
+		mode execv1.Mode
+		want agent.Status
+		file string
+	}{{execv1.Mode_MODE_PLAN, agent.StatusDenied, "plan.txt"}, {execv1.Mode_MODE_UNSPECIFIED, agent.StatusCompleted, "build.txt"}} {
+		r := &brokerconn.Runner{Client: e.broker, SessionID: sid, Mode: c.mode, Approver: onceApprover{}}
+		in, _ := json.Marshal(map[string]string{"path": c.file, "content": "x"})
+		res := r.Run(context.Background(), agent.ToolCall{ID: "c", Name: "write_file", Input: in}, nil)
+		if res.Status != c.want || (e.read(c.file) != "") != (c.want == agent.StatusCompleted) {
+			t.Errorf("mode %v: %s %q, file %q", c.mode, res.Status, res.Content, e.read(c.file))
+		}
+	}
+}
+
+type onceApprover struct{}
+
+func (onceApprover) Ask(context.Context, *execv1.Question) execv1.Choice {
+	return execv1.Choice_CHOICE_ONCE
+}
+
+// A question of a call inside a subagent is an entry of its own (garuda-question-<n>), not the subagent's.
+func TestSubagentQuestionIsItsOwnEntry(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	outside := e.write("../outside.txt", "far away\n")
+	in, _ := json.Marshal(map[string]string{"path": outside})
+	e.fake.Push(subagentCall("toolu_sub", "explore", "read the outside file"),
+		tool("toolu_1", "read_file", string(in)), model.TextStep("it says far away"), model.TextStep("done"))
+	e.promptOK(sid, "go")
+	ups, perms := e.ed.snapshot()
+	if len(perms) != 1 || perms[0].ToolCall.ToolCallId != "garuda-question-1" {
+		t.Fatalf("questions %+v", perms)
+	}
+	tc, st, _ := toolCall(ups, "garuda-question-1")
+	if tc == nil || tc.Kind != acp.ToolKindOther || st != acp.ToolCallStatusCompleted {
+		t.Errorf("the question's entry %+v, %s", tc, st)
+	}
+	if _, st, texts := toolCall(ups, "toolu_sub"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, "\n"), "it says far away") {
+		t.Errorf("subagent entry %s %q", st, texts)
+	}
+}
+
+// Cancel during a subagent stops it and the command it runs.
+func TestCancelDuringSubagent(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	e.fake.Push(subagentCall("toolu_sub", "explore", "wait"), tool("toolu_s", "bash", `{"command":"sleep 61.51"}`),
+		model.TextStep("never"), model.TextStep("never"))
+	done := make(chan acp.PromptResponse, 1)
+	go func() {
+		r, _ := e.prompt(sid, acp.TextBlock("go"))
+		done <- r
+	}()
+	waitAlive(t, "61.51")
+	e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)})
+	if r := <-done; r.StopReason != acp.StopReasonCancelled {
+		t.Errorf("stop %q", r.StopReason)
+	}
+	waitGone(t, "61.51")
+	ups, _ := e.ed.snapshot()
+	if _, st, _ := toolCall(ups, "toolu_sub"); st != acp.ToolCallStatusFailed {
+		t.Errorf("subagent entry %s", st)
+	}
+}
