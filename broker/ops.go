@@ -38,7 +38,7 @@ type request struct {
 	run func(ctx context.Context, g *grant) (*execv1.Result, error)
 }
 
-// operations is the table. resolve_command and skill have no target of the model's choosing: they read the
+// operations is the table. resolve_command, skill and load_agent have no target of the model's choosing: they read the
 // command and skill files, each decided by the read policy before it is opened (commandSet), and a project's own
 // command or skill is a consent decision of its own, asked in run.
 var operations = []operation{
@@ -52,6 +52,7 @@ var operations = []operation{
 	{field: "resolve_command", name: policy.OpResolveCommand, kind: policy.KindConsent, changes: true, check: checkResolveCommand},
 	{field: "load_skill", name: policy.OpSkill, kind: policy.KindConsent, changes: true, check: checkLoadSkill},
 	{field: "process_manager", name: policy.OpProcessManager, kind: policy.KindCommand, changes: true, check: checkProcess},
+	{field: "load_agent", name: policy.OpLoadAgent, kind: policy.KindConsent, changes: true, check: checkLoadAgent},
 }
 
 // operationOf finds the table's entry for a Start.

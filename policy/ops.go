@@ -17,6 +17,8 @@ const (
 
 	// OpProcessManager acts on background processes; its start is decided as bash (tool bash, kind command).
 	OpProcessManager = "process_manager"
+	// OpLoadAgent loads a custom agent for a subagent; a project's own agent is a consent, like a skill.
+	OpLoadAgent = "load_agent"
 )
 
 // Previewable reports whether the target of req, a write or edit that Decide answered with ask, may be opened and

@@ -110,7 +110,7 @@ type Decision struct {
 // ManagedPolicyDir is where the managed team policy lives; tools may never write there.
 const ManagedPolicyDir = "/etc/garuda"
 
-var consentKinds = map[string]bool{"mcp_server": true, "hook": true, "command": true, "skill": true, "network": true}
+var consentKinds = map[string]bool{"mcp_server": true, "hook": true, "command": true, "skill": true, "network": true, "agent": true}
 
 // Decide decides one request. The order is the precedence, strictest first:
 //

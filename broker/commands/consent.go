@@ -116,8 +116,11 @@ func NeedsConsent(cmd *Command) bool {
 	return cmd != nil && cmd.Source != SourceUser
 }
 
-// ConsentKind is the kind under which cmd's consent is kept: ConsentSkill or ConsentCommand.
+// ConsentKind is the kind under which cmd's consent is kept: ConsentAgent, ConsentSkill or ConsentCommand.
 func ConsentKind(cmd *Command) string {
+	if cmd.Agent {
+		return ConsentAgent
+	}
 	if cmd.Skill {
 		return ConsentSkill
 	}

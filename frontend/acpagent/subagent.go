@@ -46,8 +46,27 @@ var explore = agentDef{
 // its parent's, and starts no background process that would outlive it.
 var notForSubagents = []string{tools.Subagent, tools.Todo, tools.Process}
 
-// agents lists the agents a subagent call may name.
-func (s *session) agents() []agentDef { return []agentDef{explore} }
+// claudeTools maps Claude Code's tool names, as agents' frontmatter lists them, to Garuda's.
+var claudeTools = map[string]string{"Read": tools.ReadFile, "Write": tools.WriteFile, "Edit": tools.EditFile,
+	"MultiEdit": tools.EditFile, "Glob": tools.Glob, "Grep": tools.Grep, "Bash": tools.Bash, "LS": tools.Glob}
+
+// customAgent is the definition of a custom agent: its tools (Claude Code's names or Garuda's; none listed: every
+// tool a subagent may have) and its instructions. Its calls are decided in the session's mode.
+func customAgent(a *execv1.AgentDefinition) *agentDef {
+	d := &agentDef{name: a.GetName(), description: a.GetDescription(), prompt: a.GetInstructions()}
+	for _, t := range a.GetTools() {
+		if g, ok := claudeTools[t]; ok {
+			t = g
+		}
+		if !slices.Contains(d.tools, t) {
+			d.tools = append(d.tools, t)
+		}
+	}
+	if len(d.tools) == 0 {
+		d.tools = []string{tools.ReadFile, tools.WriteFile, tools.EditFile, tools.Glob, tools.Grep, tools.Bash, tools.Skill}
+	}
+	return d
+}
 
 // subagent runs a task in a fresh loop with its own context, a narrowed tool set and its own limits, through the
 // same broker session (so the same policy; for explore, in plan mode, which the broker enforces), and returns its
@@ -62,16 +81,21 @@ func (s *session) subagent(ctx context.Context, call agent.ToolCall, progress fu
 		return fail(err.Error())
 	}
 	in := v.(*tools.SubagentInput)
-	var def *agentDef
-	var names []string
-	for _, a := range s.agents() {
-		names = append(names, a.name)
-		if a.name == in.Agent {
-			def = &a
+	def := &explore
+	if in.Agent != explore.name {
+		// A custom agent: the broker reads it (the front end reads no file) and asks consent for a project's own.
+		res, err := s.runner.Call(ctx, &execv1.Start{CallId: call.ID, Op: &execv1.Start_LoadAgent{LoadAgent: &execv1.LoadAgent{Name: in.Agent}}}, nil)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return agent.ToolResult{CallID: call.ID, Status: agent.StatusCancelled, Content: "Cancelled."}
+		case err != nil:
+			return fail(err.Error())
+		case res.GetStatus() != execv1.Status_STATUS_COMPLETED || res.GetAgent() == nil:
+			r := brokerconn.Result(call.ID, res)
+			r.Content = "The agent could not be used: " + r.Content
+			return r
 		}
-	}
-	if def == nil {
-		return fail(fmt.Sprintf("There is no agent named %q; the agents are: %s.", in.Agent, strings.Join(names, ", ")))
+		def = customAgent(res.GetAgent())
 	}
 	var specs []model.ToolSpec
 	for _, sp := range s.runner.Specs() {

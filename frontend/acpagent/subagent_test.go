@@ -3,6 +3,8 @@ package acpagent
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -144,5 +146,43 @@ func TestCancelDuringSubagent(t *testing.T) {
 	ups, _ := e.ed.snapshot()
 	if _, st, _ := toolCall(ups, "toolu_sub"); st != acp.ToolCallStatusFailed {
 		t.Errorf("subagent entry %s", st)
+	}
+}
+
+// A custom agent in Claude Code's format runs with its own tools and instructions; a project's own asks consent
+// first (its own entry), the user's own does not; an unknown name lists the agents.
+func TestCustomAgents(t *testing.T) {
+	e := newEnv(t)
+	e.write(".claude/agents/reviewer.md", "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\nmodel: opus\n---\nYou review code harshly.\n")
+	if err := os.MkdirAll(filepath.Join(e.home, "agents"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "agents", "mine.md"), []byte("---\nname: mine\ndescription: Mine\n---\nBe brief.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(subagentCall("toolu_rev", "reviewer", "review a.go"), model.TextStep("looks fine"),
+		subagentCall("toolu_mine", "mine", "hi"), model.TextStep("hello"),
+		subagentCall("toolu_none", "nobody", "hi"), model.TextStep("done"))
+	e.promptOK(sid, "go")
+	reqs := e.fake.Requests()
+	rev := reqs[1]
+	var names []string
+	for _, ts := range rev.Tools {
+		names = append(names, ts.Name)
+	}
+	if strings.Join(names, ",") != "read_file,grep" || !strings.Contains(rev.System, "You review code harshly.") {
+		t.Errorf("reviewer: tools %v, system prompt ends %q", names, tail(rev.System, 80))
+	}
+	if mine := reqs[3]; len(mine.Tools) == 0 || !strings.Contains(mine.System, "Be brief.") {
+		t.Errorf("the user's agent: %d tools, system %q", len(mine.Tools), tail(mine.System, 80))
+	}
+	_, perms := e.ed.snapshot()
+	if len(perms) != 1 || !strings.Contains(*perms[0].ToolCall.Title, "agent reviewer") || !strings.HasPrefix(string(perms[0].ToolCall.ToolCallId), "garuda-question-") {
+		t.Errorf("consents %+v", perms)
+	}
+	ups, _ := e.ed.snapshot()
+	if _, st, texts := toolCall(ups, "toolu_none"); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, ""), "explore, mine, reviewer") {
+		t.Errorf("unknown agent: %s %q", st, texts)
 	}
 }

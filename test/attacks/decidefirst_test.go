@@ -152,6 +152,17 @@ var denials = []denial{
 			},
 		},
 	},
+	{
+		name:     "a project agent in a folder a rule hides",
+		settings: `{"permissions": {"deny": ["read_file(.garuda/**)"]}}`,
+		target:   func(e *env) string { return filepath.Join(e.root, ".garuda", "agents", "s.md") },
+		answer:   execv1.Choice_CHOICE_ONCE,
+		ops: map[string]func(string) *execv1.Start{
+			"load_agent": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_LoadAgent{LoadAgent: &execv1.LoadAgent{Name: "s"}}}
+			},
+		},
+	},
 }
 
 // throughLink makes a symlink "link" beside the target that points at it, and asks op about the link: the link is
@@ -181,7 +192,7 @@ func observe(t *testing.T, d denial, w world, op func(string) *execv1.Start) (se
 		mustWrite(t, filepath.Join(e.home, "settings.json"), d.settings)
 	}
 	target := d.target(e)
-	if strings.HasSuffix(target, "SKILL.md") {
+	if strings.HasSuffix(target, "SKILL.md") || strings.HasSuffix(target, "agents/s.md") {
 		// The skill is well formed in the worlds where it is a file.
 		w = skillWorld(w)
 	}
@@ -268,8 +279,8 @@ func TestDeniedRequestsAnswerTheSameWhateverTheTargetIs(t *testing.T) {
 					}
 					if i == 0 {
 						first = seen
-						// resolve_command and skill decide nothing here: the hidden file is simply not found.
-						if field != "resolve_command" && field != "load_skill" && !strings.Contains(seen, "audit: decision") {
+						// resolve_command, skill and load_agent decide nothing here: the hidden file is simply not found.
+						if field != "resolve_command" && field != "load_skill" && field != "load_agent" && !strings.Contains(seen, "audit: decision") {
 							t.Fatalf("no decision was audited:\n%s", seen)
 						}
 						continue
@@ -293,9 +304,11 @@ func TestDecideFirstControlSeesReadableTargets(t *testing.T) {
 		answer: execv1.Choice_CHOICE_DENY,
 		ops:    fileOps(),
 	}
-	skills := denials[len(denials)-1]
+	skills := denials[len(denials)-2] // the project command and skill
 	skills.settings = ""
-	for _, d := range []denial{readable, skills} {
+	agents := denials[len(denials)-1]
+	agents.settings = ""
+	for _, d := range []denial{readable, skills, agents} {
 		for field, op := range d.ops {
 			t.Run(field, func(t *testing.T) {
 				a, _ := observe(t, d, worlds[0], op)
