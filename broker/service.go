@@ -386,9 +386,13 @@ func (s *Service) SetMode(ctx context.Context, req *execv1.SetModeRequest) (*exe
 	sess.mu.Lock()
 	sess.mode = req.GetMode()
 	sess.mu.Unlock()
+	res := &execv1.SetModeResponse{}
 	if req.GetMode() == execv1.Mode_MODE_PLAN {
 		// Plan mode's commands cannot write the project: a background process started in build mode could.
-		sess.procs.stopAll("the session switched to plan mode")
+		if ids := sess.procs.stopAll("the session switched to plan mode"); len(ids) > 0 {
+			res.Notices = append(res.Notices, fmt.Sprintf("plan mode stopped the background processes %s: in plan mode "+
+				"commands cannot write the project.", strings.Join(ids, ", ")))
+		}
 	}
-	return &execv1.SetModeResponse{}, nil
+	return res, nil
 }

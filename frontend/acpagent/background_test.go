@@ -196,3 +196,24 @@ func TestBackgroundProcessFloodAndLimit(t *testing.T) {
 		t.Error("the process past the limit runs")
 	}
 }
+
+// A switch to plan mode stops the background processes (they could write the project), and the next prompt says so.
+func TestPlanModeStopsBackgroundProcesses(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	id := e.startProcess(sid, "toolu_bg", "exec sleep 61.48")
+	waitAlive(t, "61.48")
+	if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(sid), ModeId: modePlan}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, "61.48")
+	before, _ := e.ed.snapshot()
+	_, heard := e.useTool(sid, "toolu_list", "process_manager", map[string]any{"action": "list"})
+	if !strings.Contains(heard, id+": stopped: the session switched to plan mode") {
+		t.Errorf("list: %q", heard)
+	}
+	ups, _ := e.ed.snapshot()
+	if !strings.Contains(messages(ups[len(before):]), "plan mode stopped the background processes "+id) {
+		t.Errorf("no notice: %q", messages(ups[len(before):]))
+	}
+}

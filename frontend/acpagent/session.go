@@ -386,11 +386,13 @@ func (s *session) setMode(ctx context.Context, mode string) error {
 		return nil
 	}
 	s.mu.Unlock()
-	if _, err := s.srv.opts.Broker.SetMode(ctx, &execv1.SetModeRequest{SessionId: s.id, Mode: brokerMode(mode)}); err != nil {
+	res, err := s.srv.opts.Broker.SetMode(ctx, &execv1.SetModeRequest{SessionId: s.id, Mode: brokerMode(mode)})
+	if err != nil {
 		return requestError("set the mode: " + statusMessage(err))
 	}
 	s.mu.Lock()
 	s.mode = mode
+	s.notices = append(s.notices, res.GetNotices()...) // shown with the next prompt
 	s.mu.Unlock()
 	s.record("mode", mode)
 	return nil
@@ -405,12 +407,14 @@ func (s *session) applyPendingMode(ctx context.Context) {
 	if mode == "" {
 		return
 	}
-	if _, err := s.srv.opts.Broker.SetMode(ctx, &execv1.SetModeRequest{SessionId: s.id, Mode: brokerMode(mode)}); err != nil {
+	res, err := s.srv.opts.Broker.SetMode(ctx, &execv1.SetModeRequest{SessionId: s.id, Mode: brokerMode(mode)})
+	if err != nil {
 		s.srv.opts.Log.Warn("set the mode after the turn", "session", s.id, "err", err)
 		return
 	}
 	s.mu.Lock()
 	s.mode = mode
+	s.notices = append(s.notices, res.GetNotices()...) // shown with the next prompt
 	s.mu.Unlock()
 }
 

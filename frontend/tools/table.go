@@ -293,7 +293,8 @@ var table = []Tool{
 			"tools, which returns its final answer as the result. `explore` investigates read-only (read_file, glob, " +
 			"grep, and bash with the project read-only): use it for broad searches and questions about the code " +
 			"whose details you do not need in your own context. The task is all the subagent sees: say what to " +
-			"find and what to report. Custom agents, if any, are listed in the system prompt.",
+			"find and what to report. The user's and the project's custom agents are named the same way; an unknown " +
+			"name lists them.",
 		Rule: "subagent: hand a self-contained task to a subagent (explore: read-only investigation); it returns " +
 			"its final answer.",
 	}, func(in *SubagentInput) string { return "Subagent: " + in.Agent }, nil, nil),

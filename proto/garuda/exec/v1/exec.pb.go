@@ -1566,7 +1566,9 @@ func (x *SetModeRequest) GetMode() Mode {
 }
 
 type SetModeResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// notices are lines for the user: the background processes a switch to plan mode stopped.
+	Notices       []string `protobuf:"bytes,1,rep,name=notices,proto3" json:"notices,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1599,6 +1601,13 @@ func (x *SetModeResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use SetModeResponse.ProtoReflect.Descriptor instead.
 func (*SetModeResponse) Descriptor() ([]byte, []int) {
 	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SetModeResponse) GetNotices() []string {
+	if x != nil {
+		return x.Notices
+	}
+	return nil
 }
 
 type CallRequest struct {
@@ -4574,8 +4583,9 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x0eSetModeRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12(\n" +
-	"\x04mode\x18\x02 \x01(\x0e2\x14.garuda.exec.v1.ModeR\x04mode\"\x11\n" +
-	"\x0fSetModeResponse\"\xa7\x01\n" +
+	"\x04mode\x18\x02 \x01(\x0e2\x14.garuda.exec.v1.ModeR\x04mode\"+\n" +
+	"\x0fSetModeResponse\x12\x18\n" +
+	"\anotices\x18\x01 \x03(\tR\anotices\"\xa7\x01\n" +
 	"\vCallRequest\x12-\n" +
 	"\x05start\x18\x01 \x01(\v2\x15.garuda.exec.v1.StartH\x00R\x05start\x120\n" +
 	"\x06answer\x18\x02 \x01(\v2\x16.garuda.exec.v1.AnswerH\x00R\x06answer\x120\n" +
