@@ -131,14 +131,14 @@ func processRead(p *proc, since int64, head string) *execv1.Result {
 	}
 	b.WriteString(out)
 	res := &execv1.Result{}
-	if p.isDone() {
-		p.mu.Lock()
-		notes := append([]string(nil), p.notes...)
+	p.mu.Lock()
+	notes := append([]string(nil), p.notes...)
+	if p.end != "" {
 		res.ExitCode = int32(p.code)
-		p.mu.Unlock()
-		for _, n := range notes {
-			b.WriteString("\n" + n)
-		}
+	}
+	p.mu.Unlock()
+	for _, n := range notes {
+		b.WriteString("\n" + n)
 	}
 	res.Content = b.String()
 	return res

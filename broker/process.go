@@ -360,6 +360,13 @@ func (s *Service) startProcess(sess *session, command string, spec sandbox.Spec,
 	}
 	spec.OutputFile = "" // the process keeps its own file, bounded
 	spec.Stdin, spec.UntilCancelled, spec.OnOutput = inR, true, p.write
+	if watch != nil {
+		sess.procs.wg.Add(1)
+		go func() {
+			defer sess.procs.wg.Done()
+			s.guardWhileRunning(sess, p, watch)
+		}()
+	}
 	go func() {
 		defer sess.procs.wg.Done()
 		res, err := sandbox.Run(ctx, spec)
@@ -368,6 +375,31 @@ func (s *Service) startProcess(sess *session, command string, spec sandbox.Spec,
 		cancel(nil)
 	}()
 	return p, nil
+}
+
+// guardEvery is how often the guard checks what a running background process left.
+const guardEvery = 30 * time.Second
+
+// guardWhileRunning runs the guard's after-checks every guardEvery while the process runs: defends against a
+// long-lived process that plants, say, a repository with core.fsmonitor, which the user's shell would run long
+// before the process ends.
+func (s *Service) guardWhileRunning(sess *session, p *proc, watch *guard.Watch) {
+	t := time.NewTicker(guardEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+		}
+		lines, err := s.guardAfter(sess.id, policy.OpProcessManager, p.command, watch)
+		if err != nil {
+			lines = append(lines, "Warning: "+err.Error())
+		}
+		p.mu.Lock()
+		p.notes = append(p.notes, lines...)
+		p.mu.Unlock()
+	}
 }
 
 // processEnded notes how a process ended, runs the guard's after-checks on what it left (like a command's) and
@@ -402,7 +434,7 @@ func (s *Service) processEnded(sess *session, p *proc, res *sandbox.Result, err 
 		}
 	}
 	p.mu.Lock()
-	p.end, p.code, p.notes, p.ended = end, code, notes, time.Now()
+	p.end, p.code, p.notes, p.ended = end, code, append(p.notes, notes...), time.Now()
 	p.mu.Unlock()
 	close(p.done)
 	rec := audit.Record{Session: sess.id, Event: audit.EventProcessEnd, Op: policy.OpProcessManager, Input: p.command,

@@ -283,14 +283,15 @@ func TestDeferredAsNobody(t *testing.T) {
 	src.Close()
 	dst.Close()
 	cmd := exec.CommandContext(context.Background(), "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-		bin, "-test.run", "^TestDeferred(GitRunsNothing|EditorFiles|OrdinaryGitWork|WalkLimit|FileTools)", "-test.count=1", "-test.v")
+		bin, "-test.run", "^TestDeferred(GitRunsNothing|EditorFiles|OrdinaryGitWork|WalkLimit|FileTools|ByABackgroundProcess)", "-test.count=1", "-test.v")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "--- PASS: TestDeferredGitRunsNothingACommandLeft") {
+	if !strings.Contains(string(out), "--- PASS: TestDeferredGitRunsNothingACommandLeft") ||
+		!strings.Contains(string(out), "--- PASS: TestDeferredByABackgroundProcess") {
 		t.Fatalf("the tests did not run as nobody:\n%s", out)
 	}
 }
