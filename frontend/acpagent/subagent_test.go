@@ -3,6 +3,7 @@ package acpagent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,5 +185,27 @@ func TestCustomAgents(t *testing.T) {
 	ups, _ := e.ed.snapshot()
 	if _, st, texts := toolCall(ups, "toolu_none"); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, ""), "explore, mine, reviewer") {
 		t.Errorf("unknown agent: %s %q", st, texts)
+	}
+}
+
+// A subagent that loops is stopped by its own limits, and its parent's turn goes on with what it said.
+func TestSubagentThatLoopsIsStopped(t *testing.T) {
+	e := newEnv(t)
+	e.write("a.txt", "alpha\n")
+	sid := e.newSession()
+	steps := []model.Step{subagentCall("toolu_sub", "explore", "loop")}
+	for i := range 5 { // the fifth identical call stops the subagent's turn
+		steps = append(steps, tool(fmt.Sprint("toolu_l", i), "read_file", `{"path":"a.txt"}`))
+	}
+	e.fake.Push(append(steps, model.TextStep("the parent goes on"))...)
+	if stop := e.promptOK(sid, "go"); stop != acp.StopReasonEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	reqs := e.fake.Requests()
+	if h := reqs[len(reqs)-1].LastUserText(); !strings.Contains(h, "the subagent stopped before it finished (repeated_calls)") {
+		t.Errorf("the parent heard %q", h)
+	}
+	if e.fake.Remaining() != 0 {
+		t.Errorf("%d scripted answers left", e.fake.Remaining())
 	}
 }
