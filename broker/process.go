@@ -96,9 +96,38 @@ func (t *procs) add(p *proc, max int) error {
 	if t.byID == nil {
 		t.byID = map[string]*proc{}
 	}
+	t.pruneLocked()
 	t.byID[p.id] = p
 	t.wg.Add(1)
 	return nil
+}
+
+// maxEnded bounds the ended processes a session keeps for read: each holds its ring and its file open.
+const maxEnded = 16
+
+// pruneLocked forgets the oldest ended processes past maxEnded: defends against a session that starts process
+// after process and so holds their memory and descriptors until it ends.
+func (t *procs) pruneLocked() {
+	var ended []*proc
+	for _, p := range t.byID {
+		if p.isDone() {
+			ended = append(ended, p)
+		}
+	}
+	if len(ended) < maxEnded {
+		return
+	}
+	sort.Slice(ended, func(i, j int) bool { return ended[i].started.Before(ended[j].started) })
+	for _, p := range ended[:len(ended)-maxEnded+1] {
+		delete(t.byID, p.id)
+		p.mu.Lock()
+		if p.out.file != nil {
+			p.out.file.Close()
+			p.out.file = nil
+		}
+		p.out.ring = nil
+		p.mu.Unlock()
+	}
 }
 
 // get finds a process of this session: a process of another session has no name here.

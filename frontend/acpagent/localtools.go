@@ -30,6 +30,7 @@ func (t *sessionTools) ReadOnly(name string) bool { return t.runner.ReadOnly(nam
 func (t *sessionTools) Run(ctx context.Context, call agent.ToolCall, progress func(string)) agent.ToolResult {
 	switch call.Name {
 	case tools.Todo:
+		progress("") // running, for the instant it takes
 		return t.s.todo(call)
 	case tools.Subagent:
 		return t.s.subagent(ctx, call, progress)
