@@ -132,17 +132,12 @@ func sleepArg(marker string, i int) string { return fmt.Sprintf("%s%03d", marker
 // soak runs cfg.sessions ACP sessions in one garuda acp against one garuda-exec serving a socket (so that the soak
 // can ask the broker for its goroutines through Hello), for cfg.length, and measures both processes.
 func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err error) {
-	base, err := os.MkdirTemp("", "garuda-soak-")
+	w, err := newWorkspace("garuda-soak-", "")
 	if err != nil {
-		return res, fmt.Errorf("make a temp dir: %w", err)
+		return res, err
 	}
-	defer os.RemoveAll(base)
-	home, ghome, tmp := filepath.Join(base, "home"), filepath.Join(base, "garuda-home"), filepath.Join(base, "tmp")
-	for _, d := range []string{home, ghome, tmp} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return res, err
-		}
-	}
+	defer w.remove()
+	base := w.base
 	marker := fmt.Sprintf("61.%d", os.Getpid())
 	fake, err := fakeprovider.Serve("127.0.0.1:0", nil)
 	if err != nil {
@@ -151,13 +146,10 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 	defer fake.Close()
 	fake.Respond(soakResponder(marker))
 	// A small context window makes the agent compact, so a session's history stays bounded as a real one does.
-	models := fmt.Sprintf(`{"default": "soak",
-  "providers": {"fake": {"type": "anthropic", "base_url": %q, "api_key_env": "FAKE_API_KEY"}},
-  "models": {"soak": {"provider": "fake", "id": "fake-model", "context_window": 12000, "max_output_tokens": 1024}}}`, fake.URL)
-	if err := os.WriteFile(filepath.Join(ghome, "models.json"), []byte(models), 0o600); err != nil {
+	if err := w.writeModels(fake.URL, 12000, 1024); err != nil {
 		return res, err
 	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GARUDA_HOME=" + ghome, "TMPDIR=" + tmp, "FAKE_API_KEY=x"}
+	env := w.env()
 	// A soakprof build (make soak) writes its live heap there; heap profiles too, if the caller names the folder.
 	prof := os.Getenv("SOAKPROF_DIR")
 	if prof == "" {
