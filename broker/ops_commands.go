@@ -65,11 +65,27 @@ func (s *Service) ListCommands(ctx context.Context, req *execv1.ListCommandsRequ
 func checkLoadAgent(s *Service, c *call) (*request, error) {
 	name := c.start.GetLoadAgent().GetName()
 	if name == "" {
-		return nil, fmt.Errorf("the agent's name is empty: %w", ErrBadRequest)
+		// The list, for the system prompt: names and descriptions only, as for skills (no consent before them).
+		return &request{input: "(list)", run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+			return s.listAgents(g)
+		}}, nil
 	}
 	return &request{input: name, run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
 		return s.loadAgent(g, name)
 	}}, nil
+}
+
+// listAgents lists the custom agents, one "name: description" line each.
+func (s *Service) listAgents(g *grant) (*execv1.Result, error) {
+	set, err := s.commandSet(g.c.sess)
+	if err != nil {
+		return failed(err), nil
+	}
+	var b strings.Builder
+	for _, a := range set.Agents() {
+		fmt.Fprintf(&b, "%s: %s\n", a.Name, a.Description)
+	}
+	return &execv1.Result{Content: b.String()}, nil
 }
 
 // loadAgent gives the front end an agent's definition for a subagent, with the same consent as a skill: a

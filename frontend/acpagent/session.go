@@ -227,6 +227,8 @@ type session struct {
 	instructionsFile string
 	runner           *brokerconn.Runner
 	skills           []agent.SkillInfo // the session's skills, for the system prompt
+	agentsOnce       sync.Once
+	customAgents     []agent.SkillInfo // the custom agents, read at the first prompt, for the system prompt
 	ag               *agent.Session
 	tr               *transcript           // what the editor is sent, for the session file
 	model            *execv1.ModelSettings // the model the session talks to, for the words of its errors
@@ -279,8 +281,11 @@ func (s *session) systemPrompt() string {
 		InstructionsFile: s.instructionsFile,
 	}
 	for _, t := range specs {
-		if t.Name == tools.Skill {
+		switch t.Name {
+		case tools.Skill:
 			info.Skills = s.skills
+		case tools.Subagent:
+			info.Agents = append([]agent.SkillInfo{{Name: explore.name, Description: explore.description}}, s.customAgents...)
 		}
 	}
 	return agent.SystemPrompt(info)

@@ -147,6 +147,23 @@ func (s *session) subagent(ctx context.Context, call agent.ToolCall, progress fu
 	return agent.ToolResult{CallID: call.ID, Status: agent.StatusCompleted, Content: answer}
 }
 
+// loadAgents reads the custom agents' names and descriptions through the broker, once a session, at its first
+// prompt (not at session/new, which stays as fast as it was), for the system prompt.
+func (s *session) loadAgents(ctx context.Context) {
+	s.agentsOnce.Do(func() {
+		res, err := s.runner.Call(ctx, &execv1.Start{Op: &execv1.Start_LoadAgent{LoadAgent: &execv1.LoadAgent{}}}, nil)
+		if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+			s.srv.opts.Log.Debug("list the custom agents", "session", s.id, "err", err)
+			return
+		}
+		for _, line := range strings.Split(res.GetContent(), "\n") {
+			if name, desc, ok := strings.Cut(line, ": "); ok && name != "" {
+				s.customAgents = append(s.customAgents, agent.SkillInfo{Name: name, Description: desc})
+			}
+		}
+	})
+}
+
 // currentTurnMode is the mode of the running turn.
 func (s *session) currentTurnMode() string {
 	s.mu.Lock()

@@ -167,6 +167,10 @@ func TestCustomAgents(t *testing.T) {
 		subagentCall("toolu_none", "nobody", "hi"), model.TextStep("done"))
 	e.promptOK(sid, "go")
 	reqs := e.fake.Requests()
+	if sys := reqs[0].System; !strings.Contains(sys, "- explore: ") || !strings.Contains(sys, "- reviewer: Reviews code") ||
+		!strings.Contains(sys, "- mine: Mine") {
+		t.Errorf("the system prompt does not list the agents: %q", tail(sys, 400))
+	}
 	rev := reqs[1]
 	var names []string
 	for _, ts := range rev.Tools {

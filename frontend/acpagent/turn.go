@@ -157,6 +157,7 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 	}
 
 	s.record("prompt", full)
+	s.loadAgents(tctx)
 	s.applyConfig()
 	stop, err := s.ag.RunTurn(tctx, full, t.emit)
 	turnEnded(s.ag.History)

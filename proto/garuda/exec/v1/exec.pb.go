@@ -2450,8 +2450,9 @@ func (x *Bash) GetUnsandboxed() bool {
 // LoadAgent gives an agent's definition for a subagent: a custom agent of $GARUDA_HOME/agents, .garuda/agents or
 // .claude/agents (Claude Code's format); a project's own agent needs consent, like a skill.
 type LoadAgent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the agent's; empty lists the custom agents in the result's content, one "name: description" line each.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
