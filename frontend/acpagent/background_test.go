@@ -217,3 +217,22 @@ func TestPlanModeStopsBackgroundProcesses(t *testing.T) {
 		t.Errorf("no notice: %q", messages(ups[len(before):]))
 	}
 }
+
+// A bad process_manager call is a clear failure the model reads.
+func TestBackgroundProcessBadInput(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	for i, c := range []struct {
+		input map[string]any
+		want  string
+	}{
+		{map[string]any{"action": "restart", "id": "x"}, "use start, list, read, wait, input or stop"},
+		{map[string]any{"action": "start"}, "the command is empty"},
+		{map[string]any{"action": "read"}, "the id is required"},
+		{map[string]any{"action": "stop", "id": "bg-nope"}, "no background process"},
+	} {
+		if st, heard := e.useTool(sid, fmt.Sprint("toolu_bad", i), "process_manager", c.input); st != acp.ToolCallStatusFailed || !strings.Contains(heard, c.want) {
+			t.Errorf("%v: %s %q", c.input, st, heard)
+		}
+	}
+}
