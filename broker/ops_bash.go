@@ -138,7 +138,8 @@ func (s *Service) prepareCommand(c *call, op *execv1.Bash) (sandbox.Spec, *guard
 	}
 	// A second name for a protected file would carry writes past its read-only mount: refuse to run.
 	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {
-		return spec, nil, failed(fmt.Errorf("protected files have another hard link, through which a command could change them: %s; remove the other links and try again", strings.Join(linked, ", ")))
+		return spec, nil, failed(fmt.Errorf("protected files have another hard link, through which a command could change them: "+
+			"%s; remove the other links and try again", strings.Join(linked, ", ")))
 	}
 	return spec, watch, nil
 }

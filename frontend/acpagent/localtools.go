@@ -45,8 +45,10 @@ const (
 )
 
 var (
-	planStatus   = map[string]acp.PlanEntryStatus{"pending": acp.PlanEntryStatusPending, "in_progress": acp.PlanEntryStatusInProgress, "completed": acp.PlanEntryStatusCompleted}
-	planPriority = map[string]acp.PlanEntryPriority{"": acp.PlanEntryPriorityMedium, "high": acp.PlanEntryPriorityHigh, "medium": acp.PlanEntryPriorityMedium, "low": acp.PlanEntryPriorityLow}
+	planStatus = map[string]acp.PlanEntryStatus{"pending": acp.PlanEntryStatusPending,
+		"in_progress": acp.PlanEntryStatusInProgress, "completed": acp.PlanEntryStatusCompleted}
+	planPriority = map[string]acp.PlanEntryPriority{"": acp.PlanEntryPriorityMedium, "high": acp.PlanEntryPriorityHigh,
+		"medium": acp.PlanEntryPriorityMedium, "low": acp.PlanEntryPriorityLow}
 )
 
 // todo sends the model's plan to the editor as one plan update (the whole list, as ACP says; it is recorded in the
@@ -71,7 +73,8 @@ func (s *session) todo(call agent.ToolCall) agent.ToolResult {
 	for i, e := range in.Todos {
 		st, ok := planStatus[e.Status]
 		if !ok {
-			return fail(fmt.Sprintf("The plan was not changed: entry %d has status %q; use pending, in_progress or completed.", i+1, e.Status))
+			return fail(fmt.Sprintf("The plan was not changed: entry %d has status %q; use pending, in_progress or completed.",
+				i+1, e.Status))
 		}
 		pr, ok := planPriority[e.Priority]
 		if !ok {

@@ -84,7 +84,8 @@ func (s *session) subagent(ctx context.Context, call agent.ToolCall, progress fu
 	def := &explore
 	if in.Agent != explore.name {
 		// A custom agent: the broker reads it (the front end reads no file) and asks consent for a project's own.
-		res, err := s.runner.Call(ctx, &execv1.Start{CallId: call.ID, Op: &execv1.Start_LoadAgent{LoadAgent: &execv1.LoadAgent{Name: in.Agent}}}, nil)
+		load := &execv1.Start{CallId: call.ID, Op: &execv1.Start_LoadAgent{LoadAgent: &execv1.LoadAgent{Name: in.Agent}}}
+		res, err := s.runner.Call(ctx, load, nil)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return agent.ToolResult{CallID: call.ID, Status: agent.StatusCancelled, Content: "Cancelled."}
