@@ -29,6 +29,10 @@ import (
 //	                               "*.example.com"); absent means no team restriction
 //	"allowed_modes": [modes]       the modes a session may use ("build", "plan"); absent means both
 //	"audit_dir": "/abs/path"       the folder the broker writes the audit log to
+//	"mcp_servers": {"allow": [...], "deny": [...]}
+//	                               which MCP servers may start, by "name:<key>", "command:<program>" or
+//	                               "url:<address>" ('*' matches anything in an address); with an allow list only
+//	                               the servers it matches start (see MCPServerForbidden)
 //
 // Team policy and the user's settings may hold (a project's is ignored: it would loosen the guard):
 //
@@ -48,6 +52,11 @@ type Settings struct {
 
 	Guard  *GuardSettings
 	Limits Limits
+
+	// MCPAllow holds each team file's allow list of MCP servers (a server must match one entry of every list);
+	// MCPDeny the entries that forbid one.
+	MCPAllow [][]MCPMatch
+	MCPDeny  []MCPMatch
 }
 
 // Limits are the resource limits of each command; a zero field is not set (the sandbox's default applies).
@@ -290,6 +299,11 @@ func (p *settingsParser) parse(s *Settings) error {
 			})
 		case "guard":
 			return p.guard(s, off)
+		case "mcp_servers":
+			if err := teamKey(); err != nil {
+				return err
+			}
+			return p.mcpServers(s)
 		case "audit_dir":
 			if err := teamKey(); err != nil {
 				return err
@@ -373,6 +387,8 @@ func MergeTeam(managed, home *Settings) *Settings {
 			m.AuditDir = f.AuditDir
 		}
 		m.Guard = mergeGuard(m.Guard, f.Guard)
+		m.MCPAllow = append(m.MCPAllow, f.MCPAllow...)
+		m.MCPDeny = append(m.MCPDeny, f.MCPDeny...)
 	}
 	m.Name = strings.Join(names, " + ")
 	return m
