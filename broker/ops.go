@@ -40,7 +40,8 @@ type request struct {
 
 // operations is the table. resolve_command and skill have no target of the model's choosing: they read the
 // command and skill files, each decided by the read policy before it is opened (commandSet), and a project's own
-// command or skill is a consent decision of its own, asked in run.
+// command or skill is a consent decision of its own, asked in run. mcp_start is the same for MCP servers: each
+// server's consent is decided (and asked) in run, before it starts.
 var operations = []operation{
 	{field: "read_file", name: policy.OpReadFile, kind: policy.KindRead, check: checkReadFile},
 	{field: "write_file", name: policy.OpWriteFile, kind: policy.KindWrite, changes: true, check: checkWriteFile},
@@ -51,6 +52,8 @@ var operations = []operation{
 	{field: "attach_mention", name: policy.OpAttachMention, kind: policy.KindRead, check: checkAttachMention},
 	{field: "resolve_command", name: policy.OpResolveCommand, kind: policy.KindConsent, changes: true, check: checkResolveCommand},
 	{field: "load_skill", name: policy.OpSkill, kind: policy.KindConsent, changes: true, check: checkLoadSkill},
+	{field: "mcp_start", name: policy.OpMCPStart, kind: policy.KindConsent, changes: true, check: checkMCPStart},
+	{field: "mcp_call", name: policy.OpMCPCall, kind: policy.KindMCPTool, changes: true, check: checkMCPCall},
 }
 
 // operationOf finds the table's entry for a Start.

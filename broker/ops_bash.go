@@ -49,28 +49,10 @@ func checkBash(s *Service, c *call) (*request, error) {
 // bash runs a command the policy allowed.
 func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.Result, error) {
 	sess := c.sess
-	st := s.state(sess)
-	spec, err := s.commandSpec(sess, st, op)
+	spec, watch, err := s.prepareRun(sess, s.state(sess), op)
 	if err != nil {
 		return failed(err), nil
 	}
-	// The guard's scan before: what is protected now (made read-only for the command) and what to compare to.
-	var watch *guard.Watch
-	if !op.GetUnsandboxed() {
-		if watch, err = s.guardBegin(sess, st, spec); err != nil {
-			return failed(err), nil
-		}
-		spec.ReadOnly, spec.EnsureDirs = watch.Before().ReadOnly(), watch.Before().EnsureDirs()
-		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
-		if err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs); err != nil {
-			return failed(fmt.Errorf("prepare the protected folders: %w", err)), nil
-		}
-	}
-	// A second name for a protected file would carry writes past its read-only mount: refuse to run.
-	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {
-		return failed(fmt.Errorf("protected files have another hard link, through which a command could change them: %s; remove the other links and try again", strings.Join(linked, ", "))), nil
-	}
-
 	pr := newProgress(c)
 	spec.OnOutput = pr.add
 	res, err := sandbox.Run(ctx, spec)
@@ -102,7 +84,7 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 		b.WriteString("\n" + n)
 	}
 	if watch != nil {
-		if err := s.guardEnd(c, watch, &b, out); err != nil {
+		if err := s.guardEnd(sess, op.GetCommand(), watch, &b, out); err != nil {
 			return nil, err
 		}
 	}
@@ -111,6 +93,32 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 		out.Content = "(no output)"
 	}
 	return out, nil
+}
+
+// prepareRun builds the sandbox's spec of a command (a bash command, an MCP server's program) and, in the
+// sandbox, takes the guard's scan before it: what is protected now is made read-only for the command, and what is
+// there is what the guard compares to after it.
+func (s *Service) prepareRun(sess *session, st *policy.State, op *execv1.Bash) (sandbox.Spec, *guard.Watch, error) {
+	spec, err := s.commandSpec(sess, st, op)
+	if err != nil {
+		return spec, nil, err
+	}
+	var watch *guard.Watch
+	if !op.GetUnsandboxed() {
+		if watch, err = s.guardBegin(sess, st, spec); err != nil {
+			return spec, nil, err
+		}
+		spec.ReadOnly, spec.EnsureDirs = watch.Before().ReadOnly(), watch.Before().EnsureDirs()
+		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
+		if err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs); err != nil {
+			return spec, nil, fmt.Errorf("prepare the protected folders: %w", err)
+		}
+	}
+	// A second name for a protected file would carry writes past its read-only mount: refuse to run.
+	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {
+		return spec, nil, fmt.Errorf("protected files have another hard link, through which a command could change them: %s; remove the other links and try again", strings.Join(linked, ", "))
+	}
+	return spec, watch, nil
 }
 
 // commandSpec builds the sandbox's spec from the session and its policy state.

@@ -33,9 +33,10 @@ func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec)
 	return w, err
 }
 
-// guardEnd takes the guard's scan after the run, which undoes what the command left for programs that run later
-// outside the sandbox, and says what was undone in the result (for the model) and in the audit log.
-func (s *Service) guardEnd(c *call, w *guard.Watch, b *strings.Builder, out *execv1.Result) error {
+// guardEnd takes the guard's scan after the run of command (a bash command, an MCP server's), which undoes what it
+// left for programs that run later outside the sandbox, and says what was undone in the result (for the model) and
+// in the audit log.
+func (s *Service) guardEnd(sess *session, command string, w *guard.Watch, b *strings.Builder, out *execv1.Result) error {
 	rep, err := w.Check()
 	if err != nil {
 		// The tree grew past the limit during the run: say so; the next command is refused until it is bounded.
@@ -62,7 +63,7 @@ func (s *Service) guardEnd(c *call, w *guard.Watch, b *strings.Builder, out *exe
 		b.WriteString("\n" + l)
 		out.Notices = append(out.Notices, "Garuda: "+l)
 	}
-	return s.record(audit.Record{Session: c.sess.id, Event: "guard_undone", Op: policy.OpBash, Input: c.start.GetBash().GetCommand(),
+	return s.record(audit.Record{Session: sess.id, Event: "guard_undone", Op: policy.OpBash, Input: command,
 		Detail: map[string]string{"undone": strings.Join(rep.Undone, "\n"), "changed": strings.Join(rep.Changed, " "),
 			"errors": strings.Join(rep.Errors, "\n")}}, true)
 }

@@ -126,6 +126,7 @@ type session struct {
 	files     policyFiles
 	outputDir string // full command outputs: $GARUDA_HOME/sessions/<id>/
 	log       *sessionlog.Writer
+	mcp       mcpState
 
 	mu      sync.Mutex
 	mode    execv1.Mode
@@ -155,6 +156,7 @@ func (s *session) end(cause error) {
 
 // close releases what the session holds; its calls have ended (its context is cancelled first).
 func (s *session) close() {
+	s.closeMCP()
 	s.fs.Close()
 	s.guard.Close()
 	s.log.Close()
@@ -199,6 +201,9 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	var notices []string
+	sess.mcp.editor, notices = editorMCPServers(req.GetMcpServers())
+	res.Notices = append(res.Notices, notices...)
 	s.register(sess)
 	return res, nil
 }
@@ -381,7 +386,12 @@ func (s *Service) SetMode(ctx context.Context, req *execv1.SetModeRequest) (*exe
 		return nil, toStatus(fmt.Errorf("mode %v: %w", req.GetMode(), ErrBadMode))
 	}
 	sess.mu.Lock()
+	changed := sess.mode != req.GetMode()
 	sess.mode = req.GetMode()
 	sess.mu.Unlock()
+	if changed {
+		// A stdio server runs under the mode it started in: it starts again under the new one (plan: read-only).
+		sess.mcpModeChanged()
+	}
 	return &execv1.SetModeResponse{}, nil
 }

@@ -14,6 +14,8 @@ const (
 	OpSkill          = "skill"
 	OpUndo           = "undo"
 	OpWebFetch       = "web_fetch" // a rule of the settings grammar; no operation yet
+	OpMCPStart       = "mcp_start" // starts the session's MCP servers, each after its consent
+	OpMCPCall        = "mcp_call"  // a call of an MCP tool; its rules are mcp__server__tool (see ParseRule)
 )
 
 // Previewable reports whether the target of req, a write or edit that Decide answered with ask, may be opened and

@@ -11,8 +11,9 @@ import (
 
 // Kinds of consent. Later kinds (network-allowlist additions, MCP servers, hooks) use the same Consents.
 const (
-	ConsentCommand = "command"
-	ConsentSkill   = "skill"
+	ConsentCommand   = "command"
+	ConsentSkill     = "skill"
+	ConsentMCPServer = "mcp_server" // a project's or the editor's MCP server, pinned to its definition's hash
 )
 
 // Consent is one yes of the user: this kind of thing, with this name, in this project folder, with exactly

@@ -807,8 +807,11 @@ func (x *ModelSettings) GetReasoning() string {
 type OpenSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// root is the absolute path of the project folder.
-	Root          string `protobuf:"bytes,1,opt,name=root,proto3" json:"root,omitempty"`
-	Mode          Mode   `protobuf:"varint,2,opt,name=mode,proto3,enum=garuda.exec.v1.Mode" json:"mode,omitempty"`
+	Root string `protobuf:"bytes,1,opt,name=root,proto3" json:"root,omitempty"`
+	Mode Mode   `protobuf:"varint,2,opt,name=mode,proto3,enum=garuda.exec.v1.Mode" json:"mode,omitempty"`
+	// mcp_servers are the editor's MCP servers (session/new's mcpServers): started, each after its consent, by the
+	// session's mcp_start call.
+	McpServers    []*McpServer `protobuf:"bytes,20,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -855,6 +858,13 @@ func (x *OpenSessionRequest) GetMode() Mode {
 		return x.Mode
 	}
 	return Mode_MODE_UNSPECIFIED
+}
+
+func (x *OpenSessionRequest) GetMcpServers() []*McpServer {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
 }
 
 type OpenSessionResponse struct {
@@ -948,7 +958,9 @@ type ResumeSessionRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// root must be the root the session was opened on.
-	Root          string `protobuf:"bytes,2,opt,name=root,proto3" json:"root,omitempty"`
+	Root string `protobuf:"bytes,2,opt,name=root,proto3" json:"root,omitempty"`
+	// mcp_servers are the editor's MCP servers (session/load's or resume's), as in OpenSessionRequest.
+	McpServers    []*McpServer `protobuf:"bytes,20,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -995,6 +1007,13 @@ func (x *ResumeSessionRequest) GetRoot() string {
 		return x.Root
 	}
 	return ""
+}
+
+func (x *ResumeSessionRequest) GetMcpServers() []*McpServer {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
 }
 
 type ResumeSessionResponse struct {
@@ -1753,6 +1772,8 @@ type Start struct {
 	//	*Start_ResolveCommand
 	//	*Start_AttachMention
 	//	*Start_LoadSkill
+	//	*Start_McpCall
+	//	*Start_McpStart
 	Op            isStart_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1890,6 +1911,24 @@ func (x *Start) GetLoadSkill() *LoadSkill {
 	return nil
 }
 
+func (x *Start) GetMcpCall() *McpCall {
+	if x != nil {
+		if x, ok := x.Op.(*Start_McpCall); ok {
+			return x.McpCall
+		}
+	}
+	return nil
+}
+
+func (x *Start) GetMcpStart() *McpStart {
+	if x != nil {
+		if x, ok := x.Op.(*Start_McpStart); ok {
+			return x.McpStart
+		}
+	}
+	return nil
+}
+
 type isStart_Op interface {
 	isStart_Op()
 }
@@ -1930,6 +1969,14 @@ type Start_LoadSkill struct {
 	LoadSkill *LoadSkill `protobuf:"bytes,18,opt,name=load_skill,json=loadSkill,proto3,oneof"`
 }
 
+type Start_McpCall struct {
+	McpCall *McpCall `protobuf:"bytes,20,opt,name=mcp_call,json=mcpCall,proto3,oneof"`
+}
+
+type Start_McpStart struct {
+	McpStart *McpStart `protobuf:"bytes,21,opt,name=mcp_start,json=mcpStart,proto3,oneof"`
+}
+
 func (*Start_ReadFile) isStart_Op() {}
 
 func (*Start_WriteFile) isStart_Op() {}
@@ -1947,6 +1994,10 @@ func (*Start_ResolveCommand) isStart_Op() {}
 func (*Start_AttachMention) isStart_Op() {}
 
 func (*Start_LoadSkill) isStart_Op() {}
+
+func (*Start_McpCall) isStart_Op() {}
+
+func (*Start_McpStart) isStart_Op() {}
 
 type ReadFile struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4119,6 +4170,395 @@ func (x *AuditFileCheck) GetError() string {
 	return ""
 }
 
+// McpServer is one MCP server the editor passed: a program (stdio) or an address (http, sse).
+type McpServer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// type is "stdio", "http" or "sse".
+	Type          string            `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Command       string            `protobuf:"bytes,3,opt,name=command,proto3" json:"command,omitempty"`
+	Args          []string          `protobuf:"bytes,4,rep,name=args,proto3" json:"args,omitempty"`
+	Env           map[string]string `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Url           string            `protobuf:"bytes,6,opt,name=url,proto3" json:"url,omitempty"`
+	Headers       map[string]string `protobuf:"bytes,7,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServer) Reset() {
+	*x = McpServer{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServer) ProtoMessage() {}
+
+func (x *McpServer) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
+func (*McpServer) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *McpServer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpServer) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *McpServer) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *McpServer) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *McpServer) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *McpServer) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpServer) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+// McpStart starts the session's MCP servers (the user's, the project's and the editor's), each after its consent:
+// the front end sends it before its first model request. A server that fails is reported in the notices and left
+// out; a second McpStart starts only what is not running yet.
+type McpStart struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpStart) Reset() {
+	*x = McpStart{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpStart) ProtoMessage() {}
+
+func (x *McpStart) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpStart.ProtoReflect.Descriptor instead.
+func (*McpStart) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{61}
+}
+
+// McpCall calls a tool of one of the session's MCP servers.
+type McpCall struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Server string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Tool   string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	// arguments_json is the tool's arguments, a JSON object.
+	ArgumentsJson string `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpCall) Reset() {
+	*x = McpCall{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpCall) ProtoMessage() {}
+
+func (x *McpCall) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpCall.ProtoReflect.Descriptor instead.
+func (*McpCall) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *McpCall) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *McpCall) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *McpCall) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+type McpToolsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpToolsRequest) Reset() {
+	*x = McpToolsRequest{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpToolsRequest) ProtoMessage() {}
+
+func (x *McpToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpToolsRequest.ProtoReflect.Descriptor instead.
+func (*McpToolsRequest) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *McpToolsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type McpToolsResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Tools   []*McpTool             `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	Notices []string               `protobuf:"bytes,2,rep,name=notices,proto3" json:"notices,omitempty"`
+	// generation changes whenever the list does (a server started, stopped or changed its tools).
+	Generation    uint64 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpToolsResponse) Reset() {
+	*x = McpToolsResponse{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpToolsResponse) ProtoMessage() {}
+
+func (x *McpToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpToolsResponse.ProtoReflect.Descriptor instead.
+func (*McpToolsResponse) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *McpToolsResponse) GetTools() []*McpTool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *McpToolsResponse) GetNotices() []string {
+	if x != nil {
+		return x.Notices
+	}
+	return nil
+}
+
+func (x *McpToolsResponse) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+// McpTool is one tool of an MCP server, as the model is offered it.
+type McpTool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the model's name of it: mcp__<server>__<tool>, made to fit ^[a-zA-Z0-9_-]{1,64}$ and unique.
+	Name   string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Server string `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	// tool is the server's own name of it, as it is called.
+	Tool        string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// input_schema_json is its input schema, a JSON object checked by the broker.
+	InputSchemaJson string `protobuf:"bytes,5,opt,name=input_schema_json,json=inputSchemaJson,proto3" json:"input_schema_json,omitempty"`
+	// read_only_hint is the server's claim; it loosens no decision.
+	ReadOnlyHint  bool `protobuf:"varint,6,opt,name=read_only_hint,json=readOnlyHint,proto3" json:"read_only_hint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpTool) Reset() {
+	*x = McpTool{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpTool) ProtoMessage() {}
+
+func (x *McpTool) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpTool.ProtoReflect.Descriptor instead.
+func (*McpTool) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *McpTool) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpTool) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *McpTool) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *McpTool) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *McpTool) GetInputSchemaJson() string {
+	if x != nil {
+		return x.InputSchemaJson
+	}
+	return ""
+}
+
+func (x *McpTool) GetReadOnlyHint() bool {
+	if x != nil {
+		return x.ReadOnlyHint
+	}
+	return false
+}
+
 var File_garuda_exec_v1_exec_proto protoreflect.FileDescriptor
 
 const file_garuda_exec_v1_exec_proto_rawDesc = "" +
@@ -4168,10 +4608,12 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\tmax_steps\x18\n" +
 	" \x01(\x05R\bmaxSteps\x12&\n" +
 	"\x0fmax_turn_tokens\x18\v \x01(\x03R\rmaxTurnTokens\x12\x1c\n" +
-	"\treasoning\x18\f \x01(\tR\treasoning\"R\n" +
+	"\treasoning\x18\f \x01(\tR\treasoning\"\x8e\x01\n" +
 	"\x12OpenSessionRequest\x12\x12\n" +
 	"\x04root\x18\x01 \x01(\tR\x04root\x12(\n" +
-	"\x04mode\x18\x02 \x01(\x0e2\x14.garuda.exec.v1.ModeR\x04mode\"\xec\x01\n" +
+	"\x04mode\x18\x02 \x01(\x0e2\x14.garuda.exec.v1.ModeR\x04mode\x12:\n" +
+	"\vmcp_servers\x18\x14 \x03(\v2\x19.garuda.exec.v1.McpServerR\n" +
+	"mcpServers\"\xec\x01\n" +
 	"\x13OpenSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -4179,11 +4621,13 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\anotices\x18\x03 \x03(\tR\anotices\x12\"\n" +
 	"\finstructions\x18\x04 \x01(\tR\finstructions\x12+\n" +
 	"\x11instructions_file\x18\x05 \x01(\tR\x10instructionsFile\x127\n" +
-	"\bcommands\x18\x06 \x03(\v2\x1b.garuda.exec.v1.CommandInfoR\bcommands\"I\n" +
+	"\bcommands\x18\x06 \x03(\v2\x1b.garuda.exec.v1.CommandInfoR\bcommands\"\x85\x01\n" +
 	"\x14ResumeSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
-	"\x04root\x18\x02 \x01(\tR\x04root\"\x99\x01\n" +
+	"\x04root\x18\x02 \x01(\tR\x04root\x12:\n" +
+	"\vmcp_servers\x18\x14 \x03(\v2\x19.garuda.exec.v1.McpServerR\n" +
+	"mcpServers\"\x99\x01\n" +
 	"\x15ResumeSessionResponse\x12=\n" +
 	"\x06opened\x18\x01 \x01(\v2#.garuda.exec.v1.OpenSessionResponseH\x00R\x06opened\x12:\n" +
 	"\aentries\x18\x02 \x01(\v2\x1e.garuda.exec.v1.SessionEntriesH\x00R\aentriesB\x05\n" +
@@ -4227,7 +4671,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\bquestion\x18\x01 \x01(\v2\x18.garuda.exec.v1.QuestionH\x00R\bquestion\x126\n" +
 	"\bprogress\x18\x02 \x01(\v2\x18.garuda.exec.v1.ProgressH\x00R\bprogress\x120\n" +
 	"\x06result\x18\x03 \x01(\v2\x16.garuda.exec.v1.ResultH\x00R\x06resultB\x05\n" +
-	"\x03msg\"\xc6\x04\n" +
+	"\x03msg\"\xb5\x05\n" +
 	"\x05Start\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n" +
@@ -4243,7 +4687,9 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x0fresolve_command\x18\x10 \x01(\v2\x1e.garuda.exec.v1.ResolveCommandH\x00R\x0eresolveCommand\x12F\n" +
 	"\x0eattach_mention\x18\x11 \x01(\v2\x1d.garuda.exec.v1.AttachMentionH\x00R\rattachMention\x12:\n" +
 	"\n" +
-	"load_skill\x18\x12 \x01(\v2\x19.garuda.exec.v1.LoadSkillH\x00R\tloadSkillB\x04\n" +
+	"load_skill\x18\x12 \x01(\v2\x19.garuda.exec.v1.LoadSkillH\x00R\tloadSkill\x124\n" +
+	"\bmcp_call\x18\x14 \x01(\v2\x17.garuda.exec.v1.McpCallH\x00R\amcpCall\x127\n" +
+	"\tmcp_start\x18\x15 \x01(\v2\x18.garuda.exec.v1.McpStartH\x00R\bmcpStartB\x04\n" +
 	"\x02op\"L\n" +
 	"\bReadFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
@@ -4401,7 +4847,43 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x18\n" +
 	"\arecords\x18\x02 \x01(\x03R\arecords\x12\x0e\n" +
 	"\x02ok\x18\x03 \x01(\bR\x02ok\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error*;\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\xdf\x02\n" +
+	"\tMcpServer\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
+	"\acommand\x18\x03 \x01(\tR\acommand\x12\x12\n" +
+	"\x04args\x18\x04 \x03(\tR\x04args\x124\n" +
+	"\x03env\x18\x05 \x03(\v2\".garuda.exec.v1.McpServer.EnvEntryR\x03env\x12\x10\n" +
+	"\x03url\x18\x06 \x01(\tR\x03url\x12@\n" +
+	"\aheaders\x18\a \x03(\v2&.garuda.exec.v1.McpServer.HeadersEntryR\aheaders\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\n" +
+	"\n" +
+	"\bMcpStart\"\\\n" +
+	"\aMcpCall\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12%\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"0\n" +
+	"\x0fMcpToolsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"{\n" +
+	"\x10McpToolsResponse\x12-\n" +
+	"\x05tools\x18\x01 \x03(\v2\x17.garuda.exec.v1.McpToolR\x05tools\x12\x18\n" +
+	"\anotices\x18\x02 \x03(\tR\anotices\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x04R\n" +
+	"generation\"\xbd\x01\n" +
+	"\aMcpTool\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06server\x18\x02 \x01(\tR\x06server\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12*\n" +
+	"\x11input_schema_json\x18\x05 \x01(\tR\x0finputSchemaJson\x12$\n" +
+	"\x0eread_only_hint\x18\x06 \x01(\bR\freadOnlyHint*;\n" +
 	"\x04Mode\x12\x14\n" +
 	"\x10MODE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -4417,7 +4899,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x10STATUS_COMPLETED\x10\x01\x12\x11\n" +
 	"\rSTATUS_FAILED\x10\x02\x12\x11\n" +
 	"\rSTATUS_DENIED\x10\x03\x12\x14\n" +
-	"\x10STATUS_CANCELLED\x10\x042\xaa\n" +
+	"\x10STATUS_CANCELLED\x10\x042\xf9\n" +
 	"\n" +
 	"\vExecService\x12D\n" +
 	"\x05Hello\x12\x1c.garuda.exec.v1.HelloRequest\x1a\x1d.garuda.exec.v1.HelloResponse\x12J\n" +
@@ -4435,7 +4917,8 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\fInspectTrust\x12#.garuda.exec.v1.InspectTrustRequest\x1a$.garuda.exec.v1.InspectTrustResponse\x12M\n" +
 	"\bPinTrust\x12\x1f.garuda.exec.v1.PinTrustRequest\x1a .garuda.exec.v1.PinTrustResponse\x12A\n" +
 	"\x04Undo\x12\x1b.garuda.exec.v1.UndoRequest\x1a\x1c.garuda.exec.v1.UndoResponse\x12V\n" +
-	"\vVerifyAudit\x12\".garuda.exec.v1.VerifyAuditRequest\x1a#.garuda.exec.v1.VerifyAuditResponseB:Z8github.com/garuda-dev/garuda/proto/garuda/exec/v1;execv1b\x06proto3"
+	"\vVerifyAudit\x12\".garuda.exec.v1.VerifyAuditRequest\x1a#.garuda.exec.v1.VerifyAuditResponse\x12M\n" +
+	"\bMcpTools\x12\x1f.garuda.exec.v1.McpToolsRequest\x1a .garuda.exec.v1.McpToolsResponseB:Z8github.com/garuda-dev/garuda/proto/garuda/exec/v1;execv1b\x06proto3"
 
 var (
 	file_garuda_exec_v1_exec_proto_rawDescOnce sync.Once
@@ -4450,7 +4933,7 @@ func file_garuda_exec_v1_exec_proto_rawDescGZIP() []byte {
 }
 
 var file_garuda_exec_v1_exec_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_garuda_exec_v1_exec_proto_goTypes = []any{
 	(Mode)(0),                     // 0: garuda.exec.v1.Mode
 	(Choice)(0),                   // 1: garuda.exec.v1.Choice
@@ -4516,82 +4999,99 @@ var file_garuda_exec_v1_exec_proto_goTypes = []any{
 	(*VerifyAuditRequest)(nil),    // 61: garuda.exec.v1.VerifyAuditRequest
 	(*VerifyAuditResponse)(nil),   // 62: garuda.exec.v1.VerifyAuditResponse
 	(*AuditFileCheck)(nil),        // 63: garuda.exec.v1.AuditFileCheck
+	(*McpServer)(nil),             // 64: garuda.exec.v1.McpServer
+	(*McpStart)(nil),              // 65: garuda.exec.v1.McpStart
+	(*McpCall)(nil),               // 66: garuda.exec.v1.McpCall
+	(*McpToolsRequest)(nil),       // 67: garuda.exec.v1.McpToolsRequest
+	(*McpToolsResponse)(nil),      // 68: garuda.exec.v1.McpToolsResponse
+	(*McpTool)(nil),               // 69: garuda.exec.v1.McpTool
+	nil,                           // 70: garuda.exec.v1.McpServer.EnvEntry
+	nil,                           // 71: garuda.exec.v1.McpServer.HeadersEntry
 }
 var file_garuda_exec_v1_exec_proto_depIdxs = []int32{
 	6,  // 0: garuda.exec.v1.HelloResponse.sandbox:type_name -> garuda.exec.v1.Feature
 	10, // 1: garuda.exec.v1.PrepareResponse.ready:type_name -> garuda.exec.v1.ModelSettings
 	9,  // 2: garuda.exec.v1.PrepareResponse.models:type_name -> garuda.exec.v1.ModelChoice
 	0,  // 3: garuda.exec.v1.OpenSessionRequest.mode:type_name -> garuda.exec.v1.Mode
-	46, // 4: garuda.exec.v1.OpenSessionResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	12, // 5: garuda.exec.v1.ResumeSessionResponse.opened:type_name -> garuda.exec.v1.OpenSessionResponse
-	15, // 6: garuda.exec.v1.ResumeSessionResponse.entries:type_name -> garuda.exec.v1.SessionEntries
-	16, // 7: garuda.exec.v1.SessionEntries.entries:type_name -> garuda.exec.v1.SessionEntry
-	19, // 8: garuda.exec.v1.ListSessionsResponse.sessions:type_name -> garuda.exec.v1.SessionSummary
-	0,  // 9: garuda.exec.v1.SetModeRequest.mode:type_name -> garuda.exec.v1.Mode
-	26, // 10: garuda.exec.v1.CallRequest.start:type_name -> garuda.exec.v1.Start
-	38, // 11: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
-	39, // 12: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
-	36, // 13: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
-	40, // 14: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
-	41, // 15: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
-	27, // 16: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
-	28, // 17: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
-	29, // 18: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
-	30, // 19: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
-	31, // 20: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
-	32, // 21: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
-	33, // 22: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
-	34, // 23: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
-	35, // 24: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
-	37, // 25: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
-	1,  // 26: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
-	1,  // 27: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
-	2,  // 28: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
-	42, // 29: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
-	43, // 30: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
-	3,  // 31: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
-	46, // 32: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	51, // 33: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
-	60, // 34: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
-	60, // 35: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
-	63, // 36: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
-	4,  // 37: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
-	7,  // 38: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
-	11, // 39: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
-	13, // 40: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
-	17, // 41: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
-	20, // 42: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
-	22, // 43: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
-	24, // 44: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
-	44, // 45: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
-	47, // 46: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
-	49, // 47: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
-	52, // 48: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
-	54, // 49: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
-	56, // 50: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
-	58, // 51: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
-	61, // 52: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
-	5,  // 53: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
-	8,  // 54: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
-	12, // 55: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
-	14, // 56: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
-	18, // 57: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
-	21, // 58: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
-	23, // 59: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
-	25, // 60: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
-	45, // 61: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
-	48, // 62: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
-	50, // 63: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
-	53, // 64: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
-	55, // 65: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
-	57, // 66: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
-	59, // 67: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
-	62, // 68: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
-	53, // [53:69] is the sub-list for method output_type
-	37, // [37:53] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	64, // 4: garuda.exec.v1.OpenSessionRequest.mcp_servers:type_name -> garuda.exec.v1.McpServer
+	46, // 5: garuda.exec.v1.OpenSessionResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	64, // 6: garuda.exec.v1.ResumeSessionRequest.mcp_servers:type_name -> garuda.exec.v1.McpServer
+	12, // 7: garuda.exec.v1.ResumeSessionResponse.opened:type_name -> garuda.exec.v1.OpenSessionResponse
+	15, // 8: garuda.exec.v1.ResumeSessionResponse.entries:type_name -> garuda.exec.v1.SessionEntries
+	16, // 9: garuda.exec.v1.SessionEntries.entries:type_name -> garuda.exec.v1.SessionEntry
+	19, // 10: garuda.exec.v1.ListSessionsResponse.sessions:type_name -> garuda.exec.v1.SessionSummary
+	0,  // 11: garuda.exec.v1.SetModeRequest.mode:type_name -> garuda.exec.v1.Mode
+	26, // 12: garuda.exec.v1.CallRequest.start:type_name -> garuda.exec.v1.Start
+	38, // 13: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
+	39, // 14: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
+	36, // 15: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
+	40, // 16: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
+	41, // 17: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
+	27, // 18: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
+	28, // 19: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
+	29, // 20: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
+	30, // 21: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
+	31, // 22: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
+	32, // 23: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
+	33, // 24: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
+	34, // 25: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
+	35, // 26: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
+	66, // 27: garuda.exec.v1.Start.mcp_call:type_name -> garuda.exec.v1.McpCall
+	65, // 28: garuda.exec.v1.Start.mcp_start:type_name -> garuda.exec.v1.McpStart
+	37, // 29: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
+	1,  // 30: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
+	1,  // 31: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
+	2,  // 32: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
+	42, // 33: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
+	43, // 34: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
+	3,  // 35: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
+	46, // 36: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	51, // 37: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
+	60, // 38: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
+	60, // 39: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
+	63, // 40: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
+	70, // 41: garuda.exec.v1.McpServer.env:type_name -> garuda.exec.v1.McpServer.EnvEntry
+	71, // 42: garuda.exec.v1.McpServer.headers:type_name -> garuda.exec.v1.McpServer.HeadersEntry
+	69, // 43: garuda.exec.v1.McpToolsResponse.tools:type_name -> garuda.exec.v1.McpTool
+	4,  // 44: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
+	7,  // 45: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
+	11, // 46: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
+	13, // 47: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
+	17, // 48: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
+	20, // 49: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
+	22, // 50: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
+	24, // 51: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
+	44, // 52: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
+	47, // 53: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
+	49, // 54: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
+	52, // 55: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
+	54, // 56: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
+	56, // 57: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
+	58, // 58: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
+	61, // 59: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
+	67, // 60: garuda.exec.v1.ExecService.McpTools:input_type -> garuda.exec.v1.McpToolsRequest
+	5,  // 61: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
+	8,  // 62: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
+	12, // 63: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
+	14, // 64: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
+	18, // 65: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
+	21, // 66: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
+	23, // 67: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
+	25, // 68: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
+	45, // 69: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
+	48, // 70: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
+	50, // 71: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
+	53, // 72: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
+	55, // 73: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
+	57, // 74: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
+	59, // 75: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
+	62, // 76: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
+	68, // 77: garuda.exec.v1.ExecService.McpTools:output_type -> garuda.exec.v1.McpToolsResponse
+	61, // [61:78] is the sub-list for method output_type
+	44, // [44:61] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_garuda_exec_v1_exec_proto_init() }
@@ -4627,6 +5127,8 @@ func file_garuda_exec_v1_exec_proto_init() {
 		(*Start_ResolveCommand)(nil),
 		(*Start_AttachMention)(nil),
 		(*Start_LoadSkill)(nil),
+		(*Start_McpCall)(nil),
+		(*Start_McpStart)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4634,7 +5136,7 @@ func file_garuda_exec_v1_exec_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_garuda_exec_v1_exec_proto_rawDesc), len(file_garuda_exec_v1_exec_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   60,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
