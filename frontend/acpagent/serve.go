@@ -221,7 +221,7 @@ func (s *server) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.I
 		AgentCapabilities: acp.AgentCapabilities{
 			LoadSession:        true,
 			PromptCapabilities: acp.PromptCapabilities{Image: false, Audio: false, EmbeddedContext: true},
-			McpCapabilities:    acp.McpCapabilities{Http: false, Sse: false},
+			McpCapabilities:    acp.McpCapabilities{Http: true, Sse: true},
 			SessionCapabilities: acp.SessionCapabilities{List: &acp.SessionListCapabilities{},
 				Resume: &acp.SessionResumeCapabilities{}, Close: &acp.SessionCloseCapabilities{}},
 		},

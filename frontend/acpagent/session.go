@@ -95,7 +95,8 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	if err != nil {
 		return acp.NewSessionResponse{}, requestError(fmt.Sprintf("set up the model %s: %v", ms.GetName(), err))
 	}
-	open, err := b.OpenSession(ctx, &execv1.OpenSessionRequest{Root: filepath.Clean(p.Cwd), Mode: execv1.Mode_MODE_BUILD})
+	servers, mcpNotices := mcpServers(p.McpServers)
+	open, err := b.OpenSession(ctx, &execv1.OpenSessionRequest{Root: filepath.Clean(p.Cwd), Mode: execv1.Mode_MODE_BUILD, McpServers: servers})
 	if err != nil {
 		if status.Code(err) == codes.InvalidArgument {
 			return acp.NewSessionResponse{}, invalidParams(statusMessage(err)) // the broker's one sentence names the folder
@@ -105,9 +106,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	sess := s.buildSession(open, ms, client, p.Cwd)
 	sess.setModel(ms, client, prep.GetModels())
 	sess.notices = append(prep.GetNotices(), sess.notices...)
-	if names := mcpNames(p.McpServers); len(names) > 0 {
-		sess.notices = append(sess.notices, mcpNotice(names))
-	}
+	sess.notices = append(sess.notices, mcpNotices...)
 	if err := s.register(ctx, sess); err != nil {
 		return acp.NewSessionResponse{}, err
 	}
@@ -191,31 +190,6 @@ func availableCommands(cmds []*execv1.CommandInfo) []acp.AvailableCommand {
 		out = append(out, ac)
 	}
 	return out
-}
-
-// mcpNotice names the editor's MCP servers, which are not started.
-func mcpNotice(names []string) string {
-	return fmt.Sprintf("the editor's MCP servers are not started in this version: %s.", strings.Join(names, ", "))
-}
-
-func mcpNames(servers []acp.McpServer) []string {
-	var names []string
-	for _, m := range servers {
-		switch {
-		case m.Stdio != nil:
-			names = append(names, m.Stdio.Name)
-		case m.Http != nil:
-			names = append(names, m.Http.Name)
-		case m.Sse != nil:
-			names = append(names, m.Sse.Name)
-		case m.Acp != nil:
-			names = append(names, m.Acp.Name)
-		}
-	}
-	for i, n := range names {
-		names[i] = visible.OneLine(n)
-	}
-	return names
 }
 
 // session is one ACP session: one broker session and one conversation.

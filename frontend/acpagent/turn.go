@@ -158,6 +158,10 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 
 	s.record("prompt", full)
 	s.applyConfig()
+	s.startMCP(tctx, uctx)
+	if tctx.Err() != nil {
+		return t.end(uctx, agent.StopCancelled, nil)
+	}
 	stop, err := s.ag.RunTurn(tctx, full, t.emit)
 	turnEnded(s.ag.History)
 	return t.end(uctx, stop, err)

@@ -41,6 +41,8 @@ type Runner struct {
 	Notice func(line string)
 	// ProgressEvery is the shortest time between two progress reports of one call; zero means DefaultProgressEvery.
 	ProgressEvery time.Duration
+
+	mcp mcpTools
 }
 
 var _ agent.Tools = (*Runner)(nil)
@@ -48,9 +50,9 @@ var _ agent.Tools = (*Runner)(nil)
 // Specs implements agent.Tools.
 func (r *Runner) Specs() []model.ToolSpec {
 	if r.Tools != nil {
-		return r.Tools
+		return append(append([]model.ToolSpec(nil), r.Tools...), r.mcpSpecs()...)
 	}
-	return tools.Specs()
+	return append(tools.Specs(), r.mcpSpecs()...)
 }
 
 // ReadOnly implements agent.Tools: reads and searches may run in parallel.
@@ -62,7 +64,11 @@ func (r *Runner) ReadOnly(name string) bool {
 // Run implements agent.Tools: it runs the call through the broker and returns its result. A call the broker could
 // not run ends failed with the reason; a cancelled ctx ends it cancelled.
 func (r *Runner) Run(ctx context.Context, call agent.ToolCall, progress func(line string)) agent.ToolResult {
-	start, err := tools.Start(call.ID, call.Name, call.Input)
+	start := r.mcpStart(call.ID, call.Name, call.Input)
+	var err error
+	if start == nil {
+		start, err = tools.Start(call.ID, call.Name, call.Input)
+	}
 	if err != nil {
 		return agent.ToolResult{CallID: call.ID, Status: agent.StatusFailed, Content: err.Error()}
 	}

@@ -1,0 +1,59 @@
+package acpagent
+
+import (
+	"context"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/garuda-dev/garuda/frontend/visible"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// mcpServers turns the editor's mcpServers into the broker's: the broker starts each after its consent. An ACP
+// server (the unstable "acp" transport) is not one Garuda can start: it is named in a notice.
+func mcpServers(in []acp.McpServer) ([]*execv1.McpServer, []string) {
+	var out []*execv1.McpServer
+	var notices []string
+	headers := func(hs []acp.HttpHeader) map[string]string {
+		m := map[string]string{}
+		for _, h := range hs {
+			m[h.Name] = h.Value
+		}
+		return m
+	}
+	for _, m := range in {
+		switch {
+		case m.Stdio != nil:
+			env := map[string]string{}
+			for _, e := range m.Stdio.Env {
+				env[e.Name] = e.Value
+			}
+			out = append(out, &execv1.McpServer{Name: m.Stdio.Name, Type: "stdio", Command: m.Stdio.Command, Args: m.Stdio.Args, Env: env})
+		case m.Http != nil:
+			out = append(out, &execv1.McpServer{Name: m.Http.Name, Type: "http", Url: m.Http.Url, Headers: headers(m.Http.Headers)})
+		case m.Sse != nil:
+			out = append(out, &execv1.McpServer{Name: m.Sse.Name, Type: "sse", Url: m.Sse.Url, Headers: headers(m.Sse.Headers)})
+		case m.Acp != nil:
+			notices = append(notices, "the editor's MCP server "+visible.OneLine(m.Acp.Name)+" uses the ACP transport, which Garuda does not speak; it is not started.")
+		}
+	}
+	return out, notices
+}
+
+// startMCP starts the session's MCP servers (the broker asks each consent it needs, once) and takes their tools
+// into the model's list, before the turn's first model request; their notices are shown.
+func (s *session) startMCP(ctx, uctx context.Context) {
+	res, err := s.runner.Call(ctx, &execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}}, nil)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.notice(uctx, "MCP servers were not started: "+err.Error())
+		}
+		return
+	}
+	for _, n := range res.GetNotices() {
+		s.notice(uctx, n)
+	}
+	for _, n := range s.runner.RefreshMCP(ctx) {
+		s.notice(uctx, n)
+	}
+}
