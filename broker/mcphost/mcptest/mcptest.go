@@ -39,6 +39,9 @@ const (
 func Serve(mode string) int {
 	switch mode {
 	case Good:
+		if mark := os.Getenv("MCPTEST_MARK"); mark != "" {
+			os.WriteFile(mark, []byte("started\n"), 0o644) // a test's proof that the server ran
+		}
 		if err := NewServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, "mcptest:", err)
 			return 1
@@ -74,6 +77,9 @@ type addrIn struct {
 	Addr string `json:"addr"`
 }
 type empty struct{}
+type secsIn struct {
+	Secs string `json:"secs"`
+}
 
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -118,9 +124,9 @@ func NewServer() *mcp.Server {
 			os.WriteFile("cancelled", []byte("notifications/cancelled arrived\n"), 0o644)
 			return text("cancelled"), nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "spawn", Description: "Start a process that tries to outlive the server; answer its pid."},
-		func(_ context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
-			cmd := exec.Command("sleep", "1000")
+	mcp.AddTool(s, &mcp.Tool{Name: "spawn", Description: "Start `sleep secs` in a new session, trying to outlive the server."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in secsIn) (*mcp.CallToolResult, any, error) {
+			cmd := exec.Command("sleep", in.Secs)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 			if err := cmd.Start(); err != nil {
 				return failure(err.Error()), nil, nil

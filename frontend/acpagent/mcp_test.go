@@ -1,0 +1,267 @@
+package acpagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
+	"github.com/garuda-dev/garuda/frontend/model"
+)
+
+// mcpJSON is a .mcp.json with the test binary as the stdio server name, in mode, with extra args and env.
+func mcpJSON(t *testing.T, name, mode string, env map[string]string, extra ...string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := map[string]any{"command": exe, "args": append([]string{mcptest.Arg, mode}, extra...)}
+	if env != nil {
+		def["env"] = env
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{name: def}})
+	return string(b)
+}
+
+// consentQuestions are the permission requests of consent entries (garuda-question-<n>) about MCP servers.
+func consentQuestions(perms []acp.RequestPermissionRequest) []acp.RequestPermissionRequest {
+	var out []acp.RequestPermissionRequest
+	for _, p := range perms {
+		if strings.HasPrefix(string(p.ToolCall.ToolCallId), "garuda-question-") && p.ToolCall.Title != nil &&
+			strings.Contains(*p.ToolCall.Title, "MCP server") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func permText(p acp.RequestPermissionRequest) string {
+	var b strings.Builder
+	for _, c := range p.ToolCall.Content {
+		if c.Content != nil && c.Content.Content.Text != nil {
+			b.WriteString(c.Content.Content.Text.Text)
+		}
+	}
+	return b.String()
+}
+
+func offered(req model.Request, name string) bool {
+	for _, t := range req.Tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// A project's MCP server: its consent is asked first (what runs, variable names but not values), it starts in the
+// sandbox, the model is offered its tools, a call is asked about as server/tool (kind other) and its result reaches
+// the model, end to end through a real broker. The consent is pinned: the next session does not ask; a changed
+// definition asks again.
+func TestMCPProjectServerEndToEnd(t *testing.T) {
+	base := t.TempDir()
+	e := newEnvIn(t, base)
+	e.write(".mcp.json", mcpJSON(t, "test", mcptest.Good, map[string]string{"MCPTEST_MARK": "started", "API_TOKEN": "s3cr3t-value"}))
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_m", "mcp__test__echo", `{"text":"through the broker"}`), model.TextStep("done"))
+	e.promptOK(sid, "use the tool")
+
+	_, perms := e.ed.snapshot()
+	qs := consentQuestions(perms)
+	if len(qs) != 1 {
+		t.Fatalf("%d consent questions: %+v", len(qs), perms)
+	}
+	q := permText(qs[0])
+	for _, want := range []string{`MCP server "test"`, ".mcp.json:1", mcptest.Arg, "API_TOKEN", "MCPTEST_MARK", "no network"} {
+		if !strings.Contains(q, want) {
+			t.Errorf("the consent question lacks %q:\n%s", want, q)
+		}
+	}
+	if strings.Contains(q, "s3cr3t-value") {
+		t.Errorf("the consent question shows a variable's value:\n%s", q)
+	}
+	if e.read("started") == "" {
+		t.Error("the server did not run in the project folder")
+	}
+	reqs := e.fake.Requests()
+	if len(reqs) < 2 || !offered(reqs[0], "mcp__test__echo") {
+		t.Fatalf("the model was not offered the MCP tool: %+v", reqs)
+	}
+	if !strings.Contains(fmt.Sprint(reqs[1].Messages), "echo: through the broker") {
+		t.Errorf("the result did not reach the model: %v", reqs[1].Messages)
+	}
+	ups, perms := e.ed.snapshot()
+	tc, st, _ := toolCall(ups, "toolu_m")
+	if tc == nil || tc.Title != "test/echo" || tc.Kind != acp.ToolKindOther || st != acp.ToolCallStatusCompleted {
+		t.Errorf("tool call: %+v %s", tc, st)
+	}
+	asked := false
+	for _, p := range perms {
+		asked = asked || string(p.ToolCall.ToolCallId) == "toolu_m" && strings.Contains(permText(p), "through the broker")
+	}
+	if !asked {
+		t.Error("the MCP call was not asked about with its arguments")
+	}
+	cons, _ := os.ReadFile(filepath.Join(e.home, "consents.json"))
+	if !strings.Contains(string(cons), `"kind": "mcp_server"`) {
+		t.Errorf("consents.json: %s", cons)
+	}
+
+	// A new session: the pinned consent holds.
+	sid2 := e.newSession()
+	e.fake.Push(model.TextStep("ok"))
+	e.promptOK(sid2, "again")
+	_, perms = e.ed.snapshot()
+	if n := len(consentQuestions(perms)); n != 1 {
+		t.Errorf("a consented server was asked about again (%d questions)", n)
+	}
+	// A changed definition asks again.
+	e.write(".mcp.json", mcpJSON(t, "test", mcptest.Good, nil, "--changed"))
+	sid3 := e.newSession()
+	e.fake.Push(model.TextStep("ok"))
+	e.promptOK(sid3, "changed")
+	_, perms = e.ed.snapshot()
+	if n := len(consentQuestions(perms)); n != 2 {
+		t.Errorf("a changed definition was not asked about (%d questions):\n%s", n, messages(e.ed.updatesCopy()))
+	}
+}
+
+// A denied server never starts, and is not asked about again in the session; the user's own mcp.json servers are
+// trusted without a question.
+func TestMCPDeniedNeverStartsUserTrusted(t *testing.T) {
+	e := newEnv(t)
+	e.write(".mcp.json", mcpJSON(t, "proj", mcptest.Good, map[string]string{"MCPTEST_MARK": "proj-started"}))
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "mine", mcptest.Good, map[string]string{"MCPTEST_MARK": "mine-started"})), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.ed.answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+		return selected("deny"), nil
+	}
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("one"), model.TextStep("two"))
+	e.promptOK(sid, "first")
+	e.promptOK(sid, "second")
+	_, perms := e.ed.snapshot()
+	qs := consentQuestions(perms)
+	if len(qs) != 1 || !strings.Contains(*qs[0].ToolCall.Title, `"proj"`) {
+		t.Fatalf("consent questions: %d", len(qs))
+	}
+	if e.read("proj-started") != "" {
+		t.Error("a denied server started")
+	}
+	if e.read("mine-started") == "" {
+		t.Error("the user's own server did not start")
+	}
+	for _, r := range e.fake.Requests() {
+		if offered(r, "mcp__proj__echo") || !offered(r, "mcp__mine__echo") {
+			t.Errorf("tools offered: %+v", r.Tools)
+		}
+	}
+	if !strings.Contains(messages(e.ed.updatesCopy()), `MCP server "proj"`) {
+		t.Error("no notice says the denied server was not started")
+	}
+}
+
+func (e *editor) updatesCopy() []acp.SessionNotification {
+	ups, _ := e.snapshot()
+	return ups
+}
+
+// A stdio server runs in the command sandbox: it cannot write outside the project folder nor reach the network.
+// The negative controls: the same write and the same connection work from outside the sandbox.
+func TestMCPServerIsSandboxed(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "box", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(filepath.Dir(e.root), "outside.txt")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	sid := e.newSession()
+	e.fake.Push(
+		tool("toolu_w", "mcp__box__write", fmt.Sprintf(`{"path":%q}`, outside)),
+		tool("toolu_d", "mcp__box__dial", fmt.Sprintf(`{"addr":%q}`, ln.Addr().String())),
+		tool("toolu_in", "mcp__box__write", `{"path":"inside.txt"}`),
+		model.TextStep("done"))
+	e.promptOK(sid, "try")
+	ups, _ := e.ed.snapshot()
+	for id, want := range map[string]string{"toolu_w": "write failed", "toolu_d": "dial failed"} {
+		if _, st, texts := toolCall(ups, id); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, "\n"), want) {
+			t.Errorf("%s: %s %q, want failed with %q", id, st, texts, want)
+		}
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Error("the server wrote outside the project folder")
+	}
+	if e.read("inside.txt") == "" {
+		t.Errorf("the server could not write in the project folder:\n%s", e.ed.dump())
+	}
+	// Negative controls: without the sandbox the write and the connection succeed.
+	if err := os.WriteFile(outside, []byte("x"), 0o644); err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	c.Close()
+}
+
+// A server's process tree, and what it started in a session of its own, dies with the ACP session.
+func TestMCPProcessTreeDiesWithTheSession(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "tree", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secs := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000)
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_s", "mcp__tree__spawn", fmt.Sprintf(`{"secs":%q}`, secs)), model.TextStep("done"))
+	e.promptOK(sid, "spawn")
+	if n := sleepers(secs); n != 1 {
+		t.Fatalf("%d processes of the spawn, want 1", n)
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for sleepers(secs) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the server's process outlived its session")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sleepers counts the processes running `sleep secs`.
+func sleepers(secs string) int {
+	n := 0
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && string(b) == "sleep\x00"+secs+"\x00" {
+			n++
+		}
+	}
+	return n
+}
