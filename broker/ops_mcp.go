@@ -325,7 +325,11 @@ func (s *session) mcpModeChanged() []string {
 	if h == nil {
 		return nil
 	}
-	return h.StopStdio()
+	why := "the mode changed, and they start again under the new one with the next prompt"
+	if s.currentMode() == execv1.Mode_MODE_PLAN {
+		why = "plan mode; they start again with the project read-only with the next prompt"
+	}
+	return h.StopStdio(why)
 }
 
 // McpTools lists the tools of the session's running servers.

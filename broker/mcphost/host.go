@@ -386,8 +386,9 @@ func (h *Host) Stop(name string) {
 	}
 }
 
-// StopStdio ends every stdio server (a mode change: they start again under the new mode) and names them.
-func (h *Host) StopStdio() []string {
+// StopStdio ends every stdio server (a mode change: they start again under the new mode, at the next Start),
+// with a notice that says why, and names them.
+func (h *Host) StopStdio(why string) []string {
 	h.mu.Lock()
 	var names []string
 	for n, s := range h.servers {
@@ -399,6 +400,9 @@ func (h *Host) StopStdio() []string {
 	slices.Sort(names)
 	for _, n := range names {
 		h.Stop(n)
+	}
+	if len(names) > 0 {
+		h.note(fmt.Sprintf("MCP servers %s were stopped: %s", strings.Join(names, ", "), why))
 	}
 	return names
 }

@@ -265,3 +265,34 @@ func sleepers(secs string) int {
 	}
 	return n
 }
+
+// everythingServer is the reference server's entry point, installed by .ci/run into the repository's .tools.
+const everythingServer = "../../.tools/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+// The reference server @modelcontextprotocol/server-everything (npm), run by the broker in the sandbox: its tools
+// are offered and its echo answers. It fails, not skips, where the server is not installed.
+func TestMCPReferenceServerEverything(t *testing.T) {
+	entry, err := filepath.Abs(everythingServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(entry); err != nil {
+		t.Fatalf("the reference MCP server is not installed (%v): run `cd .tools && npm install "+
+			"@modelcontextprotocol/server-everything@2026.8.31`, as .ci/run does", err)
+	}
+	e := newEnv(t)
+	def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": "node", "args": []string{entry, "stdio"}}}})
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), def, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_e", "mcp__everything__echo", `{"message":"hello everything"}`), model.TextStep("done"))
+	e.promptOK(sid, "echo")
+	reqs := e.fake.Requests()
+	if len(reqs) < 2 || !offered(reqs[0], "mcp__everything__echo") {
+		t.Fatalf("the reference server's tools were not offered:\n%s", messages(e.ed.updatesCopy()))
+	}
+	if !strings.Contains(fmt.Sprint(reqs[1].Messages), "hello everything") {
+		t.Errorf("the echo did not reach the model: %v", reqs[1].Messages)
+	}
+}
