@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -294,5 +295,108 @@ func TestMCPReferenceServerEverything(t *testing.T) {
 	}
 	if !strings.Contains(fmt.Sprint(reqs[1].Messages), "hello everything") {
 		t.Errorf("the echo did not reach the model: %v", reqs[1].Messages)
+	}
+}
+
+// The settings grammar decides MCP calls: an allow rule for mcp__server__tool asks nothing; team policy's
+// mcp_servers deny list keeps a server from starting at all, even the user's own.
+func TestMCPRulesAndTeamPolicy(t *testing.T) {
+	e := newEnv(t)
+	both, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"ok":     json.RawMessage(mcpDef(t, mcptest.Good)),
+		"banned": json.RawMessage(mcpDef(t, mcptest.Good)),
+	}})
+	for name, data := range map[string]string{
+		"mcp.json":      string(both),
+		"settings.json": `{"permissions": {"allow": ["mcp__ok__echo"]}}`,
+		"policy.json":   `{"mcp_servers": {"deny": ["name:banned"]}}`,
+	} {
+		if err := os.WriteFile(filepath.Join(e.home, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_a", "mcp__ok__echo", `{"text":"allowed"}`), tool("toolu_b", "mcp__ok__big", `{"bytes":1}`), model.TextStep("done"))
+	e.promptOK(sid, "go")
+	ups, perms := e.ed.snapshot()
+	for _, p := range perms {
+		if string(p.ToolCall.ToolCallId) == "toolu_a" {
+			t.Error("a call an allow rule covers was asked about")
+		}
+	}
+	asked := false
+	for _, p := range perms {
+		asked = asked || string(p.ToolCall.ToolCallId) == "toolu_b"
+	}
+	if !asked {
+		t.Error("a call no rule covers was not asked about")
+	}
+	if _, st, _ := toolCall(ups, "toolu_a"); st != acp.ToolCallStatusCompleted {
+		t.Errorf("allowed call: %s", st)
+	}
+	if !strings.Contains(messages(ups), `"banned"`) || !strings.Contains(messages(ups), "team policy forbids") {
+		t.Errorf("no notice of the forbidden server:\n%s", messages(ups))
+	}
+	if offered(e.fake.Requests()[0], "mcp__banned__echo") {
+		t.Error("a server team policy forbids was started")
+	}
+}
+
+func mcpDef(t *testing.T, mode string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"command": exe, "args": []string{mcptest.Arg, mode}})
+	return string(b)
+}
+
+// A result larger than the model's share reaches it as head and tail, the whole saved like command output.
+func TestMCPLargeResultIsCut(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "big", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_b", "mcp__big__big", `{"bytes":200000}`), model.TextStep("done"))
+	e.promptOK(sid, "big")
+	got := fmt.Sprint(e.fake.Requests()[1].Messages)
+	if !strings.Contains(got, "BEGIN") || !strings.Contains(got, "END") || !strings.Contains(got, "bytes cut; the whole result is in ") || len(got) > 60000 {
+		t.Fatalf("the model got %d bytes", len(got))
+	}
+	i := strings.Index(got, "the whole result is in ") + len("the whole result is in ")
+	path := got[i : i+strings.Index(got[i:], " ...")]
+	if b, err := os.ReadFile(path); err != nil || len(b) != 200008 {
+		t.Errorf("the saved result %s: %d bytes, %v", path, len(b), err)
+	}
+}
+
+// The editor's HTTP server: its consent shows the URL and the header names, never their values; the token stays
+// in the broker and the server answers.
+func TestMCPEditorHTTPServer(t *testing.T) {
+	e := newEnv(t)
+	srv := httptest.NewServer(mcptest.Handler("editor-t0ken"))
+	defer srv.Close()
+	sid := e.newSession(acp.McpServer{Http: &acp.McpServerHttpInline{Name: "web", Type: "http", Url: srv.URL,
+		Headers: []acp.HttpHeader{{Name: "Authorization", Value: "Bearer editor-t0ken"}}}})
+	defer e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)})
+	e.fake.Push(tool("toolu_h", "mcp__web__echo", `{"text":"over http"}`), model.TextStep("done"))
+	e.promptOK(sid, "http")
+	_, perms := e.ed.snapshot()
+	qs := consentQuestions(perms)
+	if len(qs) != 1 {
+		t.Fatalf("%d consent questions", len(qs))
+	}
+	q := permText(qs[0])
+	if !strings.Contains(q, srv.URL) || !strings.Contains(q, "Authorization") || strings.Contains(q, "editor-t0ken") || !strings.Contains(q, "the editor") {
+		t.Errorf("consent question:\n%s", q)
+	}
+	if !strings.Contains(fmt.Sprint(e.fake.Requests()[1].Messages), "echo: over http") {
+		t.Errorf("the HTTP server's answer did not reach the model:\n%s", messages(e.ed.updatesCopy()))
+	}
+	for _, l := range e.lines() {
+		if strings.Contains(l, "editor-t0ken") && !strings.Contains(l, `"method":"session/new"`) {
+			t.Errorf("the token left the broker: %s", l)
+		}
 	}
 }
