@@ -33,6 +33,10 @@ type mcpState struct {
 	host    *mcphost.Host
 	watches map[string]*guard.Watch // stdio server → the guard's scan before it started
 	closed  bool
+
+	checking map[string]bool // stdio servers whose guard check runs now
+	again    map[string]bool // calls came during the check: check again when mcpCheckEvery has passed
+	checks   sync.WaitGroup  // the checks running, which end before the session's guard closes
 }
 
 // maxMCPArgs bounds the arguments of one MCP call (as JSON).
@@ -314,6 +318,7 @@ func (s *session) closeMCP() {
 	if h != nil {
 		h.Close()
 	}
+	s.mcp.checks.Wait()
 }
 
 // mcpModeChanged stops the stdio servers of a session whose mode changed: they start again, under the new mode
@@ -426,16 +431,49 @@ func (s *Service) mcpCall(ctx context.Context, c *call, server, tool string, arg
 	return out, nil
 }
 
+// mcpCheckEvery is the most often a stdio server's guard check runs after its calls.
+const mcpCheckEvery = 2 * time.Second
+
 // mcpGuard checks, after a call, what a stdio server left for programs that run later outside the sandbox (the
-// guard undoes it, as after a command).
+// guard undoes it, as after a command). The check runs beside the result, and calls that come quicker than
+// mcpCheckEvery share one: the walk is most of a call's cost, the server runs on between calls anyway, and the
+// protected paths are read-only to it in any case. Its end is checked too (mcpLaunch).
 func (s *Service) mcpGuard(sess *session, server string) {
-	sess.mcp.mu.Lock()
-	w := sess.mcp.watches[server]
-	sess.mcp.mu.Unlock()
-	if w != nil {
-		var b strings.Builder
-		_ = s.guardEnd(sess, "MCP server "+server, w, &b, &execv1.Result{})
+	m := &sess.mcp
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.watches[server]
+	if w == nil || m.closed {
+		return
 	}
+	if m.checking[server] {
+		m.again[server] = true
+		return
+	}
+	if m.checking == nil {
+		m.checking, m.again = map[string]bool{}, map[string]bool{}
+	}
+	m.checking[server] = true
+	m.checks.Go(func() {
+		for {
+			var b strings.Builder
+			_ = s.guardEnd(sess, "MCP server "+server, w, &b, &execv1.Result{})
+			t := time.NewTimer(mcpCheckEvery)
+			select {
+			case <-t.C:
+			case <-sess.ctx.Done():
+				t.Stop()
+			}
+			m.mu.Lock()
+			if !m.again[server] || m.closed || sess.ctx.Err() != nil {
+				delete(m.checking, server)
+				m.mu.Unlock()
+				return
+			}
+			m.again[server] = false
+			m.mu.Unlock()
+		}
+	})
 }
 
 // cut is s at most n bytes, valid UTF-8.

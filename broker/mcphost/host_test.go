@@ -310,3 +310,21 @@ func TestHTTPServerHeadersAndUnauthorized(t *testing.T) {
 		t.Fatalf("echo: %+v %v", res, err)
 	}
 }
+
+// BenchmarkCallDirect is one call of the echo tool of a stdio server, without the broker (see
+// BenchmarkMCPCallThroughBroker in frontend/acpagent).
+func BenchmarkCallDirect(b *testing.B) {
+	exe, _ := os.Executable()
+	dir := b.TempDir()
+	h := New(Options{Root: dir, Launch: launchPlain(dir)})
+	defer h.Close()
+	srv := config.MCPServer{Name: "bench", Type: config.MCPStdio, Command: exe, Args: []string{mcptest.Arg, mcptest.Good}, File: "bench"}
+	if n := h.Start(context.Background(), []config.MCPServer{srv}); len(n) > 0 {
+		b.Fatal(n)
+	}
+	for b.Loop() {
+		if _, err := h.Call(context.Background(), "bench", "echo", json.RawMessage(`{"text":"x"}`)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ import (
 )
 
 // mcpJSON is a .mcp.json with the test binary as the stdio server name, in mode, with extra args and env.
-func mcpJSON(t *testing.T, name, mode string, env map[string]string, extra ...string) string {
+func mcpJSON(t testing.TB, name, mode string, env map[string]string, extra ...string) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -177,7 +178,8 @@ func (e *editor) updatesCopy() []acp.SessionNotification {
 	return ups
 }
 
-// A stdio server runs in the command sandbox: it cannot write outside the project folder nor reach the network.
+// A stdio server runs in the command sandbox: it cannot write outside the project folder nor reach the network, and
+// the protected paths (git hooks) are read-only to it as to a command.
 // The negative controls: the same write and the same connection work from outside the sandbox.
 func TestMCPServerIsSandboxed(t *testing.T) {
 	e := newEnv(t)
@@ -199,15 +201,19 @@ func TestMCPServerIsSandboxed(t *testing.T) {
 			c.Close()
 		}
 	}()
+	if out, err := exec.Command("git", "init", "-q", e.root).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
 	sid := e.newSession()
 	e.fake.Push(
+		tool("toolu_h", "mcp__box__write", `{"path":".git/hooks/pre-commit"}`),
 		tool("toolu_w", "mcp__box__write", fmt.Sprintf(`{"path":%q}`, outside)),
 		tool("toolu_d", "mcp__box__dial", fmt.Sprintf(`{"addr":%q}`, ln.Addr().String())),
 		tool("toolu_in", "mcp__box__write", `{"path":"inside.txt"}`),
 		model.TextStep("done"))
 	e.promptOK(sid, "try")
 	ups, _ := e.ed.snapshot()
-	for id, want := range map[string]string{"toolu_w": "write failed", "toolu_d": "dial failed"} {
+	for id, want := range map[string]string{"toolu_w": "write failed", "toolu_d": "dial failed", "toolu_h": "write failed"} {
 		if _, st, texts := toolCall(ups, id); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, "\n"), want) {
 			t.Errorf("%s: %s %q, want failed with %q", id, st, texts, want)
 		}
