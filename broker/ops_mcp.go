@@ -142,6 +142,17 @@ func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, error
 			start = append(start, d)
 		}
 	}
+	// A running server no longer configured, or no longer allowed (team policy changed), ends.
+	for _, n := range host.Names() {
+		keep := false
+		for _, d := range start {
+			keep = keep || d.Name == n
+		}
+		if !keep {
+			host.Stop(n)
+			notices = append(notices, fmt.Sprintf("MCP server %q was stopped: it is no longer configured or allowed.", n))
+		}
+	}
 	notices = append(notices, host.Start(ctx, start)...)
 	var running []string
 	for _, d := range start {

@@ -103,6 +103,18 @@ func (h *Host) Running(name string) bool {
 	return ok
 }
 
+// Names are the running servers' names, sorted.
+func (h *Host) Names() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for n := range h.servers {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // RunningAs reports whether the named server is running with the definition of this hash.
 func (h *Host) RunningAs(name, hash string) bool {
 	h.mu.Lock()
