@@ -64,6 +64,9 @@ func (s *Service) ListCommands(ctx context.Context, req *execv1.ListCommandsRequ
 func checkResolveCommand(s *Service, c *call) (*request, error) {
 	text := c.start.GetResolveCommand().GetText()
 	return &request{input: text, run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+		if res, ok := s.mcpPrompt(ctx, c.sess, text); ok {
+			return res, nil // an MCP server's prompt: its server's consent covers it
+		}
 		return s.resolveCommand(g, text)
 	}}, nil
 }

@@ -362,6 +362,14 @@ func (s *Service) McpTools(ctx context.Context, req *execv1.McpToolsRequest) (*e
 	}
 	tools, notices, gen := h.Tools()
 	out := &execv1.McpToolsResponse{Notices: notices, Generation: gen}
+	for _, p := range h.Prompts() {
+		hint := ""
+		for _, a := range p.Args {
+			hint = strings.TrimSpace(hint + " <" + a + ">")
+		}
+		out.Prompts = append(out.Prompts, &execv1.CommandInfo{Name: p.Server + ":" + p.Name, Description: p.Description,
+			ArgumentHint: hint, Source: "mcp"})
+	}
 	for _, t := range tools {
 		out.Tools = append(out.Tools, &execv1.McpTool{Name: t.Name, Server: t.Server, Tool: t.Tool, Description: t.Description,
 			InputSchemaJson: string(t.Schema), ReadOnlyHint: t.ReadOnlyHint})
@@ -485,6 +493,30 @@ func (s *Service) mcpGuard(sess *session, server string) {
 			m.mu.Unlock()
 		}
 	})
+}
+
+// mcpPrompt resolves "/<server>:<prompt> args" to the prompt of a running server, which its consent covers; ok is
+// false when text names none.
+func (s *Service) mcpPrompt(ctx context.Context, sess *session, text string) (*execv1.Result, bool) {
+	word, rest, _ := strings.Cut(strings.TrimPrefix(text, "/"), " ")
+	server, name, found := strings.Cut(word, ":")
+	if !found || server == "" || name == "" || !strings.HasPrefix(text, "/") {
+		return nil, false
+	}
+	sess.mcp.mu.Lock()
+	h := sess.mcp.host
+	sess.mcp.mu.Unlock()
+	if h == nil {
+		return nil, false
+	}
+	prompt, ok, err := h.GetPrompt(ctx, server, name, rest)
+	switch {
+	case !ok:
+		return nil, false
+	case err != nil:
+		return failed(err), true
+	}
+	return &execv1.Result{Content: prompt, Resolved: &execv1.Resolved{Kind: execv1.Resolved_KIND_PROMPT, Prompt: prompt}}, true
 }
 
 // cut is s at most n bytes, valid UTF-8.

@@ -78,6 +78,7 @@ type server struct {
 	end      context.CancelFunc // ends its connection and its program
 	done     chan struct{}      // closed when its program (stdio) or connection is gone
 	tools    []*mcp.Tool
+	prompts  []*mcp.Prompt
 	restarts int
 	stopping bool
 	lastErr  error
@@ -174,6 +175,9 @@ func (h *Host) startOne(ctx context.Context, d config.MCPServer, restarts int) e
 	if err == nil {
 		srv.cs = cs
 		srv.tools, err = listTools(ictx, cs)
+		if err == nil {
+			srv.prompts = listPrompts(ictx, cs)
+		}
 	}
 	if err != nil {
 		end()

@@ -2,6 +2,9 @@ package acpagent
 
 import (
 	"context"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -55,5 +58,15 @@ func (s *session) startMCP(ctx, uctx context.Context) {
 	}
 	for _, n := range s.runner.RefreshMCP(ctx) {
 		s.notice(uctx, n)
+	}
+	// The servers' prompts join the / menu (as /server:prompt) when they change.
+	prompts := s.runner.MCPPrompts()
+	s.mu.Lock()
+	changed := !slices.EqualFunc(prompts, s.mcpPrompts, func(a, b *execv1.CommandInfo) bool { return proto.Equal(a, b) })
+	s.mcpPrompts = prompts
+	menu := append(append([]*execv1.CommandInfo(nil), s.commands...), prompts...)
+	s.mu.Unlock()
+	if changed {
+		s.update(uctx, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: availableCommands(menu)}})
 	}
 }

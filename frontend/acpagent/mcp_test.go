@@ -406,3 +406,30 @@ func TestMCPEditorHTTPServer(t *testing.T) {
 		}
 	}
 }
+
+// A server's prompts join the / menu as /server:prompt, and one typed is the prompt's text for the model.
+func TestMCPPromptsInTheSlashMenu(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("one"), model.TextStep("two"))
+	e.promptOK(sid, "hi")
+	inMenu := false
+	for _, u := range e.ed.updatesCopy() {
+		if c := u.Update.AvailableCommandsUpdate; c != nil {
+			for _, ac := range c.AvailableCommands {
+				inMenu = inMenu || ac.Name == "test:review" && ac.Description == "Review a topic."
+			}
+		}
+	}
+	if !inMenu {
+		t.Fatalf("the prompt is not in the / menu:\n%s", e.ed.dump())
+	}
+	e.promptOK(sid, "/test:review the parser")
+	reqs := e.fake.Requests()
+	if got := reqs[len(reqs)-1].LastUserText(); !strings.Contains(got, "Please review the parser carefully.") {
+		t.Errorf("the model got %q", got)
+	}
+}

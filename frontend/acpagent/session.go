@@ -133,6 +133,7 @@ func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.Model
 	}
 	sess.tr = &transcript{write: sess.record}
 	sess.notices = append(sess.notices, open.GetNotices()...)
+	sess.commands = open.GetCommands()
 	for _, c := range open.GetCommands() {
 		if c.GetSkill() {
 			sess.skills = append(sess.skills, agent.SkillInfo{Name: c.GetName(), Description: c.GetDescription()})
@@ -194,6 +195,8 @@ func availableCommands(cmds []*execv1.CommandInfo) []acp.AvailableCommand {
 
 // session is one ACP session: one broker session and one conversation.
 type session struct {
+	commands         []*execv1.CommandInfo // the / menu's commands and skills, from the broker at open
+	mcpPrompts       []*execv1.CommandInfo // the MCP servers' prompts last added to the menu; guarded by mu
 	srv              *server
 	id               string
 	root             string

@@ -94,6 +94,9 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 	}
 
 	if name, ok := commandName(text); ok {
+		if strings.Contains(name, ":") {
+			s.startMCP(tctx, uctx) // "/server:prompt": the servers run before it is resolved
+		}
 		res, err := s.runner.Call(tctx, &execv1.Start{Op: &execv1.Start_ResolveCommand{ResolveCommand: &execv1.ResolveCommand{Text: text}}}, nil)
 		switch {
 		case err != nil && tctx.Err() != nil:

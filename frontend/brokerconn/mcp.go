@@ -18,7 +18,15 @@ type mcpTools struct {
 	gen     uint64
 	byName  map[string]*execv1.McpTool
 	specs   []model.ToolSpec
+	prompts []*execv1.CommandInfo
 	pending []string // notices of a refresh inside Specs, shown with the next RefreshMCP
+}
+
+// MCPPrompts are the servers' prompts for the / menu, as of the last refresh.
+func (r *Runner) MCPPrompts() []*execv1.CommandInfo {
+	r.mcp.mu.Lock()
+	defer r.mcp.mu.Unlock()
+	return append([]*execv1.CommandInfo(nil), r.mcp.prompts...)
 }
 
 // refreshWait bounds how long a refresh inside Specs waits for the broker.
@@ -43,6 +51,7 @@ func (r *Runner) refresh(ctx context.Context) []string {
 	}
 	r.mcp.mu.Lock()
 	defer r.mcp.mu.Unlock()
+	r.mcp.prompts = res.GetPrompts()
 	if res.GetGeneration() == r.mcp.gen && r.mcp.byName != nil {
 		return res.GetNotices()
 	}

@@ -146,6 +146,11 @@ func NewServer() *mcp.Server {
 		})
 		return text("grown"), nil, nil
 	})
+	s.AddPrompt(&mcp.Prompt{Name: "review", Description: "Review a topic.", Arguments: []*mcp.PromptArgument{{Name: "topic"}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+				Content: &mcp.TextContent{Text: "Please review " + req.Params.Arguments["topic"] + " carefully."}}}}, nil
+		})
 	return s
 }
 

@@ -4414,7 +4414,10 @@ type McpToolsResponse struct {
 	Tools   []*McpTool             `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
 	Notices []string               `protobuf:"bytes,2,rep,name=notices,proto3" json:"notices,omitempty"`
 	// generation changes whenever the list does (a server started, stopped or changed its tools).
-	Generation    uint64 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	Generation uint64 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	// prompts are the servers' prompts for the / menu, named "<server>:<prompt>" (source "mcp"); resolve_command
+	// of "/<server>:<prompt> args" gets one, its arguments given in order.
+	Prompts       []*CommandInfo `protobuf:"bytes,4,rep,name=prompts,proto3" json:"prompts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4468,6 +4471,13 @@ func (x *McpToolsResponse) GetGeneration() uint64 {
 		return x.Generation
 	}
 	return 0
+}
+
+func (x *McpToolsResponse) GetPrompts() []*CommandInfo {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
 }
 
 // McpTool is one tool of an MCP server, as the model is offered it.
@@ -4870,13 +4880,14 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"0\n" +
 	"\x0fMcpToolsRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"{\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xb2\x01\n" +
 	"\x10McpToolsResponse\x12-\n" +
 	"\x05tools\x18\x01 \x03(\v2\x17.garuda.exec.v1.McpToolR\x05tools\x12\x18\n" +
 	"\anotices\x18\x02 \x03(\tR\anotices\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x03 \x01(\x04R\n" +
-	"generation\"\xbd\x01\n" +
+	"generation\x125\n" +
+	"\aprompts\x18\x04 \x03(\v2\x1b.garuda.exec.v1.CommandInfoR\aprompts\"\xbd\x01\n" +
 	"\aMcpTool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06server\x18\x02 \x01(\tR\x06server\x12\x12\n" +
@@ -5053,45 +5064,46 @@ var file_garuda_exec_v1_exec_proto_depIdxs = []int32{
 	70, // 41: garuda.exec.v1.McpServer.env:type_name -> garuda.exec.v1.McpServer.EnvEntry
 	71, // 42: garuda.exec.v1.McpServer.headers:type_name -> garuda.exec.v1.McpServer.HeadersEntry
 	69, // 43: garuda.exec.v1.McpToolsResponse.tools:type_name -> garuda.exec.v1.McpTool
-	4,  // 44: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
-	7,  // 45: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
-	11, // 46: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
-	13, // 47: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
-	17, // 48: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
-	20, // 49: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
-	22, // 50: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
-	24, // 51: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
-	44, // 52: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
-	47, // 53: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
-	49, // 54: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
-	52, // 55: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
-	54, // 56: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
-	56, // 57: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
-	58, // 58: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
-	61, // 59: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
-	67, // 60: garuda.exec.v1.ExecService.McpTools:input_type -> garuda.exec.v1.McpToolsRequest
-	5,  // 61: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
-	8,  // 62: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
-	12, // 63: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
-	14, // 64: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
-	18, // 65: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
-	21, // 66: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
-	23, // 67: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
-	25, // 68: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
-	45, // 69: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
-	48, // 70: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
-	50, // 71: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
-	53, // 72: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
-	55, // 73: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
-	57, // 74: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
-	59, // 75: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
-	62, // 76: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
-	68, // 77: garuda.exec.v1.ExecService.McpTools:output_type -> garuda.exec.v1.McpToolsResponse
-	61, // [61:78] is the sub-list for method output_type
-	44, // [44:61] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	46, // 44: garuda.exec.v1.McpToolsResponse.prompts:type_name -> garuda.exec.v1.CommandInfo
+	4,  // 45: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
+	7,  // 46: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
+	11, // 47: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
+	13, // 48: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
+	17, // 49: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
+	20, // 50: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
+	22, // 51: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
+	24, // 52: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
+	44, // 53: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
+	47, // 54: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
+	49, // 55: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
+	52, // 56: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
+	54, // 57: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
+	56, // 58: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
+	58, // 59: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
+	61, // 60: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
+	67, // 61: garuda.exec.v1.ExecService.McpTools:input_type -> garuda.exec.v1.McpToolsRequest
+	5,  // 62: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
+	8,  // 63: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
+	12, // 64: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
+	14, // 65: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
+	18, // 66: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
+	21, // 67: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
+	23, // 68: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
+	25, // 69: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
+	45, // 70: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
+	48, // 71: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
+	50, // 72: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
+	53, // 73: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
+	55, // 74: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
+	57, // 75: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
+	59, // 76: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
+	62, // 77: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
+	68, // 78: garuda.exec.v1.ExecService.McpTools:output_type -> garuda.exec.v1.McpToolsResponse
+	62, // [62:79] is the sub-list for method output_type
+	45, // [45:62] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_garuda_exec_v1_exec_proto_init() }
