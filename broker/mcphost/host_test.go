@@ -328,3 +328,17 @@ func BenchmarkCallDirect(b *testing.B) {
 		}
 	}
 }
+
+func TestSSEServer(t *testing.T) {
+	srv := httptest.NewServer(mcptest.SSEHandler())
+	h, _ := newHost(t, 20*time.Second)
+	defer srv.Close()
+	defer h.Close()
+	if n := h.Start(context.Background(), []config.MCPServer{{Name: "sse", Type: config.MCPSSE, URL: srv.URL, File: "test"}}); len(n) > 0 {
+		t.Fatal(n)
+	}
+	res, err := call(t, h, "sse", "echo", `{"text":"over sse"}`)
+	if err != nil || res.Text != "echo: over sse" {
+		t.Fatalf("echo: %+v %v", res, err)
+	}
+}

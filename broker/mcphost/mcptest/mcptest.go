@@ -167,6 +167,11 @@ func Handler(token string) http.Handler {
 	})
 }
 
+// SSEHandler serves NewServer over the older HTTP+SSE transport.
+func SSEHandler() http.Handler {
+	return mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return NewServer() }, nil)
+}
+
 // raw answers JSON-RPC by hand, for what the SDK's server would not send.
 func raw(mode string) int {
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
