@@ -54,6 +54,7 @@ var operations = []operation{
 	{field: "load_skill", name: policy.OpSkill, kind: policy.KindConsent, changes: true, check: checkLoadSkill},
 	{field: "mcp_start", name: policy.OpMCPStart, kind: policy.KindConsent, changes: true, check: checkMCPStart},
 	{field: "mcp_call", name: policy.OpMCPCall, kind: policy.KindMCPTool, changes: true, check: checkMCPCall},
+	{field: "mcp_resource", name: policy.OpMCPResource, kind: policy.KindRead, check: checkMCPResource},
 }
 
 // operationOf finds the table's entry for a Start.

@@ -495,6 +495,43 @@ func (s *Service) mcpGuard(sess *session, server string) {
 	})
 }
 
+// maxResource is the most of a resource attached to a prompt.
+const maxResource = 256 << 10
+
+func checkMCPResource(s *Service, c *call) (*request, error) {
+	op := c.start.GetMcpResource()
+	server, uri := op.GetServer(), op.GetUri()
+	if server == "" || uri == "" {
+		return nil, fmt.Errorf("mcp_resource needs a server and a URI: %w", ErrBadRequest)
+	}
+	// The user named it (@server:uri), and the server runs with their consent, which covers what it serves; a rule
+	// that denies the server's tools (mcp__server) denies its resources too.
+	return &request{input: server + ":" + uri, run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+		sess := c.sess
+		req := policy.Request{Kind: policy.KindMCPTool, Tool: "mcp__" + server + "__read_resource", Server: server, MCPTool: "read_resource"}
+		if d := policy.Decide(req, s.state(sess)); d.Verdict == policy.Deny {
+			if err := s.auditDecision(c, policy.OpMCPResource, false, req, d); err != nil {
+				return nil, err
+			}
+			return denied(d.Reason), nil
+		}
+		sess.mcp.mu.Lock()
+		h := sess.mcp.host
+		sess.mcp.mu.Unlock()
+		if h == nil {
+			return failed(fmt.Errorf("MCP server %q: %w", server, mcphost.ErrNotRunning)), nil
+		}
+		text, err := h.ReadResource(ctx, server, uri)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return cancelled(), nil
+		case err != nil:
+			return failed(err), nil
+		}
+		return &execv1.Result{Content: cut(text, maxResource)}, nil
+	}}, nil
+}
+
 // mcpPrompt resolves "/<server>:<prompt> args" to the prompt of a running server, which its consent covers; ok is
 // false when text names none.
 func (s *Service) mcpPrompt(ctx context.Context, sess *session, text string) (*execv1.Result, bool) {

@@ -13,9 +13,10 @@ const (
 	OpResolveCommand = "resolve_command"
 	OpSkill          = "skill"
 	OpUndo           = "undo"
-	OpWebFetch       = "web_fetch" // a rule of the settings grammar; no operation yet
-	OpMCPStart       = "mcp_start" // starts the session's MCP servers, each after its consent
-	OpMCPCall        = "mcp_call"  // a call of an MCP tool; its rules are mcp__server__tool (see ParseRule)
+	OpWebFetch       = "web_fetch"    // a rule of the settings grammar; no operation yet
+	OpMCPStart       = "mcp_start"    // starts the session's MCP servers, each after its consent
+	OpMCPCall        = "mcp_call"     // a call of an MCP tool; its rules are mcp__server__tool (see ParseRule)
+	OpMCPResource    = "mcp_resource" // a resource the user mentioned (@server:uri), covered by its server's consent
 )
 
 // Previewable reports whether the target of req, a write or edit that Decide answered with ask, may be opened and

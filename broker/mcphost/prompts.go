@@ -114,3 +114,28 @@ func (h *Host) GetPrompt(ctx context.Context, server, name, rest string) (string
 	}
 	return strings.Join(parts, "\n\n"), true, nil
 }
+
+// ReadResource reads a resource of a running server: its text contents, a note for each binary one.
+func (h *Host) ReadResource(ctx context.Context, server, uri string) (string, error) {
+	h.mu.Lock()
+	srv := h.servers[server]
+	h.mu.Unlock()
+	if srv == nil {
+		return "", fmt.Errorf("%s: %w", server, ErrNotRunning)
+	}
+	res, err := srv.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		h.mu.Lock()
+		err = explain(err, srv)
+		h.mu.Unlock()
+		return "", fmt.Errorf("MCP server %q: resource %s: %w", server, uri, err)
+	}
+	var parts []string
+	for _, c := range res.Contents {
+		if c == nil {
+			continue
+		}
+		parts = append(parts, textOf(&mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: c}}}).Text)
+	}
+	return strings.Join(parts, "\n"), nil
+}

@@ -2,7 +2,10 @@ package acpagent
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -69,4 +72,46 @@ func (s *session) startMCP(ctx, uctx context.Context) {
 	if changed {
 		s.update(uctx, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: availableCommands(menu)}})
 	}
+}
+
+// atResource finds "@server:uri" typed in the prompt (a server's name, a colon, the resource's URI).
+var atResource = regexp.MustCompile(`(?:^|[\s(\[])@([A-Za-z0-9_.-]+):(\S+)`)
+
+// resourceMention is a resource the user named: @server:uri.
+type resourceMention struct{ server, uri string }
+
+// resourceMentions returns the @server:uri mentions of the text, once each.
+func resourceMentions(text string) []resourceMention {
+	var out []resourceMention
+	for _, m := range atResource.FindAllStringSubmatch(text, -1) {
+		r := resourceMention{server: m[1], uri: strings.TrimRight(m[2], ".,;!?)")}
+		if r.uri != "" && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// attachResources reads the mentioned resources of running servers (others are not mentions: "@main.go:12" names
+// a line) and returns what to add to the prompt.
+func (s *session) attachResources(ctx, uctx context.Context, rs []resourceMention) string {
+	var b strings.Builder
+	servers := s.runner.MCPServers()
+	for _, r := range rs {
+		if !slices.Contains(servers, r.server) {
+			continue
+		}
+		res, err := s.runner.Call(ctx, &execv1.Start{Op: &execv1.Start_McpResource{McpResource: &execv1.McpResource{Server: r.server, Uri: r.uri}}}, nil)
+		switch {
+		case ctx.Err() != nil:
+			return b.String()
+		case err != nil:
+			s.notice(uctx, fmt.Sprintf("@%s:%s was not attached: %v", r.server, r.uri, err))
+		case res.GetStatus() != execv1.Status_STATUS_COMPLETED:
+			s.notice(uctx, fmt.Sprintf("@%s:%s was not attached: %s", r.server, r.uri, res.GetContent()))
+		default:
+			fmt.Fprintf(&b, "\n\nContents of @%s:%s:\n%s", r.server, r.uri, res.GetContent())
+		}
+	}
+	return b.String()
 }

@@ -433,3 +433,22 @@ func TestMCPPromptsInTheSlashMenu(t *testing.T) {
 		t.Errorf("the model got %q", got)
 	}
 }
+
+// A resource the user mentions as @server:uri is read from the running server and attached to the prompt; a
+// "@file.go:12" that names no server is left alone.
+func TestMCPResourceMention(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("one"))
+	e.promptOK(sid, "look at @test:mem://notes and @main.go:12")
+	got := e.fake.Requests()[0].LastUserText()
+	if !strings.Contains(got, "Contents of @test:mem://notes:\nthe notes of the server") {
+		t.Errorf("the resource was not attached: %q", got)
+	}
+	if strings.Contains(messages(e.ed.updatesCopy()), "main.go:12 was not attached") {
+		t.Error("a file and line was taken for a resource")
+	}
+}

@@ -93,9 +93,11 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 		s.notice(uctx, n)
 	}
 
+	mcpStarted := false
 	if name, ok := commandName(text); ok {
-		if strings.Contains(name, ":") {
+		if strings.Contains(name, ":") && !mcpStarted {
 			s.startMCP(tctx, uctx) // "/server:prompt": the servers run before it is resolved
+			mcpStarted = true
 		}
 		res, err := s.runner.Call(tctx, &execv1.Start{Op: &execv1.Start_ResolveCommand{ResolveCommand: &execv1.ResolveCommand{Text: text}}}, nil)
 		switch {
@@ -159,9 +161,18 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 		}
 	}
 
+	if rs := resourceMentions(text); len(rs) > 0 {
+		if !mcpStarted {
+			s.startMCP(tctx, uctx) // the servers run before their resources are read
+			mcpStarted = true
+		}
+		full += s.attachResources(tctx, uctx, rs)
+	}
 	s.record("prompt", full)
 	s.applyConfig()
-	s.startMCP(tctx, uctx)
+	if !mcpStarted {
+		s.startMCP(tctx, uctx)
+	}
 	if tctx.Err() != nil {
 		return t.end(uctx, agent.StopCancelled, nil)
 	}

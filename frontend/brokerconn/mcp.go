@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +22,26 @@ type mcpTools struct {
 	specs   []model.ToolSpec
 	prompts []*execv1.CommandInfo
 	pending []string // notices of a refresh inside Specs, shown with the next RefreshMCP
+}
+
+// MCPServers are the names of the servers whose tools or prompts the last refresh listed.
+func (r *Runner) MCPServers() []string {
+	r.mcp.mu.Lock()
+	defer r.mcp.mu.Unlock()
+	var out []string
+	add := func(n string) {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	for _, t := range r.mcp.byName {
+		add(t.GetServer())
+	}
+	for _, p := range r.mcp.prompts {
+		srv, _, _ := strings.Cut(p.GetName(), ":")
+		add(srv)
+	}
+	return out
 }
 
 // MCPPrompts are the servers' prompts for the / menu, as of the last refresh.

@@ -146,6 +146,10 @@ func NewServer() *mcp.Server {
 		})
 		return text("grown"), nil, nil
 	})
+	s.AddResource(&mcp.Resource{URI: "mem://notes", Name: "notes", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "the notes of the server"}}}, nil
+		})
 	s.AddPrompt(&mcp.Prompt{Name: "review", Description: "Review a topic.", Arguments: []*mcp.PromptArgument{{Name: "topic"}}},
 		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",

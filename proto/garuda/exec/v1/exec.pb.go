@@ -1774,6 +1774,7 @@ type Start struct {
 	//	*Start_LoadSkill
 	//	*Start_McpCall
 	//	*Start_McpStart
+	//	*Start_McpResource
 	Op            isStart_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1929,6 +1930,15 @@ func (x *Start) GetMcpStart() *McpStart {
 	return nil
 }
 
+func (x *Start) GetMcpResource() *McpResource {
+	if x != nil {
+		if x, ok := x.Op.(*Start_McpResource); ok {
+			return x.McpResource
+		}
+	}
+	return nil
+}
+
 type isStart_Op interface {
 	isStart_Op()
 }
@@ -1977,6 +1987,10 @@ type Start_McpStart struct {
 	McpStart *McpStart `protobuf:"bytes,21,opt,name=mcp_start,json=mcpStart,proto3,oneof"`
 }
 
+type Start_McpResource struct {
+	McpResource *McpResource `protobuf:"bytes,22,opt,name=mcp_resource,json=mcpResource,proto3,oneof"`
+}
+
 func (*Start_ReadFile) isStart_Op() {}
 
 func (*Start_WriteFile) isStart_Op() {}
@@ -1998,6 +2012,8 @@ func (*Start_LoadSkill) isStart_Op() {}
 func (*Start_McpCall) isStart_Op() {}
 
 func (*Start_McpStart) isStart_Op() {}
+
+func (*Start_McpResource) isStart_Op() {}
 
 type ReadFile struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4365,6 +4381,60 @@ func (x *McpCall) GetArgumentsJson() string {
 	return ""
 }
 
+// McpResource reads a resource of a running MCP server that the user mentioned (@server:uri), to attach to the
+// prompt; the server's consent covers it.
+type McpResource struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Uri           string                 `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpResource) Reset() {
+	*x = McpResource{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpResource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpResource) ProtoMessage() {}
+
+func (x *McpResource) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpResource.ProtoReflect.Descriptor instead.
+func (*McpResource) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *McpResource) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *McpResource) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
 type McpToolsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -4374,7 +4444,7 @@ type McpToolsRequest struct {
 
 func (x *McpToolsRequest) Reset() {
 	*x = McpToolsRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[63]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4386,7 +4456,7 @@ func (x *McpToolsRequest) String() string {
 func (*McpToolsRequest) ProtoMessage() {}
 
 func (x *McpToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[63]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4399,7 +4469,7 @@ func (x *McpToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolsRequest.ProtoReflect.Descriptor instead.
 func (*McpToolsRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{63}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *McpToolsRequest) GetSessionId() string {
@@ -4424,7 +4494,7 @@ type McpToolsResponse struct {
 
 func (x *McpToolsResponse) Reset() {
 	*x = McpToolsResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[64]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4436,7 +4506,7 @@ func (x *McpToolsResponse) String() string {
 func (*McpToolsResponse) ProtoMessage() {}
 
 func (x *McpToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[64]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4449,7 +4519,7 @@ func (x *McpToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolsResponse.ProtoReflect.Descriptor instead.
 func (*McpToolsResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{64}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *McpToolsResponse) GetTools() []*McpTool {
@@ -4499,7 +4569,7 @@ type McpTool struct {
 
 func (x *McpTool) Reset() {
 	*x = McpTool{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[65]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4511,7 +4581,7 @@ func (x *McpTool) String() string {
 func (*McpTool) ProtoMessage() {}
 
 func (x *McpTool) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[65]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4524,7 +4594,7 @@ func (x *McpTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpTool.ProtoReflect.Descriptor instead.
 func (*McpTool) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{65}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *McpTool) GetName() string {
@@ -4681,7 +4751,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\bquestion\x18\x01 \x01(\v2\x18.garuda.exec.v1.QuestionH\x00R\bquestion\x126\n" +
 	"\bprogress\x18\x02 \x01(\v2\x18.garuda.exec.v1.ProgressH\x00R\bprogress\x120\n" +
 	"\x06result\x18\x03 \x01(\v2\x16.garuda.exec.v1.ResultH\x00R\x06resultB\x05\n" +
-	"\x03msg\"\xb5\x05\n" +
+	"\x03msg\"\xf7\x05\n" +
 	"\x05Start\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n" +
@@ -4699,7 +4769,8 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\n" +
 	"load_skill\x18\x12 \x01(\v2\x19.garuda.exec.v1.LoadSkillH\x00R\tloadSkill\x124\n" +
 	"\bmcp_call\x18\x14 \x01(\v2\x17.garuda.exec.v1.McpCallH\x00R\amcpCall\x127\n" +
-	"\tmcp_start\x18\x15 \x01(\v2\x18.garuda.exec.v1.McpStartH\x00R\bmcpStartB\x04\n" +
+	"\tmcp_start\x18\x15 \x01(\v2\x18.garuda.exec.v1.McpStartH\x00R\bmcpStart\x12@\n" +
+	"\fmcp_resource\x18\x16 \x01(\v2\x1b.garuda.exec.v1.McpResourceH\x00R\vmcpResourceB\x04\n" +
 	"\x02op\"L\n" +
 	"\bReadFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
@@ -4877,7 +4948,10 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\aMcpCall\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12%\n" +
-	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"0\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"7\n" +
+	"\vMcpResource\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
+	"\x03uri\x18\x02 \x01(\tR\x03uri\"0\n" +
 	"\x0fMcpToolsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\xb2\x01\n" +
@@ -4944,7 +5018,7 @@ func file_garuda_exec_v1_exec_proto_rawDescGZIP() []byte {
 }
 
 var file_garuda_exec_v1_exec_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_garuda_exec_v1_exec_proto_goTypes = []any{
 	(Mode)(0),                     // 0: garuda.exec.v1.Mode
 	(Choice)(0),                   // 1: garuda.exec.v1.Choice
@@ -5013,11 +5087,12 @@ var file_garuda_exec_v1_exec_proto_goTypes = []any{
 	(*McpServer)(nil),             // 64: garuda.exec.v1.McpServer
 	(*McpStart)(nil),              // 65: garuda.exec.v1.McpStart
 	(*McpCall)(nil),               // 66: garuda.exec.v1.McpCall
-	(*McpToolsRequest)(nil),       // 67: garuda.exec.v1.McpToolsRequest
-	(*McpToolsResponse)(nil),      // 68: garuda.exec.v1.McpToolsResponse
-	(*McpTool)(nil),               // 69: garuda.exec.v1.McpTool
-	nil,                           // 70: garuda.exec.v1.McpServer.EnvEntry
-	nil,                           // 71: garuda.exec.v1.McpServer.HeadersEntry
+	(*McpResource)(nil),           // 67: garuda.exec.v1.McpResource
+	(*McpToolsRequest)(nil),       // 68: garuda.exec.v1.McpToolsRequest
+	(*McpToolsResponse)(nil),      // 69: garuda.exec.v1.McpToolsResponse
+	(*McpTool)(nil),               // 70: garuda.exec.v1.McpTool
+	nil,                           // 71: garuda.exec.v1.McpServer.EnvEntry
+	nil,                           // 72: garuda.exec.v1.McpServer.HeadersEntry
 }
 var file_garuda_exec_v1_exec_proto_depIdxs = []int32{
 	6,  // 0: garuda.exec.v1.HelloResponse.sandbox:type_name -> garuda.exec.v1.Feature
@@ -5049,61 +5124,62 @@ var file_garuda_exec_v1_exec_proto_depIdxs = []int32{
 	35, // 26: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
 	66, // 27: garuda.exec.v1.Start.mcp_call:type_name -> garuda.exec.v1.McpCall
 	65, // 28: garuda.exec.v1.Start.mcp_start:type_name -> garuda.exec.v1.McpStart
-	37, // 29: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
-	1,  // 30: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
-	1,  // 31: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
-	2,  // 32: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
-	42, // 33: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
-	43, // 34: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
-	3,  // 35: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
-	46, // 36: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	51, // 37: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
-	60, // 38: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
-	60, // 39: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
-	63, // 40: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
-	70, // 41: garuda.exec.v1.McpServer.env:type_name -> garuda.exec.v1.McpServer.EnvEntry
-	71, // 42: garuda.exec.v1.McpServer.headers:type_name -> garuda.exec.v1.McpServer.HeadersEntry
-	69, // 43: garuda.exec.v1.McpToolsResponse.tools:type_name -> garuda.exec.v1.McpTool
-	46, // 44: garuda.exec.v1.McpToolsResponse.prompts:type_name -> garuda.exec.v1.CommandInfo
-	4,  // 45: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
-	7,  // 46: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
-	11, // 47: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
-	13, // 48: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
-	17, // 49: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
-	20, // 50: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
-	22, // 51: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
-	24, // 52: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
-	44, // 53: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
-	47, // 54: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
-	49, // 55: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
-	52, // 56: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
-	54, // 57: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
-	56, // 58: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
-	58, // 59: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
-	61, // 60: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
-	67, // 61: garuda.exec.v1.ExecService.McpTools:input_type -> garuda.exec.v1.McpToolsRequest
-	5,  // 62: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
-	8,  // 63: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
-	12, // 64: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
-	14, // 65: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
-	18, // 66: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
-	21, // 67: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
-	23, // 68: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
-	25, // 69: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
-	45, // 70: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
-	48, // 71: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
-	50, // 72: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
-	53, // 73: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
-	55, // 74: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
-	57, // 75: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
-	59, // 76: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
-	62, // 77: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
-	68, // 78: garuda.exec.v1.ExecService.McpTools:output_type -> garuda.exec.v1.McpToolsResponse
-	62, // [62:79] is the sub-list for method output_type
-	45, // [45:62] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	67, // 29: garuda.exec.v1.Start.mcp_resource:type_name -> garuda.exec.v1.McpResource
+	37, // 30: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
+	1,  // 31: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
+	1,  // 32: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
+	2,  // 33: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
+	42, // 34: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
+	43, // 35: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
+	3,  // 36: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
+	46, // 37: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	51, // 38: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
+	60, // 39: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
+	60, // 40: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
+	63, // 41: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
+	71, // 42: garuda.exec.v1.McpServer.env:type_name -> garuda.exec.v1.McpServer.EnvEntry
+	72, // 43: garuda.exec.v1.McpServer.headers:type_name -> garuda.exec.v1.McpServer.HeadersEntry
+	70, // 44: garuda.exec.v1.McpToolsResponse.tools:type_name -> garuda.exec.v1.McpTool
+	46, // 45: garuda.exec.v1.McpToolsResponse.prompts:type_name -> garuda.exec.v1.CommandInfo
+	4,  // 46: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
+	7,  // 47: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
+	11, // 48: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
+	13, // 49: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
+	17, // 50: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
+	20, // 51: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
+	22, // 52: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
+	24, // 53: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
+	44, // 54: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
+	47, // 55: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
+	49, // 56: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
+	52, // 57: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
+	54, // 58: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
+	56, // 59: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
+	58, // 60: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
+	61, // 61: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
+	68, // 62: garuda.exec.v1.ExecService.McpTools:input_type -> garuda.exec.v1.McpToolsRequest
+	5,  // 63: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
+	8,  // 64: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
+	12, // 65: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
+	14, // 66: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
+	18, // 67: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
+	21, // 68: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
+	23, // 69: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
+	25, // 70: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
+	45, // 71: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
+	48, // 72: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
+	50, // 73: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
+	53, // 74: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
+	55, // 75: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
+	57, // 76: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
+	59, // 77: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
+	62, // 78: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
+	69, // 79: garuda.exec.v1.ExecService.McpTools:output_type -> garuda.exec.v1.McpToolsResponse
+	63, // [63:80] is the sub-list for method output_type
+	46, // [46:63] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_garuda_exec_v1_exec_proto_init() }
@@ -5141,6 +5217,7 @@ func file_garuda_exec_v1_exec_proto_init() {
 		(*Start_LoadSkill)(nil),
 		(*Start_McpCall)(nil),
 		(*Start_McpStart)(nil),
+		(*Start_McpResource)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5148,7 +5225,7 @@ func file_garuda_exec_v1_exec_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_garuda_exec_v1_exec_proto_rawDesc), len(file_garuda_exec_v1_exec_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   68,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
