@@ -89,14 +89,18 @@ fuzz:
 	if [ -n "$$failed" ]; then echo "fuzz targets that failed:$$failed"; exit 1; fi
 
 # make soak: SOAKSESSIONS ACP sessions in one garuda acp for SOAKTIME against the fake provider, failing on growth
-# of memory, descriptors, goroutines or processes (bench/procbench/soak.go says the bounds). Not in make test.
-# LEAK=1 builds garuda with the soakleak tag, which keeps every turn's history: that soak must fail.
+# of the live heap, descriptors, goroutines or processes (bench/procbench/soak.go says the bounds). Not in make test.
+# Both binaries are built with the soakprof tag, which samples their live heap (bench/soakprof).
+# LEAK=1 builds both with the soakleak tag: garuda keeps every turn's history and a descriptor a turn, garuda-exec a
+# goroutine a call; that soak must fail on all three.
+# PROFILE=1 also keeps a heap profile of each every 20 s in $(BIN)/soak/prof (go tool pprof -base FIRST LAST).
 SOAKTIME     ?= 10m
 SOAKSESSIONS ?= 20
 soak:
-	$(BUILD) -tags 'grpcnotrace$(if $(LEAK), soakleak)' -ldflags '$(LDFLAGS)' -o $(BIN)/soak/garuda ./cmd/garuda
-	$(BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/soak/garuda-exec ./cmd/garuda-exec
-	$(GO) run ./bench/procbench -bin $(BIN)/soak -soak $(SOAKTIME) -sessions $(SOAKSESSIONS)
+	$(BUILD) -tags 'grpcnotrace soakprof$(if $(LEAK), soakleak)' -ldflags '$(LDFLAGS)' -o $(BIN)/soak/garuda ./cmd/garuda
+	$(BUILD) -tags 'grpcnotrace soakprof$(if $(LEAK), soakleak)' -ldflags '$(LDFLAGS)' -o $(BIN)/soak/garuda-exec ./cmd/garuda-exec
+	$(if $(PROFILE),rm -rf $(BIN)/soak/prof && mkdir -p $(BIN)/soak/prof)
+	$(if $(PROFILE),SOAKPROF_DIR=$(abspath $(BIN))/soak/prof) $(GO) run ./bench/procbench -bin $(BIN)/soak -soak $(SOAKTIME) -sessions $(SOAKSESSIONS)
 
 clean:
 	rm -rf $(BIN) .tools

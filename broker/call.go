@@ -18,6 +18,7 @@ import (
 func (s *Service) Call(stream execv1.ExecService_CallServer) error {
 	s.calls.Add(1)
 	defer s.calls.Done()
+	defer callEnded()
 	first, err := stream.Recv()
 	if err != nil {
 		return toStatus(fmt.Errorf("read the call's start: %w", err))

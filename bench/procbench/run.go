@@ -82,20 +82,14 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 
 // once runs garuda acp through one editor session and measures it. idx makes the sleep's marker unique.
 func (r *runner) once(ctx context.Context, idx int) (s sample, err error) {
-	base, err := os.MkdirTemp("", "garuda-procbench-")
+	w, err := newWorkspace("garuda-procbench-", r.tmp)
 	if err != nil {
-		return s, fmt.Errorf("make a temp dir: %w", err)
+		return s, err
 	}
-	defer os.RemoveAll(base)
-	home, ghome, root := filepath.Join(base, "home"), filepath.Join(base, "garuda-home"), filepath.Join(base, "project")
-	tmp := r.tmp
-	if tmp == "" {
-		tmp = filepath.Join(base, "tmp")
-	}
-	for _, d := range []string{home, ghome, root, tmp} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return s, fmt.Errorf("make %s: %w", d, err)
-		}
+	defer w.remove()
+	root := filepath.Join(w.base, "project")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		return s, fmt.Errorf("make %s: %w", root, err)
 	}
 
 	// The marker makes the sleep's processes ours alone to watch in /proc.
@@ -110,14 +104,13 @@ func (r *runner) once(ctx context.Context, idx int) (s sample, err error) {
 		return s, err
 	}
 	defer fake.Close()
-	models := fmt.Sprintf(`{"default": "bench", "providers": {"fake": {"type": "anthropic", "base_url": %q, "api_key_env": "FAKE_API_KEY"}}, "models": {"bench": {"provider": "fake", "id": "fake-model", "context_window": 200000, "max_output_tokens": 4096}}}`, fake.URL)
-	if err := os.WriteFile(filepath.Join(ghome, "models.json"), []byte(models), 0o600); err != nil {
-		return s, fmt.Errorf("write models.json: %w", err)
+	if err := w.writeModels(fake.URL, 200000, 4096); err != nil {
+		return s, err
 	}
 
 	cmd := exec.Command(r.garuda, "acp")
 	cmd.Dir = root
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GARUDA_HOME=" + ghome, "TMPDIR=" + tmp, "FAKE_API_KEY=x"}
+	cmd.Env = w.env()
 	// Guards against leaving garuda running when procbench itself dies (the broker dies with garuda).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr := &tail{}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,7 +27,7 @@ import (
 
 // Soak bounds: what counts as growth after the warm-up.
 const (
-	pssGrowth     = 1.20 // the last quarter's mean PSS over the first quarter's, per process
+	heapGrowth    = 1.20 // the last quarter's median live heap over the first quarter's, per process
 	fdSlack       = 3    // descriptors above the warm-up's count at rest
 	goroutineSlak = 10   // broker goroutines above the warm-up's count at rest (gRPC keeps a few on its own clock)
 	cancelEvery   = 5    // every fifth turn of a session is a command that is cancelled while it runs
@@ -48,9 +49,12 @@ func (c soakConfig) sampleEvery() time.Duration {
 type soakSample struct {
 	at                time.Duration
 	pssFront, pssExec int64
-	fdsFront, fdsExec int
-	children          int // processes under the broker (commands running)
-	goroutines        int // the broker's
+	// anonFront and anonExec are the anonymous part of the PSS (Pss_Anon): heap, stacks, runtime. The rest is file
+	// pages, mostly the binary's code, which grows as a long run reaches more of it; a leak grows the anonymous part.
+	anonFront, anonExec int64
+	fdsFront, fdsExec   int
+	children            int // processes under the broker (commands running)
+	goroutines          int // the broker's
 }
 
 // rest is the figures at rest: every session between turns.
@@ -67,6 +71,9 @@ type soakResult struct {
 	samples                []soakSample
 	warm, end              rest
 	left                   []proc // processes alive after garuda and the broker exited
+	// heapFront and heapExec are the live heap of each process every 5 s (soakprof): what a leak grows. PSS also
+	// counts memory the Go runtime keeps after a peak and code paged in, which level off but not within minutes.
+	heapFront, heapExec []int64
 }
 
 var turnRE = regexp.MustCompile(`soak (turn|sleep) (\d+) of session (\d+)`)
@@ -125,17 +132,12 @@ func sleepArg(marker string, i int) string { return fmt.Sprintf("%s%03d", marker
 // soak runs cfg.sessions ACP sessions in one garuda acp against one garuda-exec serving a socket (so that the soak
 // can ask the broker for its goroutines through Hello), for cfg.length, and measures both processes.
 func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err error) {
-	base, err := os.MkdirTemp("", "garuda-soak-")
+	w, err := newWorkspace("garuda-soak-", "")
 	if err != nil {
-		return res, fmt.Errorf("make a temp dir: %w", err)
+		return res, err
 	}
-	defer os.RemoveAll(base)
-	home, ghome, tmp := filepath.Join(base, "home"), filepath.Join(base, "garuda-home"), filepath.Join(base, "tmp")
-	for _, d := range []string{home, ghome, tmp} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return res, err
-		}
-	}
+	defer w.remove()
+	base := w.base
 	marker := fmt.Sprintf("61.%d", os.Getpid())
 	fake, err := fakeprovider.Serve("127.0.0.1:0", nil)
 	if err != nil {
@@ -144,13 +146,19 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 	defer fake.Close()
 	fake.Respond(soakResponder(marker))
 	// A small context window makes the agent compact, so a session's history stays bounded as a real one does.
-	models := fmt.Sprintf(`{"default": "soak",
-  "providers": {"fake": {"type": "anthropic", "base_url": %q, "api_key_env": "FAKE_API_KEY"}},
-  "models": {"soak": {"provider": "fake", "id": "fake-model", "context_window": 12000, "max_output_tokens": 1024}}}`, fake.URL)
-	if err := os.WriteFile(filepath.Join(ghome, "models.json"), []byte(models), 0o600); err != nil {
+	if err := w.writeModels(fake.URL, 12000, 1024); err != nil {
 		return res, err
 	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GARUDA_HOME=" + ghome, "TMPDIR=" + tmp, "FAKE_API_KEY=x"}
+	env := w.env()
+	// A soakprof build (make soak) writes its live heap there; heap profiles too, if the caller names the folder.
+	prof := os.Getenv("SOAKPROF_DIR")
+	if prof == "" {
+		prof = filepath.Join(base, "prof")
+		if err := os.Mkdir(prof, 0o700); err != nil {
+			return res, err
+		}
+	}
+	env = append(env, "SOAKPROF_DIR="+prof)
 
 	sock := filepath.Join(base, "run", "exec.sock")
 	bcmd := exec.Command(r.exec, "serve", "--listen", sock)
@@ -409,6 +417,8 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 			s := soakSample{at: time.Since(start)}
 			s.pssFront, _ = pss(front.pid)
 			s.pssExec, _ = pss(broker.pid)
+			s.anonFront, _ = pssAnon(front.pid)
+			s.anonExec, _ = pssAnon(broker.pid)
 			s.fdsFront, _ = fdCount(front.pid)
 			s.fdsExec, _ = fdCount(broker.pid)
 			s.children = len(descendants(broker.pid))
@@ -458,7 +468,35 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 			syscall.Kill(p.pid, syscall.SIGKILL)
 		}
 	}
+	if res.heapFront, err = readHeap(filepath.Join(prof, "garuda.heap")); err != nil {
+		return res, err
+	}
+	if res.heapExec, err = readHeap(filepath.Join(prof, "garuda-exec.heap")); err != nil {
+		return res, err
+	}
 	return res, nil
+}
+
+// readHeap reads the live-heap samples a soakprof build wrote ("<ms> <bytes>" lines).
+func readHeap(path string) ([]int64, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no live-heap samples in %s: build both binaries with -tags soakprof (make soak does)", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // check says what grew past its bound, one line each; none means the soak passed.
@@ -479,14 +517,16 @@ func (res soakResult) check() []string {
 	if q == 0 {
 		return append(bad, fmt.Sprintf("%d samples: the run is too short to compare quarters", len(res.samples)))
 	}
-	for _, p := range []struct {
-		name string
-		get  func(soakSample) int64
-	}{{"garuda acp", func(s soakSample) int64 { return s.pssFront }}, {"garuda-exec", func(s soakSample) int64 { return s.pssExec }}} {
-		first, last := meanOf(res.samples[:q], p.get), meanOf(res.samples[len(res.samples)-q:], p.get)
-		if float64(last) > float64(first)*pssGrowth {
-			bad = append(bad, fmt.Sprintf("%s PSS grew from %.1f MiB (first quarter) to %.1f MiB (last quarter), more than %.0f%%",
-				p.name, mib(first), mib(last), (pssGrowth-1)*100))
+	for _, h := range []struct {
+		name    string
+		samples []int64
+	}{{"garuda acp", res.heapFront}, {"garuda-exec", res.heapExec}} {
+		first, last, ok := quarters(h.samples)
+		if !ok {
+			bad = append(bad, fmt.Sprintf("%s: %d live-heap samples, too few to compare quarters", h.name, len(h.samples)))
+		} else if float64(last) > float64(first)*heapGrowth {
+			bad = append(bad, fmt.Sprintf("%s live heap (median) grew from %.1f MiB (first quarter) to %.1f MiB (last quarter), more than %.0f%%",
+				h.name, mib(first), mib(last), (heapGrowth-1)*100))
 		}
 	}
 	if res.end.fdsFront > res.warm.fdsFront+fdSlack {
@@ -521,13 +561,9 @@ func (res soakResult) report(w io.Writer, cfg soakConfig) {
 	}
 	q := max(len(res.samples)/4, 1)
 	if len(res.samples) > 0 {
-		for _, p := range []struct {
-			name string
-			get  func(soakSample) int64
-		}{{"garuda acp PSS", func(s soakSample) int64 { return s.pssFront }},
-			{"garuda-exec PSS", func(s soakSample) int64 { return s.pssExec }}} {
+		for _, p := range memoryFigures {
 			first, last := meanOf(res.samples[:q], p.get), meanOf(res.samples[len(res.samples)-q:], p.get)
-			fmt.Fprintf(w, "  %-16s first quarter %6.1f MiB, last quarter %6.1f MiB (%+.1f%%); by quarter", p.name, mib(first),
+			fmt.Fprintf(w, "  %-21s first quarter %6.1f MiB, last quarter %6.1f MiB (%+.1f%%); by quarter", p.name, mib(first),
 				mib(last), (float64(last)/float64(max(first, 1))-1)*100)
 			for i := range 4 {
 				fmt.Fprintf(w, " %.1f", mib(meanOf(res.samples[i*len(res.samples)/4:(i+1)*len(res.samples)/4], p.get)))
@@ -540,6 +576,15 @@ func (res soakResult) report(w io.Writer, cfg soakConfig) {
 		}
 		sort.Ints(gs)
 		fmt.Fprintf(w, "  broker goroutines while running: %d..%d\n", gs[0], gs[len(gs)-1])
+	}
+	for _, h := range []struct {
+		name    string
+		samples []int64
+	}{{"garuda acp live heap", res.heapFront}, {"garuda-exec live heap", res.heapExec}} {
+		if first, last, ok := quarters(h.samples); ok {
+			fmt.Fprintf(w, "  %-21s median: first quarter %5.1f MiB, last %5.1f MiB (%+.1f%%), judged\n", h.name, mib(first), mib(last),
+				(float64(last)/float64(max(first, 1))-1)*100)
+		}
 	}
 	fmt.Fprintf(w, "  at rest after warm-up: fds %d (acp) %d (exec), goroutines %d, commands %d\n",
 		res.warm.fdsFront, res.warm.fdsExec, res.warm.goroutines, res.warm.children)
@@ -563,6 +608,37 @@ func fdCount(pid int) (int, error) {
 		return 0, fmt.Errorf("list the descriptors of pid %d: %w", pid, err)
 	}
 	return len(ents), nil
+}
+
+// quarters returns the medians of the first and the last quarter of samples: a leak raises them, while a transient
+// peak (a long session being loaded, a burst of output) does not.
+func quarters(samples []int64) (first, last int64, ok bool) {
+	q := len(samples) / 4
+	if q == 0 {
+		return 0, 0, false
+	}
+	median := func(xs []int64) int64 {
+		xs = slices.Clone(xs)
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	return median(samples[:q]), median(samples[len(samples)-q:]), true
+}
+
+// memoryFigures are the memory figures a soak reports beside the live heap.
+var memoryFigures = []struct {
+	name string
+	get  func(soakSample) int64
+}{
+	{"garuda acp PSS", func(s soakSample) int64 { return s.pssFront }},
+	{"garuda-exec PSS", func(s soakSample) int64 { return s.pssExec }},
+	{"garuda acp anon PSS", func(s soakSample) int64 { return s.anonFront }},
+	{"garuda-exec anon PSS", func(s soakSample) int64 { return s.anonExec }},
+}
+
+// pssAnon returns the anonymous part of pid's proportional set size (Pss_Anon in /proc/PID/smaps_rollup).
+func pssAnon(pid int) (int64, error) {
+	return procBytes(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss_Anon")
 }
 
 // pss returns the proportional set size of pid in bytes (Pss in /proc/PID/smaps_rollup): its private pages and its

@@ -12,13 +12,13 @@ import (
 
 // summaryMarker begins the message that holds a compaction summary, so that a later compaction tells it from the
 // user's own messages.
-const summaryMarker = "[Garuda: summary of the earlier conversation, written when it was compacted to fit the context window. The user's own messages are kept above and below it, word for word.]"
+const summaryMarker = "[Garuda: summary of the earlier conversation, written when it was compacted to fit the context window. The user's recent messages are kept above and below it, word for word; older ones are only in this summary.]"
 
 const compactSystem = "You summarise a coding session of Garuda, a coding agent, so that it can go on with a shorter context. " +
 	"You see a transcript of the earlier conversation; some tool outputs in it were shortened or dropped."
 
-const compactInstructions = `Write a summary of the conversation above for the agent that will continue it. The user's own messages are kept word for word elsewhere: do not repeat them, refer to them. Include:
-- what the user asked for, and any constraint or preference they stated;
+const compactInstructions = `Write a summary of the conversation above for the agent that will continue it. The user's recent messages are kept word for word elsewhere: do not repeat them, refer to them; their older messages are kept only in your summary. Include:
+- what the user asked for, and any constraint or preference they stated (for the older messages, as exactly as needed);
 - what has been done: files read, created or changed (with paths), commands run and their outcomes;
 - facts found that are still needed: names, paths, line numbers, error messages, decisions and their reasons;
 - calls that were denied by the user or the policy, so they are not tried again;
@@ -33,7 +33,22 @@ const (
 	// Without a known context window, the summary request's transcript is at most this many bytes.
 	compactDefaultBudget = 400_000
 	compactMaxOutput     = 4096
+	// The user's own messages kept word for word take at most this share of the transcript budget; older ones are
+	// left to the summary, so that a long session's history (and the front end's memory) stays bounded.
+	compactPromptShare = 4
 )
+
+// keptPrompts returns the newest prompts whose text fits in budget bytes (the latest one always), oldest first.
+func keptPrompts(prompts []model.Message, budget int) []model.Message {
+	size := 0
+	for i := len(prompts) - 1; i >= 0; i-- {
+		size += len(messageText(prompts[i]))
+		if size > budget && i < len(prompts)-1 {
+			return prompts[i+1:]
+		}
+	}
+	return prompts
+}
 
 func isToolResults(m model.Message) bool {
 	return m.Role == model.RoleUser && len(m.Content) > 0 && m.Content[0].Type == model.BlockToolResult
@@ -53,8 +68,9 @@ func isPrompt(m model.Message) bool {
 }
 
 // compact replaces the older part of History by a summary written by the model: the user's own messages stay word
-// for word, the last step (a tool call and its results) stays as it is, the rest becomes one summary message. It
-// reports false when there was nothing to summarise.
+// for word (the newest of them, up to a quarter of the transcript budget; older ones live on in the summary), the
+// last step (a tool call and its results) stays as it is, the rest becomes one summary message. It reports false
+// when there was nothing to summarise.
 func (t *turn) compact(ctx context.Context) (bool, error) {
 	s := t.s
 	h := s.History
@@ -63,21 +79,21 @@ func (t *turn) compact(ctx context.Context) (bool, error) {
 		cut = n - 2
 	}
 	head, tail := h[:cut], h[cut:]
-	var prompts []model.Message
-	for _, m := range head {
-		if isPrompt(m) {
-			prompts = append(prompts, m)
-		}
-	}
-	if len(prompts) == len(head) {
-		return false, nil
-	}
-	before := s.estimate(s.buildRequest())
-
 	budget := compactDefaultBudget
 	if s.ContextWindow > 0 {
 		budget = s.ContextWindow * 4 / 2 // bytes: about half the window in tokens
 	}
+	var all []model.Message
+	for _, m := range head {
+		if isPrompt(m) {
+			all = append(all, m)
+		}
+	}
+	prompts := keptPrompts(all, budget/compactPromptShare)
+	if len(prompts) == len(head) {
+		return false, nil
+	}
+	before := s.estimate(s.buildRequest())
 	var summary string
 	var dropped int
 	for try := 0; ; try++ {
@@ -123,7 +139,12 @@ func (t *turn) compact(ctx context.Context) (bool, error) {
 	after := s.estimate(s.buildRequest())
 	c := Compaction{Summary: summary, MessagesBefore: len(h), MessagesAfter: len(out), TokensBefore: before, TokensAfter: after, DroppedToolBytes: dropped}
 	s.record("compaction", c)
-	t.emit(Event{Type: EventCompaction, Text: fmt.Sprintf("Garuda: the conversation was compacted to fit the model's context: %d earlier messages summarised, your own messages kept (about %d tokens, now %d).", len(head)-len(prompts), before, after)})
+	kept := "your own messages kept"
+	if older := len(all) - len(prompts); older > 0 {
+		kept = fmt.Sprintf("your %d latest messages kept, %d older ones summarised", len(prompts), older)
+	}
+	t.emit(Event{Type: EventCompaction, Text: fmt.Sprintf("Garuda: the conversation was compacted to fit the model's context: "+
+		"%d earlier messages summarised, %s (about %d tokens, now %d).", len(head)-len(prompts), kept, before, after)})
 	return true, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -180,5 +181,46 @@ func TestCompactionWithNothingToSummarise(t *testing.T) {
 	stop, err := s.RunTurn(t.Context(), strings.Repeat("paste ", 100), nil)
 	if stop != "" || err == nil || !strings.Contains(err.Error(), "context window") {
 		t.Errorf("RunTurn = %q, %v; want the context error", stop, err)
+	}
+}
+
+// A long session's own messages do not pile up for ever: past a quarter of the transcript budget the oldest are left
+// to the summary (which sees them), the newest stay word for word, and a history of nothing but prompts can still be
+// compacted. Without the bound the seven big prompts are all kept and the request stays too long.
+func TestCompactionBoundsKeptPrompts(t *testing.T) {
+	big := func(i int) string { return fmt.Sprintf("prompt %d: %s", i, strings.Repeat("words ", 150)) }
+	var h []model.Message
+	for i := range 7 {
+		h = append(h, textMsg(model.RoleUser, big(i)))
+	}
+	tooLong := &model.StreamError{Err: fmt.Errorf("400 prompt is too long: %w", model.ErrContextTooLong)}
+	var transcript string
+	sum := func(ctx context.Context, req model.Request, hd model.Handler) (*model.Response, error) {
+		transcript = req.Messages[0].Content[0].Text
+		return answerText("SUMMARY")(ctx, req, hd)
+	}
+	f := newFake(t, fail(tooLong), sum, answerText("done"))
+	s := newSession(f, &fakeTools{})
+	s.ContextWindow = 4000 // transcript budget 8,000 bytes: 2,000 for kept prompts (two of 900)
+	s.History = h
+	var rec recorder
+	stop, err := s.RunTurn(t.Context(), "last prompt", rec.emit)
+	if err != nil || stop != StopDone {
+		t.Fatalf("RunTurn = %q, %v", stop, err)
+	}
+	if !strings.Contains(transcript, "prompt 0:") {
+		t.Errorf("the summary request does not see the oldest prompt")
+	}
+	var kept []string
+	for _, m := range s.History {
+		if isPrompt(m) {
+			kept = append(kept, strings.SplitN(messageText(m), ":", 2)[0])
+		}
+	}
+	if len(kept) == 0 || len(kept) >= 8 || kept[len(kept)-1] != "last prompt" || slices.Contains(kept, "prompt 0") {
+		t.Errorf("prompts kept word for word: %q; want the newest only, the latest last", kept)
+	}
+	if ev := rec.of(EventCompaction); len(ev) != 1 || !strings.Contains(ev[0].Text, "older ones summarised") {
+		t.Errorf("compaction events = %+v", ev)
 	}
 }
