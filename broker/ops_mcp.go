@@ -59,7 +59,8 @@ func editorMCPServers(in []*execv1.McpServer) ([]config.MCPServer, []string) {
 }
 
 // mcpServers reads the session's servers afresh: the user's $GARUDA_HOME/mcp.json, the project's .mcp.json and
-// .garuda/mcp.json (through the folder the session holds open), then the editor's. A malformed file is a notice
+// .garuda/mcp.json (through the folder the session holds open, where the read policy lets the model read them),
+// then the editor's. A malformed file is a notice
 // naming its line, and the other files still count; a name taken by an earlier source is kept by that one.
 func (s *Service) mcpServers(sess *session) ([]config.MCPServer, []string) {
 	var all []config.MCPServer
@@ -87,8 +88,13 @@ func (s *Service) mcpServers(sess *session) ([]config.MCPServer, []string) {
 		}
 		add(srvs)
 	}
+	allow := s.allowRead(s.state(sess))
 	for _, rel := range []string{".mcp.json", filepath.Join(".garuda", "mcp.json")} {
 		name := filepath.Join(sess.root, rel)
+		// Seen as the read policy lets the model see it: a consent question would show a hidden file's content.
+		if !allow(name) {
+			continue
+		}
 		data, err := readInRoot(sess.fs.FDPath(), rel, maxSettings)
 		if errors.Is(err, os.ErrNotExist) {
 			continue

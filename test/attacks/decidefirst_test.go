@@ -147,6 +147,21 @@ var denials = []denial{
 			},
 		},
 	},
+	{
+		name:     "a project's MCP servers in a file a rule hides, and a server a rule denies",
+		settings: `{"permissions": {"deny": ["read_file(.mcp.json)", "mcp__x"]}}`,
+		target:   func(e *env) string { return filepath.Join(e.root, ".mcp.json") },
+		answer:   execv1.Choice_CHOICE_ONCE,
+		ops: map[string]func(string) *execv1.Start{
+			"mcp_start": func(string) *execv1.Start { return &execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}} },
+			"mcp_call": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_McpCall{McpCall: &execv1.McpCall{Server: "x", Tool: "y", ArgumentsJson: "{}"}}}
+			},
+			"mcp_resource": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_McpResource{McpResource: &execv1.McpResource{Server: "x", Uri: "mem://y"}}}
+			},
+		},
+	},
 }
 
 // throughLink makes a symlink "link" beside the target that points at it, and asks op about the link: the link is
@@ -263,8 +278,8 @@ func TestDeniedRequestsAnswerTheSameWhateverTheTargetIs(t *testing.T) {
 					}
 					if i == 0 {
 						first = seen
-						// resolve_command and skill decide nothing here: the hidden file is simply not found.
-						if field != "resolve_command" && field != "load_skill" && !strings.Contains(seen, "audit: decision") {
+						// resolve_command, skill and mcp_start decide nothing here: the hidden file is simply not found.
+						if field != "resolve_command" && field != "load_skill" && field != "mcp_start" && !strings.Contains(seen, "audit: decision") {
 							t.Fatalf("no decision was audited:\n%s", seen)
 						}
 						continue
@@ -288,9 +303,13 @@ func TestDecideFirstControlSeesReadableTargets(t *testing.T) {
 		answer: execv1.Choice_CHOICE_DENY,
 		ops:    fileOps(),
 	}
-	skills := denials[len(denials)-1]
+	skills := denials[len(denials)-2]
 	skills.settings = ""
-	for _, d := range []denial{readable, skills} {
+	// mcp_start reads a .mcp.json the rules do not hide: its worlds differ (a malformed file's notice, none).
+	servers := denials[len(denials)-1]
+	servers.settings = ""
+	servers.ops = map[string]func(string) *execv1.Start{"mcp_start": servers.ops["mcp_start"]}
+	for _, d := range []denial{readable, skills, servers} {
 		for field, op := range d.ops {
 			t.Run(field, func(t *testing.T) {
 				a, _ := observe(t, d, worlds[0], op)
