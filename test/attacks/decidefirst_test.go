@@ -153,7 +153,9 @@ var denials = []denial{
 		target:   func(e *env) string { return filepath.Join(e.root, ".mcp.json") },
 		answer:   execv1.Choice_CHOICE_ONCE,
 		ops: map[string]func(string) *execv1.Start{
-			"mcp_start": func(string) *execv1.Start { return &execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}} },
+			"mcp_start": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}}
+			},
 			"mcp_call": func(string) *execv1.Start {
 				return &execv1.Start{Op: &execv1.Start_McpCall{McpCall: &execv1.McpCall{Server: "x", Tool: "y", ArgumentsJson: "{}"}}}
 			},
