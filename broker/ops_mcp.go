@@ -179,11 +179,14 @@ func (s *Service) mcpConsent(g *grant, d config.MCPServer) (bool, string, error)
 	sess := g.c.sess
 	st := s.state(sess)
 	if reason, forbidden := policy.MCPServerForbidden(st.Team, d.Name, d.Command, d.URL); forbidden {
-		req := policy.Request{Kind: policy.KindConsent, Tool: commands.ConsentMCPServer, ConsentKind: commands.ConsentMCPServer, ConsentName: d.Name}
-		err := s.auditDecision(g.c, commands.ConsentMCPServer, true, req, policy.Decision{Verdict: policy.Deny, Rule: "team policy", Reason: reason})
+		req := policy.Request{Kind: policy.KindConsent, Tool: commands.ConsentMCPServer, ConsentKind: commands.ConsentMCPServer,
+			ConsentName: d.Name}
+		err := s.auditDecision(g.c, commands.ConsentMCPServer, true, req, policy.Decision{Verdict: policy.Deny, Rule: "team policy",
+			Reason: reason})
 		return false, fmt.Sprintf("MCP server %q (%s) is not started: %s.", d.Name, d.Where(), reason), err
 	}
-	req := policy.Request{Kind: policy.KindConsent, Tool: commands.ConsentMCPServer, ConsentKind: commands.ConsentMCPServer, ConsentName: d.Name}
+	req := policy.Request{Kind: policy.KindConsent, Tool: commands.ConsentMCPServer, ConsentKind: commands.ConsentMCPServer,
+		ConsentName: d.Name}
 	if d.Source == config.MCPSourceUser {
 		// The user's own file is the user's config, as in the terminal: only a rule that denies it counts.
 		if dec := policy.Decide(req, st); dec.Verdict == policy.Deny {
@@ -233,7 +236,8 @@ func (s *Service) mcpConsent(g *grant, d config.MCPServer) (bool, string, error)
 		}
 		sess.mcp.denied[d.Name] = hash
 		sess.mcp.mu.Unlock()
-		return false, fmt.Sprintf("MCP server %q (%s) is not started: %s", d.Name, d.Where(), strings.TrimPrefix(res.GetContent(), "Denied: ")), nil
+		return false, fmt.Sprintf("MCP server %q (%s) is not started: %s", d.Name, d.Where(), strings.TrimPrefix(res.GetContent(),
+			"Denied: ")), nil
 	}
 	cons.Grant(commands.ConsentMCPServer, d.Name, sess.root, hash)
 	if err := s.record(audit.Record{Session: sess.id, Event: audit.EventConsent, Op: commands.ConsentMCPServer, Input: d.Name,

@@ -335,7 +335,8 @@ func (h *Host) refresh(srv *server) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err != nil {
-		h.notices = append(h.notices, fmt.Sprintf("MCP server %q changed its tools, and listing them failed: %v", srv.def.Name, explain(err, srv)))
+		h.notices = append(h.notices, fmt.Sprintf("MCP server %q changed its tools, and listing them failed: %v", srv.def.Name,
+			explain(err, srv)))
 		return
 	}
 	srv.tools = tools

@@ -49,7 +49,8 @@ func stdioServer(t *testing.T, name, mode string) config.MCPServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return config.MCPServer{Name: name, Type: config.MCPStdio, Command: exe, Args: []string{mcptest.Arg, mode}, File: "test", Source: config.MCPSourceUser}
+	return config.MCPServer{Name: name, Type: config.MCPStdio, Command: exe, Args: []string{mcptest.Arg, mode}, File: "test",
+		Source: config.MCPSourceUser}
 }
 
 func newHost(t *testing.T, timeout time.Duration) (*Host, string) {
@@ -88,7 +89,8 @@ func TestStdioServerToolsAndCalls(t *testing.T) {
 	}
 	// Images are dropped with a note; the model reads text only.
 	res, err = call(t, h, "test", "image", `{}`)
-	if err != nil || !strings.Contains(res.Text, "a picture:") || !strings.Contains(res.Text, "image (image/png) was left out") || strings.Contains(res.Text, "PNG") {
+	if err != nil || !strings.Contains(res.Text, "a picture:") || !strings.Contains(res.Text,
+		"image (image/png) was left out") || strings.Contains(res.Text, "PNG") {
 		t.Errorf("image: %+v %v", res, err)
 	}
 	if _, err := call(t, h, "test", "nosuch", `{}`); err == nil {
@@ -299,10 +301,12 @@ func TestHTTPServerHeadersAndUnauthorized(t *testing.T) {
 	h, _ := newHost(t, 20*time.Second)
 	defer srv.Close()
 	defer h.Close() // first: its event stream holds a connection to srv open
-	good := config.MCPServer{Name: "web", Type: config.MCPHTTP, URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer t0ken"}, File: "test"}
+	good := config.MCPServer{Name: "web", Type: config.MCPHTTP, URL: srv.URL,
+		Headers: map[string]string{"Authorization": "Bearer t0ken"}, File: "test"}
 	bad := config.MCPServer{Name: "nokey", Type: config.MCPHTTP, URL: srv.URL, File: "test"}
 	notices := h.Start(context.Background(), []config.MCPServer{good, bad})
-	if len(notices) != 1 || !strings.Contains(notices[0], `"nokey"`) || !strings.Contains(notices[0], "refused the credentials (check the headers of its definition) (HTTP 401)") {
+	if len(notices) != 1 || !strings.Contains(notices[0], `"nokey"`) || !strings.Contains(notices[0],
+		"refused the credentials (check the headers of its definition) (HTTP 401)") {
 		t.Errorf("notices: %q", notices)
 	}
 	res, err := call(t, h, "web", "echo", `{"text":"over http"}`)

@@ -40,7 +40,8 @@ func mcpServers(in []acp.McpServer) ([]*execv1.McpServer, []string) {
 		case m.Sse != nil:
 			out = append(out, &execv1.McpServer{Name: m.Sse.Name, Type: "sse", Url: m.Sse.Url, Headers: headers(m.Sse.Headers)})
 		case m.Acp != nil:
-			notices = append(notices, "the editor's MCP server "+visible.OneLine(m.Acp.Name)+" uses the ACP transport, which Garuda does not speak; it is not started.")
+			notices = append(notices,
+				"the editor's MCP server "+visible.OneLine(m.Acp.Name)+" uses the ACP transport, which Garuda does not speak; it is not started.")
 		}
 	}
 	return out, notices
@@ -70,7 +71,8 @@ func (s *session) startMCP(ctx, uctx context.Context) {
 	menu := append(append([]*execv1.CommandInfo(nil), s.commands...), prompts...)
 	s.mu.Unlock()
 	if changed {
-		s.update(uctx, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: availableCommands(menu)}})
+		s.update(uctx,
+			acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: availableCommands(menu)}})
 	}
 }
 
@@ -101,7 +103,8 @@ func (s *session) attachResources(ctx, uctx context.Context, rs []resourceMentio
 		if !slices.Contains(servers, r.server) {
 			continue
 		}
-		res, err := s.runner.Call(ctx, &execv1.Start{Op: &execv1.Start_McpResource{McpResource: &execv1.McpResource{Server: r.server, Uri: r.uri}}}, nil)
+		res, err := s.runner.Call(ctx, &execv1.Start{Op: &execv1.Start_McpResource{McpResource: &execv1.McpResource{Server: r.server,
+			Uri: r.uri}}}, nil)
 		switch {
 		case ctx.Err() != nil:
 			return b.String()

@@ -62,7 +62,8 @@ func BenchmarkMCPCallThroughBroker(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(b, "bench", mcptest.Good, nil)), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(`{"permissions": {"allow": ["mcp__bench__echo"]}}`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(`{"permissions": {"allow": ["mcp__bench__echo"]}}`),
+		0o600); err != nil {
 		b.Fatal(err)
 	}
 	sid := e.newSession()

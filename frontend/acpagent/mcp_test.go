@@ -142,7 +142,8 @@ func TestMCPProjectServerEndToEnd(t *testing.T) {
 func TestMCPDeniedNeverStartsUserTrusted(t *testing.T) {
 	e := newEnv(t)
 	e.write(".mcp.json", mcpJSON(t, "proj", mcptest.Good, map[string]string{"MCPTEST_MARK": "proj-started"}))
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "mine", mcptest.Good, map[string]string{"MCPTEST_MARK": "mine-started"})), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "mine", mcptest.Good,
+		map[string]string{"MCPTEST_MARK": "mine-started"})), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	e.ed.answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
@@ -288,7 +289,8 @@ func TestMCPReferenceServerEverything(t *testing.T) {
 			"@modelcontextprotocol/server-everything@2026.8.31`, as .ci/run does", err)
 	}
 	e := newEnv(t)
-	def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": "node", "args": []string{entry, "stdio"}}}})
+	def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": "node",
+		"args": []string{entry, "stdio"}}}})
 	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), def, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +369,8 @@ func TestMCPLargeResultIsCut(t *testing.T) {
 	e.fake.Push(tool("toolu_b", "mcp__big__big", `{"bytes":200000}`), model.TextStep("done"))
 	e.promptOK(sid, "big")
 	got := fmt.Sprint(e.fake.Requests()[1].Messages)
-	if !strings.Contains(got, "BEGIN") || !strings.Contains(got, "END") || !strings.Contains(got, "bytes cut; the whole result is in ") || len(got) > 60000 {
+	if !strings.Contains(got, "BEGIN") || !strings.Contains(got, "END") || !strings.Contains(got,
+		"bytes cut; the whole result is in ") || len(got) > 60000 {
 		t.Fatalf("the model got %d bytes", len(got))
 	}
 	i := strings.Index(got, "the whole result is in ") + len("the whole result is in ")
@@ -394,7 +397,8 @@ func TestMCPEditorHTTPServer(t *testing.T) {
 		t.Fatalf("%d consent questions", len(qs))
 	}
 	q := permText(qs[0])
-	if !strings.Contains(q, srv.URL) || !strings.Contains(q, "Authorization") || strings.Contains(q, "editor-t0ken") || !strings.Contains(q, "the editor") {
+	if !strings.Contains(q, srv.URL) || !strings.Contains(q, "Authorization") || strings.Contains(q,
+		"editor-t0ken") || !strings.Contains(q, "the editor") {
 		t.Errorf("consent question:\n%s", q)
 	}
 	if !strings.Contains(fmt.Sprint(e.fake.Requests()[1].Messages), "echo: over http") {

@@ -94,23 +94,28 @@ func failure(s string) *mcp.CallToolResult {
 // NewServer is the well-behaved server: echo, big, image, write, dial, sleep, spawn, crash, grow.
 func NewServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text."}, func(_ context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text."}, func(_ context.Context, _ *mcp.CallToolRequest,
+		in textIn) (*mcp.CallToolResult, any, error) {
 		return text("echo: " + in.Text), nil, nil
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Answer with this many bytes."}, func(_ context.Context, _ *mcp.CallToolRequest, in bytesIn) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Answer with this many bytes."}, func(_ context.Context,
+		_ *mcp.CallToolRequest, in bytesIn) (*mcp.CallToolResult, any, error) {
 		return text("BEGIN" + strings.Repeat("x", in.Bytes) + "END"), nil, nil
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "image", Description: "Answer with an image."}, func(_ context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "image", Description: "Answer with an image."}, func(_ context.Context, _ *mcp.CallToolRequest,
+		_ empty) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a picture:"},
 			&mcp.ImageContent{MIMEType: "image/png", Data: []byte("\x89PNG....")}}}, nil, nil
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "write", Description: "Write a file."}, func(_ context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "write", Description: "Write a file."}, func(_ context.Context, _ *mcp.CallToolRequest,
+		in pathIn) (*mcp.CallToolResult, any, error) {
 		if err := os.WriteFile(in.Path, []byte("planted by an MCP server\n"), 0o644); err != nil {
 			return failure("write failed: " + err.Error()), nil, nil
 		}
 		return text("wrote " + in.Path), nil, nil
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "dial", Description: "Open a TCP connection."}, func(_ context.Context, _ *mcp.CallToolRequest, in addrIn) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "dial", Description: "Open a TCP connection."}, func(_ context.Context, _ *mcp.CallToolRequest,
+		in addrIn) (*mcp.CallToolResult, any, error) {
 		c, err := net.DialTimeout("tcp", in.Addr, 5*time.Second)
 		if err != nil {
 			return failure("dial failed: " + err.Error()), nil, nil
@@ -136,12 +141,15 @@ func NewServer() *mcp.Server {
 			// command line instead (the test looks for the process by it).
 			return text(fmt.Sprintf("started %d in %s", cmd.Process.Pid, filepath.Base(wd))), nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit in the middle of the call."}, func(_ context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit in the middle of the call."}, func(_ context.Context,
+		_ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
 		os.Exit(3)
 		return nil, nil, nil
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "Add the tool 'added'."}, func(_ context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
-		mcp.AddTool(s, &mcp.Tool{Name: "added", Description: "Added later."}, func(_ context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "Add the tool 'added'."}, func(_ context.Context, _ *mcp.CallToolRequest,
+		_ empty) (*mcp.CallToolResult, any, error) {
+		mcp.AddTool(s, &mcp.Tool{Name: "added", Description: "Added later."}, func(_ context.Context, _ *mcp.CallToolRequest,
+			_ empty) (*mcp.CallToolResult, any, error) {
 			return text("added works"), nil, nil
 		})
 		return text("grown"), nil, nil
@@ -199,7 +207,8 @@ func raw(mode string) int {
 		if mode == Probe && req.Method == "notifications/initialized" {
 			for _, r := range []string{`{"jsonrpc":"2.0","id":"roots","method":"roots/list"}`,
 				`{"jsonrpc":"2.0","id":"sampling","method":"sampling/createMessage","params":{"maxTokens":5,"messages":[]}}`,
-				`{"jsonrpc":"2.0","id":"elicitation","method":"elicitation/create","params":{"message":"password?","requestedSchema":{"type":"object"}}}`} {
+				`{"jsonrpc":"2.0","id":"elicitation","method":"elicitation/create",` +
+					`"params":{"message":"password?","requestedSchema":{"type":"object"}}}`} {
 				out.WriteString(r + "\n")
 			}
 			out.Flush()
