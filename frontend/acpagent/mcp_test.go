@@ -456,3 +456,31 @@ func TestMCPResourceMention(t *testing.T) {
 		t.Error("a file and line was taken for a resource")
 	}
 }
+
+// Plan mode restarts the stdio servers with the project read-only: a write that worked in build mode fails.
+func TestMCPPlanModeRestartsReadOnly(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "box", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_1", "mcp__box__write", `{"path":"build.txt"}`), model.TextStep("one"))
+	e.promptOK(sid, "build")
+	if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(sid), ModeId: "plan"}); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.Push(tool("toolu_2", "mcp__box__write", `{"path":"plan.txt"}`), model.TextStep("two"))
+	e.promptOK(sid, "plan")
+	if e.read("build.txt") == "" {
+		t.Fatal("the write in build mode failed")
+	}
+	if e.read("plan.txt") != "" {
+		t.Error("a server wrote the project in plan mode")
+	}
+	if _, _, texts := toolCall(e.ed.updatesCopy(), "toolu_2"); !strings.Contains(strings.Join(texts, "\n"), "write failed") {
+		t.Errorf("the plan-mode write did not run and fail: %q", texts)
+	}
+	if !strings.Contains(messages(e.ed.updatesCopy()), "plan mode") {
+		t.Errorf("no notice of the restart:\n%s", messages(e.ed.updatesCopy()))
+	}
+}
