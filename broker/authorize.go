@@ -40,6 +40,17 @@ func (s *Service) state(sess *session) *policy.State {
 	return st
 }
 
+// callState is the policy state a call is decided in: the session's, in plan mode when the call asks for it (a
+// subagent's narrower mode). Defends against a subagent that would do more than its agent allows: the narrowing
+// is the broker's, not the front end's to enforce.
+func (s *Service) callState(c *call) *policy.State {
+	st := s.state(c.sess)
+	if c.start.GetMode() == execv1.Mode_MODE_PLAN {
+		st.Mode = policy.ModePlan
+	}
+	return st
+}
+
 func modeOf(m execv1.Mode) policy.Mode {
 	if m == execv1.Mode_MODE_PLAN {
 		return policy.ModePlan
@@ -67,20 +78,24 @@ func (s *Service) decide(c *call, op *operation, req policy.Request) (*grant, *e
 // decideAs is decide with the audit log's op given: a consent asked inside an operation is recorded as its kind
 // (command, skill).
 func (s *Service) decideAs(c *call, op *operation, name string, req policy.Request) (*grant, *execv1.Result, error) {
-	d, p := permit.Decide(req, s.state(c.sess))
+	d, p := permit.Decide(req, s.callState(c))
 	// What nested repositories point git at is known once the guard has walked the root (the first command does).
 	// A write or an edit the policy allows before that is decided again after a walk: the walk opens folders, so it
 	// is taken only for a request already allowed (a denied or asked one opens nothing first), and the second
 	// decision can only be stricter.
 	if d.Verdict == policy.Allow && (req.Kind == policy.KindWrite || req.Kind == policy.KindEdit) && c.sess.guard.Unscanned() {
 		c.sess.guard.Scan()
-		d, p = permit.Decide(req, s.state(c.sess))
+		d, p = permit.Decide(req, s.callState(c))
 	}
 	if err := s.auditDecision(c, name, op.changes, req, d); err != nil {
 		return nil, nil, err
 	}
 	if d.Verdict == policy.Deny {
-		return nil, denied(d.Reason), nil
+		reason := d.Reason
+		if hint := policy.NetworkHint(req, d); req.Kind == policy.KindNetwork && hint != "" {
+			reason += "; " + hint
+		}
+		return nil, denied(reason), nil
 	}
 	return &grant{s: s, c: c, op: op, req: req, d: d, p: p}, nil, nil
 }
@@ -101,7 +116,7 @@ func denied(reason string) *execv1.Result {
 func (s *Service) ask(c *call, req policy.Request, d policy.Decision, q *execv1.Question) (*execv1.Result, error) {
 	q.Warning = mergeWarnings(d.Warning, q.Warning)
 	q.Kind = string(req.Kind)
-	q.OutsideRoot = policy.Outside(req, s.state(c.sess))
+	q.OutsideRoot = policy.Outside(req, s.callState(c))
 	q.OutsideSandbox = req.Kind == policy.KindCommand && !req.Sandboxed
 	if q.Preview == "" {
 		q.Preview = q.Title
@@ -139,7 +154,7 @@ func (s *Service) ask(c *call, req policy.Request, d policy.Decision, q *execv1.
 	case execv1.Choice_CHOICE_ONCE:
 		return nil, nil
 	case execv1.Choice_CHOICE_SESSION:
-		if rule, ok := policy.SessionRule(req, s.state(c.sess)); ok {
+		if rule, ok := policy.SessionRule(req, s.callState(c)); ok {
 			c.sess.mu.Lock()
 			c.sess.rules = append(c.sess.rules, rule)
 			c.sess.mu.Unlock()

@@ -78,6 +78,8 @@ type call struct {
 	answered []string         // ids of questions already answered
 	answers  chan *execv1.Answer
 	hungUp   chan struct{} // closed when the client closed its sending side
+
+	startedOnce sync.Once
 }
 
 // sendGrace is how long a message is still waited for once its call has ended.
@@ -182,6 +184,11 @@ func (c *call) ask(q *execv1.Question) (execv1.Choice, error) {
 	case <-c.ctx.Done():
 		return execv1.Choice_CHOICE_DENY, context.Cause(c.ctx)
 	}
+}
+
+// started tells the front end, once, that the call goes ahead: an empty Progress (see the proto).
+func (c *call) started() {
+	c.startedOnce.Do(func() { c.progress(&execv1.Progress{}) })
 }
 
 // progress streams output or a line to the front end; a failure to send is the call's end, seen through ctx.

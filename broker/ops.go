@@ -33,14 +33,16 @@ type operation struct {
 type request struct {
 	policy policy.Request // what the policy decides; a zero Kind means the operation decides inside run (see below)
 	input  string         // what the audit log keeps of it: never file contents or keys
+	quiet  bool           // nothing was done and nothing is recorded (a hook event with no hooks)
 	// run carries the operation out once the decision is not a deny. It may open, read or match its target only
 	// through g's permit, and asks through g.confirm.
 	run func(ctx context.Context, g *grant) (*execv1.Result, error)
 }
 
-// operations is the table. resolve_command and skill have no target of the model's choosing: they read the
+// operations is the table. resolve_command, skill and load_agent have no target of the model's choosing: they read the
 // command and skill files, each decided by the read policy before it is opened (commandSet), and a project's own
-// command or skill is a consent decision of its own, asked in run.
+// command or skill is a consent decision of its own, asked in run. mcp_start is the same for MCP servers: each
+// server's consent is decided (and asked) in run, before it starts.
 var operations = []operation{
 	{field: "read_file", name: policy.OpReadFile, kind: policy.KindRead, check: checkReadFile},
 	{field: "write_file", name: policy.OpWriteFile, kind: policy.KindWrite, changes: true, check: checkWriteFile},
@@ -51,6 +53,14 @@ var operations = []operation{
 	{field: "attach_mention", name: policy.OpAttachMention, kind: policy.KindRead, check: checkAttachMention},
 	{field: "resolve_command", name: policy.OpResolveCommand, kind: policy.KindConsent, changes: true, check: checkResolveCommand},
 	{field: "load_skill", name: policy.OpSkill, kind: policy.KindConsent, changes: true, check: checkLoadSkill},
+	{field: "hook_event", name: policy.OpHook, kind: policy.KindConsent, changes: true, check: checkHookEvent},
+	{field: "web_fetch", name: policy.OpWebFetch, kind: policy.KindNetwork, check: checkWebFetch},
+	{field: "process_manager", name: policy.OpProcessManager, kind: policy.KindCommand, changes: true, check: checkProcess},
+	{field: "load_agent", name: policy.OpLoadAgent, kind: policy.KindConsent, changes: true, check: checkLoadAgent},
+	{field: "mcp_start", name: policy.OpMCPStart, kind: policy.KindConsent, changes: true, check: checkMCPStart},
+	{field: "mcp_call", name: policy.OpMCPCall, kind: policy.KindMCPTool, changes: true, check: checkMCPCall},
+	{field: "web_search_consent", name: policy.OpWebSearch, kind: policy.KindConsent, check: checkWebSearchConsent},
+	{field: "mcp_resource", name: policy.OpMCPResource, kind: policy.KindRead, check: checkMCPResource},
 }
 
 // operationOf finds the table's entry for a Start.
@@ -89,11 +99,16 @@ func (s *Service) do(ctx context.Context, c *call) (*execv1.Result, error) {
 		case deniedRes != nil:
 			res = deniedRes
 		default:
-			res, err = r.run(ctx, g)
+			// A model's tool call runs between its PreToolUse and PostToolUse hooks: after a deny has answered,
+			// before any question.
+			res, err = s.runTool(ctx, g, r)
 		}
 	}
 	if err != nil {
 		return nil, err
+	}
+	if r.quiet {
+		return res, nil
 	}
 	if res.Status == execv1.Status_STATUS_UNSPECIFIED {
 		res.Status = execv1.Status_STATUS_COMPLETED
@@ -116,8 +131,10 @@ type grant struct {
 
 // confirm makes sure the permit acts: at once when the decision was allow; for an ask, after the user allowed q
 // (audited). It returns the Result that ends the call when the user did not allow it.
+// Either way the front end then hears that the call started.
 func (g *grant) confirm(q *execv1.Question) (*execv1.Result, error) {
 	if g.p.Acts() {
+		g.c.started()
 		return nil, nil
 	}
 	res, err := g.s.ask(g.c, g.req, g.d, q)
@@ -125,6 +142,7 @@ func (g *grant) confirm(q *execv1.Question) (*execv1.Result, error) {
 		return res, err
 	}
 	g.p = permit.Granted(g.p)
+	g.c.started()
 	return nil, nil
 }
 

@@ -31,80 +31,74 @@ func checkBash(s *Service, c *call) (*request, error) {
 		return nil, errors.New("bash: the command is empty")
 	}
 	return &request{
-		policy: policy.Request{Kind: policy.KindCommand, Tool: policy.OpBash, Command: cmdText, Sandboxed: !op.GetUnsandboxed(), Dir: c.sess.root},
+		policy: commandRequest(c, cmdText, op.GetUnsandboxed()),
 		input:  cmdText,
 		run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
-			q := &execv1.Question{Title: "$ " + cmdText, Preview: cmdText}
-			if op.GetUnsandboxed() {
-				q.Warning = unsandboxedWarning
-			}
-			if res, err := g.confirm(q); res != nil || err != nil {
+			if res, err := g.confirm(commandQuestion(cmdText, op.GetUnsandboxed())); res != nil || err != nil {
 				return res, err
 			}
-			return s.bash(ctx, c, op)
+			return s.bash(ctx, c, g.op, op)
 		},
 	}, nil
 }
 
+// commandRequest is what the policy decides for a command: bash and a background process's start alike, so that
+// the same rules, mode and team policy apply to both.
+func commandRequest(c *call, cmdText string, unsandboxed bool) policy.Request {
+	return policy.Request{Kind: policy.KindCommand, Tool: policy.OpBash, Command: cmdText, Sandboxed: !unsandboxed, Dir: c.sess.root}
+}
+
+// commandQuestion is the question asked before a command runs.
+func commandQuestion(cmdText string, unsandboxed bool) *execv1.Question {
+	q := &execv1.Question{Title: "$ " + cmdText, Preview: cmdText}
+	if unsandboxed {
+		q.Warning = unsandboxedWarning
+	}
+	return q
+}
+
 // bash runs a command the policy allowed.
-func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.Result, error) {
+func (s *Service) bash(ctx context.Context, c *call, bashOp *operation, op *execv1.Bash) (*execv1.Result, error) {
 	sess := c.sess
-	st := s.state(sess)
+	st := s.callState(c)
 	spec, err := s.commandSpec(sess, st, op)
 	if err != nil {
 		return failed(err), nil
 	}
-	// The guard's scan before: what is protected now (made read-only for the command) and what to compare to.
-	var watch *guard.Watch
 	if !op.GetUnsandboxed() {
-		if watch, err = s.guardBegin(sess, st, spec); err != nil {
+		// The network policy, through the broker's proxy: the command's only way out.
+		px, err := s.startProxy(ctx, sess, s.commandNetwork(c, bashOp, sess, op.GetCommand()))
+		if err != nil {
 			return failed(err), nil
 		}
-		spec.ReadOnly, spec.EnsureDirs = watch.Before().ReadOnly(), watch.Before().EnsureDirs()
-		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
-		if err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs); err != nil {
-			return failed(fmt.Errorf("prepare the protected folders: %w", err)), nil
-		}
+		defer px.stop()
+		spec.Proxy = px.socket
 	}
-	// A second name for a protected file would carry writes past its read-only mount: refuse to run.
-	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {
-		return failed(fmt.Errorf("protected files have another hard link, through which a command could change them: %s; remove the other links and try again", strings.Join(linked, ", "))), nil
-	}
-
 	pr := newProgress(c)
 	spec.OnOutput = pr.add
-	res, err := sandbox.Run(ctx, spec)
+	res, undone, err := s.runGuarded(ctx, c, st, policy.OpBash, spec)
 	pr.stop()
+	var fail *runFailure
+	if errors.As(err, &fail) {
+		return failed(fail.err), nil
+	}
 	if err != nil {
-		if errors.Is(err, sandbox.ErrUnavailable) {
-			return failed(fmt.Errorf("%w; run `garuda-exec doctor` to see what this machine lacks", err)), nil
-		}
-		return failed(fmt.Errorf("run the command: %w", err)), nil
+		return nil, err
 	}
 	out := &execv1.Result{ExitCode: int32(res.ExitCode), Notices: res.Notices}
 	var b strings.Builder
 	b.WriteString(strings.ToValidUTF8(string(res.Output), string(utf8.RuneError)))
-	switch {
-	case res.Cancelled || ctx.Err() != nil:
-		out.Status = execv1.Status_STATUS_CANCELLED
-		b.WriteString("\n[cancelled]")
-	case res.TimedOut:
-		out.Status = execv1.Status_STATUS_FAILED
-		fmt.Fprintf(&b, "\n[timed out after %s; the command and everything it started were killed]", spec.Timeout)
-	case len(res.LimitsHit) > 0:
-		out.Status = execv1.Status_STATUS_FAILED
-		fmt.Fprintf(&b, "\n[exit code %d: %s]", res.ExitCode, strings.Join(res.LimitsHit, "; "))
-	case res.ExitCode != 0:
-		out.Status = execv1.Status_STATUS_FAILED
-		fmt.Fprintf(&b, "\n[exit code %d]", res.ExitCode)
+	var how string
+	out.Status, how = commandEnd(res, ctx.Err() != nil, spec.Timeout)
+	if how != "" {
+		b.WriteString("\n" + how)
 	}
 	for _, n := range res.Notices {
 		b.WriteString("\n" + n)
 	}
-	if watch != nil {
-		if err := s.guardEnd(c, watch, &b, out); err != nil {
-			return nil, err
-		}
+	for _, l := range undone {
+		b.WriteString("\n" + l)
+		out.Notices = append(out.Notices, "Garuda: "+l)
 	}
 	out.Content = strings.TrimLeft(b.String(), "\n")
 	if out.Content == "" {
@@ -113,8 +107,124 @@ func (s *Service) bash(ctx context.Context, c *call, op *execv1.Bash) (*execv1.R
 	return out, nil
 }
 
-// commandSpec builds the sandbox's spec from the session and its policy state.
+// runFailure is a sandboxed run that could not start or could not be checked: the call fails with its reason.
+type runFailure struct{ err error }
+
+func (f *runFailure) Error() string { return f.err.Error() }
+func (f *runFailure) Unwrap() error { return f.err }
+
+// runGuarded runs spec in the sandbox under the command guard, the one way the broker runs a command to its end (a
+// bash call, a hook): the guard's scan before (what is protected is made read-only for the command), the run, and
+// the scan after, which undoes what the command left for programs that run later outside the sandbox. It returns
+// the guard's lines about what it undid; op names the run in the guard's audit record (bash, hook). A *runFailure
+// error means nothing ran, or its result cannot be trusted; any other error (the audit log) ends the call.
+func (s *Service) runGuarded(ctx context.Context, c *call, st *policy.State, op string,
+	spec sandbox.Spec) (*sandbox.Result, []string, error) {
+	watch, err := s.guardBefore(c.sess, st, &spec)
+	if err != nil {
+		return nil, nil, &runFailure{err}
+	}
+	res, err := sandbox.Run(ctx, spec)
+	if err != nil {
+		return nil, nil, &runFailure{runError(err)}
+	}
+	if watch == nil {
+		return res, nil, nil
+	}
+	undone, err := s.guardAfter(c.sess.id, op, spec.Command, watch)
+	return res, undone, err
+}
+
+// guardBefore takes the guard's scan before a sandboxed command (what is protected now is made read-only for it, and
+// what to compare with after); nil for a command outside the sandbox. A background process takes it too, and the
+// scan after when it ends.
+func (s *Service) guardBefore(sess *session, st *policy.State, spec *sandbox.Spec) (*guard.Watch, error) {
+	var watch *guard.Watch
+	if !spec.Unsandboxed {
+		var err error
+		if watch, err = s.guardBegin(sess, st, *spec); err != nil {
+			return nil, err
+		}
+		spec.ReadOnly, spec.EnsureDirs = watch.Before().ReadOnly(), watch.Before().EnsureDirs()
+		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
+		if err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs); err != nil {
+			return nil, fmt.Errorf("prepare the protected folders: %w", err)
+		}
+	}
+	// A second name for a protected file would carry writes past its read-only mount: refuse to run.
+	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {
+		return nil, fmt.Errorf("protected files have another hard link, through which a command could change them: %s; "+
+			"remove the other links and try again", strings.Join(linked, ", "))
+	}
+	return watch, nil
+}
+
+// prepareCommand makes the sandbox's spec of a command the policy allowed and takes the guard's scan before it
+// (prepareRun). A failure is the Result that ends the call.
+func (s *Service) prepareCommand(c *call, op *execv1.Bash) (sandbox.Spec, *guard.Watch, *execv1.Result) {
+	spec, watch, err := s.prepareRun(c.sess, s.callState(c), op)
+	if err != nil {
+		return spec, nil, failed(err)
+	}
+	return spec, watch, nil
+}
+
+// prepareRun builds the sandbox's spec of a command (a background process, an MCP server's program) and takes the
+// guard's scan before it (guardBefore).
+func (s *Service) prepareRun(sess *session, st *policy.State, op *execv1.Bash) (sandbox.Spec, *guard.Watch, error) {
+	spec, err := s.commandSpec(sess, st, op)
+	if err != nil {
+		return spec, nil, err
+	}
+	watch, err := s.guardBefore(sess, st, &spec)
+	return spec, watch, err
+}
+
+// runError is a failure of sandbox.Run, in words.
+func runError(err error) error {
+	if errors.Is(err, sandbox.ErrUnavailable) {
+		return fmt.Errorf("%w; run `garuda-exec doctor` to see what this machine lacks", err)
+	}
+	return fmt.Errorf("run the command: %w", err)
+}
+
+// commandEnd is the status of a command that ran, and the line that says how it ended ("" for exit 0).
+func commandEnd(res *sandbox.Result, cancelled bool, timeout time.Duration) (execv1.Status, string) {
+	switch {
+	case res.Cancelled || cancelled:
+		return execv1.Status_STATUS_CANCELLED, "[cancelled]"
+	case res.TimedOut:
+		return execv1.Status_STATUS_FAILED, fmt.Sprintf("[timed out after %s; the command and everything it started were killed]", timeout)
+	case len(res.LimitsHit) > 0:
+		return execv1.Status_STATUS_FAILED, fmt.Sprintf("[exit code %d: %s]", res.ExitCode, strings.Join(res.LimitsHit, "; "))
+	case res.ExitCode != 0:
+		return execv1.Status_STATUS_FAILED, fmt.Sprintf("[exit code %d]", res.ExitCode)
+	}
+	return execv1.Status_STATUS_COMPLETED, ""
+}
+
+// commandSpec builds the sandbox's spec of a bash call from the session and its policy state.
 func (s *Service) commandSpec(sess *session, st *policy.State, op *execv1.Bash) (sandbox.Spec, error) {
+	var timeout time.Duration
+	if ms := op.GetTimeoutMs(); ms > 0 {
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	spec, err := s.sandboxSpec(sess, st, op.GetCommand(), timeout, op.GetUnsandboxed())
+	if err != nil {
+		return spec, err
+	}
+	if err := os.MkdirAll(sess.outputDir, 0o700); err != nil {
+		return sandbox.Spec{}, fmt.Errorf("create the session's output folder: %w", err)
+	}
+	spec.OutputFile = filepath.Join(sess.outputDir, fmt.Sprintf("%s-%s.log", time.Now().UTC().Format("20060102T150405"), newID()[:6]))
+	return spec, nil
+}
+
+// sandboxSpec is the spec every command of a session runs with (a bash call's, a hook's): the project as cwd and
+// the writable root (read-only in plan mode), the session's private temp and cache folders, the secrets hidden,
+// the scrubbed environment and the limits of policy.
+func (s *Service) sandboxSpec(sess *session, st *policy.State, command string, timeout time.Duration,
+	unsandboxed bool) (sandbox.Spec, error) {
 	work, err := s.workDirs(sess)
 	if err != nil {
 		return sandbox.Spec{}, err
@@ -125,15 +235,8 @@ func (s *Service) commandSpec(sess *session, st *policy.State, op *execv1.Bash) 
 		caches[v] = filepath.Join(work.cache, strings.ToLower(v))
 		os.MkdirAll(caches[v], 0o700)
 	}
-	if err := os.MkdirAll(sess.outputDir, 0o700); err != nil {
-		return sandbox.Spec{}, fmt.Errorf("create the session's output folder: %w", err)
-	}
-	var timeout time.Duration
-	if ms := op.GetTimeoutMs(); ms > 0 {
-		timeout = time.Duration(ms) * time.Millisecond
-	}
 	spec := sandbox.Spec{
-		Command:      op.GetCommand(),
+		Command:      command,
 		Dir:          sess.root,
 		Root:         sess.root,
 		ReadOnlyRoot: st.Mode == policy.ModePlan,
@@ -141,10 +244,9 @@ func (s *Service) commandSpec(sess *session, st *policy.State, op *execv1.Bash) 
 		Hidden:       s.secrets(st),
 		Env:          sandbox.BaseEnv(s.userHome, work.tmp, caches),
 		Timeout:      timeout,
-		Unsandboxed:  op.GetUnsandboxed(),
+		Unsandboxed:  unsandboxed,
 		AllowWeaker:  st.Team.WeakerSandboxAllowed(),
 		Limits:       commandLimits(st),
-		OutputFile:   filepath.Join(sess.outputDir, fmt.Sprintf("%s-%s.log", time.Now().UTC().Format("20060102T150405"), newID()[:6])),
 	}
 	return spec, nil
 }
@@ -164,13 +266,8 @@ func workBase() string { return filepath.Join(os.TempDir(), fmt.Sprintf("garuda-
 // which commands cannot see.
 func (s *Service) workDirs(sess *session) (workDirs, error) {
 	base := workBase()
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return workDirs{}, fmt.Errorf("create %s: %w", base, err)
-	}
-	// Defends against another user who made the folder first to watch or plant files in it.
-	fi, err := os.Lstat(base)
-	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || !ownedByMe(fi) {
-		return workDirs{}, fmt.Errorf("%s is not a private folder of this user; remove it", base)
+	if err := privateFolder(base); err != nil {
+		return workDirs{}, err
 	}
 	w := workDirs{tmp: filepath.Join(base, sess.id, "tmp"), cache: filepath.Join(base, sess.id, "cache")}
 	for _, d := range []string{w.tmp, w.cache} {
@@ -179,6 +276,19 @@ func (s *Service) workDirs(sess *session) (workDirs, error) {
 		}
 	}
 	return w, nil
+}
+
+// privateFolder makes dir (0700) if it is missing and checks that it is this user's alone: defends against another
+// user who made the folder first to watch or plant files in it.
+func privateFolder(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || !ownedByMe(fi) {
+		return fmt.Errorf("%s is not a private folder of this user; remove it", dir)
+	}
+	return nil
 }
 
 // secrets are hidden from commands: Garuda's own home, the usual credential stores, and what read-deny rules name.
@@ -275,10 +385,17 @@ func newProgress(c *call) *progress {
 	return p
 }
 
+// add keeps the newest maxProgressChunk bytes of what came since the last flush: the front end shows the tail of
+// the output, so a burst's end matters more than its start.
 func (p *progress) add(b []byte) {
 	p.mu.Lock()
-	if len(p.buf) < maxProgressChunk {
-		p.buf = append(p.buf, b[:min(len(b), maxProgressChunk-len(p.buf))]...)
+	if len(b) >= maxProgressChunk {
+		p.buf = append(p.buf[:0], b[len(b)-maxProgressChunk:]...)
+	} else {
+		if over := len(p.buf) + len(b) - maxProgressChunk; over > 0 {
+			p.buf = append(p.buf[:0], p.buf[over:]...)
+		}
+		p.buf = append(p.buf, b...)
 	}
 	p.mu.Unlock()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/commands"
@@ -61,9 +62,64 @@ func (s *Service) ListCommands(ctx context.Context, req *execv1.ListCommandsRequ
 	return &execv1.ListCommandsResponse{Commands: cmds, Notices: warnings}, nil
 }
 
+func checkLoadAgent(s *Service, c *call) (*request, error) {
+	name := c.start.GetLoadAgent().GetName()
+	if name == "" {
+		// The list, for the system prompt: names and descriptions only, as for skills (no consent before them).
+		return &request{input: "(list)", run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+			return s.listAgents(g)
+		}}, nil
+	}
+	return &request{input: name, run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+		return s.loadAgent(g, name)
+	}}, nil
+}
+
+// listAgents lists the custom agents, one "name: description" line each.
+func (s *Service) listAgents(g *grant) (*execv1.Result, error) {
+	set, err := s.commandSet(g.c.sess)
+	if err != nil {
+		return failed(err), nil
+	}
+	var b strings.Builder
+	for _, a := range set.Agents() {
+		fmt.Fprintf(&b, "%s: %s\n", a.Name, a.Description)
+	}
+	return &execv1.Result{Content: b.String()}, nil
+}
+
+// loadAgent gives the front end an agent's definition for a subagent, with the same consent as a skill: a
+// project's own agent is instructions the repository brought.
+func (s *Service) loadAgent(g *grant, name string) (*execv1.Result, error) {
+	set, err := s.commandSet(g.c.sess)
+	if err != nil {
+		return failed(err), nil
+	}
+	a, ok := set.Agent(name)
+	if !ok {
+		names := []string{"explore"}
+		for _, o := range set.Agents() {
+			names = append(names, o.Name)
+		}
+		return failed(fmt.Errorf("there is no agent named %q; the agents are: %s", name, strings.Join(names, ", "))), nil
+	}
+	if res, err := s.consent(g, a); res != nil || err != nil {
+		return res, err
+	}
+	var tools []string
+	if a.Tools != "" {
+		tools = strings.Split(a.Tools, ", ")
+	}
+	return &execv1.Result{Content: a.Body, Agent: &execv1.AgentDefinition{Name: a.Name, Description: a.Description,
+		Tools: tools, Model: a.Model, Instructions: a.Body, Source: a.Source}}, nil
+}
+
 func checkResolveCommand(s *Service, c *call) (*request, error) {
 	text := c.start.GetResolveCommand().GetText()
 	return &request{input: text, run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+		if res, ok := s.mcpPrompt(ctx, c.sess, text); ok {
+			return res, nil // an MCP server's prompt: its server's consent covers it
+		}
 		return s.resolveCommand(g, text)
 	}}, nil
 }
@@ -121,10 +177,7 @@ func (s *Service) consent(g *grant, cmd *commands.Command) (*execv1.Result, erro
 		return nil, nil
 	}
 	c := g.c
-	kind := "command"
-	if cmd.Skill {
-		kind = "skill"
-	}
+	kind := commands.ConsentKind(cmd)
 	path := filepath.Join(s.cfg.Home, "consents.json")
 	s.consentMu.Lock()
 	defer s.consentMu.Unlock()
@@ -141,7 +194,7 @@ func (s *Service) consent(g *grant, cmd *commands.Command) (*execv1.Result, erro
 		return res, err
 	}
 	q := &execv1.Question{
-		Title:   fmt.Sprintf("Use the project's %s /%s?", kind, cmd.Name),
+		Title:   consentTitle(kind, cmd.Name),
 		Preview: fmt.Sprintf("%s (from %s) will be sent to the model as instructions:\n\n%s", cmd.Name, cmd.Path, cmd.Body),
 		Consent: true,
 	}
@@ -157,6 +210,14 @@ func (s *Service) consent(g *grant, cmd *commands.Command) (*execv1.Result, erro
 		return nil, fmt.Errorf("save the consent: %w", err)
 	}
 	return nil, nil
+}
+
+// consentTitle is the question of a consent: "/name" for what the user calls by that name, the name of an agent.
+func consentTitle(kind, name string) string {
+	if kind == commands.ConsentAgent {
+		return fmt.Sprintf("Use the project's agent %s?", name)
+	}
+	return fmt.Sprintf("Use the project's %s /%s?", kind, name)
 }
 
 func (s *Service) loadConsents(path string) (*commands.Consents, error) {

@@ -196,7 +196,7 @@ func (s *Service) realDenied(g *grant, inside bool) (*execv1.Result, error) {
 	}
 	req := g.req
 	req.Path = real
-	d, _ := permit.Decide(req, s.state(g.c.sess))
+	d, _ := permit.Decide(req, s.callState(g.c))
 	if err := s.auditDecision(g.c, g.op.name, g.op.changes, req, d); err != nil {
 		return nil, err
 	}

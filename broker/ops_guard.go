@@ -10,7 +10,6 @@ import (
 	"github.com/garuda-dev/garuda/broker/guard"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/policy"
-	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // guardBegin takes the guard's scan before a sandboxed run. Past the walk's limit the run is refused: a tree the
@@ -33,16 +32,17 @@ func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec)
 	return w, err
 }
 
-// guardEnd takes the guard's scan after the run, which undoes what the command left for programs that run later
-// outside the sandbox, and says what was undone in the result (for the model) and in the audit log.
-func (s *Service) guardEnd(c *call, w *guard.Watch, b *strings.Builder, out *execv1.Result) error {
+// guardAfter takes the guard's scan after a command (bash, a hook, or a background process) ended, undoes what it
+// left for programs that run later outside the sandbox, audits it and returns the lines that say so (for the model
+// and the user).
+func (s *Service) guardAfter(sessID, op, command string, w *guard.Watch) ([]string, error) {
 	rep, err := w.Check()
 	if err != nil {
 		// The tree grew past the limit during the run: say so; the next command is refused until it is bounded.
 		rep = &guard.Report{Errors: []string{err.Error()}}
 	}
 	if rep.Empty() {
-		return nil
+		return nil, nil
 	}
 	var lines []string
 	if len(rep.Undone) > 0 {
@@ -58,11 +58,7 @@ func (s *Service) guardEnd(c *call, w *guard.Watch, b *strings.Builder, out *exe
 	for _, n := range rep.Notes {
 		lines = append(lines, "Note: "+n+".")
 	}
-	for _, l := range lines {
-		b.WriteString("\n" + l)
-		out.Notices = append(out.Notices, "Garuda: "+l)
-	}
-	return s.record(audit.Record{Session: c.sess.id, Event: "guard_undone", Op: policy.OpBash, Input: c.start.GetBash().GetCommand(),
+	return lines, s.record(audit.Record{Session: sessID, Event: "guard_undone", Op: op, Input: command,
 		Detail: map[string]string{"undone": strings.Join(rep.Undone, "\n"), "changed": strings.Join(rep.Changed, " "),
 			"errors": strings.Join(rep.Errors, "\n")}}, true)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"text/tabwriter"
 
@@ -109,10 +110,32 @@ func doctor(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, yes, f.Detail)
 	}
 	tw.Flush()
+	networkDoctor(w, r)
 	if m := r.Missing(); len(m) > 0 {
 		fmt.Fprintf(w, "\nCommands are REFUSED here (fail closed): missing %v.\n", m)
 		return fmt.Errorf("the sandbox is incomplete on this machine")
 	}
 	fmt.Fprintln(w, "\nCommands run in the full sandbox.")
 	return nil
+}
+
+// networkDoctor says how sandboxed commands reach the network here: through the broker's proxy, which needs the
+// command's own network namespace.
+func networkDoctor(w io.Writer, r sandbox.Report) {
+	netns := false
+	for _, f := range r.Features {
+		netns = netns || f.Name == "network namespace" && f.Enforced
+	}
+	fmt.Fprintln(w)
+	if !netns {
+		fmt.Fprintln(w, "Network proxy: off (no network namespace here): sandboxed commands have no network at all.")
+		return
+	}
+	fmt.Fprintln(w, "Network proxy: on. Each sandboxed command gets its own HTTP(S) proxy in the broker, reached from the")
+	fmt.Fprintln(w, "  command's 127.0.0.1 through a unix socket (HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are set; CONNECT is")
+	fmt.Fprintln(w, "  tunnelled, TLS is not intercepted). Each host is decided by the network policy: network(domain:...) rules,")
+	fmt.Fprintln(w, "  team policy's network_allowlist, a question otherwise; loopback, private and metadata addresses only")
+	fmt.Fprintln(w, "  for a rule naming the exact host. Raw TCP, UDP and DNS out stay impossible.")
+	fmt.Fprintf(w, "  Package registries allowed by default (\"package_registries\": false turns them off): %s.\n",
+		strings.Join(policy.PackageRegistries, ", "))
 }

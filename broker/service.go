@@ -126,11 +126,15 @@ type session struct {
 	files     policyFiles
 	outputDir string // full command outputs: $GARUDA_HOME/sessions/<id>/
 	log       *sessionlog.Writer
+	mcp       mcpState
 
 	mu      sync.Mutex
 	mode    execv1.Mode
 	rules   []policy.Rule // "Allow for this session": in memory, never beyond the session
 	closing bool
+	hooks   hookConsent // whether the project's hooks may run
+
+	procs procs // background processes: they end with the session
 }
 
 // begin counts a call of the session, unless the session is closing.
@@ -151,10 +155,12 @@ func (s *session) end(cause error) {
 	s.mu.Unlock()
 	s.cancel(cause)
 	s.calls.Wait()
+	s.procs.closeAll()
 }
 
 // close releases what the session holds; its calls have ended (its context is cancelled first).
 func (s *session) close() {
+	s.closeMCP()
 	s.fs.Close()
 	s.guard.Close()
 	s.log.Close()
@@ -199,6 +205,9 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	var notices []string
+	sess.mcp.editor, notices = editorMCPServers(req.GetMcpServers())
+	res.Notices = append(res.Notices, notices...)
 	s.register(sess)
 	return res, nil
 }
@@ -381,7 +390,20 @@ func (s *Service) SetMode(ctx context.Context, req *execv1.SetModeRequest) (*exe
 		return nil, toStatus(fmt.Errorf("mode %v: %w", req.GetMode(), ErrBadMode))
 	}
 	sess.mu.Lock()
+	changed := sess.mode != req.GetMode()
 	sess.mode = req.GetMode()
 	sess.mu.Unlock()
-	return &execv1.SetModeResponse{}, nil
+	res := &execv1.SetModeResponse{}
+	if req.GetMode() == execv1.Mode_MODE_PLAN {
+		// Plan mode's commands cannot write the project: a background process started in build mode could.
+		if ids := sess.procs.stopAll("the session switched to plan mode"); len(ids) > 0 {
+			res.Notices = append(res.Notices, fmt.Sprintf("plan mode stopped the background processes %s: in plan mode "+
+				"commands cannot write the project.", strings.Join(ids, ", ")))
+		}
+	}
+	if changed {
+		// A stdio server runs under the mode it started in: it starts again under the new one (plan: read-only).
+		sess.mcpModeChanged()
+	}
+	return res, nil
 }

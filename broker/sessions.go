@@ -49,6 +49,9 @@ func (s *Service) ResumeSession(req *execv1.ResumeSessionRequest, stream execv1.
 	if loaded.Torn != "" {
 		res.Notices = append(res.Notices, loaded.Torn)
 	}
+	var notices []string
+	sess.mcp.editor, notices = editorMCPServers(req.GetMcpServers())
+	res.Notices = append(res.Notices, notices...)
 	s.mu.Lock()
 	if _, open := s.sessions[id]; open {
 		s.mu.Unlock()

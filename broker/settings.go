@@ -20,6 +20,8 @@ type policyFiles struct {
 	project *policy.Settings
 	trusted bool
 	notices []string
+	// claudeHooks are the hooks of the project's .claude/settings.json (the only key of it Garuda reads).
+	claudeHooks policy.Hooks
 }
 
 // maxSettings caps a settings file; a larger one is malformed.
@@ -91,7 +93,27 @@ func (s *Service) loadPolicy(root *fsops.Root) policyFiles {
 			}
 		}
 	}
+	pf.claudeHooks, pf.notices = s.loadClaudeHooks(root, pf.notices)
 	return pf
+}
+
+// claudeSettingsPath is Claude Code's project settings file, relative to the root: only its hooks are read.
+const claudeSettingsPath = ".claude/settings.json"
+
+// loadClaudeHooks reads the hooks of the project's .claude/settings.json, through the confined file operations.
+func (s *Service) loadClaudeHooks(root *fsops.Root, notices []string) (policy.Hooks, []string) {
+	data, err := readInRoot(root.FDPath(), claudeSettingsPath, maxSettings)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, notices
+	case err != nil:
+		return nil, append(notices, fmt.Sprintf("Garuda: the hooks of %s are ignored: %v", claudeSettingsPath, err))
+	}
+	h, err := policy.ParseClaudeHooks(filepath.Join(root.Path(), claudeSettingsPath), data)
+	if err != nil {
+		return nil, append(notices, fmt.Sprintf("Garuda: %v; the hooks of %s are ignored.", err, claudeSettingsPath))
+	}
+	return h, notices
 }
 
 // homePolicy reads the settings files that are not the project's: team policy and the user's settings.

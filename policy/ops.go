@@ -13,7 +13,17 @@ const (
 	OpResolveCommand = "resolve_command"
 	OpSkill          = "skill"
 	OpUndo           = "undo"
-	OpWebFetch       = "web_fetch" // a rule of the settings grammar; no operation yet
+	OpWebFetch       = "web_fetch" // fetch one URL for the model (broker/ops_web.go)
+	OpNetwork        = "network"   // a sandboxed command's connection through the broker's proxy; network(...) rules cover both
+	OpHook           = "hook"      // a point of a turn at which hooks run, and each hook's run
+	// OpProcessManager acts on background processes; its start is decided as bash (tool bash, kind command).
+	OpProcessManager = "process_manager"
+	// OpLoadAgent loads a custom agent for a subagent; a project's own agent is a consent, like a skill.
+	OpLoadAgent   = "load_agent"
+	OpMCPStart    = "mcp_start"    // starts the session's MCP servers, each after its consent
+	OpMCPCall     = "mcp_call"     // a call of an MCP tool; its rules are mcp__server__tool (see ParseRule)
+	OpWebSearch   = "web_search"   // the consent to offer the provider's server-side web search, once per session
+	OpMCPResource = "mcp_resource" // a resource the user mentioned (@server:uri), covered by its server's consent
 )
 
 // Previewable reports whether the target of req, a write or edit that Decide answered with ask, may be opened and

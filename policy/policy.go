@@ -61,12 +61,12 @@ const (
 // Request is one action to decide.
 type Request struct {
 	Kind      Kind
-	Tool      string // model tool name: read_file, write_file, edit_file, glob, grep, bash, web_fetch, mcp__server__tool
+	Tool      string // model tool name: read_file, write_file, edit_file, glob, grep, bash, web_fetch, network (the proxy), mcp__server__tool
 	Path      string // absolute, lexically cleaned path (reads, writes, edits, searches)
 	Command   string // command text (KindCommand)
 	Sandboxed bool   // the command runs in the OS sandbox
 	Dir       string // the command's working folder (absolute)
-	Host      string // network host (KindNetwork, web_fetch)
+	Host      string // network host (KindNetwork: web_fetch, or network for a command's connection through the proxy)
 
 	Server, MCPTool string // KindMCPTool
 
@@ -105,12 +105,18 @@ type Decision struct {
 	Rule    string   // "default", "mode", "session rule", "team policy", or "<file>: <entry>"
 	Choices []Choice // for Ask: the answers the question offers
 	Warning string   // for Ask: e.g. outside the root, outside the sandbox
+	// OpensPrivate is for KindNetwork: the host's loopback, private and link-local addresses may be dialled. Only
+	// a rule that names this exact host (no "*") sets it on an allow, and a question, which is about this exact
+	// host, sets it on an ask (for once its answer allows): defends against a wildcard rule or the registry
+	// defaults reaching the machine's own services or the local network through a name that resolves there.
+	OpensPrivate bool
 }
 
 // ManagedPolicyDir is where the managed team policy lives; tools may never write there.
 const ManagedPolicyDir = "/etc/garuda"
 
-var consentKinds = map[string]bool{"mcp_server": true, "hook": true, "command": true, "skill": true, "network": true}
+var consentKinds = map[string]bool{"mcp_server": true, "hook": true, "command": true, "skill": true, "network": true,
+	"agent": true, OpWebSearch: true}
 
 // Decide decides one request. The order is the precedence, strictest first:
 //
@@ -130,6 +136,9 @@ var consentKinds = map[string]bool{"mcp_server": true, "hook": true, "command": 
 // file tools past $GARUDA_HOME and rules that name the other spelling.
 func Decide(req Request, st *State) Decision {
 	d := decideUnderBothRoots(req, st)
+	if req.Kind == KindNetwork && d.Verdict == Ask {
+		d.OpensPrivate = true // the question names this exact host
+	}
 	// An edit matches old_string against the file and says how often it was found: it reads the file, so a read
 	// that the rules deny denies the edit (defends against recovering a read-denied file one guessed substring at a
 	// time).
@@ -415,7 +424,12 @@ func (r *Rule) matches(req *Request, st *State, cmd *command, allow bool) bool {
 		}
 		return false
 	case OpWebFetch:
+		// a web_fetch rule is about web_fetch only; network rules cover the commands' proxy too
+		return req.Tool != OpNetwork && (r.all || hostMatch(r.host, req.Host))
+	case OpNetwork:
 		return r.all || hostMatch(r.host, req.Host)
+	case OpWebSearch:
+		return req.ConsentKind == OpWebSearch
 	case "mcp":
 		srv, tool := req.Server, req.MCPTool
 		if req.Kind == KindConsent {
@@ -453,10 +467,19 @@ func allowedByRules(req *Request, st *State, cmd *command) (Decision, bool) {
 		sources = append(sources, source{rules: st.Project.Allow})
 	}
 	found := func(r *Rule, session bool) (Decision, bool) {
+		d := Decision{Verdict: Allow, Rule: r.Source + ": " + r.Text, Reason: fmt.Sprintf("allowed by %s: %s", r.Source, r.Text)}
 		if session {
-			return Decision{Verdict: Allow, Rule: "session rule", Reason: "allowed for this session (" + r.Text + ")"}, true
+			d.Rule, d.Reason = "session rule", "allowed for this session ("+r.Text+")"
 		}
-		return Decision{Verdict: Allow, Rule: r.Source + ": " + r.Text, Reason: fmt.Sprintf("allowed by %s: %s", r.Source, r.Text)}, true
+		if req.Kind == KindNetwork {
+			// Any allow rule that names this exact host opens its private addresses, whichever rule matched first.
+			for _, s := range sources {
+				for i := range s.rules {
+					d.OpensPrivate = d.OpensPrivate || s.rules[i].namesHost() && s.rules[i].matches(req, st, cmd, true)
+				}
+			}
+		}
+		return d, true
 	}
 	if req.Kind != KindCommand {
 		for _, s := range sources {
@@ -526,6 +549,9 @@ func defaults(req *Request, st *State, cmd *command) Decision {
 		}
 		return Decision{Verdict: Allow, Rule: "default", Reason: "the command runs in the sandbox"}
 	case KindNetwork:
+		if RegistriesAllowed(st) && hostAllowed(PackageRegistries, req.Host) {
+			return Decision{Verdict: Allow, Rule: "default", Reason: req.Host + " is a package registry on Garuda's default allowlist"}
+		}
 		return ask("default", fmt.Sprintf("network access to %s asks first", req.Host), "", session)
 	case KindMCPTool:
 		return ask("default", fmt.Sprintf("MCP tool %s/%s asks first", req.Server, req.MCPTool), "", session)
@@ -637,6 +663,9 @@ func sessionRuleFor(req *Request, st *State, cmd *command) (Rule, bool) {
 		return r, true
 	case KindNetwork:
 		text = "web_fetch(domain:" + req.Host + ")"
+		if req.Tool == OpNetwork {
+			text = "network(domain:" + req.Host + ")"
+		}
 	case KindMCPTool:
 		text = "mcp__" + req.Server + "__" + req.MCPTool
 	default:

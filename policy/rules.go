@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"net/netip"
 	"path"
 	"strings"
 
@@ -20,7 +21,11 @@ import (
 //	                           names a folder covers everything under it
 //	edit_file(src/**)          edit_file and write_file rules each cover both tools: both change a file
 //	glob(...), grep(...)       searches; read_file rules cover searches too
-//	web_fetch(domain:x.com)    one host; "domain:*.x.com" covers its subdomains
+//	web_fetch(domain:x.com)    one host for web_fetch; "domain:*.x.com" covers the domain and its subdomains
+//	network(domain:x.com)      one host for web_fetch and for sandboxed commands (the broker's proxy); the host
+//	                           may be an IP literal (10.0.0.5, ::1 or [::1]); only a pattern without "*" opens
+//	                           the host's loopback, private and link-local addresses (see Decision.OpensPrivate)
+//	web_search                 the provider's server-side web search (a consent per session; deny leaves it out)
 //	mcp__server__tool          one MCP tool; mcp__server or mcp__server__* every tool of the server (and,
 //	                           for deny, the consent to start the server)
 //
@@ -30,7 +35,7 @@ type Rule struct {
 	Text   string // the rule as written
 	Source string // the file it came from, or "session"
 
-	tool  string // canonical tool: bash, read_file, write_file, edit_file, glob, grep, web_fetch, mcp
+	tool  string // canonical tool: bash, read_file, write_file, edit_file, glob, grep, web_fetch, network, mcp
 	kinds []Kind // request kinds the rule covers
 	all   bool   // no pattern: everything of the tool
 
@@ -40,7 +45,7 @@ type Rule struct {
 	stars   []bool   // words[i] holds a "*"
 	restAny bool     // trailing "*" or ":*": any further words
 
-	host string // web_fetch: host or *.domain
+	host string // web_fetch, network: host or *.domain
 
 	mcpServer, mcpTool string // mcpTool "" or "*": every tool
 }
@@ -53,6 +58,8 @@ var toolAliases = map[string]string{
 	OpGlob: OpGlob, "Glob": OpGlob,
 	OpGrep: OpGrep, "Grep": OpGrep,
 	OpWebFetch: OpWebFetch, "WebFetch": OpWebFetch,
+	OpNetwork:   OpNetwork,
+	OpWebSearch: OpWebSearch, "WebSearch": OpWebSearch,
 }
 
 var toolKinds = map[string][]Kind{
@@ -63,6 +70,8 @@ var toolKinds = map[string][]Kind{
 	OpGlob:      {KindSearch},
 	OpGrep:      {KindSearch},
 	OpWebFetch:  {KindNetwork},
+	OpNetwork:   {KindNetwork},
+	OpWebSearch: {KindConsent},
 	"mcp":       {KindMCPTool, KindConsent},
 }
 
@@ -97,7 +106,8 @@ func ParseRule(text string) (Rule, error) {
 	}
 	canon, ok := toolAliases[name]
 	if !ok {
-		return r, fmt.Errorf("rule %q: unknown tool %q (want bash, read_file, write_file, edit_file, glob, grep, web_fetch or mcp__server__tool)", text, name)
+		return r, fmt.Errorf("rule %q: unknown tool %q (want bash, read_file, write_file, edit_file, glob, grep, web_fetch, "+
+			"network, web_search or mcp__server__tool)", text, name)
 	}
 	r.tool, r.kinds = canon, toolKinds[canon]
 	if !hasArg {
@@ -107,11 +117,13 @@ func ParseRule(text string) (Rule, error) {
 	switch canon {
 	case OpBash:
 		return r, r.parseCommand(arg)
-	case OpWebFetch:
+	case OpWebSearch:
+		return r, fmt.Errorf("rule %q: web_search takes no pattern", text)
+	case OpWebFetch, OpNetwork:
 		d, ok := strings.CutPrefix(arg, "domain:")
 		h, valid := normHostPattern(d)
 		if !ok || !valid {
-			return r, fmt.Errorf("rule %q: want web_fetch(domain:host)", text)
+			return r, fmt.Errorf("rule %q: want %s(domain:host), host a name, *.domain or an IP address", text, canon)
 		}
 		r.host = h
 		return r, nil
@@ -206,6 +218,10 @@ func (r Rule) describe() string {
 		return "uses this MCP tool without asking"
 	case r.tool == OpWebFetch:
 		return "fetches from the network without asking"
+	case r.tool == OpNetwork:
+		return "reaches the network without asking, from web_fetch and from commands"
+	case r.tool == OpWebSearch:
+		return "lets the model search the web without asking"
 	case r.tool == OpReadFile || r.tool == OpGlob || r.tool == OpGrep:
 		return "reads without asking"
 	default:
@@ -222,19 +238,51 @@ func (r *Rule) covers(k Kind) bool {
 	return false
 }
 
-// normHostPattern lower-cases a host or "*.domain", drops its trailing dots and checks its characters. It is
-// idempotent, so that a rule and a request naming the same host normalise alike (a rule for "evil.io.." once
-// became "evil.io." and missed "evil.io").
+// normHostPattern lower-cases a host or "*.domain", drops its trailing dots and checks its characters; an IP
+// literal (IPv6 with or without brackets) becomes its canonical spelling, an IPv4-mapped IPv6 address its IPv4
+// one. It is idempotent, so that a rule and a request naming the same host normalise alike (a rule for
+// "evil.io.." once became "evil.io." and missed "evil.io").
 func normHostPattern(h string) (string, bool) {
 	h = strings.TrimRight(strings.ToLower(strings.TrimSpace(h)), ".")
 	name := strings.TrimPrefix(h, "*.")
 	if name == "" || len(h) > 253 {
 		return "", false
 	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == ':' || c == '[' || c == ']') {
+	if strings.ContainsAny(name, ":[]") {
+		// Only an IP literal has these; a wildcard over an address means nothing.
+		inner, bracketed := strings.CutPrefix(name, "[")
+		if bracketed {
+			var closed bool
+			if inner, closed = strings.CutSuffix(inner, "]"); !closed {
+				return "", false
+			}
+		}
+		a, err := netip.ParseAddr(inner)
+		if err != nil || a.Zone() != "" || name != h || !bracketed && a.Is4() {
 			return "", false
 		}
+		return a.Unmap().String(), true
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return "", false
+		}
+	}
+	if strings.Contains(name, "..") {
+		return "", false
+	}
+	if a, err := netip.ParseAddr(name); err == nil {
+		if name != h {
+			return "", false // "*.10.0.0.1"
+		}
+		return a.String(), true
+	}
+	// A name whose last label is a number is another spelling of an IPv4 address to inet_aton ("2130706433",
+	// "0177.0.0.1", "0x7f.1", "127.1"): refused, as no top-level domain is numeric (defends against a rule or a
+	// check missing 127.0.0.1 under a spelling that a resolver still turns into it).
+	last := name[strings.LastIndexByte(name, '.')+1:]
+	if strings.HasPrefix(last, "0x") || strings.Trim(last, "0123456789") == "" {
+		return "", false
 	}
 	return h, true
 }

@@ -18,6 +18,9 @@ import (
 //
 //	"permissions": {"allow": [...], "ask": [...], "deny": [...]}   rules, see ParseRule
 //	"limits": {"memory_mb": N, "processes": N}                    resource limits of each command (see CommandLimits)
+//	"package_registries": false                                   turn off the built-in allowlist of package
+//	                                                              registries (PackageRegistries); only tightens
+//	"limits": {"background_processes": N}                         background processes of a session at once
 //
 // Team policy files (the managed /etc/garuda/policy.json and $GARUDA_HOME/policy.json, recognised by the base
 // name "policy.json") may also hold:
@@ -25,14 +28,20 @@ import (
 //	"allow_unsandboxed": bool      may commands run outside the sandbox at all (default true)
 //	"weaker_sandbox_ok": bool      may commands run where the machine's sandbox is weaker than Garuda requires
 //	                               (default false: the broker refuses them)
-//	"network_allowlist": [hosts]   the only hosts web_fetch and network consents may reach ("example.com",
+//	"network_allowlist": [hosts]   the only hosts web_fetch and sandboxed commands may reach ("example.com",
 //	                               "*.example.com"); absent means no team restriction
 //	"allowed_modes": [modes]       the modes a session may use ("build", "plan"); absent means both
 //	"audit_dir": "/abs/path"       the folder the broker writes the audit log to
+//	"mcp_servers": {"allow": [...], "deny": [...]}
+//	                               which MCP servers may start, by "name:<key>", "command:<program>" or
+//	                               "url:<address>" ('*' matches anything in an address); with an allow list only
+//	                               the servers it matches start (see MCPServerForbidden)
 //
 // Team policy and the user's settings may hold (a project's is ignored: it would loosen the guard):
 //
 //	"guard": {"max_entries": N, "skip": ["folder", ...]}   the command guard's walk (see GuardWalk)
+//
+// Every file may hold "hooks" (Claude Code's schema, see Hooks); a project's run only with the user's consent.
 //
 // Unknown keys, duplicate keys and malformed rules are errors naming the file and the line.
 type Settings struct {
@@ -40,20 +49,41 @@ type Settings struct {
 
 	Allow, Ask, Deny []Rule
 
-	AllowUnsandboxed *bool
-	WeakerSandboxOK  *bool
-	NetworkAllowlist []string // nil: no allowlist; non-nil and empty: no host
-	AllowedModes     []Mode   // nil: every mode
-	AuditDir         string
+	AllowUnsandboxed  *bool
+	WeakerSandboxOK   *bool
+	PackageRegistries *bool    // false: the built-in allowlist of package registries is off
+	NetworkAllowlist  []string // nil: no allowlist; non-nil and empty: no host
+	AllowedModes      []Mode   // nil: every mode
+	AuditDir          string
 
 	Guard  *GuardSettings
 	Limits Limits
+	Hooks  Hooks // nil: none
+
+	// MCPAllow holds each team file's allow list of MCP servers (a server must match one entry of every list);
+	// MCPDeny the entries that forbid one.
+	MCPAllow [][]MCPMatch
+	MCPDeny  []MCPMatch
 }
 
 // Limits are the resource limits of each command; a zero field is not set (the sandbox's default applies).
 type Limits struct {
 	MemoryMB  int // memory of each command, and of all of a user's commands together, in MiB
 	Processes int // processes and threads of each command at once
+	// BackgroundProcesses bounds the background processes of a session at once (see BackgroundLimit).
+	BackgroundProcesses int
+}
+
+// DefaultBackgroundProcesses is how many background processes a session may run at once unless limits say fewer.
+const DefaultBackgroundProcesses = 8
+
+// BackgroundLimit is how many background processes a session may run at once: the tightest of team policy and the
+// user's settings, DefaultBackgroundProcesses when neither sets it.
+func BackgroundLimit(st *State) int {
+	if n := CommandLimits(st).BackgroundProcesses; n > 0 {
+		return n
+	}
+	return DefaultBackgroundProcesses
 }
 
 // tighter returns, field by field, the smaller of the limits that are set.
@@ -64,7 +94,8 @@ func (l Limits) tighter(o Limits) Limits {
 		}
 		return a
 	}
-	return Limits{MemoryMB: pick(l.MemoryMB, o.MemoryMB), Processes: pick(l.Processes, o.Processes)}
+	return Limits{MemoryMB: pick(l.MemoryMB, o.MemoryMB), Processes: pick(l.Processes, o.Processes),
+		BackgroundProcesses: pick(l.BackgroundProcesses, o.BackgroundProcesses)}
 }
 
 // CommandLimits returns the limits commands run with: the tightest of team policy and the user's settings, field
@@ -234,8 +265,10 @@ func (p *settingsParser) parse(s *Settings) error {
 					dst, most = &s.Limits.MemoryMB, 1<<30 // 1 PiB
 				case "processes":
 					dst, most = &s.Limits.Processes, 1<<22 // the kernel's most pids
+				case "background_processes":
+					dst, most = &s.Limits.BackgroundProcesses, 64
 				default:
-					return p.errf(off, "unknown key %q in \"limits\" (want memory_mb or processes)", k)
+					return p.errf(off, "unknown key %q in \"limits\" (want memory_mb, processes or background_processes)", k)
 				}
 				var raw any // a json.Number for a number (UseNumber), never a string that holds one
 				if err := p.dec.Decode(&raw); err != nil {
@@ -249,6 +282,13 @@ func (p *settingsParser) parse(s *Settings) error {
 				*dst = v
 				return nil
 			})
+		case "package_registries":
+			var b bool
+			if err := p.dec.Decode(&b); err != nil {
+				return p.errf(off, "%q must be true or false", key)
+			}
+			s.PackageRegistries = &b
+			return nil
 		case "allow_unsandboxed", "weaker_sandbox_ok":
 			if err := teamKey(); err != nil {
 				return err
@@ -290,6 +330,13 @@ func (p *settingsParser) parse(s *Settings) error {
 			})
 		case "guard":
 			return p.guard(s, off)
+		case "hooks":
+			return p.hooks(s)
+		case "mcp_servers":
+			if err := teamKey(); err != nil {
+				return err
+			}
+			return p.mcpServers(s)
 		case "audit_dir":
 			if err := teamKey(); err != nil {
 				return err
@@ -366,6 +413,7 @@ func MergeTeam(managed, home *Settings) *Settings {
 		m.Deny = append(m.Deny, f.Deny...)
 		m.AllowUnsandboxed = andBool(m.AllowUnsandboxed, f.AllowUnsandboxed)
 		m.WeakerSandboxOK = andBool(m.WeakerSandboxOK, f.WeakerSandboxOK)
+		m.PackageRegistries = andBool(m.PackageRegistries, f.PackageRegistries)
 		m.NetworkAllowlist = intersect(m.NetworkAllowlist, f.NetworkAllowlist)
 		m.AllowedModes = intersect(m.AllowedModes, f.AllowedModes)
 		m.Limits = m.Limits.tighter(f.Limits)
@@ -373,6 +421,9 @@ func MergeTeam(managed, home *Settings) *Settings {
 			m.AuditDir = f.AuditDir
 		}
 		m.Guard = mergeGuard(m.Guard, f.Guard)
+		m.Hooks = m.Hooks.Join(f.Hooks)
+		m.MCPAllow = append(m.MCPAllow, f.MCPAllow...)
+		m.MCPDeny = append(m.MCPDeny, f.MCPDeny...)
 	}
 	m.Name = strings.Join(names, " + ")
 	return m

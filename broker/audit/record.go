@@ -14,9 +14,12 @@ import (
 const (
 	EventDecision          = "decision"
 	EventExecution         = "execution"
+	EventProcessEnd        = "process_end" // a background process ended: by itself, stopped, or with its session
 	EventConsent           = "consent"
 	EventAnswer            = "answer"
 	EventRefusedConnection = "refused_connection"
+	EventFetch             = "fetch"      // one request of a web_fetch: URL, the address dialled, status, bytes
+	EventConnection        = "connection" // one connection through the commands' proxy: host:port, address, bytes, verdict
 )
 
 // Record is one line of the audit log. Input is a summary of the request (a path, a pattern, a command's text),

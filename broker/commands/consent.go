@@ -9,10 +9,12 @@ import (
 	"strings"
 )
 
-// Kinds of consent. Later kinds (network-allowlist additions, MCP servers, hooks) use the same Consents.
+// Kinds of consent. Later kinds (network-allowlist additions, MCP servers) use the same Consents.
 const (
-	ConsentCommand = "command"
-	ConsentSkill   = "skill"
+	ConsentCommand   = "command"
+	ConsentSkill     = "skill"
+	ConsentHook      = "hook"       // a project's hooks, pinned by the hash of their definitions
+	ConsentMCPServer = "mcp_server" // a project's or the editor's MCP server, pinned to its definition's hash
 )
 
 // Consent is one yes of the user: this kind of thing, with this name, in this project folder, with exactly
@@ -116,8 +118,11 @@ func NeedsConsent(cmd *Command) bool {
 	return cmd != nil && cmd.Source != SourceUser
 }
 
-// ConsentKind is the kind under which cmd's consent is kept: ConsentSkill or ConsentCommand.
+// ConsentKind is the kind under which cmd's consent is kept: ConsentAgent, ConsentSkill or ConsentCommand.
 func ConsentKind(cmd *Command) string {
+	if cmd.Agent {
+		return ConsentAgent
+	}
 	if cmd.Skill {
 		return ConsentSkill
 	}

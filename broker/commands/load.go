@@ -44,6 +44,8 @@ type Command struct {
 	AllowedTools string
 	Body         string // the text after the frontmatter
 	Skill        bool
+	Agent        bool   // an agent of .garuda/agents, .claude/agents or $GARUDA_HOME/agents (see loadAgents)
+	Tools        string // an agent's tools as its frontmatter lists them, joined by ", "
 	Source       string // SourceProject or SourceUser
 	Path         string // display path: ".claude/commands/a/b.md", "$GARUDA_HOME/skills/x/SKILL.md"
 	Hash         string // sha256 hex of the file's bytes, the very bytes Body was read from
@@ -55,6 +57,7 @@ type Set struct {
 	byName   map[string]*Command
 	commands []*Command // sorted by name
 	skills   []*Command // sorted by name
+	agents   []*Command // sorted by name; a namespace of their own
 	warnings []string
 }
 
@@ -108,6 +111,7 @@ func Load(project fs.FS, user fs.FS) (*Set, error) {
 			l.loadCommands(p, p.dir, nil)
 		}
 	}
+	l.loadAgents(agentPlaces(project, user))
 	s := l.set
 	for _, c := range s.byName {
 		if c.Skill {

@@ -63,6 +63,19 @@ func Granted(p Permit) Permit {
 	return p
 }
 
+// Asking is the permit of an allow that a hook asked the user about: an ask again, whose target may be previewed
+// only where policy.Previewable says so. Any other permit is returned as it is.
+func Asking(p Permit, req policy.Request, st *policy.State) Permit {
+	if p.level != levelAct {
+		return p
+	}
+	p.asked, p.level = true, levelNone
+	if policy.Previewable(req, st) {
+		p.level = levelPreview
+	}
+	return p
+}
+
 // Path is the path the permit is for.
 func (p Permit) Path() string { return p.path }
 

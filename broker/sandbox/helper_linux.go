@@ -39,6 +39,7 @@ type helperSpec struct {
 	DataLimit    uint64 // >0: set RLIMIT_DATA before execve (no memory cgroup here)
 	PrivateShm   bool   // set by the init stage: /dev/shm is a private tmpfs the command may write
 	PrivatePts   bool   // set by the init stage: /dev/pts is a devpts instance of the sandbox's own
+	ProxySocket  string // the broker's proxy: pid 1 forwards the namespace's 127.0.0.1:<port> to it (Spec.Proxy)
 }
 
 // helperStatus is what the init stage reports to the broker on fd 4 when the command has ended.
@@ -107,6 +108,14 @@ func runInit() {
 	}
 	if err := setupNamespace(hs); err != nil {
 		report(helperStatus{SetupError: err.Error()})
+	}
+	if hs.ProxySocket != "" && hs.NetNS {
+		// pid 1 holds the forwarder for the command's lifetime; it dies with the namespace.
+		addr, _, err := Forward(hs.ProxySocket)
+		if err != nil {
+			report(helperStatus{SetupError: err.Error()})
+		}
+		hs.Env = ProxyEnv(hs.Env, addr)
 	}
 	if hs.Nproc > 0 {
 		lim := unix.Rlimit{Cur: hs.Nproc, Max: hs.Nproc}

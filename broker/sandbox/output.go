@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -99,4 +100,20 @@ func (s *outputSink) finish(path string) (out []byte, truncated bool, notice str
 	out = append(out, fmt.Sprintf("\n[... %d bytes cut%s ...]\n", cut, where)...)
 	out = append(out, tail...)
 	return out, true, notice
+}
+
+// Bound keeps the head and the tail of b as Result.Output keeps a command's output (KeepOutput bytes, a note where
+// bytes were cut), for other results that are bounded like it; with a path, all of b is saved there (0600) first
+// and the note says so.
+func Bound(b []byte, path string) (out []byte, cut bool, err error) {
+	s, err := newOutputSink(path, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	s.write(b)
+	out, cut, notice := s.finish(path)
+	if notice != "" {
+		err = errors.New(notice)
+	}
+	return out, cut, err
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,6 +76,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	}
 	if !hs.NetNS && !s.Unsandboxed {
 		notices = append(notices, noNetNSNotice)
+	}
+	if s.Proxy != "" && !s.Unsandboxed && !hs.NetNS {
+		notices = append(notices, noProxyNotice)
 	}
 	h, err := startHelper(hs, cg, s.Stdin, s.Stdout)
 	if err != nil && hs.NetNS && !s.Unsandboxed {
@@ -166,6 +170,8 @@ var testLandlockABI = -1
 
 // testNoNetNS makes tests exercise the fallback for kernels that refuse a network namespace.
 var testNoNetNS bool
+
+const noProxyNotice = "no network namespace here, so no proxy either: the command has no network"
 
 const noNetNSNotice = "no network namespace here: IP sockets are refused (seccomp) and TCP is denied (Landlock); local servers cannot listen"
 
@@ -263,6 +269,11 @@ func plan(s Spec) (*helperSpec, []string, error) {
 		}
 	}
 	hs.Sockets = hostUnixSockets()
+	if s.Proxy != "" {
+		// The proxy's socket is the one host socket pid 1 reaches (the command may too: it is the same proxy).
+		hs.ProxySocket = filepath.Clean(s.Proxy)
+		hs.Sockets = slices.DeleteFunc(hs.Sockets, func(p string) bool { return filepath.Clean(p) == hs.ProxySocket })
+	}
 	return hs, notices, nil
 }
 

@@ -73,6 +73,10 @@ type Spec struct {
 	Limits       Limits        // memory and process limits (sandboxed commands only)
 	OnOutput     func(chunk []byte)
 	OutputFile   string // where the full output is saved (0600); empty: not saved
+	// Proxy is the path of a unix socket of the broker's HTTP(S) proxy. A sandboxed command then gets a forwarder
+	// to it on its network namespace's loopback (Forward) and the proxy variables (ProxyEnv); nothing else of the
+	// network. Empty: no network at all. Needs a network namespace (else a Notice says there is no proxy).
+	Proxy string
 	// Stdin is the command's standard input; nil: /dev/null. The copy into the command ends at Stdin's EOF or when
 	// the command ends, so a long-lived reader (an MCP client, a background process's input) must be closed by its
 	// owner.

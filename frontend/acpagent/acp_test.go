@@ -35,7 +35,7 @@ func TestInitialize(t *testing.T) {
 	sc := c.SessionCapabilities
 	if !c.LoadSession || sc.List == nil || sc.Resume == nil || sc.Close == nil || sc.Fork != nil ||
 		c.PromptCapabilities.Image || c.PromptCapabilities.Audio || !c.PromptCapabilities.EmbeddedContext ||
-		c.McpCapabilities.Http || c.McpCapabilities.Sse {
+		!c.McpCapabilities.Http || !c.McpCapabilities.Sse {
 		t.Errorf("capabilities %+v", c)
 	}
 	if res.AuthMethods == nil || len(res.AuthMethods) != 0 {

@@ -26,6 +26,7 @@ func (a *approver) Ask(ctx context.Context, q *execv1.Question) execv1.Choice {
 	if t == nil || ctx.Err() != nil {
 		return execv1.Choice_CHOICE_DENY
 	}
+	a.sess.notifyHooks(q.GetTitle())
 	if ask := a.sess.srv.opts.Ask; ask != nil {
 		if c, ok := ask(ctx, a.sess.id, q); ok {
 			return c

@@ -94,3 +94,30 @@ func BenchmarkChunkToNotification(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*chunks), "chunk-ns")
 }
+
+// BenchmarkTurnWithSubagent is a turn whose model hands a task to explore, which answers at once: three model
+// requests (the fake answers at once). BenchmarkTurnWithPlan is the same turn with a local call that starts no
+// loop (two requests); the difference is what starting a subagent adds (target: under 5 ms).
+func BenchmarkTurnWithSubagent(b *testing.B) {
+	e := newEnv(b)
+	sid := e.newSession()
+	for b.Loop() {
+		e.fake.Push(tool("toolu_s", "subagent", `{"agent":"explore","task":"look"}`), model.TextStep("found"), model.TextStep("done"))
+		res, err := e.prompt(sid, acp.TextBlock("explore"))
+		if err != nil || res.StopReason != acp.StopReasonEndTurn {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+func BenchmarkTurnWithPlan(b *testing.B) {
+	e := newEnv(b)
+	sid := e.newSession()
+	for b.Loop() {
+		e.fake.Push(tool("toolu_t", "todo", `{"todos":[{"content":"look","status":"pending"}]}`), model.TextStep("done"))
+		res, err := e.prompt(sid, acp.TextBlock("plan"))
+		if err != nil || res.StopReason != acp.StopReasonEndTurn {
+			b.Fatal(res, err)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/garuda-dev/garuda/broker"
+	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
 	"github.com/garuda-dev/garuda/broker/peercred"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/frontend/model"
@@ -30,6 +31,9 @@ import (
 func TestMain(m *testing.M) {
 	// The broker runs commands by re-executing its own binary, here the test binary, as the sandbox helper.
 	sandbox.MaybeRunHelper()
+	if len(os.Args) > 2 && os.Args[1] == mcptest.Arg {
+		os.Exit(mcptest.Serve(os.Args[2])) // the MCP tests' server, run by the broker in the sandbox
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir) // the binaries the process tests built

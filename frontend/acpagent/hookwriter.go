@@ -37,10 +37,10 @@ func (h *hookWriter) watch(marker string) <-chan struct{} {
 // (TestInitializeLineIsTheSpecs keeps the two in step with the pinned SDK).
 var (
 	initMarker = []byte(`"agentInfo":{"name":"garuda"`)
-	sdkCaps    = []byte(`"agentCapabilities":{"auth":{},"loadSession":true,"mcpCapabilities":{},` +
+	sdkCaps    = []byte(`"agentCapabilities":{"auth":{},"loadSession":true,"mcpCapabilities":{"http":true,"sse":true},` +
 		`"promptCapabilities":{"embeddedContext":true},"sessionCapabilities":{"close":{},"list":{},"resume":{}}}`)
 	specCaps = []byte(`"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":false,"audio":false,"embeddedContext":true},` +
-		`"mcpCapabilities":{"http":false,"sse":false},"sessionCapabilities":{"list":{},"resume":{},"close":{}}}`)
+		`"mcpCapabilities":{"http":true,"sse":true},"sessionCapabilities":{"list":{},"resume":{},"close":{}}}`)
 )
 
 // Write writes one message (the SDK and the inbox write each message whole) and then fires its watches.

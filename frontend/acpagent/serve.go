@@ -175,6 +175,12 @@ func (s *server) shutdown(closeBroker bool) {
 		sess.closeRecords()
 	}
 	if closeBroker {
+		// The SessionEnd hooks, all at once and bounded: the editor has gone, the agent is on its way out.
+		var ends sync.WaitGroup
+		for _, sess := range sessions {
+			ends.Go(func() { sess.endHooks("prompt_input_exit") })
+		}
+		ends.Wait()
 		ctx, cancel := context.WithTimeout(s.base, closeTimeout)
 		defer cancel()
 		var wg sync.WaitGroup
@@ -221,7 +227,7 @@ func (s *server) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.I
 		AgentCapabilities: acp.AgentCapabilities{
 			LoadSession:        true,
 			PromptCapabilities: acp.PromptCapabilities{Image: false, Audio: false, EmbeddedContext: true},
-			McpCapabilities:    acp.McpCapabilities{Http: false, Sse: false},
+			McpCapabilities:    acp.McpCapabilities{Http: true, Sse: true},
 			SessionCapabilities: acp.SessionCapabilities{List: &acp.SessionListCapabilities{},
 				Resume: &acp.SessionResumeCapabilities{}, Close: &acp.SessionCloseCapabilities{}},
 		},

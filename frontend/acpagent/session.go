@@ -95,7 +95,8 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	if err != nil {
 		return acp.NewSessionResponse{}, requestError(fmt.Sprintf("set up the model %s: %v", ms.GetName(), err))
 	}
-	open, err := b.OpenSession(ctx, &execv1.OpenSessionRequest{Root: filepath.Clean(p.Cwd), Mode: execv1.Mode_MODE_BUILD})
+	servers, mcpNotices := mcpServers(p.McpServers)
+	open, err := b.OpenSession(ctx, &execv1.OpenSessionRequest{Root: filepath.Clean(p.Cwd), Mode: execv1.Mode_MODE_BUILD, McpServers: servers})
 	if err != nil {
 		if status.Code(err) == codes.InvalidArgument {
 			return acp.NewSessionResponse{}, invalidParams(statusMessage(err)) // the broker's one sentence names the folder
@@ -105,9 +106,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	sess := s.buildSession(open, ms, client, p.Cwd)
 	sess.setModel(ms, client, prep.GetModels())
 	sess.notices = append(prep.GetNotices(), sess.notices...)
-	if names := mcpNames(p.McpServers); len(names) > 0 {
-		sess.notices = append(sess.notices, mcpNotice(names))
-	}
+	sess.notices = append(sess.notices, mcpNotices...)
 	if err := s.register(ctx, sess); err != nil {
 		return acp.NewSessionResponse{}, err
 	}
@@ -134,6 +133,7 @@ func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.Model
 	}
 	sess.tr = &transcript{write: sess.record}
 	sess.notices = append(sess.notices, open.GetNotices()...)
+	sess.commands = open.GetCommands()
 	for _, c := range open.GetCommands() {
 		if c.GetSkill() {
 			sess.skills = append(sess.skills, agent.SkillInfo{Name: c.GetName(), Description: c.GetDescription()})
@@ -142,12 +142,15 @@ func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.Model
 	sess.runner = &brokerconn.Runner{Client: s.opts.Broker, SessionID: sess.id, Approver: &approver{sess: sess}, Notice: sess.resultNotice}
 	sess.ag = &agent.Session{
 		Model:           client,
-		Tools:           sess.runner,
+		Tools:           &sessionTools{s: sess, runner: sess.runner},
 		System:          sess.systemPrompt,
 		ContextWindow:   int(ms.GetContextWindow()),
 		MaxOutputTokens: int(ms.GetMaxOutputTokens()),
 		Limits:          agent.Limits{MaxSteps: cmp.Or(s.opts.MaxSteps, int(ms.GetMaxSteps())), MaxTokens: int(ms.GetMaxTurnTokens())},
 		Record:          sess.recordAgent,
+		BeforeCompact: func(ctx context.Context, trigger string) {
+			sess.hook(ctx, s.base, &execv1.HookEvent{Event: hookPreCompact, Subject: trigger})
+		},
 	}
 	go sess.writeRecords()
 	return sess
@@ -193,33 +196,10 @@ func availableCommands(cmds []*execv1.CommandInfo) []acp.AvailableCommand {
 	return out
 }
 
-// mcpNotice names the editor's MCP servers, which are not started.
-func mcpNotice(names []string) string {
-	return fmt.Sprintf("the editor's MCP servers are not started in this version: %s.", strings.Join(names, ", "))
-}
-
-func mcpNames(servers []acp.McpServer) []string {
-	var names []string
-	for _, m := range servers {
-		switch {
-		case m.Stdio != nil:
-			names = append(names, m.Stdio.Name)
-		case m.Http != nil:
-			names = append(names, m.Http.Name)
-		case m.Sse != nil:
-			names = append(names, m.Sse.Name)
-		case m.Acp != nil:
-			names = append(names, m.Acp.Name)
-		}
-	}
-	for i, n := range names {
-		names[i] = visible.OneLine(n)
-	}
-	return names
-}
-
 // session is one ACP session: one broker session and one conversation.
 type session struct {
+	commands         []*execv1.CommandInfo // the / menu's commands and skills, from the broker at open
+	mcpPrompts       []*execv1.CommandInfo // the MCP servers' prompts last added to the menu; guarded by mu
 	srv              *server
 	id               string
 	root             string
@@ -227,9 +207,13 @@ type session struct {
 	instructionsFile string
 	runner           *brokerconn.Runner
 	skills           []agent.SkillInfo // the session's skills, for the system prompt
+	agentsOnce       sync.Once
+	customAgents     []agent.SkillInfo // the custom agents, read at the first prompt, for the system prompt
 	ag               *agent.Session
 	tr               *transcript           // what the editor is sent, for the session file
 	model            *execv1.ModelSettings // the model the session talks to, for the words of its errors
+	webSearchAsked   bool                  // the web search consent was decided in this session (turn goroutine only)
+	webSearchOK      bool
 
 	mu   sync.Mutex
 	turn *turn // the running turn, nil between turns
@@ -244,6 +228,8 @@ type session struct {
 	questions   int
 	title       string // set from the first prompt
 	cfg         modelConfig
+	// hooksStarted: SessionStart was reported (at the first prompt); resumed: the session was loaded or resumed.
+	hooksStarted, resumed bool
 
 	// The editor's prompts and cancels in the order it sent them (see inbox): a cancel read after a prompt stops
 	// that prompt even when the SDK runs the cancel before the prompt's turn exists.
@@ -279,8 +265,11 @@ func (s *session) systemPrompt() string {
 		InstructionsFile: s.instructionsFile,
 	}
 	for _, t := range specs {
-		if t.Name == tools.Skill {
+		switch t.Name {
+		case tools.Skill:
 			info.Skills = s.skills
+		case tools.Subagent:
+			info.Agents = append([]agent.SkillInfo{{Name: explore.name, Description: explore.description}}, s.customAgents...)
 		}
 	}
 	return agent.SystemPrompt(info)
@@ -386,11 +375,13 @@ func (s *session) setMode(ctx context.Context, mode string) error {
 		return nil
 	}
 	s.mu.Unlock()
-	if _, err := s.srv.opts.Broker.SetMode(ctx, &execv1.SetModeRequest{SessionId: s.id, Mode: brokerMode(mode)}); err != nil {
+	res, err := s.srv.opts.Broker.SetMode(ctx, &execv1.SetModeRequest{SessionId: s.id, Mode: brokerMode(mode)})
+	if err != nil {
 		return requestError("set the mode: " + statusMessage(err))
 	}
 	s.mu.Lock()
 	s.mode = mode
+	s.notices = append(s.notices, res.GetNotices()...) // shown with the next prompt
 	s.mu.Unlock()
 	s.record("mode", mode)
 	return nil
@@ -405,12 +396,14 @@ func (s *session) applyPendingMode(ctx context.Context) {
 	if mode == "" {
 		return
 	}
-	if _, err := s.srv.opts.Broker.SetMode(ctx, &execv1.SetModeRequest{SessionId: s.id, Mode: brokerMode(mode)}); err != nil {
+	res, err := s.srv.opts.Broker.SetMode(ctx, &execv1.SetModeRequest{SessionId: s.id, Mode: brokerMode(mode)})
+	if err != nil {
 		s.srv.opts.Log.Warn("set the mode after the turn", "session", s.id, "err", err)
 		return
 	}
 	s.mu.Lock()
 	s.mode = mode
+	s.notices = append(s.notices, res.GetNotices()...) // shown with the next prompt
 	s.mu.Unlock()
 }
 

@@ -189,7 +189,8 @@ func (s *server) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer
 	}()
 
 	b := s.opts.Broker
-	opened, entries, err := s.resumeBroker(ctx, id, filepath.Clean(cwd))
+	servers, mcpNotices := mcpServers(mcp)
+	opened, entries, err := s.resumeBroker(ctx, id, filepath.Clean(cwd), servers)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -229,6 +230,7 @@ func (s *server) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer
 		sess.cfg.thought = l
 	}
 	sess.ag.History = rest.history
+	sess.resumed = true
 	sess.title = rest.title
 	sess.questions = rest.questions
 	if rest.mode == modePlan {
@@ -240,9 +242,7 @@ func (s *server) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer
 	}
 	sess.notices = append(prep.GetNotices(), sess.notices...)
 	sess.notices = append(sess.notices, rulesNotice)
-	if names := mcpNames(mcp); len(names) > 0 {
-		sess.notices = append(sess.notices, mcpNotice(names))
-	}
+	sess.notices = append(sess.notices, mcpNotices...)
 	return sess, rest, nil
 }
 
@@ -255,11 +255,11 @@ func (s *server) apiKey(ms *execv1.ModelSettings) string {
 }
 
 // resumeBroker reopens the broker session and reads its file's entries.
-func (s *server) resumeBroker(ctx context.Context, id, root string) (*execv1.OpenSessionResponse, []*execv1.SessionEntry, error) {
+func (s *server) resumeBroker(ctx context.Context, id, root string, servers []*execv1.McpServer) (*execv1.OpenSessionResponse, []*execv1.SessionEntry, error) {
 	b := s.opts.Broker
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := b.ResumeSession(sctx, &execv1.ResumeSessionRequest{SessionId: id, Root: root})
+	stream, err := b.ResumeSession(sctx, &execv1.ResumeSessionRequest{SessionId: id, Root: root, McpServers: servers})
 	if err != nil {
 		return nil, nil, sessionRPCError(id, err)
 	}
@@ -484,6 +484,7 @@ func (s *server) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (a
 	sess.abort(errCancelled)
 	sess.waitIdle(closeTimeout)
 	sess.closeRecords()
+	sess.endHooks("other")
 	if _, err := s.opts.Broker.CloseSession(context.WithoutCancel(ctx), &execv1.CloseSessionRequest{SessionId: id}); err != nil {
 		return acp.CloseSessionResponse{}, requestError("close the session: " + statusMessage(err))
 	}

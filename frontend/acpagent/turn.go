@@ -93,7 +93,12 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 		s.notice(uctx, n)
 	}
 
+	mcpStarted := false
 	if name, ok := commandName(text); ok {
+		if strings.Contains(name, ":") && !mcpStarted {
+			s.startMCP(tctx, uctx) // "/server:prompt": the servers run before it is resolved
+			mcpStarted = true
+		}
 		res, err := s.runner.Call(tctx, &execv1.Start{Op: &execv1.Start_ResolveCommand{ResolveCommand: &execv1.ResolveCommand{Text: text}}}, nil)
 		switch {
 		case err != nil && tctx.Err() != nil:
@@ -156,9 +161,45 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 		}
 	}
 
+	if rs := resourceMentions(text); len(rs) > 0 {
+		if !mcpStarted {
+			s.startMCP(tctx, uctx) // the servers run before their resources are read
+			mcpStarted = true
+		}
+		full += s.attachResources(tctx, uctx, rs)
+	}
+	added, why, ok := s.beforePrompt(tctx, uctx, text)
+	if tctx.Err() != nil {
+		return t.end(uctx, agent.StopCancelled, nil)
+	}
+	if !ok {
+		s.record("prompt", full)
+		s.notice(uctx, why)
+		s.record("stop", agent.StopDone)
+		return t.end(uctx, agent.StopDone, nil)
+	}
 	s.record("prompt", full)
+	s.loadAgents(tctx)
 	s.applyConfig()
-	stop, err := s.ag.RunTurn(tctx, full, t.emit)
+	if !mcpStarted {
+		s.startMCP(tctx, uctx)
+	}
+	if tctx.Err() != nil {
+		return t.end(uctx, agent.StopCancelled, nil)
+	}
+	s.offerWebSearch(tctx)
+	stop, err := s.ag.RunTurn(tctx, full+added, t.emit)
+	// Stop hooks may keep the turn going (a block: its reason is the model's next prompt), a few times at most.
+	for i := 0; err == nil && stop == agent.StopDone && tctx.Err() == nil && i <= maxStopContinuations; i++ {
+		o := s.hook(tctx, uctx, &execv1.HookEvent{Event: hookStop, StopHookActive: i > 0})
+		if !o.GetBlocked() || i == maxStopContinuations || o.GetStop() {
+			if o.GetStop() {
+				s.notice(uctx, "Garuda: a hook stopped the turn: "+o.GetStopReason())
+			}
+			break
+		}
+		stop, err = s.ag.RunTurn(tctx, "A Stop hook did not let the turn end: "+o.GetReason(), t.emit)
+	}
 	turnEnded(s.ag.History)
 	return t.end(uctx, stop, err)
 }
@@ -260,8 +301,9 @@ func (t *turn) flushProseLocked() {
 }
 
 type callState struct {
-	title string
-	ended bool
+	title   string
+	ended   bool
+	running bool // its in_progress update went out
 }
 
 // markStop notes the calls running when the turn was stopped: they end failed, whatever their result.
@@ -345,6 +387,11 @@ func (t *turn) emit(e agent.Event) {
 			Locations:  toolLocations(c.Name, c.Input, s.root),
 			RawInput:   visibleJSON(c.Input),
 		}})
+	case agent.EventToolStarted:
+		if c := t.calls[e.Call.ID]; c != nil && !c.ended && !c.running {
+			c.running = true
+			t.updateCall(uctx, e.Call.ID, acp.ToolCallStatusInProgress, "")
+		}
 	case agent.EventToolProgress:
 		if c := t.calls[e.Call.ID]; c != nil && !c.ended && e.Text != "" {
 			t.updateCall(uctx, e.Call.ID, acp.ToolCallStatusInProgress, e.Text)

@@ -181,7 +181,7 @@ func TestInitializeLineIsTheSpecs(t *testing.T) {
 		"agentCapabilities": map[string]any{
 			"loadSession":         true,
 			"promptCapabilities":  map[string]any{"image": false, "audio": false, "embeddedContext": true},
-			"mcpCapabilities":     map[string]any{"http": false, "sse": false},
+			"mcpCapabilities":     map[string]any{"http": true, "sse": true},
 			"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}},
 		},
 		"authMethods": []any{},

@@ -22,7 +22,8 @@ const (
 	EventThinkingDelta EventType = "thinking_delta"
 	EventToolCall      EventType = "tool_call"     // Call is set; the call is about to run
 	EventToolResult    EventType = "tool_result"   // Call and Result are set
-	EventToolProgress  EventType = "tool_progress" // Call is set; Text is one progress line
+	EventToolStarted   EventType = "tool_started"  // Call is set; the call runs (its question, if any, was answered)
+	EventToolProgress  EventType = "tool_progress" // Call is set; Text is the tail of its output so far
 	EventNotice        EventType = "notice"        // Text is a line for the user, starting with "Garuda:"
 	EventCompaction    EventType = "compaction"    // Text is a line for the user, starting with "Garuda:"
 	EventModelRetry    EventType = "model_retry"   // Text is a line for the user, starting with "Garuda:"
@@ -76,7 +77,8 @@ type Tools interface {
 	// ReadOnly reports whether calls of the tool may run in parallel with each other within one step.
 	ReadOnly(name string) bool
 	// Run runs one call. It must return soon after ctx is cancelled; progress may be called from any goroutine
-	// until Run returns.
+	// until Run returns: with "" once when the call goes ahead (its question, if any, answered), then with the tail
+	// of its output so far.
 	Run(ctx context.Context, call ToolCall, progress func(line string)) ToolResult
 }
 
@@ -151,12 +153,17 @@ type Session struct {
 	ThinkingBudget  int // passed in every request of a turn (not in summary requests); zero: no extended thinking
 	// ReasoningEffort is passed in every request of a turn (not in summary requests); empty: the server's default.
 	ReasoningEffort string
+	// WebSearch offers the provider's server-side web search in every request of a turn (not in summary requests);
+	// its calls and results are shown as tool calls, not kept in History.
+	WebSearch bool
 	// History is the conversation. Between turns every tool_use is followed by its tool_result.
 	History []model.Message
 	// Record, if set, receives what a session file keeps: ("message", model.Message) for every message added to
 	// History, ("compaction", Compaction) when History was replaced by a compacted one, then ("stop", Stop) or
 	// ("error", string) at the end of the turn.
 	Record func(kind string, v any)
+	// BeforeCompact, if set, is called before older turns are summarised (the PreCompact hooks), with "auto".
+	BeforeCompact func(ctx context.Context, trigger string)
 
 	// The usage of the last response covers History[:usageMark]; the estimate adds only what came after.
 	usage     model.Usage
@@ -379,6 +386,23 @@ func (h deltaHandler) Delta(kind model.DeltaKind, text string) {
 	h.t.emit(Event{Type: typ, Text: text})
 }
 
+// ServerTool shows a tool the provider ran (web search) as a tool call and its result.
+func (h deltaHandler) ServerTool(ev model.ServerToolEvent) {
+	call := &ToolCall{ID: ev.ID, Name: ev.Name}
+	if !ev.Done {
+		call.Input, _ = json.Marshal(map[string]string{"query": ev.Query})
+		h.t.emit(Event{Type: EventToolCall, Call: call})
+		return
+	}
+	r := &ToolResult{Status: StatusCompleted, Content: strings.Join(ev.URLs, "\n")}
+	if ev.Error != "" {
+		r.Status, r.Content = StatusFailed, ev.Error
+	} else if len(ev.URLs) == 0 {
+		r.Content = "No results."
+	}
+	h.t.emit(Event{Type: EventToolResult, Call: call, Result: r})
+}
+
 type discardHandler struct{}
 
 func (discardHandler) Delta(model.DeltaKind, string) {}
@@ -475,7 +499,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // nothing the client appends can reach it.
 func (s *Session) buildRequest() model.Request {
 	req := model.Request{Messages: slices.Clip(s.History), MaxTokens: s.MaxOutputTokens, ThinkingBudget: s.ThinkingBudget,
-		ReasoningEffort: s.ReasoningEffort}
+		ReasoningEffort: s.ReasoningEffort, WebSearch: s.WebSearch}
 	if s.System != nil {
 		req.System = s.System()
 	}

@@ -73,6 +73,9 @@ func isPrompt(m model.Message) bool {
 // when there was nothing to summarise.
 func (t *turn) compact(ctx context.Context) (bool, error) {
 	s := t.s
+	if s.BeforeCompact != nil {
+		s.BeforeCompact(ctx, "auto")
+	}
 	h := s.History
 	cut := len(h)
 	if n := len(h); n >= 2 && isToolResults(h[n-1]) && h[n-2].Role == model.RoleAssistant {

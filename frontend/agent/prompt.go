@@ -26,6 +26,8 @@ type PromptInfo struct {
 	InstructionsFile string
 	// Skills are listed when the skill tool is offered (the caller leaves them out otherwise).
 	Skills []SkillInfo
+	// Agents are listed when the subagent tool is offered: the agents it may name.
+	Agents []SkillInfo
 }
 
 // SkillInfo names a skill the model may load with the skill tool.
@@ -85,6 +87,13 @@ func SystemPrompt(p PromptInfo) string {
 		b.WriteString("\n# Skills\nLoad a skill with the skill tool when the task matches its description:\n")
 		for _, s := range p.Skills {
 			b.WriteString("- " + s.Name + ": " + firstLine(s.Description) + "\n")
+		}
+	}
+
+	if len(p.Agents) > 0 {
+		b.WriteString("\n# Agents\nHand a self-contained task to one of these with the subagent tool:\n")
+		for _, a := range p.Agents {
+			b.WriteString("- " + a.Name + ": " + firstLine(a.Description) + "\n")
 		}
 	}
 

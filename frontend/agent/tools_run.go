@@ -117,7 +117,11 @@ func (t *turn) runOne(ctx context.Context, c ToolCall) *ToolResult {
 	progress := func(line string) {
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		if !over {
+		switch {
+		case over:
+		case line == "":
+			t.emitFn(Event{Type: EventToolStarted, Call: &c})
+		default:
 			t.emitFn(Event{Type: EventToolProgress, Call: &c, Text: line})
 		}
 	}

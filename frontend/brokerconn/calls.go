@@ -1,6 +1,7 @@
 package brokerconn
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/status"
 
@@ -26,8 +28,9 @@ type Approver interface {
 // DefaultProgressEvery is the shortest time between two progress reports of one call.
 const DefaultProgressEvery = 250 * time.Millisecond
 
-// maxPending bounds the progress text kept between two reports; older output is dropped.
-const maxPending = 4096
+// maxTail bounds the progress text a report carries: the tail of the output so far; older output is dropped (the
+// result has the whole output, as the broker bounds it).
+const maxTail = 8192
 
 // Runner implements agent.Tools over the broker for one broker session: each model tool call becomes a broker Call
 // (see package tools for the table that maps them).
@@ -41,6 +44,10 @@ type Runner struct {
 	Notice func(line string)
 	// ProgressEvery is the shortest time between two progress reports of one call; zero means DefaultProgressEvery.
 	ProgressEvery time.Duration
+	// Mode, if MODE_PLAN, narrows every call to plan mode (a subagent's calls); the broker enforces it.
+	Mode execv1.Mode
+
+	mcp mcpTools
 }
 
 var _ agent.Tools = (*Runner)(nil)
@@ -48,9 +55,9 @@ var _ agent.Tools = (*Runner)(nil)
 // Specs implements agent.Tools.
 func (r *Runner) Specs() []model.ToolSpec {
 	if r.Tools != nil {
-		return r.Tools
+		return append(append([]model.ToolSpec(nil), r.Tools...), r.mcpSpecs()...)
 	}
-	return tools.Specs()
+	return append(tools.Specs(), r.mcpSpecs()...)
 }
 
 // ReadOnly implements agent.Tools: reads and searches may run in parallel.
@@ -62,7 +69,11 @@ func (r *Runner) ReadOnly(name string) bool {
 // Run implements agent.Tools: it runs the call through the broker and returns its result. A call the broker could
 // not run ends failed with the reason; a cancelled ctx ends it cancelled.
 func (r *Runner) Run(ctx context.Context, call agent.ToolCall, progress func(line string)) agent.ToolResult {
-	start, err := tools.Start(call.ID, call.Name, call.Input)
+	start := r.mcpStart(call.ID, call.Name, call.Input)
+	var err error
+	if start == nil {
+		start, err = tools.Start(call.ID, call.Name, call.Input)
+	}
 	if err != nil {
 		return agent.ToolResult{CallID: call.ID, Status: agent.StatusFailed, Content: err.Error()}
 	}
@@ -105,11 +116,15 @@ func Result(callID string, res *execv1.Result) agent.ToolResult {
 const Settle = 3 * time.Second
 
 // Call runs one broker Call: it sends start (with this runner's session id), answers each Question through the
-// Approver, reports Progress to progress (if not nil, at most every ProgressEvery, never after Call returns) and
+// Approver, reports Progress to progress (if not nil: first "" when the call goes ahead, then the tail of the output
+// so far at most every ProgressEvery, never after Call returns) and
 // returns the Result. Cancelling ctx cancels the call: the broker denies an open question, ends the command's whole
 // process tree and answers with a cancelled Result, which Call waits for up to Settle before it ends the stream.
 func (r *Runner) Call(ctx context.Context, start *execv1.Start, progress func(line string)) (*execv1.Result, error) {
 	start.SessionId = r.SessionID
+	if r.Mode == execv1.Mode_MODE_PLAN {
+		start.Mode = r.Mode
+	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel() // ends the stream, whatever way the call ends
 	stream, err := r.Client.Call(sctx)
@@ -135,6 +150,7 @@ func (r *Runner) Call(ctx context.Context, start *execv1.Start, progress func(li
 	defer stopCancel()
 	th := newThrottle(progress, r.ProgressEvery)
 	defer th.stop()
+	started := false
 	for {
 		m, err := stream.Recv()
 		if err != nil {
@@ -155,7 +171,13 @@ func (r *Runner) Call(ctx context.Context, start *execv1.Start, progress func(li
 			_ = send(ans)
 		case *execv1.CallResponse_Progress:
 			p := msg.Progress
-			if p.GetLine() != "" {
+			if p.GetLine() == "" && len(p.GetOutput()) == 0 {
+				// The broker's word that the call goes ahead (its question, if any, answered): an empty line.
+				if progress != nil && !started {
+					started = true
+					progress("")
+				}
+			} else if p.GetLine() != "" {
 				th.add(p.GetLine() + "\n")
 			} else if len(p.GetOutput()) > 0 {
 				th.add(string(p.GetOutput()))
@@ -192,17 +214,18 @@ func opName(s *execv1.Start) string {
 	return "an empty call"
 }
 
-// throttle passes progress on at most once per interval, with everything that arrived since (its tail), and
-// never after stop.
+// throttle passes progress on at most once per interval, and never after stop. Each report is the tail of all
+// the output so far, not only what came since the last one: editors replace a tool call's content with each update.
 type throttle struct {
 	fn    func(string)
 	every time.Duration
 
-	mu      sync.Mutex
-	pending strings.Builder
-	last    time.Time
-	timer   *time.Timer
-	done    bool
+	mu    sync.Mutex
+	tail  []byte // the newest maxTail bytes of the output
+	dirty bool   // output came since the last report
+	last  time.Time
+	timer *time.Timer
+	done  bool
 }
 
 func newThrottle(fn func(string), every time.Duration) *throttle {
@@ -213,7 +236,7 @@ func newThrottle(fn func(string), every time.Duration) *throttle {
 }
 
 func (t *throttle) add(s string) {
-	if t.fn == nil {
+	if t.fn == nil || s == "" {
 		return
 	}
 	t.mu.Lock()
@@ -221,12 +244,8 @@ func (t *throttle) add(s string) {
 	if t.done {
 		return
 	}
-	t.pending.WriteString(s)
-	if t.pending.Len() > maxPending {
-		tail := t.pending.String()[t.pending.Len()-maxPending:]
-		t.pending.Reset()
-		t.pending.WriteString(tail)
-	}
+	t.tail = appendTail(t.tail, s, maxTail)
+	t.dirty = true
 	if wait := t.every - time.Since(t.last); wait > 0 {
 		if t.timer == nil {
 			t.timer = time.AfterFunc(wait, t.flush)
@@ -234,6 +253,23 @@ func (t *throttle) add(s string) {
 		return
 	}
 	t.flushLocked()
+}
+
+// appendTail appends s to b and keeps the newest max bytes, cut after a newline where one is near the cut, and
+// never inside a UTF-8 sequence.
+func appendTail(b []byte, s string, max int) []byte {
+	b = append(b, s...)
+	if len(b) <= max {
+		return b
+	}
+	cut := len(b) - max
+	if i := bytes.IndexByte(b[cut:], '\n'); i >= 0 && i < max/4 {
+		cut += i + 1
+	}
+	for cut < len(b) && !utf8.RuneStart(b[cut]) {
+		cut++
+	}
+	return append(b[:0], b[cut:]...)
 }
 
 func (t *throttle) flush() {
@@ -246,13 +282,12 @@ func (t *throttle) flush() {
 }
 
 func (t *throttle) flushLocked() {
-	if t.pending.Len() == 0 {
+	if !t.dirty {
 		return
 	}
-	s := strings.TrimRight(t.pending.String(), "\n")
-	t.pending.Reset()
+	t.dirty = false
 	t.last = time.Now()
-	if s != "" {
+	if s := strings.TrimRight(string(t.tail), "\n"); s != "" {
 		t.fn(s)
 	}
 }

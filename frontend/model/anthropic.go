@@ -1,11 +1,13 @@
 package model
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -37,6 +39,16 @@ func NewAnthropic(cfg ProviderConfig) Client {
 	return &anthropicClient{cfg: cfg, msgs: c.Messages}
 }
 
+// SearchesWeb implements WebSearcher: Anthropic's own API runs web_search; an Anthropic-compatible endpoint elsewhere
+// may not know the tool.
+func (c *anthropicClient) SearchesWeb() bool {
+	if c.cfg.BaseURL == "" {
+		return true
+	}
+	u, err := url.Parse(c.cfg.BaseURL)
+	return err == nil && u.Hostname() == "api.anthropic.com"
+}
+
 func (c *anthropicClient) params(req Request) (anthropic.MessageNewParams, error) {
 	p := anthropic.MessageNewParams{
 		Model:     anthropic.Model(c.cfg.Model),
@@ -64,6 +76,10 @@ func (c *anthropicClient) params(req Request) (anthropic.MessageNewParams, error
 	}
 	if n := len(p.Tools); n > 0 {
 		p.Tools[n-1].OfTool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+	}
+	if req.WebSearch {
+		p.Tools = append(p.Tools,
+			anthropic.ToolUnionParam{OfWebSearchTool20250305: &anthropic.WebSearchTool20250305Param{MaxUses: anthropic.Int(maxSearches)}})
 	}
 	wire := make([]wireMessage, 0, len(req.Messages))
 	for _, m := range req.Messages {
@@ -200,6 +216,14 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 				b.Block = Block{Type: BlockRedactedThinking, Data: cb.Data}
 			case "tool_use":
 				b.Block = Block{Type: BlockToolUse, ToolUseID: cb.ID, Name: cb.Name}
+			case "server_tool_use":
+				// The provider's own tool (web search): shown as it runs, not kept in the history.
+				b.server, b.ToolUseID, b.Name = true, cb.ID, cb.Name
+			case "web_search_tool_result":
+				b.skip = true
+				if sh, ok := h.(ServerToolHandler); ok {
+					sh.ServerTool(searchResult(cb.RawJSON()))
+				}
 			default:
 				b.skip = true // server tools and other blocks Garuda does not use
 			}
@@ -229,6 +253,16 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 			}
 		case "content_block_stop":
 			// Blocks are finished after the loop, so a block that never saw its stop is still kept.
+			if ev.Index >= 0 && int(ev.Index) < len(blocks) && blocks[ev.Index].server {
+				if sh, ok := h.(ServerToolHandler); ok {
+					b := &blocks[ev.Index]
+					var in struct {
+						Query string `json:"query"`
+					}
+					_ = json.Unmarshal(b.text, &in)
+					sh.ServerTool(ServerToolEvent{ID: b.ToolUseID, Name: b.Name, Query: in.Query})
+				}
+			}
 		case "message_delta":
 			resp.StopReason = anthropicStop(ev.Delta.StopReason)
 			u := ev.Usage
@@ -253,7 +287,7 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 	}
 	for i := range blocks {
 		b := &blocks[i]
-		if b.skip {
+		if b.skip || b.server {
 			continue
 		}
 		switch b.Type {
@@ -279,8 +313,39 @@ const maxBlocks = 4096
 
 type anthropicBlock struct {
 	Block
-	text []byte // text, thinking, or the tool input JSON as it arrives
-	skip bool
+	text   []byte // text, thinking, or the tool input JSON as it arrives
+	skip   bool
+	server bool // a server_tool_use block: its input is streamed, then it is shown, never kept
+}
+
+// maxSearches bounds the web searches of one request.
+const maxSearches = 5
+
+// searchResult reads a web_search_tool_result block: the URLs found, or the error.
+func searchResult(raw string) ServerToolEvent {
+	var r struct {
+		ToolUseID string          `json:"tool_use_id"`
+		Content   json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal([]byte(raw), &r)
+	ev := ServerToolEvent{ID: r.ToolUseID, Name: "web_search", Done: true}
+	var results []struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal(r.Content, &results) == nil {
+		for _, x := range results {
+			if x.URL != "" {
+				ev.URLs = append(ev.URLs, x.URL)
+			}
+		}
+		return ev
+	}
+	var e struct {
+		ErrorCode string `json:"error_code"`
+	}
+	_ = json.Unmarshal(r.Content, &e)
+	ev.Error = "the web search failed: " + cmp.Or(e.ErrorCode, "unknown error")
+	return ev
 }
 
 func anthropicStop(s anthropic.StopReason) StopReason {

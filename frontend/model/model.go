@@ -64,6 +64,30 @@ type Request struct {
 	// ReasoningEffort, when set ("low", "medium", "high"), is sent as reasoning_effort (OpenAI-compatible servers;
 	// ignored by Anthropic, which takes ThinkingBudget).
 	ReasoningEffort string
+	// WebSearch offers the provider's server-side web search (Anthropic's web_search tool); a provider without one
+	// ignores it (no search engine is ever scraped).
+	WebSearch bool
+}
+
+// ServerToolEvent is a tool the provider ran itself (web search): its call, then its result.
+type ServerToolEvent struct {
+	ID    string
+	Name  string // web_search
+	Query string
+	Done  bool     // the result: URLs and titles, or Error
+	URLs  []string // the results' URLs, in order
+	Error string
+}
+
+// WebSearcher is a Client whose provider runs a web search itself (Request.WebSearch); a Client that is not one
+// offers none.
+type WebSearcher interface {
+	SearchesWeb() bool
+}
+
+// ServerToolHandler is a Handler that also sees the provider's own tool calls as they happen.
+type ServerToolHandler interface {
+	ServerTool(ServerToolEvent)
 }
 
 // StopReason is why the model stopped.

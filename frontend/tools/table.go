@@ -22,6 +22,11 @@ const (
 	Grep      = "grep"
 	Bash      = "bash"
 	Skill     = "skill"
+	WebFetch  = "web_fetch"
+	Todo      = "todo"
+	Process   = "process_manager"
+	Subagent  = "subagent"
+	WebSearch = "web_search" // the provider's server-side search (Anthropic): offered by the model client, shown here
 )
 
 // Kind is how an editor shows a tool call: ACP's tool kinds.
@@ -45,6 +50,9 @@ type Tool struct {
 	Rule        string // its one line in the system prompt's list of tools
 	Kind        Kind
 	ReadOnly    bool // calls may run in parallel with other read-only calls of the same step
+	// Local tools run in the front end and touch nothing the broker guards (the plan; a subagent, whose own calls go
+	// to the broker): they have no broker operation, and Start refuses them.
+	Local bool
 
 	input  reflect.Type
 	decode func(json.RawMessage) (any, error) // strict: the input must fit the schema
@@ -80,7 +88,9 @@ func define[In any](t Tool, title func(*In) string, path func(*In) (string, int)
 	if path != nil {
 		t.path = func(v any) (string, int) { return path(v.(*In)) }
 	}
-	t.start = func(v any) *execv1.Start { return start(v.(*In)) }
+	if start != nil {
+		t.start = func(v any) *execv1.Start { return start(v.(*In)) }
+	}
 	return t
 }
 
@@ -121,6 +131,56 @@ type bashInput struct {
 	TimeoutMS   int32  `json:"timeout_ms,omitempty" jsonschema:"minimum=1,maximum=600000" jsonschema_description:"Stop the command after this many milliseconds. Default 120000, at most 600000."`
 	Description string `json:"description,omitempty" jsonschema_description:"What the command does, in a few words, shown to the user."`
 	Sandbox     *bool  `json:"sandbox,omitempty" jsonschema:"default=true" jsonschema_description:"Run in the sandbox (the default). false asks the user to run the command outside it, with the network and the whole filesystem: only when the sandbox stopped it and the command is needed."`
+}
+
+type webFetchInput struct {
+	URL string `json:"url" jsonschema:"minLength=1" jsonschema_description:"The http or https URL to fetch."`
+}
+
+type processInput struct {
+	Action      string `json:"action" jsonschema:"enum=start,enum=list,enum=read,enum=wait,enum=input,enum=stop" jsonschema_description:"start a command in the background; list the session's processes; read the output of one since a mark; wait for one to end; input: write to its standard input; stop one."`
+	Command     string `json:"command,omitempty" jsonschema_description:"start: the command line, run by bash in the sandbox."`
+	ID          string `json:"id,omitempty" jsonschema_description:"read, wait, input, stop: the process's id, from start's result."`
+	Description string `json:"description,omitempty" jsonschema_description:"start: what the command does, in a few words, shown to the user."`
+	Since       int64  `json:"since,omitempty" jsonschema:"minimum=0" jsonschema_description:"read, wait: show the output from this mark on (0: from the start); each read gives the next mark."`
+	TimeoutMS   int32  `json:"timeout_ms,omitempty" jsonschema:"minimum=1,maximum=600000" jsonschema_description:"wait: how long to wait for the end, in milliseconds. Default 30000."`
+	Input       string `json:"input,omitempty" jsonschema_description:"input: the text to write to the process's standard input (add a newline where it reads lines)."`
+	CloseInput  bool   `json:"close_input,omitempty" jsonschema:"default=false" jsonschema_description:"input: close its standard input after the text."`
+}
+
+var processActions = map[string]execv1.ProcessAction{
+	"start": execv1.ProcessAction_PROCESS_ACTION_START, "list": execv1.ProcessAction_PROCESS_ACTION_LIST,
+	"read": execv1.ProcessAction_PROCESS_ACTION_READ, "wait": execv1.ProcessAction_PROCESS_ACTION_WAIT,
+	"input": execv1.ProcessAction_PROCESS_ACTION_INPUT, "stop": execv1.ProcessAction_PROCESS_ACTION_STOP,
+}
+
+// processTitle is "$ <command>" for start, "Process <id>: <action>" for the others.
+func processTitle(in *processInput) string {
+	switch in.Action {
+	case "start":
+		return "$ " + in.Command
+	case "list":
+		return "Processes: list"
+	}
+	return "Process " + in.ID + ": " + in.Action
+}
+
+// SubagentInput is the input of subagent.
+type SubagentInput struct {
+	Agent string `json:"agent" jsonschema:"minLength=1" jsonschema_description:"The agent to run, as listed: explore, or a custom agent's name."`
+	Task  string `json:"task" jsonschema:"minLength=1" jsonschema_description:"The whole task for the agent, with everything it needs to know: it sees nothing of this conversation."`
+}
+
+// TodoInput is the input of todo: the whole plan, every time.
+type TodoInput struct {
+	Todos []TodoEntry `json:"todos" jsonschema_description:"The whole plan, in order: every entry, also those already completed. Each call replaces the plan."`
+}
+
+// TodoEntry is one entry of the plan.
+type TodoEntry struct {
+	Content  string `json:"content" jsonschema:"minLength=1" jsonschema_description:"What the step does, in a few words."`
+	Status   string `json:"status" jsonschema:"enum=pending,enum=in_progress,enum=completed" jsonschema_description:"pending, in_progress (one at a time) or completed."`
+	Priority string `json:"priority,omitempty" jsonschema:"enum=high,enum=medium,enum=low,default=medium" jsonschema_description:"high, medium or low. Default medium."`
 }
 
 type skillInput struct {
@@ -192,12 +252,15 @@ var table = []Tool{
 	define(Tool{
 		Name: Bash, Kind: KindExecute,
 		Description: "Run a shell command in the project root with bash. By default it runs in Garuda's sandbox: " +
-			"no network, writes only inside the project and a private temporary folder (none in plan mode), " +
+			"the network only through Garuda's HTTP(S) proxy, to hosts the user allows (package registries by default; " +
+			"others ask the user; a refused host answers 403 with the reason), writes only inside the project and a " +
+			"private temporary folder (none in plan mode), " +
 			"protected paths such as .git/hooks read-only. Output (stdout and stderr) is returned, with the exit " +
 			"status. Use read_file, glob, grep, edit_file and write_file for files, not cat, find, sed or echo. " +
 			"If a command fails only because of the sandbox (it needs the network or a path outside the " +
 			"project), you may run it again with sandbox: false: that asks the user, who may refuse.",
-		Rule: "bash: run a command in the project root, in the sandbox (no network; writes only in the project and " +
+		Rule: "bash: run a command in the project root, in the sandbox (network only through a proxy to allowed hosts, " +
+			"package registries by default; writes only in the project and " +
 			"a temporary folder). Use the file tools for files, not cat, sed, find or echo. If a command fails only " +
 			"because of the sandbox and it is needed, run it again with sandbox: false: that asks the user.",
 	}, func(in *bashInput) string { return "$ " + in.Command }, nil,
@@ -205,6 +268,17 @@ var table = []Tool{
 			// Only an explicit false leaves the sandbox; the broker then always asks the user.
 			unsandboxed := in.Sandbox != nil && !*in.Sandbox
 			return &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: in.Command, TimeoutMs: in.TimeoutMS, Description: in.Description, Unsandboxed: unsandboxed}}}
+		}),
+	define(Tool{
+		Name: WebFetch, Kind: KindFetch, ReadOnly: true,
+		Description: "Fetch a web page or text file over http(s) and read it: HTML comes back as Markdown, other " +
+			"text as it is; binaries are refused. Long pages are cut in the middle (the whole page is saved in the " +
+			"session's output folder, which read_file can read). Hosts the user has not allowed ask first; local " +
+			"and private addresses are refused unless the user's rules name the host.",
+		Rule: "web_fetch: read a web page (as Markdown) or a text file from an http(s) URL.",
+	}, func(in *webFetchInput) string { return "Fetch " + in.URL }, nil,
+		func(in *webFetchInput) *execv1.Start {
+			return &execv1.Start{Op: &execv1.Start_WebFetch{WebFetch: &execv1.WebFetch{Url: in.URL}}}
 		}),
 	define(Tool{
 		Name: Skill, Kind: KindOther,
@@ -216,6 +290,43 @@ var table = []Tool{
 		func(in *skillInput) *execv1.Start {
 			return &execv1.Start{Op: &execv1.Start_LoadSkill{LoadSkill: &execv1.LoadSkill{Name: in.Name}}}
 		}),
+	define(Tool{
+		Name: Process, Kind: KindExecute,
+		Description: "Run a long-lived command in the background: a dev server, a watcher, a long test suite. " +
+			"action start runs `command` in the same sandbox as bash (no network out, writes only in the project " +
+			"and a temporary folder) with no time limit, and answers at once with `id: <id>`; read shows its " +
+			"output since a mark (`since`, 0 for all; each read gives the next mark; long output shows its head and " +
+			"tail); wait waits for it to end (timeout_ms, default 30 s); input writes to its standard input; stop " +
+			"ends it and everything it started; list shows the session's processes. Use bash for commands that end " +
+			"by themselves. Every background process ends with the session; at most 8 run at once.",
+		Rule: "process_manager: start a long-lived command (a server, a watcher) in the background, then read, wait, " +
+			"input, stop or list; use bash for commands that end by themselves.",
+	}, processTitle, nil,
+		func(in *processInput) *execv1.Start {
+			return &execv1.Start{Op: &execv1.Start_ProcessManager{ProcessManager: &execv1.ProcessManager{
+				Action: processActions[in.Action], Command: in.Command, Id: in.ID, Description: in.Description,
+				Since: in.Since, TimeoutMs: in.TimeoutMS, Input: in.Input, CloseInput: in.CloseInput}}}
+		}),
+	define(Tool{
+		Name: Subagent, Kind: KindThink, Local: true,
+		Description: "Hand a task to a subagent: a fresh model loop with its own context and a narrower set of " +
+			"tools, which returns its final answer as the result. `explore` investigates read-only (read_file, glob, " +
+			"grep, and bash with the project read-only): use it for broad searches and questions about the code " +
+			"whose details you do not need in your own context. The task is all the subagent sees: say what to " +
+			"find and what to report. The user's and the project's custom agents are named the same way; an unknown " +
+			"name lists them.",
+		Rule: "subagent: hand a self-contained task to a subagent (explore: read-only investigation); it returns " +
+			"its final answer.",
+	}, func(in *SubagentInput) string { return "Subagent: " + in.Agent }, nil, nil),
+	define(Tool{
+		Name: Todo, Kind: KindThink, Local: true,
+		Description: "Keep a plan of the task, shown to the user as a list: send the whole list each time, with " +
+			"each entry's status (pending, in_progress, completed) and priority (high, medium, low). Use it for a " +
+			"task of three steps or more: write the plan first, mark one entry in_progress when you start it and " +
+			"completed as soon as it is done. At most 100 entries.",
+		Rule: "todo: keep the plan of a task of several steps; send the whole list, mark entries in_progress and " +
+			"completed as you go.",
+	}, func(in *TodoInput) string { return "Update the plan" }, nil, nil),
 }
 
 // Lookup finds a built-in tool by name.
@@ -315,15 +426,40 @@ func Start(callID, name string, input json.RawMessage) (*execv1.Start, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the input of %s is not valid: %w", name, err)
 	}
+	if t.start == nil {
+		return nil, fmt.Errorf("%s runs in the front end, not in the broker", name)
+	}
 	s := t.start(in)
 	s.CallId = callID
 	return s, nil
+}
+
+// Decode reads the input of a local tool (its *Input type, e.g. *TodoInput); an input that does not fit the tool's
+// schema is an error the model reads.
+func Decode(name string, input json.RawMessage) (any, error) {
+	t, ok := Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("there is no tool named %q", name)
+	}
+	in, err := t.decode(input)
+	if err != nil {
+		return nil, fmt.Errorf("the input of %s is not valid: %w", name, err)
+	}
+	return in, nil
 }
 
 // Describe returns the title and kind of a call as the editor shows it: the table's title of what can be read of
 // its input; for a tool the table does not hold (an MCP tool, mcp__server__tool) server/tool, kind other.
 func Describe(name string, input json.RawMessage) (string, Kind) {
 	t, ok := Lookup(name)
+	if !ok && name == WebSearch {
+		// The provider's own tool: not in the table (the broker does not run it), shown as the spec says.
+		var in struct {
+			Query string `json:"query"`
+		}
+		_ = json.Unmarshal(input, &in)
+		return "Search the web: " + in.Query, KindFetch
+	}
 	if !ok {
 		if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
 			if server, tool, ok := strings.Cut(rest, "__"); ok {

@@ -24,6 +24,17 @@ func TestStartMapsEveryTool(t *testing.T) {
 		{"bash", `{"command":"ls","sandbox":true}`, &execv1.Start{CallId: "c", Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "ls"}}}},
 		{"bash", `{"command":"curl x","sandbox":false}`, &execv1.Start{CallId: "c", Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "curl x", Unsandboxed: true}}}},
 		{"skill", `{"name":"deploy"}`, &execv1.Start{CallId: "c", Op: &execv1.Start_LoadSkill{LoadSkill: &execv1.LoadSkill{Name: "deploy"}}}},
+		{"web_fetch", `{"url":"https://go.dev/doc"}`, &execv1.Start{CallId: "c",
+			Op: &execv1.Start_WebFetch{WebFetch: &execv1.WebFetch{Url: "https://go.dev/doc"}}}},
+		{"process_manager", `{"action":"start","command":"npm run dev","description":"dev server"}`, &execv1.Start{CallId: "c",
+			Op: &execv1.Start_ProcessManager{ProcessManager: &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_START,
+				Command: "npm run dev", Description: "dev server"}}}},
+		{"process_manager", `{"action":"read","id":"bg-1","since":42}`, &execv1.Start{CallId: "c",
+			Op: &execv1.Start_ProcessManager{ProcessManager: &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_READ,
+				Id: "bg-1", Since: 42}}}},
+		{"process_manager", `{"action":"input","id":"bg-1","input":"y\n","close_input":true}`, &execv1.Start{CallId: "c",
+			Op: &execv1.Start_ProcessManager{ProcessManager: &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_INPUT,
+				Id: "bg-1", Input: "y\n", CloseInput: true}}}},
 	}
 	for _, c := range cases {
 		got, err := Start("c", c.name, json.RawMessage(c.input))
@@ -62,10 +73,15 @@ func TestSpecs(t *testing.T) {
 		Grep:      {"pattern", "path", "glob", "case_insensitive", "context", "output_mode"},
 		Bash:      {"command", "timeout_ms", "description", "sandbox"},
 		Skill:     {"name"},
+		WebFetch:  {"url"},
+		Todo:      {"todos"},
+		Process:   {"action", "command", "id", "description", "since", "timeout_ms", "input", "close_input"},
+		Subagent:  {"agent", "task"},
 	}
 	required := map[string][]string{
 		ReadFile: {"path"}, WriteFile: {"path", "content"}, EditFile: {"path", "old_string", "new_string"},
-		Glob: {"pattern"}, Grep: {"pattern"}, Bash: {"command"}, Skill: {"name"},
+		Glob: {"pattern"}, Grep: {"pattern"}, Bash: {"command"}, Skill: {"name"}, WebFetch: {"url"},
+		Todo: {"todos"}, Process: {"action"}, Subagent: {"agent", "task"},
 	}
 	specs := Specs()
 	if len(specs) != len(want) {
@@ -146,10 +162,17 @@ func TestSpecs(t *testing.T) {
 	}
 }
 
-// Every tool of the table becomes a broker operation of its own.
+// Every tool of the table but the local ones becomes a broker operation of its own; a local one has none.
 func TestEveryToolIsABrokerOperation(t *testing.T) {
 	seen := map[string]string{}
 	for _, sp := range Specs() {
+		if tl, _ := Lookup(sp.Name); tl.Local {
+			if _, err := Start("c", sp.Name, json.RawMessage(`{"todos":[],"agent":"x","task":"y"}`)); err == nil ||
+				!strings.Contains(err.Error(), "runs in the front end") {
+				t.Errorf("%s is local, yet Start gives %v", sp.Name, err)
+			}
+			continue
+		}
 		var schema struct {
 			Required []string `json:"required"`
 		}
@@ -188,6 +211,10 @@ func TestDescribe(t *testing.T) {
 		{Grep, `{"pattern":"x","path":"src"}`, "Search x", KindSearch, "src", 0},
 		{Bash, `{"command":"go test ./..."}`, "$ go test ./...", KindExecute, "", 0},
 		{Skill, `{"name":"release"}`, "Skill: release", KindOther, "", 0},
+		{Todo, `{"todos":[]}`, "Update the plan", KindThink, "", 0},
+		{Process, `{"action":"start","command":"npm run dev"}`, "$ npm run dev", KindExecute, "", 0},
+		{Process, `{"action":"stop","id":"bg-1"}`, "Process bg-1: stop", KindExecute, "", 0},
+		{Subagent, `{"agent":"explore","task":"x"}`, "Subagent: explore", KindThink, "", 0},
 		{"mcp__db__query", `{"sql":"select 1"}`, "db/query", KindOther, "", 0},
 		{ReadFile, `{"path":1}`, "Read ", KindRead, "", 0},
 		{EditFile, `{"path":"d.go"}`, "Edit d.go", KindEdit, "d.go", 0},
@@ -198,5 +225,20 @@ func TestDescribe(t *testing.T) {
 		if title != c.title || kind != c.kind || loc.Path != c.path || loc.Line != c.line || ok != (c.path != "") {
 			t.Errorf("%s %s: %q %s %+v %v; want %q %s %s:%d", c.name, c.input, title, kind, loc, ok, c.title, c.kind, c.path, c.line)
 		}
+	}
+}
+
+// web_fetch and the provider's web search show as the spec says: kind fetch, "Fetch <url>", "Search the web: <query>".
+func TestNetworkTitles(t *testing.T) {
+	for _, c := range []struct{ name, input, title string }{
+		{WebFetch, `{"url":"https://go.dev/doc"}`, "Fetch https://go.dev/doc"},
+		{WebSearch, `{"query":"acp spec"}`, "Search the web: acp spec"},
+	} {
+		if title, kind := Describe(c.name, json.RawMessage(c.input)); title != c.title || kind != KindFetch {
+			t.Errorf("Describe(%s) = %q %q", c.name, title, kind)
+		}
+	}
+	if _, ok := Lookup(WebSearch); ok {
+		t.Error("web_search is in the table: it would be offered as a tool the broker runs")
 	}
 }

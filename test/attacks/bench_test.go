@@ -3,6 +3,7 @@ package attacks
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,4 +90,49 @@ func BenchmarkBrokerGrep(b *testing.B) {
 	for b.Loop() {
 		benchCall(b, c, sid, op)
 	}
+}
+
+// BenchmarkProcessRead1GB: a background process prints 1 GiB; the broker's heap stays bounded (heap-MB, measured
+// after the flood) and each read of it returns at most its head and tail (read-bytes). Run with -benchtime=10x.
+func BenchmarkProcessRead1GB(b *testing.B) {
+	e := newBenchEnv(b)
+	c := e.client()
+	sid := e.open(c)
+	pm := func(p *execv1.ProcessManager) *execv1.Result {
+		st, err := c.Call(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		st.Send(&execv1.CallRequest{Msg: &execv1.CallRequest_Start{Start: &execv1.Start{SessionId: sid,
+			Op: &execv1.Start_ProcessManager{ProcessManager: p}}}})
+		for {
+			m, err := st.Recv()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r := m.GetResult(); r != nil {
+				return r
+			}
+		}
+	}
+	res := pm(&execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_START, Command: "head -c 1073741824 /dev/zero; echo end"})
+	id := strings.TrimPrefix(strings.SplitN(res.GetContent(), "\n", 2)[0], "id: ")
+	for {
+		r := pm(&execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_WAIT, Id: id, TimeoutMs: 600_000})
+		if strings.Contains(r.GetContent(), "exited with code") {
+			break
+		}
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	n := 0
+	b.ResetTimer()
+	for b.Loop() {
+		r := pm(&execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_READ, Id: id})
+		n = len(r.GetContent())
+	}
+	b.ReportMetric(float64(n), "read-bytes")
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
+	b.ReportMetric(float64(ms.TotalAlloc)/(1<<20), "alloc-MB")
 }

@@ -96,6 +96,11 @@ var denials = []denial{
 		answer:   execv1.Choice_CHOICE_ONCE,
 		ops: merge(fileOps(), map[string]func(string) *execv1.Start{
 			"bash": func(p string) *execv1.Start { return bash("cat " + p) },
+			// A background process's start is decided as bash is: the same deny rule refuses it.
+			"process_manager": func(p string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_ProcessManager{ProcessManager: &execv1.ProcessManager{
+					Action: execv1.ProcessAction_PROCESS_ACTION_START, Command: "cat " + p}}}
+			},
 		}),
 	},
 	{
@@ -134,6 +139,32 @@ var denials = []denial{
 		},
 	},
 	{
+		// A hook event names no target; its hook runs as a command, from which the sandbox hides what a rule denies.
+		name:     "a hook event beside a file a rule hides, its hook trying to read it",
+		settings: `{"permissions": {"deny": ["read_file(secret.txt)"]}, "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "cat secret.txt 2>/dev/null | head -c 100; echo done"}]}]}}`,
+		target:   func(e *env) string { return filepath.Join(e.root, "secret.txt") },
+		answer:   execv1.Choice_CHOICE_ONCE,
+		ops: map[string]func(string) *execv1.Start{
+			"hook_event": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_HookEvent{HookEvent: &execv1.HookEvent{Event: "UserPromptSubmit", Prompt: "hi"}}}
+			},
+		},
+	},
+	{
+		// The network operations touch no file: the worlds differ only where they never look. What they must not do
+		// before the decision (look the host up, connect) is TestWebFetchDeniedHostIsNeverDialled's.
+		name:     "a denied host, and a denied web search",
+		settings: `{"permissions": {"deny": ["web_fetch(domain:denied.example)", "web_search"]}}`,
+		target:   func(e *env) string { return filepath.Join(e.root, "page.html") },
+		answer:   execv1.Choice_CHOICE_ONCE,
+		ops: map[string]func(string) *execv1.Start{
+			"web_fetch": func(p string) *execv1.Start { return fetchOp("http://denied.example/" + filepath.Base(p)) },
+			"web_search_consent": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_WebSearchConsent{WebSearchConsent: &execv1.WebSearchConsent{}}}
+			},
+		},
+	},
+	{
 		name:     "a project command and a skill in a folder a rule hides",
 		settings: `{"permissions": {"deny": ["read_file(.garuda/**)"]}}`,
 		target:   func(e *env) string { return filepath.Join(e.root, ".garuda", "skills", "s", "SKILL.md") },
@@ -144,6 +175,34 @@ var denials = []denial{
 			},
 			"resolve_command": func(string) *execv1.Start {
 				return &execv1.Start{Op: &execv1.Start_ResolveCommand{ResolveCommand: &execv1.ResolveCommand{Text: "/s please"}}}
+			},
+		},
+	},
+	{
+		name:     "a project agent in a folder a rule hides",
+		settings: `{"permissions": {"deny": ["read_file(.garuda/**)"]}}`,
+		target:   func(e *env) string { return filepath.Join(e.root, ".garuda", "agents", "s.md") },
+		answer:   execv1.Choice_CHOICE_ONCE,
+		ops: map[string]func(string) *execv1.Start{
+			"load_agent": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_LoadAgent{LoadAgent: &execv1.LoadAgent{Name: "s"}}}
+			},
+		},
+	},
+	{
+		name:     "a project's MCP servers in a file a rule hides, and a server a rule denies",
+		settings: `{"permissions": {"deny": ["read_file(.mcp.json)", "mcp__x"]}}`,
+		target:   func(e *env) string { return filepath.Join(e.root, ".mcp.json") },
+		answer:   execv1.Choice_CHOICE_ONCE,
+		ops: map[string]func(string) *execv1.Start{
+			"mcp_start": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}}
+			},
+			"mcp_call": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_McpCall{McpCall: &execv1.McpCall{Server: "x", Tool: "y", ArgumentsJson: "{}"}}}
+			},
+			"mcp_resource": func(string) *execv1.Start {
+				return &execv1.Start{Op: &execv1.Start_McpResource{McpResource: &execv1.McpResource{Server: "x", Uri: "mem://y"}}}
 			},
 		},
 	},
@@ -176,7 +235,7 @@ func observe(t *testing.T, d denial, w world, op func(string) *execv1.Start) (se
 		mustWrite(t, filepath.Join(e.home, "settings.json"), d.settings)
 	}
 	target := d.target(e)
-	if strings.HasSuffix(target, "SKILL.md") {
+	if strings.HasSuffix(target, "SKILL.md") || strings.HasSuffix(target, "agents/s.md") {
 		// The skill is well formed in the worlds where it is a file.
 		w = skillWorld(w)
 	}
@@ -263,8 +322,10 @@ func TestDeniedRequestsAnswerTheSameWhateverTheTargetIs(t *testing.T) {
 					}
 					if i == 0 {
 						first = seen
-						// resolve_command and skill decide nothing here: the hidden file is simply not found.
-						if field != "resolve_command" && field != "load_skill" && !strings.Contains(seen, "audit: decision") {
+						// resolve_command, skill, load_agent and mcp_start decide nothing here: the hidden file is simply not
+						// found; a hook event decides nothing of its own.
+						if field != "resolve_command" && field != "load_skill" && field != "load_agent" && field != "hook_event" &&
+							field != "mcp_start" && !strings.Contains(seen, "audit: decision") {
 							t.Fatalf("no decision was audited:\n%s", seen)
 						}
 						continue
@@ -278,6 +339,18 @@ func TestDeniedRequestsAnswerTheSameWhateverTheTargetIs(t *testing.T) {
 	}
 }
 
+// denialNamed is the case of denials with that name.
+func denialNamed(t *testing.T, name string) denial {
+	t.Helper()
+	for _, d := range denials {
+		if d.name == name {
+			return d
+		}
+	}
+	t.Fatalf("no denial case %q", name)
+	return denial{}
+}
+
 // The control: the same comparison, for requests whose target the policy lets the model read, sees the worlds
 // differ (an edit's "found 0 times", a read's content, a grep's count, a skill's body). So the test above would
 // catch an operation that opened its target first.
@@ -288,9 +361,18 @@ func TestDecideFirstControlSeesReadableTargets(t *testing.T) {
 		answer: execv1.Choice_CHOICE_DENY,
 		ops:    fileOps(),
 	}
-	skills := denials[len(denials)-1]
+	skills := denialNamed(t, "a project command and a skill in a folder a rule hides")
 	skills.settings = ""
-	for _, d := range []denial{readable, skills} {
+	// The same hook, with no rule hiding the file: its output tells the worlds apart.
+	hook := denialNamed(t, "a hook event beside a file a rule hides, its hook trying to read it")
+	hook.settings = strings.Replace(hook.settings, `"deny": ["read_file(secret.txt)"]`, `"deny": []`, 1)
+	agents := denialNamed(t, "a project agent in a folder a rule hides")
+	agents.settings = ""
+	// mcp_start reads a .mcp.json the rules do not hide: its worlds differ (a malformed file's notice, none).
+	servers := denialNamed(t, "a project's MCP servers in a file a rule hides, and a server a rule denies")
+	servers.settings = ""
+	servers.ops = map[string]func(string) *execv1.Start{"mcp_start": servers.ops["mcp_start"]}
+	for _, d := range []denial{readable, skills, hook, agents, servers} {
 		for field, op := range d.ops {
 			t.Run(field, func(t *testing.T) {
 				a, _ := observe(t, d, worlds[0], op)

@@ -257,6 +257,14 @@ func TestDeferredWalkLimit(t *testing.T) {
 // TestDeferredAsNobody reruns the deferred-execution tests as the unprivileged user nobody, where the sandbox
 // runs in a user namespace.
 func TestDeferredAsNobody(t *testing.T) {
+	rerunAsNobody(t, "^TestDeferred(GitRunsNothing|EditorFiles|OrdinaryGitWork|WalkLimit|FileTools|ByABackgroundProcess)",
+		"TestDeferredGitRunsNothingACommandLeft", "TestDeferredByABackgroundProcess")
+}
+
+// rerunAsNobody reruns the tests that run matches as the unprivileged user nobody, and fails unless they pass and
+// each of wantPass is among them.
+func rerunAsNobody(t *testing.T, run string, wantPass ...string) {
+	t.Helper()
 	if os.Getuid() != 0 {
 		t.Skip("already unprivileged")
 	}
@@ -283,15 +291,17 @@ func TestDeferredAsNobody(t *testing.T) {
 	src.Close()
 	dst.Close()
 	cmd := exec.CommandContext(context.Background(), "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-		bin, "-test.run", "^TestDeferred(GitRunsNothing|EditorFiles|OrdinaryGitWork|WalkLimit|FileTools)", "-test.count=1", "-test.v")
+		bin, "-test.run", run, "-test.count=1", "-test.v")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "--- PASS: TestDeferredGitRunsNothingACommandLeft") {
-		t.Fatalf("the tests did not run as nobody:\n%s", out)
+	for _, w := range wantPass {
+		if !strings.Contains(string(out), "--- PASS: "+w) {
+			t.Fatalf("%s did not run as nobody:\n%s", w, out)
+		}
 	}
 }
 

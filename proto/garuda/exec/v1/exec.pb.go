@@ -78,6 +78,67 @@ func (Mode) EnumDescriptor() ([]byte, []int) {
 	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{0}
 }
 
+type ProcessAction int32
+
+const (
+	ProcessAction_PROCESS_ACTION_UNSPECIFIED ProcessAction = 0
+	ProcessAction_PROCESS_ACTION_START       ProcessAction = 1
+	ProcessAction_PROCESS_ACTION_LIST        ProcessAction = 2
+	ProcessAction_PROCESS_ACTION_READ        ProcessAction = 3
+	ProcessAction_PROCESS_ACTION_WAIT        ProcessAction = 4
+	ProcessAction_PROCESS_ACTION_INPUT       ProcessAction = 5
+	ProcessAction_PROCESS_ACTION_STOP        ProcessAction = 6
+)
+
+// Enum value maps for ProcessAction.
+var (
+	ProcessAction_name = map[int32]string{
+		0: "PROCESS_ACTION_UNSPECIFIED",
+		1: "PROCESS_ACTION_START",
+		2: "PROCESS_ACTION_LIST",
+		3: "PROCESS_ACTION_READ",
+		4: "PROCESS_ACTION_WAIT",
+		5: "PROCESS_ACTION_INPUT",
+		6: "PROCESS_ACTION_STOP",
+	}
+	ProcessAction_value = map[string]int32{
+		"PROCESS_ACTION_UNSPECIFIED": 0,
+		"PROCESS_ACTION_START":       1,
+		"PROCESS_ACTION_LIST":        2,
+		"PROCESS_ACTION_READ":        3,
+		"PROCESS_ACTION_WAIT":        4,
+		"PROCESS_ACTION_INPUT":       5,
+		"PROCESS_ACTION_STOP":        6,
+	}
+)
+
+func (x ProcessAction) Enum() *ProcessAction {
+	p := new(ProcessAction)
+	*p = x
+	return p
+}
+
+func (x ProcessAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ProcessAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_garuda_exec_v1_exec_proto_enumTypes[1].Descriptor()
+}
+
+func (ProcessAction) Type() protoreflect.EnumType {
+	return &file_garuda_exec_v1_exec_proto_enumTypes[1]
+}
+
+func (x ProcessAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ProcessAction.Descriptor instead.
+func (ProcessAction) EnumDescriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{1}
+}
+
 type Choice int32
 
 const (
@@ -114,11 +175,11 @@ func (x Choice) String() string {
 }
 
 func (Choice) Descriptor() protoreflect.EnumDescriptor {
-	return file_garuda_exec_v1_exec_proto_enumTypes[1].Descriptor()
+	return file_garuda_exec_v1_exec_proto_enumTypes[2].Descriptor()
 }
 
 func (Choice) Type() protoreflect.EnumType {
-	return &file_garuda_exec_v1_exec_proto_enumTypes[1]
+	return &file_garuda_exec_v1_exec_proto_enumTypes[2]
 }
 
 func (x Choice) Number() protoreflect.EnumNumber {
@@ -127,7 +188,7 @@ func (x Choice) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Choice.Descriptor instead.
 func (Choice) EnumDescriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{1}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{2}
 }
 
 type Status int32
@@ -169,11 +230,11 @@ func (x Status) String() string {
 }
 
 func (Status) Descriptor() protoreflect.EnumDescriptor {
-	return file_garuda_exec_v1_exec_proto_enumTypes[2].Descriptor()
+	return file_garuda_exec_v1_exec_proto_enumTypes[3].Descriptor()
 }
 
 func (Status) Type() protoreflect.EnumType {
-	return &file_garuda_exec_v1_exec_proto_enumTypes[2]
+	return &file_garuda_exec_v1_exec_proto_enumTypes[3]
 }
 
 func (x Status) Number() protoreflect.EnumNumber {
@@ -182,7 +243,7 @@ func (x Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Status.Descriptor instead.
 func (Status) EnumDescriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{2}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{3}
 }
 
 type Resolved_Kind int32
@@ -225,11 +286,11 @@ func (x Resolved_Kind) String() string {
 }
 
 func (Resolved_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_garuda_exec_v1_exec_proto_enumTypes[3].Descriptor()
+	return file_garuda_exec_v1_exec_proto_enumTypes[4].Descriptor()
 }
 
 func (Resolved_Kind) Type() protoreflect.EnumType {
-	return &file_garuda_exec_v1_exec_proto_enumTypes[3]
+	return &file_garuda_exec_v1_exec_proto_enumTypes[4]
 }
 
 func (x Resolved_Kind) Number() protoreflect.EnumNumber {
@@ -238,7 +299,7 @@ func (x Resolved_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Resolved_Kind.Descriptor instead.
 func (Resolved_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{39, 0}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{46, 0}
 }
 
 type HelloRequest struct {
@@ -807,8 +868,11 @@ func (x *ModelSettings) GetReasoning() string {
 type OpenSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// root is the absolute path of the project folder.
-	Root          string `protobuf:"bytes,1,opt,name=root,proto3" json:"root,omitempty"`
-	Mode          Mode   `protobuf:"varint,2,opt,name=mode,proto3,enum=garuda.exec.v1.Mode" json:"mode,omitempty"`
+	Root string `protobuf:"bytes,1,opt,name=root,proto3" json:"root,omitempty"`
+	Mode Mode   `protobuf:"varint,2,opt,name=mode,proto3,enum=garuda.exec.v1.Mode" json:"mode,omitempty"`
+	// mcp_servers are the editor's MCP servers (session/new's mcpServers): started, each after its consent, by the
+	// session's mcp_start call.
+	McpServers    []*McpServer `protobuf:"bytes,20,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -855,6 +919,13 @@ func (x *OpenSessionRequest) GetMode() Mode {
 		return x.Mode
 	}
 	return Mode_MODE_UNSPECIFIED
+}
+
+func (x *OpenSessionRequest) GetMcpServers() []*McpServer {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
 }
 
 type OpenSessionResponse struct {
@@ -948,7 +1019,9 @@ type ResumeSessionRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// root must be the root the session was opened on.
-	Root          string `protobuf:"bytes,2,opt,name=root,proto3" json:"root,omitempty"`
+	Root string `protobuf:"bytes,2,opt,name=root,proto3" json:"root,omitempty"`
+	// mcp_servers are the editor's MCP servers (session/load's or resume's), as in OpenSessionRequest.
+	McpServers    []*McpServer `protobuf:"bytes,20,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -995,6 +1068,13 @@ func (x *ResumeSessionRequest) GetRoot() string {
 		return x.Root
 	}
 	return ""
+}
+
+func (x *ResumeSessionRequest) GetMcpServers() []*McpServer {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
 }
 
 type ResumeSessionResponse struct {
@@ -1505,7 +1585,9 @@ func (x *SetModeRequest) GetMode() Mode {
 }
 
 type SetModeResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// notices are lines for the user: the background processes a switch to plan mode stopped.
+	Notices       []string `protobuf:"bytes,1,rep,name=notices,proto3" json:"notices,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1538,6 +1620,13 @@ func (x *SetModeResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use SetModeResponse.ProtoReflect.Descriptor instead.
 func (*SetModeResponse) Descriptor() ([]byte, []int) {
 	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SetModeResponse) GetNotices() []string {
+	if x != nil {
+		return x.Notices
+	}
+	return nil
 }
 
 type CallRequest struct {
@@ -1753,7 +1842,18 @@ type Start struct {
 	//	*Start_ResolveCommand
 	//	*Start_AttachMention
 	//	*Start_LoadSkill
-	Op            isStart_Op `protobuf_oneof:"op"`
+	//	*Start_HookEvent
+	//	*Start_WebFetch
+	//	*Start_ProcessManager
+	//	*Start_LoadAgent
+	//	*Start_McpCall
+	//	*Start_McpStart
+	//	*Start_WebSearchConsent
+	//	*Start_McpResource
+	Op isStart_Op `protobuf_oneof:"op"`
+	// mode narrows this call alone (a subagent's calls): MODE_PLAN decides and runs the call as in plan mode whatever
+	// the session's mode; MODE_UNSPECIFIED and MODE_BUILD take the session's. It never widens.
+	Mode          Mode `protobuf:"varint,31,opt,name=mode,proto3,enum=garuda.exec.v1.Mode" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1890,6 +1990,85 @@ func (x *Start) GetLoadSkill() *LoadSkill {
 	return nil
 }
 
+func (x *Start) GetHookEvent() *HookEvent {
+	if x != nil {
+		if x, ok := x.Op.(*Start_HookEvent); ok {
+			return x.HookEvent
+		}
+	}
+	return nil
+}
+
+func (x *Start) GetWebFetch() *WebFetch {
+	if x != nil {
+		if x, ok := x.Op.(*Start_WebFetch); ok {
+			return x.WebFetch
+		}
+	}
+	return nil
+}
+
+func (x *Start) GetProcessManager() *ProcessManager {
+	if x != nil {
+		if x, ok := x.Op.(*Start_ProcessManager); ok {
+			return x.ProcessManager
+		}
+	}
+	return nil
+}
+
+func (x *Start) GetLoadAgent() *LoadAgent {
+	if x != nil {
+		if x, ok := x.Op.(*Start_LoadAgent); ok {
+			return x.LoadAgent
+		}
+	}
+	return nil
+}
+
+func (x *Start) GetMcpCall() *McpCall {
+	if x != nil {
+		if x, ok := x.Op.(*Start_McpCall); ok {
+			return x.McpCall
+		}
+	}
+	return nil
+}
+
+func (x *Start) GetMcpStart() *McpStart {
+	if x != nil {
+		if x, ok := x.Op.(*Start_McpStart); ok {
+			return x.McpStart
+		}
+	}
+	return nil
+}
+
+func (x *Start) GetWebSearchConsent() *WebSearchConsent {
+	if x != nil {
+		if x, ok := x.Op.(*Start_WebSearchConsent); ok {
+			return x.WebSearchConsent
+		}
+	}
+	return nil
+}
+
+func (x *Start) GetMcpResource() *McpResource {
+	if x != nil {
+		if x, ok := x.Op.(*Start_McpResource); ok {
+			return x.McpResource
+		}
+	}
+	return nil
+}
+
+func (x *Start) GetMode() Mode {
+	if x != nil {
+		return x.Mode
+	}
+	return Mode_MODE_UNSPECIFIED
+}
+
 type isStart_Op interface {
 	isStart_Op()
 }
@@ -1930,6 +2109,39 @@ type Start_LoadSkill struct {
 	LoadSkill *LoadSkill `protobuf:"bytes,18,opt,name=load_skill,json=loadSkill,proto3,oneof"`
 }
 
+type Start_HookEvent struct {
+	// hook_event reports a point of the turn at which hooks run (the tool events run inside the tool's own call).
+	HookEvent *HookEvent `protobuf:"bytes,35,opt,name=hook_event,json=hookEvent,proto3,oneof"`
+}
+
+type Start_WebFetch struct {
+	WebFetch *WebFetch `protobuf:"bytes,25,opt,name=web_fetch,json=webFetch,proto3,oneof"`
+}
+
+type Start_ProcessManager struct {
+	ProcessManager *ProcessManager `protobuf:"bytes,30,opt,name=process_manager,json=processManager,proto3,oneof"`
+}
+
+type Start_LoadAgent struct {
+	LoadAgent *LoadAgent `protobuf:"bytes,32,opt,name=load_agent,json=loadAgent,proto3,oneof"`
+}
+
+type Start_McpCall struct {
+	McpCall *McpCall `protobuf:"bytes,20,opt,name=mcp_call,json=mcpCall,proto3,oneof"`
+}
+
+type Start_McpStart struct {
+	McpStart *McpStart `protobuf:"bytes,21,opt,name=mcp_start,json=mcpStart,proto3,oneof"`
+}
+
+type Start_WebSearchConsent struct {
+	WebSearchConsent *WebSearchConsent `protobuf:"bytes,26,opt,name=web_search_consent,json=webSearchConsent,proto3,oneof"`
+}
+
+type Start_McpResource struct {
+	McpResource *McpResource `protobuf:"bytes,22,opt,name=mcp_resource,json=mcpResource,proto3,oneof"`
+}
+
 func (*Start_ReadFile) isStart_Op() {}
 
 func (*Start_WriteFile) isStart_Op() {}
@@ -1948,6 +2160,279 @@ func (*Start_AttachMention) isStart_Op() {}
 
 func (*Start_LoadSkill) isStart_Op() {}
 
+func (*Start_HookEvent) isStart_Op() {}
+
+func (*Start_WebFetch) isStart_Op() {}
+
+func (*Start_ProcessManager) isStart_Op() {}
+
+func (*Start_LoadAgent) isStart_Op() {}
+
+func (*Start_McpCall) isStart_Op() {}
+
+func (*Start_McpStart) isStart_Op() {}
+
+func (*Start_WebSearchConsent) isStart_Op() {}
+
+func (*Start_McpResource) isStart_Op() {}
+
+// HookEvent is a point of a turn that the front end reports so that the broker runs its hooks (Claude Code's
+// events: UserPromptSubmit, Stop, SessionStart, SessionEnd, PreCompact, Notification). The answer is a Result
+// whose hook field says what the hooks said.
+type HookEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Event string                 `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	// prompt is the user's prompt (UserPromptSubmit).
+	Prompt string `protobuf:"bytes,2,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	// subject is what a matcher is matched against: SessionStart's source (startup, resume), SessionEnd's reason,
+	// PreCompact's trigger (auto, manual), Notification's kind.
+	Subject string `protobuf:"bytes,3,opt,name=subject,proto3" json:"subject,omitempty"`
+	// message is a Notification's text.
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// stop_hook_active is true for a Stop reported while a Stop hook's earlier block already continued the turn.
+	StopHookActive bool `protobuf:"varint,5,opt,name=stop_hook_active,json=stopHookActive,proto3" json:"stop_hook_active,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *HookEvent) Reset() {
+	*x = HookEvent{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HookEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HookEvent) ProtoMessage() {}
+
+func (x *HookEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HookEvent.ProtoReflect.Descriptor instead.
+func (*HookEvent) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *HookEvent) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+func (x *HookEvent) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
+func (x *HookEvent) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *HookEvent) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *HookEvent) GetStopHookActive() bool {
+	if x != nil {
+		return x.StopHookActive
+	}
+	return false
+}
+
+// HookOutcome is what the hooks of one event said.
+type HookOutcome struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// blocked: a hook blocked the action (the prompt is not sent, the turn does not stop); reason says why.
+	Blocked bool   `protobuf:"varint,1,opt,name=blocked,proto3" json:"blocked,omitempty"`
+	Reason  string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// context is for the model: UserPromptSubmit's and SessionStart's output, and every hook's additionalContext.
+	Context string `protobuf:"bytes,3,opt,name=context,proto3" json:"context,omitempty"`
+	// stop: a hook answered "continue": false; the turn ends with stop_reason shown to the user.
+	Stop       bool   `protobuf:"varint,4,opt,name=stop,proto3" json:"stop,omitempty"`
+	StopReason string `protobuf:"bytes,5,opt,name=stop_reason,json=stopReason,proto3" json:"stop_reason,omitempty"`
+	// ran is how many hooks ran.
+	Ran           int32 `protobuf:"varint,6,opt,name=ran,proto3" json:"ran,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HookOutcome) Reset() {
+	*x = HookOutcome{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HookOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HookOutcome) ProtoMessage() {}
+
+func (x *HookOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HookOutcome.ProtoReflect.Descriptor instead.
+func (*HookOutcome) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *HookOutcome) GetBlocked() bool {
+	if x != nil {
+		return x.Blocked
+	}
+	return false
+}
+
+func (x *HookOutcome) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *HookOutcome) GetContext() string {
+	if x != nil {
+		return x.Context
+	}
+	return ""
+}
+
+func (x *HookOutcome) GetStop() bool {
+	if x != nil {
+		return x.Stop
+	}
+	return false
+}
+
+func (x *HookOutcome) GetStopReason() string {
+	if x != nil {
+		return x.StopReason
+	}
+	return ""
+}
+
+func (x *HookOutcome) GetRan() int32 {
+	if x != nil {
+		return x.Ran
+	}
+	return 0
+}
+
+// WebFetch fetches one http(s) URL and answers with the page as text (HTML as Markdown), bounded like command
+// output. The host is decided by the network policy before any lookup; every address and every redirect is checked.
+type WebFetch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Url           string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebFetch) Reset() {
+	*x = WebFetch{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebFetch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebFetch) ProtoMessage() {}
+
+func (x *WebFetch) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebFetch.ProtoReflect.Descriptor instead.
+func (*WebFetch) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *WebFetch) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+// WebSearchConsent asks whether the model may use the provider's server-side web search in this session: decided by
+// the policy (a web_search rule), else a question. Completed: allowed; denied: the tool is left out.
+type WebSearchConsent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebSearchConsent) Reset() {
+	*x = WebSearchConsent{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebSearchConsent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebSearchConsent) ProtoMessage() {}
+
+func (x *WebSearchConsent) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebSearchConsent.ProtoReflect.Descriptor instead.
+func (*WebSearchConsent) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{26}
+}
+
 type ReadFile struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -1959,7 +2444,7 @@ type ReadFile struct {
 
 func (x *ReadFile) Reset() {
 	*x = ReadFile{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[23]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1971,7 +2456,7 @@ func (x *ReadFile) String() string {
 func (*ReadFile) ProtoMessage() {}
 
 func (x *ReadFile) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[23]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1984,7 +2469,7 @@ func (x *ReadFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFile.ProtoReflect.Descriptor instead.
 func (*ReadFile) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{23}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReadFile) GetPath() string {
@@ -2018,7 +2503,7 @@ type WriteFile struct {
 
 func (x *WriteFile) Reset() {
 	*x = WriteFile{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2030,7 +2515,7 @@ func (x *WriteFile) String() string {
 func (*WriteFile) ProtoMessage() {}
 
 func (x *WriteFile) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[24]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2043,7 +2528,7 @@ func (x *WriteFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFile.ProtoReflect.Descriptor instead.
 func (*WriteFile) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{24}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WriteFile) GetPath() string {
@@ -2072,7 +2557,7 @@ type EditFile struct {
 
 func (x *EditFile) Reset() {
 	*x = EditFile{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2084,7 +2569,7 @@ func (x *EditFile) String() string {
 func (*EditFile) ProtoMessage() {}
 
 func (x *EditFile) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[25]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2097,7 +2582,7 @@ func (x *EditFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditFile.ProtoReflect.Descriptor instead.
 func (*EditFile) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{25}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *EditFile) GetPath() string {
@@ -2138,7 +2623,7 @@ type Glob struct {
 
 func (x *Glob) Reset() {
 	*x = Glob{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2635,7 @@ func (x *Glob) String() string {
 func (*Glob) ProtoMessage() {}
 
 func (x *Glob) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[26]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2648,7 @@ func (x *Glob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Glob.ProtoReflect.Descriptor instead.
 func (*Glob) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{26}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Glob) GetPattern() string {
@@ -2195,7 +2680,7 @@ type Grep struct {
 
 func (x *Grep) Reset() {
 	*x = Grep{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2692,7 @@ func (x *Grep) String() string {
 func (*Grep) ProtoMessage() {}
 
 func (x *Grep) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[27]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2705,7 @@ func (x *Grep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grep.ProtoReflect.Descriptor instead.
 func (*Grep) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{27}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Grep) GetPattern() string {
@@ -2278,7 +2763,7 @@ type Bash struct {
 
 func (x *Bash) Reset() {
 	*x = Bash{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2290,7 +2775,7 @@ func (x *Bash) String() string {
 func (*Bash) ProtoMessage() {}
 
 func (x *Bash) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[28]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2303,7 +2788,7 @@ func (x *Bash) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bash.ProtoReflect.Descriptor instead.
 func (*Bash) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{28}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Bash) GetCommand() string {
@@ -2334,6 +2819,250 @@ func (x *Bash) GetUnsandboxed() bool {
 	return false
 }
 
+// LoadAgent gives an agent's definition for a subagent: a custom agent of $GARUDA_HOME/agents, .garuda/agents or
+// .claude/agents (Claude Code's format); a project's own agent needs consent, like a skill.
+type LoadAgent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the agent's; empty lists the custom agents in the result's content, one "name: description" line each.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadAgent) Reset() {
+	*x = LoadAgent{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadAgent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadAgent) ProtoMessage() {}
+
+func (x *LoadAgent) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadAgent.ProtoReflect.Descriptor instead.
+func (*LoadAgent) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *LoadAgent) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// AgentDefinition is a custom agent (the result of load_agent).
+type AgentDefinition struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// tools are the tools of its frontmatter as written (Claude Code's names or Garuda's); empty: the parent's.
+	Tools []string `protobuf:"bytes,3,rep,name=tools,proto3" json:"tools,omitempty"`
+	// model is read and not used in this version: a subagent talks to its parent's model.
+	Model string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	// instructions are the file's body: the agent's own system prompt.
+	Instructions  string `protobuf:"bytes,5,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	Source        string `protobuf:"bytes,6,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentDefinition) Reset() {
+	*x = AgentDefinition{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentDefinition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentDefinition) ProtoMessage() {}
+
+func (x *AgentDefinition) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentDefinition.ProtoReflect.Descriptor instead.
+func (*AgentDefinition) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *AgentDefinition) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AgentDefinition) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *AgentDefinition) GetTools() []string {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *AgentDefinition) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *AgentDefinition) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
+}
+
+func (x *AgentDefinition) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+// ProcessManager acts on the session's background processes (the model's process_manager tool). start is decided
+// and run like bash (same policy kind and tool, question, sandbox, limits and command guard) but lives until it ends,
+// is stopped, or its session ends; the others act only on processes of the calling session.
+type ProcessManager struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Action ProcessAction          `protobuf:"varint,1,opt,name=action,proto3,enum=garuda.exec.v1.ProcessAction" json:"action,omitempty"`
+	// command is the command line of start, run by bash.
+	Command string `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
+	// id names the process of read, wait, input and stop (start's result gives it).
+	Id          string `protobuf:"bytes,3,opt,name=id,proto3" json:"id,omitempty"`
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// since is read's mark: the output offset to read from (0: the start; each read's result gives the next mark).
+	Since int64 `protobuf:"varint,5,opt,name=since,proto3" json:"since,omitempty"`
+	// timeout_ms bounds wait (default 30 s, at most 10 minutes).
+	TimeoutMs int32 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// input is written to the process's standard input (input).
+	Input string `protobuf:"bytes,7,opt,name=input,proto3" json:"input,omitempty"`
+	// close_input closes the process's standard input after input (input).
+	CloseInput    bool `protobuf:"varint,8,opt,name=close_input,json=closeInput,proto3" json:"close_input,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessManager) Reset() {
+	*x = ProcessManager{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessManager) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessManager) ProtoMessage() {}
+
+func (x *ProcessManager) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessManager.ProtoReflect.Descriptor instead.
+func (*ProcessManager) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ProcessManager) GetAction() ProcessAction {
+	if x != nil {
+		return x.Action
+	}
+	return ProcessAction_PROCESS_ACTION_UNSPECIFIED
+}
+
+func (x *ProcessManager) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *ProcessManager) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ProcessManager) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ProcessManager) GetSince() int64 {
+	if x != nil {
+		return x.Since
+	}
+	return 0
+}
+
+func (x *ProcessManager) GetTimeoutMs() int32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *ProcessManager) GetInput() string {
+	if x != nil {
+		return x.Input
+	}
+	return ""
+}
+
+func (x *ProcessManager) GetCloseInput() bool {
+	if x != nil {
+		return x.CloseInput
+	}
+	return false
+}
+
 // ResolveCommand resolves a prompt that starts with "/".
 type ResolveCommand struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2344,7 +3073,7 @@ type ResolveCommand struct {
 
 func (x *ResolveCommand) Reset() {
 	*x = ResolveCommand{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2356,7 +3085,7 @@ func (x *ResolveCommand) String() string {
 func (*ResolveCommand) ProtoMessage() {}
 
 func (x *ResolveCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[29]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2369,7 +3098,7 @@ func (x *ResolveCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveCommand.ProtoReflect.Descriptor instead.
 func (*ResolveCommand) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{29}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ResolveCommand) GetText() string {
@@ -2389,7 +3118,7 @@ type AttachMention struct {
 
 func (x *AttachMention) Reset() {
 	*x = AttachMention{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2401,7 +3130,7 @@ func (x *AttachMention) String() string {
 func (*AttachMention) ProtoMessage() {}
 
 func (x *AttachMention) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[30]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2414,7 +3143,7 @@ func (x *AttachMention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachMention.ProtoReflect.Descriptor instead.
 func (*AttachMention) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{30}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AttachMention) GetPath() string {
@@ -2433,7 +3162,7 @@ type LoadSkill struct {
 
 func (x *LoadSkill) Reset() {
 	*x = LoadSkill{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +3174,7 @@ func (x *LoadSkill) String() string {
 func (*LoadSkill) ProtoMessage() {}
 
 func (x *LoadSkill) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[31]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +3187,7 @@ func (x *LoadSkill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadSkill.ProtoReflect.Descriptor instead.
 func (*LoadSkill) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{31}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LoadSkill) GetName() string {
@@ -2497,7 +3226,7 @@ type Question struct {
 
 func (x *Question) Reset() {
 	*x = Question{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +3238,7 @@ func (x *Question) String() string {
 func (*Question) ProtoMessage() {}
 
 func (x *Question) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[32]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +3251,7 @@ func (x *Question) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Question.ProtoReflect.Descriptor instead.
 func (*Question) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{32}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Question) GetQuestionId() string {
@@ -2622,7 +3351,7 @@ type Diff struct {
 
 func (x *Diff) Reset() {
 	*x = Diff{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +3363,7 @@ func (x *Diff) String() string {
 func (*Diff) ProtoMessage() {}
 
 func (x *Diff) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[33]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +3376,7 @@ func (x *Diff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diff.ProtoReflect.Descriptor instead.
 func (*Diff) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{33}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Diff) GetPath() string {
@@ -2688,7 +3417,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2700,7 +3429,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[34]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2713,7 +3442,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{34}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Answer) GetQuestionId() string {
@@ -2742,7 +3471,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2754,7 +3483,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[35]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2767,9 +3496,11 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{35}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{42}
 }
 
+// Progress is what a running call reports. The first Progress of a call is empty (neither output nor line): the call
+// goes ahead, its decision allowed it or its question was answered allow; the front end shows it running.
 type Progress struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// output is raw command output (not always UTF-8).
@@ -2781,7 +3512,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2793,7 +3524,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[36]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2806,7 +3537,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{36}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Progress) GetOutput() []byte {
@@ -2832,14 +3563,18 @@ type Result struct {
 	ExitCode  int32       `protobuf:"varint,4,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	Notices   []string    `protobuf:"bytes,5,rep,name=notices,proto3" json:"notices,omitempty"`
 	// resolved is set for resolve_command.
-	Resolved      *Resolved `protobuf:"bytes,6,opt,name=resolved,proto3" json:"resolved,omitempty"`
+	Resolved *Resolved `protobuf:"bytes,6,opt,name=resolved,proto3" json:"resolved,omitempty"`
+	// hook is set for hook_event.
+	Hook *HookOutcome `protobuf:"bytes,35,opt,name=hook,proto3" json:"hook,omitempty"`
+	// agent is set for load_agent.
+	Agent         *AgentDefinition `protobuf:"bytes,30,opt,name=agent,proto3" json:"agent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2851,7 +3586,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[37]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2864,7 +3599,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{37}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Result) GetStatus() Status {
@@ -2909,6 +3644,20 @@ func (x *Result) GetResolved() *Resolved {
 	return nil
 }
 
+func (x *Result) GetHook() *HookOutcome {
+	if x != nil {
+		return x.Hook
+	}
+	return nil
+}
+
+func (x *Result) GetAgent() *AgentDefinition {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
 type Location struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -2919,7 +3668,7 @@ type Location struct {
 
 func (x *Location) Reset() {
 	*x = Location{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2931,7 +3680,7 @@ func (x *Location) String() string {
 func (*Location) ProtoMessage() {}
 
 func (x *Location) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[38]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2944,7 +3693,7 @@ func (x *Location) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Location.ProtoReflect.Descriptor instead.
 func (*Location) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{38}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Location) GetPath() string {
@@ -2972,7 +3721,7 @@ type Resolved struct {
 
 func (x *Resolved) Reset() {
 	*x = Resolved{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2984,7 +3733,7 @@ func (x *Resolved) String() string {
 func (*Resolved) ProtoMessage() {}
 
 func (x *Resolved) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[39]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2997,7 +3746,7 @@ func (x *Resolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolved.ProtoReflect.Descriptor instead.
 func (*Resolved) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{39}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Resolved) GetKind() Resolved_Kind {
@@ -3035,7 +3784,7 @@ type RecordRequest struct {
 
 func (x *RecordRequest) Reset() {
 	*x = RecordRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3047,7 +3796,7 @@ func (x *RecordRequest) String() string {
 func (*RecordRequest) ProtoMessage() {}
 
 func (x *RecordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[40]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3060,7 +3809,7 @@ func (x *RecordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordRequest.ProtoReflect.Descriptor instead.
 func (*RecordRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{40}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RecordRequest) GetSessionId() string {
@@ -3092,7 +3841,7 @@ type RecordResponse struct {
 
 func (x *RecordResponse) Reset() {
 	*x = RecordResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3104,7 +3853,7 @@ func (x *RecordResponse) String() string {
 func (*RecordResponse) ProtoMessage() {}
 
 func (x *RecordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[41]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3117,7 +3866,7 @@ func (x *RecordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordResponse.ProtoReflect.Descriptor instead.
 func (*RecordResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{41}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{48}
 }
 
 type CommandInfo struct {
@@ -3135,7 +3884,7 @@ type CommandInfo struct {
 
 func (x *CommandInfo) Reset() {
 	*x = CommandInfo{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3147,7 +3896,7 @@ func (x *CommandInfo) String() string {
 func (*CommandInfo) ProtoMessage() {}
 
 func (x *CommandInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[42]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3160,7 +3909,7 @@ func (x *CommandInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandInfo.ProtoReflect.Descriptor instead.
 func (*CommandInfo) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{42}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CommandInfo) GetName() string {
@@ -3207,7 +3956,7 @@ type ListCommandsRequest struct {
 
 func (x *ListCommandsRequest) Reset() {
 	*x = ListCommandsRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3219,7 +3968,7 @@ func (x *ListCommandsRequest) String() string {
 func (*ListCommandsRequest) ProtoMessage() {}
 
 func (x *ListCommandsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[43]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3232,7 +3981,7 @@ func (x *ListCommandsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCommandsRequest.ProtoReflect.Descriptor instead.
 func (*ListCommandsRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{43}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListCommandsRequest) GetSessionId() string {
@@ -3252,7 +4001,7 @@ type ListCommandsResponse struct {
 
 func (x *ListCommandsResponse) Reset() {
 	*x = ListCommandsResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3264,7 +4013,7 @@ func (x *ListCommandsResponse) String() string {
 func (*ListCommandsResponse) ProtoMessage() {}
 
 func (x *ListCommandsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[44]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3277,7 +4026,7 @@ func (x *ListCommandsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCommandsResponse.ProtoReflect.Descriptor instead.
 func (*ListCommandsResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{44}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListCommandsResponse) GetCommands() []*CommandInfo {
@@ -3302,7 +4051,7 @@ type SetupOptionsRequest struct {
 
 func (x *SetupOptionsRequest) Reset() {
 	*x = SetupOptionsRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3314,7 +4063,7 @@ func (x *SetupOptionsRequest) String() string {
 func (*SetupOptionsRequest) ProtoMessage() {}
 
 func (x *SetupOptionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[45]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3327,7 +4076,7 @@ func (x *SetupOptionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupOptionsRequest.ProtoReflect.Descriptor instead.
 func (*SetupOptionsRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{45}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{52}
 }
 
 type SetupOptionsResponse struct {
@@ -3341,7 +4090,7 @@ type SetupOptionsResponse struct {
 
 func (x *SetupOptionsResponse) Reset() {
 	*x = SetupOptionsResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3353,7 +4102,7 @@ func (x *SetupOptionsResponse) String() string {
 func (*SetupOptionsResponse) ProtoMessage() {}
 
 func (x *SetupOptionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[46]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3366,7 +4115,7 @@ func (x *SetupOptionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupOptionsResponse.ProtoReflect.Descriptor instead.
 func (*SetupOptionsResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{46}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SetupOptionsResponse) GetProviders() []*SetupProvider {
@@ -3401,7 +4150,7 @@ type SetupProvider struct {
 
 func (x *SetupProvider) Reset() {
 	*x = SetupProvider{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3413,7 +4162,7 @@ func (x *SetupProvider) String() string {
 func (*SetupProvider) ProtoMessage() {}
 
 func (x *SetupProvider) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[47]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3426,7 +4175,7 @@ func (x *SetupProvider) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupProvider.ProtoReflect.Descriptor instead.
 func (*SetupProvider) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{47}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *SetupProvider) GetName() string {
@@ -3463,7 +4212,7 @@ type SetupRequest struct {
 
 func (x *SetupRequest) Reset() {
 	*x = SetupRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3475,7 +4224,7 @@ func (x *SetupRequest) String() string {
 func (*SetupRequest) ProtoMessage() {}
 
 func (x *SetupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[48]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3488,7 +4237,7 @@ func (x *SetupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupRequest.ProtoReflect.Descriptor instead.
 func (*SetupRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{48}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SetupRequest) GetProvider() string {
@@ -3529,7 +4278,7 @@ type SetupResponse struct {
 
 func (x *SetupResponse) Reset() {
 	*x = SetupResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3541,7 +4290,7 @@ func (x *SetupResponse) String() string {
 func (*SetupResponse) ProtoMessage() {}
 
 func (x *SetupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[49]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3554,7 +4303,7 @@ func (x *SetupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupResponse.ProtoReflect.Descriptor instead.
 func (*SetupResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{49}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SetupResponse) GetCredentialsPath() string {
@@ -3580,7 +4329,7 @@ type InspectTrustRequest struct {
 
 func (x *InspectTrustRequest) Reset() {
 	*x = InspectTrustRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3592,7 +4341,7 @@ func (x *InspectTrustRequest) String() string {
 func (*InspectTrustRequest) ProtoMessage() {}
 
 func (x *InspectTrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[50]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3605,7 +4354,7 @@ func (x *InspectTrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTrustRequest.ProtoReflect.Descriptor instead.
 func (*InspectTrustRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{50}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *InspectTrustRequest) GetDir() string {
@@ -3629,7 +4378,7 @@ type InspectTrustResponse struct {
 
 func (x *InspectTrustResponse) Reset() {
 	*x = InspectTrustResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3641,7 +4390,7 @@ func (x *InspectTrustResponse) String() string {
 func (*InspectTrustResponse) ProtoMessage() {}
 
 func (x *InspectTrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[51]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3654,7 +4403,7 @@ func (x *InspectTrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectTrustResponse.ProtoReflect.Descriptor instead.
 func (*InspectTrustResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{51}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *InspectTrustResponse) GetSettingsPath() string {
@@ -3703,7 +4452,7 @@ type PinTrustRequest struct {
 
 func (x *PinTrustRequest) Reset() {
 	*x = PinTrustRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3715,7 +4464,7 @@ func (x *PinTrustRequest) String() string {
 func (*PinTrustRequest) ProtoMessage() {}
 
 func (x *PinTrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[52]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3728,7 +4477,7 @@ func (x *PinTrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinTrustRequest.ProtoReflect.Descriptor instead.
 func (*PinTrustRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{52}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *PinTrustRequest) GetDir() string {
@@ -3754,7 +4503,7 @@ type PinTrustResponse struct {
 
 func (x *PinTrustResponse) Reset() {
 	*x = PinTrustResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3766,7 +4515,7 @@ func (x *PinTrustResponse) String() string {
 func (*PinTrustResponse) ProtoMessage() {}
 
 func (x *PinTrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[53]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3779,7 +4528,7 @@ func (x *PinTrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PinTrustResponse.ProtoReflect.Descriptor instead.
 func (*PinTrustResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{53}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *PinTrustResponse) GetTrustPath() string {
@@ -3800,7 +4549,7 @@ type UndoRequest struct {
 
 func (x *UndoRequest) Reset() {
 	*x = UndoRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3812,7 +4561,7 @@ func (x *UndoRequest) String() string {
 func (*UndoRequest) ProtoMessage() {}
 
 func (x *UndoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[54]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3825,7 +4574,7 @@ func (x *UndoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoRequest.ProtoReflect.Descriptor instead.
 func (*UndoRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{54}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *UndoRequest) GetSessionId() string {
@@ -3853,7 +4602,7 @@ type UndoResponse struct {
 
 func (x *UndoResponse) Reset() {
 	*x = UndoResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3865,7 +4614,7 @@ func (x *UndoResponse) String() string {
 func (*UndoResponse) ProtoMessage() {}
 
 func (x *UndoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[55]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3878,7 +4627,7 @@ func (x *UndoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoResponse.ProtoReflect.Descriptor instead.
 func (*UndoResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{55}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *UndoResponse) GetSessionId() string {
@@ -3913,7 +4662,7 @@ type UndoEntry struct {
 
 func (x *UndoEntry) Reset() {
 	*x = UndoEntry{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3925,7 +4674,7 @@ func (x *UndoEntry) String() string {
 func (*UndoEntry) ProtoMessage() {}
 
 func (x *UndoEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[56]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3938,7 +4687,7 @@ func (x *UndoEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndoEntry.ProtoReflect.Descriptor instead.
 func (*UndoEntry) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{56}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *UndoEntry) GetPath() string {
@@ -3972,7 +4721,7 @@ type VerifyAuditRequest struct {
 
 func (x *VerifyAuditRequest) Reset() {
 	*x = VerifyAuditRequest{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3984,7 +4733,7 @@ func (x *VerifyAuditRequest) String() string {
 func (*VerifyAuditRequest) ProtoMessage() {}
 
 func (x *VerifyAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[57]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3997,7 +4746,7 @@ func (x *VerifyAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyAuditRequest.ProtoReflect.Descriptor instead.
 func (*VerifyAuditRequest) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{57}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *VerifyAuditRequest) GetFile() string {
@@ -4016,7 +4765,7 @@ type VerifyAuditResponse struct {
 
 func (x *VerifyAuditResponse) Reset() {
 	*x = VerifyAuditResponse{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4028,7 +4777,7 @@ func (x *VerifyAuditResponse) String() string {
 func (*VerifyAuditResponse) ProtoMessage() {}
 
 func (x *VerifyAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[58]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4041,7 +4790,7 @@ func (x *VerifyAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyAuditResponse.ProtoReflect.Descriptor instead.
 func (*VerifyAuditResponse) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{58}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *VerifyAuditResponse) GetFiles() []*AuditFileCheck {
@@ -4063,7 +4812,7 @@ type AuditFileCheck struct {
 
 func (x *AuditFileCheck) Reset() {
 	*x = AuditFileCheck{}
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4075,7 +4824,7 @@ func (x *AuditFileCheck) String() string {
 func (*AuditFileCheck) ProtoMessage() {}
 
 func (x *AuditFileCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_garuda_exec_v1_exec_proto_msgTypes[59]
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4088,7 +4837,7 @@ func (x *AuditFileCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditFileCheck.ProtoReflect.Descriptor instead.
 func (*AuditFileCheck) Descriptor() ([]byte, []int) {
-	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{59}
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *AuditFileCheck) GetFile() string {
@@ -4117,6 +4866,459 @@ func (x *AuditFileCheck) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+// McpServer is one MCP server the editor passed: a program (stdio) or an address (http, sse).
+type McpServer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// type is "stdio", "http" or "sse".
+	Type          string            `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Command       string            `protobuf:"bytes,3,opt,name=command,proto3" json:"command,omitempty"`
+	Args          []string          `protobuf:"bytes,4,rep,name=args,proto3" json:"args,omitempty"`
+	Env           map[string]string `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Url           string            `protobuf:"bytes,6,opt,name=url,proto3" json:"url,omitempty"`
+	Headers       map[string]string `protobuf:"bytes,7,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServer) Reset() {
+	*x = McpServer{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServer) ProtoMessage() {}
+
+func (x *McpServer) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
+func (*McpServer) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *McpServer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpServer) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *McpServer) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *McpServer) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *McpServer) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *McpServer) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpServer) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+// McpStart starts the session's MCP servers (the user's, the project's and the editor's), each after its consent:
+// the front end sends it before its first model request. A server that fails is reported in the notices and left
+// out; a second McpStart starts only what is not running yet.
+type McpStart struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpStart) Reset() {
+	*x = McpStart{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpStart) ProtoMessage() {}
+
+func (x *McpStart) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpStart.ProtoReflect.Descriptor instead.
+func (*McpStart) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{68}
+}
+
+// McpCall calls a tool of one of the session's MCP servers.
+type McpCall struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Server string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Tool   string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	// arguments_json is the tool's arguments, a JSON object.
+	ArgumentsJson string `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpCall) Reset() {
+	*x = McpCall{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpCall) ProtoMessage() {}
+
+func (x *McpCall) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpCall.ProtoReflect.Descriptor instead.
+func (*McpCall) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *McpCall) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *McpCall) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *McpCall) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+// McpResource reads a resource of a running MCP server that the user mentioned (@server:uri), to attach to the
+// prompt; the server's consent covers it.
+type McpResource struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Uri           string                 `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpResource) Reset() {
+	*x = McpResource{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpResource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpResource) ProtoMessage() {}
+
+func (x *McpResource) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpResource.ProtoReflect.Descriptor instead.
+func (*McpResource) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *McpResource) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *McpResource) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+type McpToolsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpToolsRequest) Reset() {
+	*x = McpToolsRequest{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpToolsRequest) ProtoMessage() {}
+
+func (x *McpToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpToolsRequest.ProtoReflect.Descriptor instead.
+func (*McpToolsRequest) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *McpToolsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type McpToolsResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Tools   []*McpTool             `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	Notices []string               `protobuf:"bytes,2,rep,name=notices,proto3" json:"notices,omitempty"`
+	// generation changes whenever the list does (a server started, stopped or changed its tools).
+	Generation uint64 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	// prompts are the servers' prompts for the / menu, named "<server>:<prompt>" (source "mcp"); resolve_command
+	// of "/<server>:<prompt> args" gets one, its arguments given in order.
+	Prompts       []*CommandInfo `protobuf:"bytes,4,rep,name=prompts,proto3" json:"prompts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpToolsResponse) Reset() {
+	*x = McpToolsResponse{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpToolsResponse) ProtoMessage() {}
+
+func (x *McpToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpToolsResponse.ProtoReflect.Descriptor instead.
+func (*McpToolsResponse) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *McpToolsResponse) GetTools() []*McpTool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *McpToolsResponse) GetNotices() []string {
+	if x != nil {
+		return x.Notices
+	}
+	return nil
+}
+
+func (x *McpToolsResponse) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *McpToolsResponse) GetPrompts() []*CommandInfo {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
+}
+
+// McpTool is one tool of an MCP server, as the model is offered it.
+type McpTool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the model's name of it: mcp__<server>__<tool>, made to fit ^[a-zA-Z0-9_-]{1,64}$ and unique.
+	Name   string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Server string `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	// tool is the server's own name of it, as it is called.
+	Tool        string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// input_schema_json is its input schema, a JSON object checked by the broker.
+	InputSchemaJson string `protobuf:"bytes,5,opt,name=input_schema_json,json=inputSchemaJson,proto3" json:"input_schema_json,omitempty"`
+	// read_only_hint is the server's claim; it loosens no decision.
+	ReadOnlyHint  bool `protobuf:"varint,6,opt,name=read_only_hint,json=readOnlyHint,proto3" json:"read_only_hint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpTool) Reset() {
+	*x = McpTool{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpTool) ProtoMessage() {}
+
+func (x *McpTool) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpTool.ProtoReflect.Descriptor instead.
+func (*McpTool) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *McpTool) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpTool) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *McpTool) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *McpTool) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *McpTool) GetInputSchemaJson() string {
+	if x != nil {
+		return x.InputSchemaJson
+	}
+	return ""
+}
+
+func (x *McpTool) GetReadOnlyHint() bool {
+	if x != nil {
+		return x.ReadOnlyHint
+	}
+	return false
 }
 
 var File_garuda_exec_v1_exec_proto protoreflect.FileDescriptor
@@ -4168,10 +5370,12 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\tmax_steps\x18\n" +
 	" \x01(\x05R\bmaxSteps\x12&\n" +
 	"\x0fmax_turn_tokens\x18\v \x01(\x03R\rmaxTurnTokens\x12\x1c\n" +
-	"\treasoning\x18\f \x01(\tR\treasoning\"R\n" +
+	"\treasoning\x18\f \x01(\tR\treasoning\"\x8e\x01\n" +
 	"\x12OpenSessionRequest\x12\x12\n" +
 	"\x04root\x18\x01 \x01(\tR\x04root\x12(\n" +
-	"\x04mode\x18\x02 \x01(\x0e2\x14.garuda.exec.v1.ModeR\x04mode\"\xec\x01\n" +
+	"\x04mode\x18\x02 \x01(\x0e2\x14.garuda.exec.v1.ModeR\x04mode\x12:\n" +
+	"\vmcp_servers\x18\x14 \x03(\v2\x19.garuda.exec.v1.McpServerR\n" +
+	"mcpServers\"\xec\x01\n" +
 	"\x13OpenSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -4179,11 +5383,13 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\anotices\x18\x03 \x03(\tR\anotices\x12\"\n" +
 	"\finstructions\x18\x04 \x01(\tR\finstructions\x12+\n" +
 	"\x11instructions_file\x18\x05 \x01(\tR\x10instructionsFile\x127\n" +
-	"\bcommands\x18\x06 \x03(\v2\x1b.garuda.exec.v1.CommandInfoR\bcommands\"I\n" +
+	"\bcommands\x18\x06 \x03(\v2\x1b.garuda.exec.v1.CommandInfoR\bcommands\"\x85\x01\n" +
 	"\x14ResumeSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
-	"\x04root\x18\x02 \x01(\tR\x04root\"\x99\x01\n" +
+	"\x04root\x18\x02 \x01(\tR\x04root\x12:\n" +
+	"\vmcp_servers\x18\x14 \x03(\v2\x19.garuda.exec.v1.McpServerR\n" +
+	"mcpServers\"\x99\x01\n" +
 	"\x15ResumeSessionResponse\x12=\n" +
 	"\x06opened\x18\x01 \x01(\v2#.garuda.exec.v1.OpenSessionResponseH\x00R\x06opened\x12:\n" +
 	"\aentries\x18\x02 \x01(\v2\x1e.garuda.exec.v1.SessionEntriesH\x00R\aentriesB\x05\n" +
@@ -4216,8 +5422,9 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x0eSetModeRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12(\n" +
-	"\x04mode\x18\x02 \x01(\x0e2\x14.garuda.exec.v1.ModeR\x04mode\"\x11\n" +
-	"\x0fSetModeResponse\"\xa7\x01\n" +
+	"\x04mode\x18\x02 \x01(\x0e2\x14.garuda.exec.v1.ModeR\x04mode\"+\n" +
+	"\x0fSetModeResponse\x12\x18\n" +
+	"\anotices\x18\x01 \x03(\tR\anotices\"\xa7\x01\n" +
 	"\vCallRequest\x12-\n" +
 	"\x05start\x18\x01 \x01(\v2\x15.garuda.exec.v1.StartH\x00R\x05start\x120\n" +
 	"\x06answer\x18\x02 \x01(\v2\x16.garuda.exec.v1.AnswerH\x00R\x06answer\x120\n" +
@@ -4227,7 +5434,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\bquestion\x18\x01 \x01(\v2\x18.garuda.exec.v1.QuestionH\x00R\bquestion\x126\n" +
 	"\bprogress\x18\x02 \x01(\v2\x18.garuda.exec.v1.ProgressH\x00R\bprogress\x120\n" +
 	"\x06result\x18\x03 \x01(\v2\x16.garuda.exec.v1.ResultH\x00R\x06resultB\x05\n" +
-	"\x03msg\"\xc6\x04\n" +
+	"\x03msg\"\xef\b\n" +
 	"\x05Start\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n" +
@@ -4243,8 +5450,36 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x0fresolve_command\x18\x10 \x01(\v2\x1e.garuda.exec.v1.ResolveCommandH\x00R\x0eresolveCommand\x12F\n" +
 	"\x0eattach_mention\x18\x11 \x01(\v2\x1d.garuda.exec.v1.AttachMentionH\x00R\rattachMention\x12:\n" +
 	"\n" +
-	"load_skill\x18\x12 \x01(\v2\x19.garuda.exec.v1.LoadSkillH\x00R\tloadSkillB\x04\n" +
-	"\x02op\"L\n" +
+	"load_skill\x18\x12 \x01(\v2\x19.garuda.exec.v1.LoadSkillH\x00R\tloadSkill\x12:\n" +
+	"\n" +
+	"hook_event\x18# \x01(\v2\x19.garuda.exec.v1.HookEventH\x00R\thookEvent\x127\n" +
+	"\tweb_fetch\x18\x19 \x01(\v2\x18.garuda.exec.v1.WebFetchH\x00R\bwebFetch\x12I\n" +
+	"\x0fprocess_manager\x18\x1e \x01(\v2\x1e.garuda.exec.v1.ProcessManagerH\x00R\x0eprocessManager\x12:\n" +
+	"\n" +
+	"load_agent\x18  \x01(\v2\x19.garuda.exec.v1.LoadAgentH\x00R\tloadAgent\x124\n" +
+	"\bmcp_call\x18\x14 \x01(\v2\x17.garuda.exec.v1.McpCallH\x00R\amcpCall\x127\n" +
+	"\tmcp_start\x18\x15 \x01(\v2\x18.garuda.exec.v1.McpStartH\x00R\bmcpStart\x12P\n" +
+	"\x12web_search_consent\x18\x1a \x01(\v2 .garuda.exec.v1.WebSearchConsentH\x00R\x10webSearchConsent\x12@\n" +
+	"\fmcp_resource\x18\x16 \x01(\v2\x1b.garuda.exec.v1.McpResourceH\x00R\vmcpResource\x12(\n" +
+	"\x04mode\x18\x1f \x01(\x0e2\x14.garuda.exec.v1.ModeR\x04modeB\x04\n" +
+	"\x02op\"\x97\x01\n" +
+	"\tHookEvent\x12\x14\n" +
+	"\x05event\x18\x01 \x01(\tR\x05event\x12\x16\n" +
+	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12\x18\n" +
+	"\asubject\x18\x03 \x01(\tR\asubject\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12(\n" +
+	"\x10stop_hook_active\x18\x05 \x01(\bR\x0estopHookActive\"\xa0\x01\n" +
+	"\vHookOutcome\x12\x18\n" +
+	"\ablocked\x18\x01 \x01(\bR\ablocked\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
+	"\acontext\x18\x03 \x01(\tR\acontext\x12\x12\n" +
+	"\x04stop\x18\x04 \x01(\bR\x04stop\x12\x1f\n" +
+	"\vstop_reason\x18\x05 \x01(\tR\n" +
+	"stopReason\x12\x10\n" +
+	"\x03ran\x18\x06 \x01(\x05R\x03ran\"\x1c\n" +
+	"\bWebFetch\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\"\x12\n" +
+	"\x10WebSearchConsent\"L\n" +
 	"\bReadFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x05R\x06offset\x12\x14\n" +
@@ -4276,7 +5511,27 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x02 \x01(\x05R\ttimeoutMs\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12 \n" +
-	"\vunsandboxed\x18\x04 \x01(\bR\vunsandboxed\"$\n" +
+	"\vunsandboxed\x18\x04 \x01(\bR\vunsandboxed\"\x1f\n" +
+	"\tLoadAgent\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xaf\x01\n" +
+	"\x0fAgentDefinition\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
+	"\x05tools\x18\x03 \x03(\tR\x05tools\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\x12\"\n" +
+	"\finstructions\x18\x05 \x01(\tR\finstructions\x12\x16\n" +
+	"\x06source\x18\x06 \x01(\tR\x06source\"\xff\x01\n" +
+	"\x0eProcessManager\x125\n" +
+	"\x06action\x18\x01 \x01(\x0e2\x1d.garuda.exec.v1.ProcessActionR\x06action\x12\x18\n" +
+	"\acommand\x18\x02 \x01(\tR\acommand\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\tR\x02id\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x14\n" +
+	"\x05since\x18\x05 \x01(\x03R\x05since\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x06 \x01(\x05R\ttimeoutMs\x12\x14\n" +
+	"\x05input\x18\a \x01(\tR\x05input\x12\x1f\n" +
+	"\vclose_input\x18\b \x01(\bR\n" +
+	"closeInput\"$\n" +
 	"\x0eResolveCommand\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"#\n" +
 	"\rAttachMention\x12\x12\n" +
@@ -4310,14 +5565,16 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x06Cancel\"6\n" +
 	"\bProgress\x12\x16\n" +
 	"\x06output\x18\x01 \x01(\fR\x06output\x12\x12\n" +
-	"\x04line\x18\x02 \x01(\tR\x04line\"\xf7\x01\n" +
+	"\x04line\x18\x02 \x01(\tR\x04line\"\xdf\x02\n" +
 	"\x06Result\x12.\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x16.garuda.exec.v1.StatusR\x06status\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x126\n" +
 	"\tlocations\x18\x03 \x03(\v2\x18.garuda.exec.v1.LocationR\tlocations\x12\x1b\n" +
 	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x12\x18\n" +
 	"\anotices\x18\x05 \x03(\tR\anotices\x124\n" +
-	"\bresolved\x18\x06 \x01(\v2\x18.garuda.exec.v1.ResolvedR\bresolved\"2\n" +
+	"\bresolved\x18\x06 \x01(\v2\x18.garuda.exec.v1.ResolvedR\bresolved\x12/\n" +
+	"\x04hook\x18# \x01(\v2\x1b.garuda.exec.v1.HookOutcomeR\x04hook\x125\n" +
+	"\x05agent\x18\x1e \x01(\v2\x1f.garuda.exec.v1.AgentDefinitionR\x05agent\"2\n" +
 	"\bLocation\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04line\x18\x02 \x01(\x05R\x04line\"\xc6\x01\n" +
@@ -4401,12 +5658,60 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x18\n" +
 	"\arecords\x18\x02 \x01(\x03R\arecords\x12\x0e\n" +
 	"\x02ok\x18\x03 \x01(\bR\x02ok\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error*;\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\xdf\x02\n" +
+	"\tMcpServer\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
+	"\acommand\x18\x03 \x01(\tR\acommand\x12\x12\n" +
+	"\x04args\x18\x04 \x03(\tR\x04args\x124\n" +
+	"\x03env\x18\x05 \x03(\v2\".garuda.exec.v1.McpServer.EnvEntryR\x03env\x12\x10\n" +
+	"\x03url\x18\x06 \x01(\tR\x03url\x12@\n" +
+	"\aheaders\x18\a \x03(\v2&.garuda.exec.v1.McpServer.HeadersEntryR\aheaders\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\n" +
+	"\n" +
+	"\bMcpStart\"\\\n" +
+	"\aMcpCall\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12%\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"7\n" +
+	"\vMcpResource\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
+	"\x03uri\x18\x02 \x01(\tR\x03uri\"0\n" +
+	"\x0fMcpToolsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xb2\x01\n" +
+	"\x10McpToolsResponse\x12-\n" +
+	"\x05tools\x18\x01 \x03(\v2\x17.garuda.exec.v1.McpToolR\x05tools\x12\x18\n" +
+	"\anotices\x18\x02 \x03(\tR\anotices\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x04R\n" +
+	"generation\x125\n" +
+	"\aprompts\x18\x04 \x03(\v2\x1b.garuda.exec.v1.CommandInfoR\aprompts\"\xbd\x01\n" +
+	"\aMcpTool\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06server\x18\x02 \x01(\tR\x06server\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12*\n" +
+	"\x11input_schema_json\x18\x05 \x01(\tR\x0finputSchemaJson\x12$\n" +
+	"\x0eread_only_hint\x18\x06 \x01(\bR\freadOnlyHint*;\n" +
 	"\x04Mode\x12\x14\n" +
 	"\x10MODE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
 	"MODE_BUILD\x10\x01\x12\r\n" +
-	"\tMODE_PLAN\x10\x02*V\n" +
+	"\tMODE_PLAN\x10\x02*\xc7\x01\n" +
+	"\rProcessAction\x12\x1e\n" +
+	"\x1aPROCESS_ACTION_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14PROCESS_ACTION_START\x10\x01\x12\x17\n" +
+	"\x13PROCESS_ACTION_LIST\x10\x02\x12\x17\n" +
+	"\x13PROCESS_ACTION_READ\x10\x03\x12\x17\n" +
+	"\x13PROCESS_ACTION_WAIT\x10\x04\x12\x18\n" +
+	"\x14PROCESS_ACTION_INPUT\x10\x05\x12\x17\n" +
+	"\x13PROCESS_ACTION_STOP\x10\x06*V\n" +
 	"\x06Choice\x12\x16\n" +
 	"\x12CHOICE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vCHOICE_ONCE\x10\x01\x12\x12\n" +
@@ -4417,7 +5722,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x10STATUS_COMPLETED\x10\x01\x12\x11\n" +
 	"\rSTATUS_FAILED\x10\x02\x12\x11\n" +
 	"\rSTATUS_DENIED\x10\x03\x12\x14\n" +
-	"\x10STATUS_CANCELLED\x10\x042\xaa\n" +
+	"\x10STATUS_CANCELLED\x10\x042\xf9\n" +
 	"\n" +
 	"\vExecService\x12D\n" +
 	"\x05Hello\x12\x1c.garuda.exec.v1.HelloRequest\x1a\x1d.garuda.exec.v1.HelloResponse\x12J\n" +
@@ -4435,7 +5740,8 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\fInspectTrust\x12#.garuda.exec.v1.InspectTrustRequest\x1a$.garuda.exec.v1.InspectTrustResponse\x12M\n" +
 	"\bPinTrust\x12\x1f.garuda.exec.v1.PinTrustRequest\x1a .garuda.exec.v1.PinTrustResponse\x12A\n" +
 	"\x04Undo\x12\x1b.garuda.exec.v1.UndoRequest\x1a\x1c.garuda.exec.v1.UndoResponse\x12V\n" +
-	"\vVerifyAudit\x12\".garuda.exec.v1.VerifyAuditRequest\x1a#.garuda.exec.v1.VerifyAuditResponseB:Z8github.com/garuda-dev/garuda/proto/garuda/exec/v1;execv1b\x06proto3"
+	"\vVerifyAudit\x12\".garuda.exec.v1.VerifyAuditRequest\x1a#.garuda.exec.v1.VerifyAuditResponse\x12M\n" +
+	"\bMcpTools\x12\x1f.garuda.exec.v1.McpToolsRequest\x1a .garuda.exec.v1.McpToolsResponseB:Z8github.com/garuda-dev/garuda/proto/garuda/exec/v1;execv1b\x06proto3"
 
 var (
 	file_garuda_exec_v1_exec_proto_rawDescOnce sync.Once
@@ -4449,149 +5755,186 @@ func file_garuda_exec_v1_exec_proto_rawDescGZIP() []byte {
 	return file_garuda_exec_v1_exec_proto_rawDescData
 }
 
-var file_garuda_exec_v1_exec_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_garuda_exec_v1_exec_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_garuda_exec_v1_exec_proto_goTypes = []any{
 	(Mode)(0),                     // 0: garuda.exec.v1.Mode
-	(Choice)(0),                   // 1: garuda.exec.v1.Choice
-	(Status)(0),                   // 2: garuda.exec.v1.Status
-	(Resolved_Kind)(0),            // 3: garuda.exec.v1.Resolved.Kind
-	(*HelloRequest)(nil),          // 4: garuda.exec.v1.HelloRequest
-	(*HelloResponse)(nil),         // 5: garuda.exec.v1.HelloResponse
-	(*Feature)(nil),               // 6: garuda.exec.v1.Feature
-	(*PrepareRequest)(nil),        // 7: garuda.exec.v1.PrepareRequest
-	(*PrepareResponse)(nil),       // 8: garuda.exec.v1.PrepareResponse
-	(*ModelChoice)(nil),           // 9: garuda.exec.v1.ModelChoice
-	(*ModelSettings)(nil),         // 10: garuda.exec.v1.ModelSettings
-	(*OpenSessionRequest)(nil),    // 11: garuda.exec.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),   // 12: garuda.exec.v1.OpenSessionResponse
-	(*ResumeSessionRequest)(nil),  // 13: garuda.exec.v1.ResumeSessionRequest
-	(*ResumeSessionResponse)(nil), // 14: garuda.exec.v1.ResumeSessionResponse
-	(*SessionEntries)(nil),        // 15: garuda.exec.v1.SessionEntries
-	(*SessionEntry)(nil),          // 16: garuda.exec.v1.SessionEntry
-	(*ListSessionsRequest)(nil),   // 17: garuda.exec.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 18: garuda.exec.v1.ListSessionsResponse
-	(*SessionSummary)(nil),        // 19: garuda.exec.v1.SessionSummary
-	(*CloseSessionRequest)(nil),   // 20: garuda.exec.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),  // 21: garuda.exec.v1.CloseSessionResponse
-	(*SetModeRequest)(nil),        // 22: garuda.exec.v1.SetModeRequest
-	(*SetModeResponse)(nil),       // 23: garuda.exec.v1.SetModeResponse
-	(*CallRequest)(nil),           // 24: garuda.exec.v1.CallRequest
-	(*CallResponse)(nil),          // 25: garuda.exec.v1.CallResponse
-	(*Start)(nil),                 // 26: garuda.exec.v1.Start
-	(*ReadFile)(nil),              // 27: garuda.exec.v1.ReadFile
-	(*WriteFile)(nil),             // 28: garuda.exec.v1.WriteFile
-	(*EditFile)(nil),              // 29: garuda.exec.v1.EditFile
-	(*Glob)(nil),                  // 30: garuda.exec.v1.Glob
-	(*Grep)(nil),                  // 31: garuda.exec.v1.Grep
-	(*Bash)(nil),                  // 32: garuda.exec.v1.Bash
-	(*ResolveCommand)(nil),        // 33: garuda.exec.v1.ResolveCommand
-	(*AttachMention)(nil),         // 34: garuda.exec.v1.AttachMention
-	(*LoadSkill)(nil),             // 35: garuda.exec.v1.LoadSkill
-	(*Question)(nil),              // 36: garuda.exec.v1.Question
-	(*Diff)(nil),                  // 37: garuda.exec.v1.Diff
-	(*Answer)(nil),                // 38: garuda.exec.v1.Answer
-	(*Cancel)(nil),                // 39: garuda.exec.v1.Cancel
-	(*Progress)(nil),              // 40: garuda.exec.v1.Progress
-	(*Result)(nil),                // 41: garuda.exec.v1.Result
-	(*Location)(nil),              // 42: garuda.exec.v1.Location
-	(*Resolved)(nil),              // 43: garuda.exec.v1.Resolved
-	(*RecordRequest)(nil),         // 44: garuda.exec.v1.RecordRequest
-	(*RecordResponse)(nil),        // 45: garuda.exec.v1.RecordResponse
-	(*CommandInfo)(nil),           // 46: garuda.exec.v1.CommandInfo
-	(*ListCommandsRequest)(nil),   // 47: garuda.exec.v1.ListCommandsRequest
-	(*ListCommandsResponse)(nil),  // 48: garuda.exec.v1.ListCommandsResponse
-	(*SetupOptionsRequest)(nil),   // 49: garuda.exec.v1.SetupOptionsRequest
-	(*SetupOptionsResponse)(nil),  // 50: garuda.exec.v1.SetupOptionsResponse
-	(*SetupProvider)(nil),         // 51: garuda.exec.v1.SetupProvider
-	(*SetupRequest)(nil),          // 52: garuda.exec.v1.SetupRequest
-	(*SetupResponse)(nil),         // 53: garuda.exec.v1.SetupResponse
-	(*InspectTrustRequest)(nil),   // 54: garuda.exec.v1.InspectTrustRequest
-	(*InspectTrustResponse)(nil),  // 55: garuda.exec.v1.InspectTrustResponse
-	(*PinTrustRequest)(nil),       // 56: garuda.exec.v1.PinTrustRequest
-	(*PinTrustResponse)(nil),      // 57: garuda.exec.v1.PinTrustResponse
-	(*UndoRequest)(nil),           // 58: garuda.exec.v1.UndoRequest
-	(*UndoResponse)(nil),          // 59: garuda.exec.v1.UndoResponse
-	(*UndoEntry)(nil),             // 60: garuda.exec.v1.UndoEntry
-	(*VerifyAuditRequest)(nil),    // 61: garuda.exec.v1.VerifyAuditRequest
-	(*VerifyAuditResponse)(nil),   // 62: garuda.exec.v1.VerifyAuditResponse
-	(*AuditFileCheck)(nil),        // 63: garuda.exec.v1.AuditFileCheck
+	(ProcessAction)(0),            // 1: garuda.exec.v1.ProcessAction
+	(Choice)(0),                   // 2: garuda.exec.v1.Choice
+	(Status)(0),                   // 3: garuda.exec.v1.Status
+	(Resolved_Kind)(0),            // 4: garuda.exec.v1.Resolved.Kind
+	(*HelloRequest)(nil),          // 5: garuda.exec.v1.HelloRequest
+	(*HelloResponse)(nil),         // 6: garuda.exec.v1.HelloResponse
+	(*Feature)(nil),               // 7: garuda.exec.v1.Feature
+	(*PrepareRequest)(nil),        // 8: garuda.exec.v1.PrepareRequest
+	(*PrepareResponse)(nil),       // 9: garuda.exec.v1.PrepareResponse
+	(*ModelChoice)(nil),           // 10: garuda.exec.v1.ModelChoice
+	(*ModelSettings)(nil),         // 11: garuda.exec.v1.ModelSettings
+	(*OpenSessionRequest)(nil),    // 12: garuda.exec.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),   // 13: garuda.exec.v1.OpenSessionResponse
+	(*ResumeSessionRequest)(nil),  // 14: garuda.exec.v1.ResumeSessionRequest
+	(*ResumeSessionResponse)(nil), // 15: garuda.exec.v1.ResumeSessionResponse
+	(*SessionEntries)(nil),        // 16: garuda.exec.v1.SessionEntries
+	(*SessionEntry)(nil),          // 17: garuda.exec.v1.SessionEntry
+	(*ListSessionsRequest)(nil),   // 18: garuda.exec.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 19: garuda.exec.v1.ListSessionsResponse
+	(*SessionSummary)(nil),        // 20: garuda.exec.v1.SessionSummary
+	(*CloseSessionRequest)(nil),   // 21: garuda.exec.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),  // 22: garuda.exec.v1.CloseSessionResponse
+	(*SetModeRequest)(nil),        // 23: garuda.exec.v1.SetModeRequest
+	(*SetModeResponse)(nil),       // 24: garuda.exec.v1.SetModeResponse
+	(*CallRequest)(nil),           // 25: garuda.exec.v1.CallRequest
+	(*CallResponse)(nil),          // 26: garuda.exec.v1.CallResponse
+	(*Start)(nil),                 // 27: garuda.exec.v1.Start
+	(*HookEvent)(nil),             // 28: garuda.exec.v1.HookEvent
+	(*HookOutcome)(nil),           // 29: garuda.exec.v1.HookOutcome
+	(*WebFetch)(nil),              // 30: garuda.exec.v1.WebFetch
+	(*WebSearchConsent)(nil),      // 31: garuda.exec.v1.WebSearchConsent
+	(*ReadFile)(nil),              // 32: garuda.exec.v1.ReadFile
+	(*WriteFile)(nil),             // 33: garuda.exec.v1.WriteFile
+	(*EditFile)(nil),              // 34: garuda.exec.v1.EditFile
+	(*Glob)(nil),                  // 35: garuda.exec.v1.Glob
+	(*Grep)(nil),                  // 36: garuda.exec.v1.Grep
+	(*Bash)(nil),                  // 37: garuda.exec.v1.Bash
+	(*LoadAgent)(nil),             // 38: garuda.exec.v1.LoadAgent
+	(*AgentDefinition)(nil),       // 39: garuda.exec.v1.AgentDefinition
+	(*ProcessManager)(nil),        // 40: garuda.exec.v1.ProcessManager
+	(*ResolveCommand)(nil),        // 41: garuda.exec.v1.ResolveCommand
+	(*AttachMention)(nil),         // 42: garuda.exec.v1.AttachMention
+	(*LoadSkill)(nil),             // 43: garuda.exec.v1.LoadSkill
+	(*Question)(nil),              // 44: garuda.exec.v1.Question
+	(*Diff)(nil),                  // 45: garuda.exec.v1.Diff
+	(*Answer)(nil),                // 46: garuda.exec.v1.Answer
+	(*Cancel)(nil),                // 47: garuda.exec.v1.Cancel
+	(*Progress)(nil),              // 48: garuda.exec.v1.Progress
+	(*Result)(nil),                // 49: garuda.exec.v1.Result
+	(*Location)(nil),              // 50: garuda.exec.v1.Location
+	(*Resolved)(nil),              // 51: garuda.exec.v1.Resolved
+	(*RecordRequest)(nil),         // 52: garuda.exec.v1.RecordRequest
+	(*RecordResponse)(nil),        // 53: garuda.exec.v1.RecordResponse
+	(*CommandInfo)(nil),           // 54: garuda.exec.v1.CommandInfo
+	(*ListCommandsRequest)(nil),   // 55: garuda.exec.v1.ListCommandsRequest
+	(*ListCommandsResponse)(nil),  // 56: garuda.exec.v1.ListCommandsResponse
+	(*SetupOptionsRequest)(nil),   // 57: garuda.exec.v1.SetupOptionsRequest
+	(*SetupOptionsResponse)(nil),  // 58: garuda.exec.v1.SetupOptionsResponse
+	(*SetupProvider)(nil),         // 59: garuda.exec.v1.SetupProvider
+	(*SetupRequest)(nil),          // 60: garuda.exec.v1.SetupRequest
+	(*SetupResponse)(nil),         // 61: garuda.exec.v1.SetupResponse
+	(*InspectTrustRequest)(nil),   // 62: garuda.exec.v1.InspectTrustRequest
+	(*InspectTrustResponse)(nil),  // 63: garuda.exec.v1.InspectTrustResponse
+	(*PinTrustRequest)(nil),       // 64: garuda.exec.v1.PinTrustRequest
+	(*PinTrustResponse)(nil),      // 65: garuda.exec.v1.PinTrustResponse
+	(*UndoRequest)(nil),           // 66: garuda.exec.v1.UndoRequest
+	(*UndoResponse)(nil),          // 67: garuda.exec.v1.UndoResponse
+	(*UndoEntry)(nil),             // 68: garuda.exec.v1.UndoEntry
+	(*VerifyAuditRequest)(nil),    // 69: garuda.exec.v1.VerifyAuditRequest
+	(*VerifyAuditResponse)(nil),   // 70: garuda.exec.v1.VerifyAuditResponse
+	(*AuditFileCheck)(nil),        // 71: garuda.exec.v1.AuditFileCheck
+	(*McpServer)(nil),             // 72: garuda.exec.v1.McpServer
+	(*McpStart)(nil),              // 73: garuda.exec.v1.McpStart
+	(*McpCall)(nil),               // 74: garuda.exec.v1.McpCall
+	(*McpResource)(nil),           // 75: garuda.exec.v1.McpResource
+	(*McpToolsRequest)(nil),       // 76: garuda.exec.v1.McpToolsRequest
+	(*McpToolsResponse)(nil),      // 77: garuda.exec.v1.McpToolsResponse
+	(*McpTool)(nil),               // 78: garuda.exec.v1.McpTool
+	nil,                           // 79: garuda.exec.v1.McpServer.EnvEntry
+	nil,                           // 80: garuda.exec.v1.McpServer.HeadersEntry
 }
 var file_garuda_exec_v1_exec_proto_depIdxs = []int32{
-	6,  // 0: garuda.exec.v1.HelloResponse.sandbox:type_name -> garuda.exec.v1.Feature
-	10, // 1: garuda.exec.v1.PrepareResponse.ready:type_name -> garuda.exec.v1.ModelSettings
-	9,  // 2: garuda.exec.v1.PrepareResponse.models:type_name -> garuda.exec.v1.ModelChoice
+	7,  // 0: garuda.exec.v1.HelloResponse.sandbox:type_name -> garuda.exec.v1.Feature
+	11, // 1: garuda.exec.v1.PrepareResponse.ready:type_name -> garuda.exec.v1.ModelSettings
+	10, // 2: garuda.exec.v1.PrepareResponse.models:type_name -> garuda.exec.v1.ModelChoice
 	0,  // 3: garuda.exec.v1.OpenSessionRequest.mode:type_name -> garuda.exec.v1.Mode
-	46, // 4: garuda.exec.v1.OpenSessionResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	12, // 5: garuda.exec.v1.ResumeSessionResponse.opened:type_name -> garuda.exec.v1.OpenSessionResponse
-	15, // 6: garuda.exec.v1.ResumeSessionResponse.entries:type_name -> garuda.exec.v1.SessionEntries
-	16, // 7: garuda.exec.v1.SessionEntries.entries:type_name -> garuda.exec.v1.SessionEntry
-	19, // 8: garuda.exec.v1.ListSessionsResponse.sessions:type_name -> garuda.exec.v1.SessionSummary
-	0,  // 9: garuda.exec.v1.SetModeRequest.mode:type_name -> garuda.exec.v1.Mode
-	26, // 10: garuda.exec.v1.CallRequest.start:type_name -> garuda.exec.v1.Start
-	38, // 11: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
-	39, // 12: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
-	36, // 13: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
-	40, // 14: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
-	41, // 15: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
-	27, // 16: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
-	28, // 17: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
-	29, // 18: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
-	30, // 19: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
-	31, // 20: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
-	32, // 21: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
-	33, // 22: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
-	34, // 23: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
-	35, // 24: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
-	37, // 25: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
-	1,  // 26: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
-	1,  // 27: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
-	2,  // 28: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
-	42, // 29: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
-	43, // 30: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
-	3,  // 31: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
-	46, // 32: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	51, // 33: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
-	60, // 34: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
-	60, // 35: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
-	63, // 36: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
-	4,  // 37: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
-	7,  // 38: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
-	11, // 39: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
-	13, // 40: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
-	17, // 41: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
-	20, // 42: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
-	22, // 43: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
-	24, // 44: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
-	44, // 45: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
-	47, // 46: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
-	49, // 47: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
-	52, // 48: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
-	54, // 49: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
-	56, // 50: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
-	58, // 51: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
-	61, // 52: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
-	5,  // 53: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
-	8,  // 54: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
-	12, // 55: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
-	14, // 56: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
-	18, // 57: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
-	21, // 58: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
-	23, // 59: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
-	25, // 60: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
-	45, // 61: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
-	48, // 62: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
-	50, // 63: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
-	53, // 64: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
-	55, // 65: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
-	57, // 66: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
-	59, // 67: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
-	62, // 68: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
-	53, // [53:69] is the sub-list for method output_type
-	37, // [37:53] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	72, // 4: garuda.exec.v1.OpenSessionRequest.mcp_servers:type_name -> garuda.exec.v1.McpServer
+	54, // 5: garuda.exec.v1.OpenSessionResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	72, // 6: garuda.exec.v1.ResumeSessionRequest.mcp_servers:type_name -> garuda.exec.v1.McpServer
+	13, // 7: garuda.exec.v1.ResumeSessionResponse.opened:type_name -> garuda.exec.v1.OpenSessionResponse
+	16, // 8: garuda.exec.v1.ResumeSessionResponse.entries:type_name -> garuda.exec.v1.SessionEntries
+	17, // 9: garuda.exec.v1.SessionEntries.entries:type_name -> garuda.exec.v1.SessionEntry
+	20, // 10: garuda.exec.v1.ListSessionsResponse.sessions:type_name -> garuda.exec.v1.SessionSummary
+	0,  // 11: garuda.exec.v1.SetModeRequest.mode:type_name -> garuda.exec.v1.Mode
+	27, // 12: garuda.exec.v1.CallRequest.start:type_name -> garuda.exec.v1.Start
+	46, // 13: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
+	47, // 14: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
+	44, // 15: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
+	48, // 16: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
+	49, // 17: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
+	32, // 18: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
+	33, // 19: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
+	34, // 20: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
+	35, // 21: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
+	36, // 22: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
+	37, // 23: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
+	41, // 24: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
+	42, // 25: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
+	43, // 26: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
+	28, // 27: garuda.exec.v1.Start.hook_event:type_name -> garuda.exec.v1.HookEvent
+	30, // 28: garuda.exec.v1.Start.web_fetch:type_name -> garuda.exec.v1.WebFetch
+	40, // 29: garuda.exec.v1.Start.process_manager:type_name -> garuda.exec.v1.ProcessManager
+	38, // 30: garuda.exec.v1.Start.load_agent:type_name -> garuda.exec.v1.LoadAgent
+	74, // 31: garuda.exec.v1.Start.mcp_call:type_name -> garuda.exec.v1.McpCall
+	73, // 32: garuda.exec.v1.Start.mcp_start:type_name -> garuda.exec.v1.McpStart
+	31, // 33: garuda.exec.v1.Start.web_search_consent:type_name -> garuda.exec.v1.WebSearchConsent
+	75, // 34: garuda.exec.v1.Start.mcp_resource:type_name -> garuda.exec.v1.McpResource
+	0,  // 35: garuda.exec.v1.Start.mode:type_name -> garuda.exec.v1.Mode
+	1,  // 36: garuda.exec.v1.ProcessManager.action:type_name -> garuda.exec.v1.ProcessAction
+	45, // 37: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
+	2,  // 38: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
+	2,  // 39: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
+	3,  // 40: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
+	50, // 41: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
+	51, // 42: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
+	29, // 43: garuda.exec.v1.Result.hook:type_name -> garuda.exec.v1.HookOutcome
+	39, // 44: garuda.exec.v1.Result.agent:type_name -> garuda.exec.v1.AgentDefinition
+	4,  // 45: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
+	54, // 46: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	59, // 47: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
+	68, // 48: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
+	68, // 49: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
+	71, // 50: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
+	79, // 51: garuda.exec.v1.McpServer.env:type_name -> garuda.exec.v1.McpServer.EnvEntry
+	80, // 52: garuda.exec.v1.McpServer.headers:type_name -> garuda.exec.v1.McpServer.HeadersEntry
+	78, // 53: garuda.exec.v1.McpToolsResponse.tools:type_name -> garuda.exec.v1.McpTool
+	54, // 54: garuda.exec.v1.McpToolsResponse.prompts:type_name -> garuda.exec.v1.CommandInfo
+	5,  // 55: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
+	8,  // 56: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
+	12, // 57: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
+	14, // 58: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
+	18, // 59: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
+	21, // 60: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
+	23, // 61: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
+	25, // 62: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
+	52, // 63: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
+	55, // 64: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
+	57, // 65: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
+	60, // 66: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
+	62, // 67: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
+	64, // 68: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
+	66, // 69: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
+	69, // 70: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
+	76, // 71: garuda.exec.v1.ExecService.McpTools:input_type -> garuda.exec.v1.McpToolsRequest
+	6,  // 72: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
+	9,  // 73: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
+	13, // 74: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
+	15, // 75: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
+	19, // 76: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
+	22, // 77: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
+	24, // 78: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
+	26, // 79: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
+	53, // 80: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
+	56, // 81: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
+	58, // 82: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
+	61, // 83: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
+	63, // 84: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
+	65, // 85: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
+	67, // 86: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
+	70, // 87: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
+	77, // 88: garuda.exec.v1.ExecService.McpTools:output_type -> garuda.exec.v1.McpToolsResponse
+	72, // [72:89] is the sub-list for method output_type
+	55, // [55:72] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_garuda_exec_v1_exec_proto_init() }
@@ -4627,14 +5970,22 @@ func file_garuda_exec_v1_exec_proto_init() {
 		(*Start_ResolveCommand)(nil),
 		(*Start_AttachMention)(nil),
 		(*Start_LoadSkill)(nil),
+		(*Start_HookEvent)(nil),
+		(*Start_WebFetch)(nil),
+		(*Start_ProcessManager)(nil),
+		(*Start_LoadAgent)(nil),
+		(*Start_McpCall)(nil),
+		(*Start_McpStart)(nil),
+		(*Start_WebSearchConsent)(nil),
+		(*Start_McpResource)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_garuda_exec_v1_exec_proto_rawDesc), len(file_garuda_exec_v1_exec_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   60,
+			NumEnums:      5,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

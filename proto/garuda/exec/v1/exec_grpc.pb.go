@@ -43,6 +43,7 @@ const (
 	ExecService_PinTrust_FullMethodName      = "/garuda.exec.v1.ExecService/PinTrust"
 	ExecService_Undo_FullMethodName          = "/garuda.exec.v1.ExecService/Undo"
 	ExecService_VerifyAudit_FullMethodName   = "/garuda.exec.v1.ExecService/VerifyAudit"
+	ExecService_McpTools_FullMethodName      = "/garuda.exec.v1.ExecService/McpTools"
 )
 
 // ExecServiceClient is the client API for ExecService service.
@@ -86,6 +87,9 @@ type ExecServiceClient interface {
 	Undo(ctx context.Context, in *UndoRequest, opts ...grpc.CallOption) (*UndoResponse, error)
 	// VerifyAudit checks the hash chain of an audit log file.
 	VerifyAudit(ctx context.Context, in *VerifyAuditRequest, opts ...grpc.CallOption) (*VerifyAuditResponse, error)
+	// McpTools lists the tools of the session's running MCP servers (started by the mcp_start call), with the
+	// notices of servers that failed, restarted or changed their tools since the last McpTools.
+	McpTools(ctx context.Context, in *McpToolsRequest, opts ...grpc.CallOption) (*McpToolsResponse, error)
 }
 
 type execServiceClient struct {
@@ -268,6 +272,16 @@ func (c *execServiceClient) VerifyAudit(ctx context.Context, in *VerifyAuditRequ
 	return out, nil
 }
 
+func (c *execServiceClient) McpTools(ctx context.Context, in *McpToolsRequest, opts ...grpc.CallOption) (*McpToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(McpToolsResponse)
+	err := c.cc.Invoke(ctx, ExecService_McpTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ExecServiceServer is the server API for ExecService service.
 // All implementations must embed UnimplementedExecServiceServer
 // for forward compatibility.
@@ -309,6 +323,9 @@ type ExecServiceServer interface {
 	Undo(context.Context, *UndoRequest) (*UndoResponse, error)
 	// VerifyAudit checks the hash chain of an audit log file.
 	VerifyAudit(context.Context, *VerifyAuditRequest) (*VerifyAuditResponse, error)
+	// McpTools lists the tools of the session's running MCP servers (started by the mcp_start call), with the
+	// notices of servers that failed, restarted or changed their tools since the last McpTools.
+	McpTools(context.Context, *McpToolsRequest) (*McpToolsResponse, error)
 	mustEmbedUnimplementedExecServiceServer()
 }
 
@@ -366,6 +383,9 @@ func (UnimplementedExecServiceServer) Undo(context.Context, *UndoRequest) (*Undo
 }
 func (UnimplementedExecServiceServer) VerifyAudit(context.Context, *VerifyAuditRequest) (*VerifyAuditResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method VerifyAudit not implemented")
+}
+func (UnimplementedExecServiceServer) McpTools(context.Context, *McpToolsRequest) (*McpToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method McpTools not implemented")
 }
 func (UnimplementedExecServiceServer) mustEmbedUnimplementedExecServiceServer() {}
 func (UnimplementedExecServiceServer) testEmbeddedByValue()                     {}
@@ -658,6 +678,24 @@ func _ExecService_VerifyAudit_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ExecService_McpTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(McpToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExecServiceServer).McpTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExecService_McpTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExecServiceServer).McpTools(ctx, req.(*McpToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ExecService_ServiceDesc is the grpc.ServiceDesc for ExecService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -720,6 +758,10 @@ var ExecService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "VerifyAudit",
 			Handler:    _ExecService_VerifyAudit_Handler,
+		},
+		{
+			MethodName: "McpTools",
+			Handler:    _ExecService_McpTools_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,82 @@
+package mcphost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Result is what a tool call gave, as text for the model.
+type Result struct {
+	Text    string // the text content, then notes for what was left out (images, audio)
+	IsError bool   // the tool reported an error
+}
+
+// ErrNotRunning is a call to a server that is not running (never started, denied, or stopped).
+var ErrNotRunning = errors.New("the MCP server is not running")
+
+// ErrNoTool is a call to a tool the server does not offer.
+var ErrNoTool = errors.New("the MCP server has no such tool")
+
+// Call calls a tool with arguments (a JSON object). Cancelling ctx cancels the request: the SDK sends the server
+// notifications/cancelled and the call returns at once.
+func (h *Host) Call(ctx context.Context, server, tool string, args json.RawMessage) (*Result, error) {
+	srv, ok := h.has(server, tool)
+	switch {
+	case srv == nil:
+		return nil, fmt.Errorf("%s: %w", server, ErrNotRunning)
+	case !ok:
+		return nil, fmt.Errorf("%s/%s: %w", server, tool, ErrNoTool)
+	}
+	var argv map[string]any
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &argv); err != nil {
+			return nil, fmt.Errorf("the arguments are not a JSON object: %w", err)
+		}
+	}
+	res, err := srv.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: argv})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		h.mu.Lock()
+		err = explain(err, srv)
+		h.mu.Unlock()
+		return nil, fmt.Errorf("MCP server %q: %w", server, err)
+	}
+	return textOf(res), nil
+}
+
+// textOf is a result's content as text: text blocks and text resources as they are, structured content when there
+// is no text, a note for each image, audio or binary resource (the model here reads no images).
+func textOf(res *mcp.CallToolResult) *Result {
+	var parts []string
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, c.Text)
+		case *mcp.ImageContent:
+			parts = append(parts, fmt.Sprintf("[an image (%s) was left out: images are not passed to the model]", c.MIMEType))
+		case *mcp.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio (%s) was left out]", c.MIMEType))
+		case *mcp.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource %s: %s]", c.URI, c.Name))
+		case *mcp.EmbeddedResource:
+			if r := c.Resource; r != nil && r.Text != "" {
+				parts = append(parts, r.Text)
+			} else if r != nil {
+				parts = append(parts, fmt.Sprintf("[binary resource %s (%s) was left out]", r.URI, r.MIMEType))
+			}
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			parts = append(parts, string(b))
+		}
+	}
+	return &Result{Text: strings.Join(parts, "\n"), IsError: res.IsError}
+}

@@ -1,0 +1,572 @@
+package mcphost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/garuda-dev/garuda/broker/config"
+)
+
+// MaxMessage bounds one message from a server: the broker never holds more of one (a line of a stdio server, an
+// event or a JSON body of an HTTP one). Defends against a server that floods the broker's memory.
+const MaxMessage = 8 << 20
+
+// InitTimeout is how long a server has to start and answer initialize and tools/list.
+const InitTimeout = 30 * time.Second
+
+// Limits on what a server may offer the model: more is left out with a notice (providers refuse long tool lists).
+const (
+	MaxToolsPerServer = 100
+	MaxTools          = 200
+	maxSchema         = 64 << 10
+	maxDescription    = 4 << 10
+)
+
+// Launch runs a stdio server's program, in the command sandbox, with stdin and stdout as its standard input and
+// output, until it exits or ctx ends (which ends its whole process tree). It returns once the program is gone.
+type Launch func(ctx context.Context, srv config.MCPServer, stdin io.Reader, stdout io.Writer) error
+
+// Options configure a Host.
+type Options struct {
+	Root        string // roots/list answers this folder only
+	Launch      Launch // runs stdio servers; nil refuses them
+	InitTimeout time.Duration
+	HTTP        *http.Client // the base client of HTTP and SSE servers; nil: a clone of the default transport
+	Log         *slog.Logger
+}
+
+// Tool is one tool of a running server, as the model is offered it.
+type Tool struct {
+	Name         string // mcp__<server>__<tool>, fit to ^[a-zA-Z0-9_-]{1,64}$ and unique in the host
+	Server, Tool string // the server's key and its own name of the tool
+	Description  string
+	Schema       json.RawMessage
+	ReadOnlyHint bool // the server's claim: it loosens no decision
+}
+
+// Host is a session's MCP client side: the servers it started, their tools, and the calls to them. Nothing of it
+// is shared with another session.
+type Host struct {
+	opts Options
+	ctx  context.Context // ends every server
+	stop context.CancelFunc
+
+	mu      sync.Mutex
+	servers map[string]*server
+	notices []string
+	gen     uint64
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// server is one started server.
+type server struct {
+	def      config.MCPServer
+	cs       *mcp.ClientSession
+	end      context.CancelFunc // ends its connection and its program
+	done     chan struct{}      // closed when its program (stdio) or connection is gone
+	tools    []*mcp.Tool
+	prompts  []*mcp.Prompt
+	restarts int
+	stopping bool
+	lastErr  error
+}
+
+// New makes a host for one session; Close ends everything it started.
+func New(opts Options) *Host {
+	if opts.InitTimeout <= 0 {
+		opts.InitTimeout = InitTimeout
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &Host{opts: opts, ctx: ctx, stop: stop, servers: map[string]*server{}}
+}
+
+// Running reports whether the named server is running.
+func (h *Host) Running(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.servers[name]
+	return ok
+}
+
+// Names are the running servers' names, sorted.
+func (h *Host) Names() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for n := range h.servers {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RunningAs reports whether the named server is running with the definition of this hash.
+func (h *Host) RunningAs(name, hash string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	srv, ok := h.servers[name]
+	return ok && srv.def.Hash() == hash
+}
+
+// Start starts, in parallel, the servers of defs that are not running yet, each within InitTimeout, and returns a
+// notice for each that failed (it is left out). A server whose definition changed since it started is restarted.
+func (h *Host) Start(ctx context.Context, defs []config.MCPServer) []string {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		notices []string
+	)
+	for _, d := range defs {
+		h.mu.Lock()
+		old, running := h.servers[d.Name]
+		closed := h.closed
+		h.mu.Unlock()
+		if closed {
+			return []string{"the session is closing: no MCP server starts"}
+		}
+		if running && old.def.Hash() == d.Hash() {
+			continue
+		}
+		if running {
+			h.Stop(d.Name)
+		}
+		wg.Go(func() {
+			if err := h.startOne(ctx, d, 0); err != nil {
+				mu.Lock()
+				notices = append(notices, fmt.Sprintf("MCP server %q (%s) did not start: %v", d.Name, d.Where(), err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(notices)
+	return notices
+}
+
+// startOne starts one server and lists its tools; restarts counts the restarts before this start.
+func (h *Host) startOne(ctx context.Context, d config.MCPServer, restarts int) error {
+	sctx, end := context.WithCancel(h.ctx)
+	srv := &server{def: d, end: end, done: make(chan struct{}), restarts: restarts}
+	ictx, cancel := context.WithTimeout(ctx, h.opts.InitTimeout)
+	defer cancel()
+	stopInit := context.AfterFunc(ictx, func() {
+		if !errors.Is(ictx.Err(), context.Canceled) || ctx.Err() != nil {
+			end() // a server that does not answer in time is ended with its program
+		}
+	})
+	defer stopInit()
+	cs, err := h.connect(sctx, ictx, srv)
+	if err == nil {
+		srv.cs = cs
+		srv.tools, err = listTools(ictx, cs)
+		if err == nil {
+			srv.prompts = listPrompts(ictx, cs)
+		}
+	}
+	if err != nil {
+		end()
+		if cs != nil {
+			cs.Close()
+		}
+		<-srv.done
+		if ictx.Err() == context.DeadlineExceeded {
+			return fmt.Errorf("it did not answer within %s", h.opts.InitTimeout)
+		}
+		return explain(err, srv)
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		end()
+		cs.Close()
+		<-srv.done
+		return errors.New("the session closed")
+	}
+	h.servers[d.Name] = srv
+	h.gen++
+	h.mu.Unlock()
+	h.wg.Go(func() { h.watch(srv) })
+	return nil
+}
+
+// connect starts the server's program or opens its address and initializes the MCP session. srv.done is closed
+// when the program has exited or the connection ended.
+func (h *Host) connect(sctx, ictx context.Context, srv *server) (*mcp.ClientSession, error) {
+	var t mcp.Transport
+	d := srv.def
+	switch d.Type {
+	case config.MCPStdio:
+		if h.opts.Launch == nil {
+			close(srv.done)
+			return nil, errors.New("stdio servers cannot run here")
+		}
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		go func() {
+			err := h.opts.Launch(sctx, d, inR, outW)
+			h.mu.Lock()
+			srv.lastErr = err
+			h.mu.Unlock()
+			// The program is gone: its pipes end, so that the client sees the end of the connection.
+			inR.CloseWithError(io.ErrClosedPipe)
+			outW.CloseWithError(errExited)
+			close(srv.done)
+		}()
+		// The transport's reader is bounded: a line over MaxMessage ends the connection, it is never held whole.
+		t = &mcp.IOTransport{Reader: outR, Writer: inW, MaxLineLength: MaxMessage}
+	case config.MCPHTTP, config.MCPSSE:
+		rt := &headerTransport{base: h.baseTransport(), headers: d.Headers}
+		hc := &http.Client{Transport: rt, Timeout: 0}
+		srv.lastErr = nil
+		if d.Type == config.MCPHTTP {
+			t = &mcp.StreamableClientTransport{Endpoint: d.URL, HTTPClient: hc, MaxEventSize: MaxMessage, MaxRetries: 1}
+		} else {
+			t = &mcp.SSEClientTransport{Endpoint: d.URL, HTTPClient: hc, MaxEventSize: MaxMessage}
+		}
+		defer func() {
+			if rt.status() == http.StatusUnauthorized || rt.status() == http.StatusForbidden {
+				h.mu.Lock()
+				srv.lastErr = fmt.Errorf("%w (HTTP %d)", ErrUnauthorized, rt.status())
+				h.mu.Unlock()
+			}
+		}()
+		go func() {
+			<-sctx.Done()
+			close(srv.done)
+		}()
+	default:
+		close(srv.done)
+		return nil, fmt.Errorf("unknown transport %q", d.Type)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "garuda", Version: "1"}, &mcp.ClientOptions{
+		// Only roots: no sampling, no elicitation (a server's requests for them are refused).
+		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			go h.refresh(srv)
+		},
+	})
+	c.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: h.opts.Root}).String(), Name: "project"})
+	// The connection lives as long as sctx; initialize must answer within ictx.
+	type res struct {
+		cs  *mcp.ClientSession
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		cs, err := c.Connect(sctx, t, nil)
+		ch <- res{cs, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.cs, r.err
+	case <-ictx.Done():
+		srv.end()
+		r := <-ch
+		if r.cs != nil {
+			r.cs.Close()
+		}
+		return nil, ictx.Err()
+	}
+}
+
+// errExited ends the output of a program that exited.
+var errExited = errors.New("the server's program exited")
+
+// ErrUnauthorized is an HTTP or SSE server's 401 or 403.
+var ErrUnauthorized = errors.New("the server refused the credentials (check the headers of its definition)")
+
+// explain turns a start's or a call's error into words that say what the server did.
+func explain(err error, srv *server) error {
+	if srv.lastErr != nil && errors.Is(srv.lastErr, ErrUnauthorized) {
+		return srv.lastErr
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "exceeded the configured maximum"), strings.Contains(msg, "SSE event exceeded"),
+		errors.Is(err, errTooLarge):
+		return fmt.Errorf("it sent a message over %d MiB, which Garuda does not read", MaxMessage>>20)
+	case strings.Contains(msg, "invalid character"), strings.Contains(msg, "invalid trailing data"):
+		return errors.New("it wrote something other than MCP messages on its standard output")
+	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, errExited):
+		if srv.lastErr != nil {
+			return fmt.Errorf("its program ended: %v", srv.lastErr)
+		}
+		return errors.New("it ended the connection")
+	}
+	return err
+}
+
+// listTools lists every tool of a server, keeping at most MaxToolsPerServer+1 (to know there were more).
+func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var out []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+		if len(out) > MaxToolsPerServer {
+			break
+		}
+	}
+	return out, nil
+}
+
+// refresh lists a server's tools again after it said they changed: the next Tools returns the new list.
+func (h *Host) refresh(srv *server) {
+	ctx, cancel := context.WithTimeout(h.ctx, h.opts.InitTimeout)
+	defer cancel()
+	tools, err := listTools(ctx, srv.cs)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil {
+		h.notices = append(h.notices, fmt.Sprintf("MCP server %q changed its tools, and listing them failed: %v", srv.def.Name,
+			explain(err, srv)))
+		return
+	}
+	srv.tools = tools
+	h.gen++
+}
+
+// watch waits for a server's end: one that ended by itself is restarted once, with a notice; a second end leaves
+// it stopped.
+func (h *Host) watch(srv *server) {
+	waitErr := make(chan struct{})
+	go func() {
+		srv.cs.Wait()
+		close(waitErr)
+	}()
+	select {
+	case <-waitErr:
+	case <-srv.done:
+	}
+	srv.end()
+	srv.cs.Close()
+	<-srv.done
+	h.mu.Lock()
+	if h.servers[srv.def.Name] == srv {
+		delete(h.servers, srv.def.Name)
+		h.gen++
+	}
+	stopping := srv.stopping || h.closed
+	h.mu.Unlock()
+	if stopping {
+		return
+	}
+	name := srv.def.Name
+	if srv.restarts >= 1 {
+		h.note(fmt.Sprintf("MCP server %q stopped again; it is not restarted in this session", name))
+		return
+	}
+	if err := h.startOne(h.ctx, srv.def, srv.restarts+1); err != nil {
+		h.note(fmt.Sprintf("MCP server %q stopped, and restarting it failed: %v", name, err))
+		return
+	}
+	h.note(fmt.Sprintf("MCP server %q stopped; Garuda restarted it", name))
+}
+
+func (h *Host) note(n string) {
+	h.mu.Lock()
+	h.notices = append(h.notices, n)
+	h.mu.Unlock()
+}
+
+// Stop ends one server (its program and its connection) and waits for it; it is not restarted.
+func (h *Host) Stop(name string) {
+	h.mu.Lock()
+	srv := h.servers[name]
+	if srv != nil {
+		srv.stopping = true
+		delete(h.servers, name)
+		h.gen++
+	}
+	h.mu.Unlock()
+	if srv != nil {
+		srv.end()
+		srv.cs.Close()
+		<-srv.done
+	}
+}
+
+// StopStdio ends every stdio server (a mode change: they start again under the new mode, at the next Start),
+// with a notice that says why, and names them.
+func (h *Host) StopStdio(why string) []string {
+	h.mu.Lock()
+	var names []string
+	for n, s := range h.servers {
+		if s.def.Type == config.MCPStdio {
+			names = append(names, n)
+		}
+	}
+	h.mu.Unlock()
+	slices.Sort(names)
+	for _, n := range names {
+		h.Stop(n)
+	}
+	if len(names) > 0 {
+		h.note(fmt.Sprintf("MCP servers %s were stopped: %s", strings.Join(names, ", "), why))
+	}
+	return names
+}
+
+// Close ends every server and waits until their programs are gone.
+func (h *Host) Close() {
+	h.mu.Lock()
+	h.closed = true
+	var all []*server
+	for _, s := range h.servers {
+		s.stopping = true
+		all = append(all, s)
+	}
+	h.servers = map[string]*server{}
+	h.mu.Unlock()
+	h.stop()
+	for _, s := range all {
+		s.cs.Close()
+		<-s.done
+	}
+	h.wg.Wait()
+}
+
+// Tools returns the tools of the running servers (checked, named for the model), the notices since the last call
+// (failed schemas, restarts, changes), and the list's generation.
+func (h *Host) Tools() ([]Tool, []string, uint64) {
+	h.mu.Lock()
+	var names []string
+	for n := range h.servers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	type entry struct {
+		server string
+		tools  []*mcp.Tool
+	}
+	var all []entry
+	for _, n := range names {
+		all = append(all, entry{n, h.servers[n].tools})
+	}
+	notices := h.notices
+	h.notices = nil
+	gen := h.gen
+	h.mu.Unlock()
+
+	var out []Tool
+	taken := map[string]bool{}
+	for _, e := range all {
+		if len(e.tools) > MaxToolsPerServer {
+			notices = append(notices, fmt.Sprintf("MCP server %q offers more than %d tools; only the first %d are used",
+				e.server, MaxToolsPerServer, MaxToolsPerServer))
+			e.tools = e.tools[:MaxToolsPerServer]
+		}
+		for _, t := range e.tools {
+			if len(out) >= MaxTools {
+				notices = append(notices, fmt.Sprintf("the MCP servers offer more than %d tools together; the rest are left out", MaxTools))
+				return out, notices, gen
+			}
+			tool, err := checkTool(e.server, t)
+			if err != nil {
+				notices = append(notices, fmt.Sprintf("MCP server %q: tool %q is left out: %v", e.server, printable(t.Name, 64), err))
+				continue
+			}
+			tool.Name = uniqueName(modelName(e.server, t.Name), taken)
+			out = append(out, tool)
+		}
+	}
+	return out, notices, gen
+}
+
+// Lookup finds a running server's tool by the server's own names.
+func (h *Host) has(server, tool string) (*server, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	srv := h.servers[server]
+	if srv == nil {
+		return nil, false
+	}
+	for _, t := range srv.tools {
+		if t.Name == tool {
+			return srv, true
+		}
+	}
+	return srv, false
+}
+
+// headerTransport adds a server's configured headers (they stay in the broker) and bounds what a response body
+// gives: a JSON body over MaxMessage fails (an event stream is bounded per event by the SDK).
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+
+	mu   sync.Mutex
+	last int
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	if t.last == 0 || resp.StatusCode >= 400 {
+		t.last = resp.StatusCode
+	}
+	t.mu.Unlock()
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &limitedBody{r: resp.Body, left: MaxMessage}
+	}
+	return resp, nil
+}
+
+func (t *headerTransport) status() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
+}
+
+func (h *Host) baseTransport() http.RoundTripper {
+	if h.opts.HTTP != nil && h.opts.HTTP.Transport != nil {
+		return h.opts.HTTP.Transport
+	}
+	return http.DefaultTransport.(*http.Transport).Clone()
+}
+
+var errTooLarge = fmt.Errorf("the response is over %d MiB", MaxMessage>>20)
+
+// limitedBody fails a body past its bound instead of holding it.
+type limitedBody struct {
+	r    io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.r.Close() }

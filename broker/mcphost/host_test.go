@@ -1,0 +1,348 @@
+package mcphost
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/garuda-dev/garuda/broker/config"
+	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
+)
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == mcptest.Arg {
+		os.Exit(mcptest.Serve(os.Args[2]))
+	}
+	os.Exit(m.Run())
+}
+
+// launchPlain runs a server's program without the sandbox: these tests are about the host's side of the protocol
+// (the broker's tests run servers through the sandbox).
+func launchPlain(dir string) Launch {
+	return func(ctx context.Context, srv config.MCPServer, stdin io.Reader, stdout io.Writer) error {
+		cmd := exec.CommandContext(ctx, srv.Command, srv.Args...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, stdout, os.Stderr
+		cmd.WaitDelay = time.Second
+		// Not cmd.Stdin: Wait would wait for ever for a copy blocked on reading the host's pipe.
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return err
+		}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		go func() { io.Copy(in, stdin); in.Close() }()
+		return cmd.Wait()
+	}
+}
+
+func stdioServer(t *testing.T, name, mode string) config.MCPServer {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return config.MCPServer{Name: name, Type: config.MCPStdio, Command: exe, Args: []string{mcptest.Arg, mode}, File: "test",
+		Source: config.MCPSourceUser}
+}
+
+func newHost(t *testing.T, timeout time.Duration) (*Host, string) {
+	dir := t.TempDir()
+	h := New(Options{Root: dir, Launch: launchPlain(dir), InitTimeout: timeout})
+	t.Cleanup(h.Close)
+	return h, dir
+}
+
+func call(t *testing.T, h *Host, server, tool, args string) (*Result, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return h.Call(ctx, server, tool, json.RawMessage(args))
+}
+
+func TestStdioServerToolsAndCalls(t *testing.T) {
+	h, _ := newHost(t, 20*time.Second)
+	if n := h.Start(context.Background(), []config.MCPServer{stdioServer(t, "test", mcptest.Good)}); len(n) > 0 {
+		t.Fatal(n)
+	}
+	tools, notices, _ := h.Tools()
+	if len(notices) > 0 {
+		t.Error(notices)
+	}
+	names := map[string]Tool{}
+	for _, tl := range tools {
+		names[tl.Name] = tl
+	}
+	if tl, ok := names["mcp__test__echo"]; !ok || tl.Tool != "echo" || !strings.Contains(string(tl.Schema), `"text"`) {
+		t.Fatalf("tools: %+v", tools)
+	}
+	res, err := call(t, h, "test", "echo", `{"text":"hi"}`)
+	if err != nil || res.Text != "echo: hi" {
+		t.Fatalf("echo: %+v %v", res, err)
+	}
+	// Images are dropped with a note; the model reads text only.
+	res, err = call(t, h, "test", "image", `{}`)
+	if err != nil || !strings.Contains(res.Text, "a picture:") || !strings.Contains(res.Text,
+		"image (image/png) was left out") || strings.Contains(res.Text, "PNG") {
+		t.Errorf("image: %+v %v", res, err)
+	}
+	if _, err := call(t, h, "test", "nosuch", `{}`); err == nil {
+		t.Error("a tool the server does not offer was called")
+	}
+}
+
+// roots/list answers the project folder only; sampling and elicitation are refused.
+func TestServerRequestsToTheClient(t *testing.T) {
+	h, dir := newHost(t, 20*time.Second)
+	if n := h.Start(context.Background(), []config.MCPServer{stdioServer(t, "probe", mcptest.Probe)}); len(n) > 0 {
+		t.Fatal(n)
+	}
+	var answers map[string]struct {
+		Result struct {
+			Roots []struct{ URI string }
+		}
+		Error *struct{ Message string }
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(answers) < 3 && time.Now().Before(deadline) {
+		res, err := call(t, h, "probe", "probe", `{}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		json.Unmarshal([]byte(res.Text), &answers)
+	}
+	if r := answers["roots"].Result.Roots; len(r) != 1 || r[0].URI != "file://"+dir {
+		t.Errorf("roots: %+v", answers["roots"])
+	}
+	for _, k := range []string{"sampling", "elicitation"} {
+		if answers[k].Error == nil {
+			t.Errorf("%s was not refused: %+v", k, answers[k])
+		}
+	}
+}
+
+// Cancelling a call sends notifications/cancelled: the server's handler sees its context end.
+func TestCancelReachesTheServer(t *testing.T) {
+	h, dir := newHost(t, 20*time.Second)
+	if n := h.Start(context.Background(), []config.MCPServer{stdioServer(t, "test", mcptest.Good)}); len(n) > 0 {
+		t.Fatal(n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	if _, err := h.Call(ctx, "test", "sleep", nil); err == nil {
+		t.Fatal("a cancelled call succeeded")
+	}
+	waitFile(t, filepath.Join(dir, "cancelled"))
+}
+
+func waitFile(t *testing.T, p string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(p); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s never appeared", p)
+}
+
+func TestToolListChanged(t *testing.T) {
+	h, _ := newHost(t, 20*time.Second)
+	h.Start(context.Background(), []config.MCPServer{stdioServer(t, "test", mcptest.Good)})
+	_, _, gen := h.Tools()
+	if _, err := call(t, h, "test", "grow", `{}`); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		tools, _, g := h.Tools()
+		for _, tl := range tools {
+			if tl.Name == "mcp__test__added" && g != gen {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the new tool never appeared")
+}
+
+// A server that exits mid-call fails the call with a clear message, is restarted once with a notice, and after a
+// second crash stays stopped.
+func TestCrashRestartsOnce(t *testing.T) {
+	h, _ := newHost(t, 20*time.Second)
+	h.Start(context.Background(), []config.MCPServer{stdioServer(t, "test", mcptest.Good)})
+	_, err := call(t, h, "test", "crash", `{}`)
+	if err == nil || !strings.Contains(err.Error(), `MCP server "test"`) {
+		t.Fatalf("crash: %v", err)
+	}
+	waitNotice(t, h, "restarted it")
+	if res, err := call(t, h, "test", "echo", `{"text":"again"}`); err != nil || res.Text != "echo: again" {
+		t.Fatalf("after the restart: %+v %v", res, err)
+	}
+	call(t, h, "test", "crash", `{}`)
+	waitNotice(t, h, "not restarted")
+	if _, err := call(t, h, "test", "echo", `{}`); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Errorf("a stopped server answered: %v", err)
+	}
+}
+
+func waitNotice(t *testing.T, h *Host, want string) {
+	t.Helper()
+	var seen []string
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		_, n, _ := h.Tools()
+		seen = append(seen, n...)
+		for _, s := range seen {
+			if strings.Contains(s, want) {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no notice %q in %q", want, seen)
+}
+
+// Bad servers: each is reported and skipped, the good one still works.
+func TestBadServersAreSkipped(t *testing.T) {
+	h, _ := newHost(t, 2*time.Second)
+	notices := h.Start(context.Background(), []config.MCPServer{
+		stdioServer(t, "garbage", mcptest.Garbage),
+		stdioServer(t, "silent", mcptest.Silent),
+		{Name: "missing", Type: config.MCPStdio, Command: "/nonexistent/server", File: "test"},
+		stdioServer(t, "good", mcptest.Good),
+	})
+	all := strings.Join(notices, "\n")
+	for _, want := range []string{`"garbage" (test) did not start: it wrote something other than MCP messages`,
+		`"silent" (test) did not start: it did not answer within 2s`, `"missing" (test) did not start`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no %q in\n%s", want, all)
+		}
+	}
+	if !h.Running("good") || h.Running("garbage") || h.Running("silent") {
+		t.Error("the wrong servers run")
+	}
+}
+
+// 10,000 tools are cut to the limit; a name with hidden characters is made plain; a bad schema is left out with a
+// notice.
+func TestManyToolsHiddenNamesBadSchema(t *testing.T) {
+	h, _ := newHost(t, 20*time.Second)
+	if n := h.Start(context.Background(), []config.MCPServer{stdioServer(t, "raw", mcptest.Many)}); len(n) > 0 {
+		t.Fatal(n)
+	}
+	tools, notices, _ := h.Tools()
+	all := strings.Join(notices, "\n")
+	if len(tools) > MaxToolsPerServer || !strings.Contains(all, "more than 100 tools") || !strings.Contains(all, `"badschema" is left out`) {
+		t.Errorf("%d tools, notices:\n%s", len(tools), all)
+	}
+	for _, tl := range tools {
+		if !validName(tl.Name) || strings.ContainsAny(tl.Description, "\u200b\u202e") {
+			t.Errorf("tool %q %q reaches the model", tl.Name, tl.Description)
+		}
+	}
+	if tools[0].Name != "mcp__raw__hid_den_" || tools[0].Tool != "hid\u200bden\u202e" {
+		t.Errorf("first tool %q (%q)", tools[0].Name, tools[0].Tool)
+	}
+}
+
+func validName(n string) bool {
+	if n == "" || len(n) > 64 {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func TestModelNames(t *testing.T) {
+	taken := map[string]bool{}
+	a := uniqueName(modelName("srv", "a.b"), taken)
+	b := uniqueName(modelName("srv", "a/b"), taken)
+	long := uniqueName(modelName("server", strings.Repeat("x", 100)), taken)
+	if a != "mcp__srv__a_b" || b != "mcp__srv__a_b_2" || len(long) != 64 || !validName(long) {
+		t.Errorf("%q %q %q", a, b, long)
+	}
+}
+
+// A 100 MB answer is refused while it is read: the call fails clearly and the broker never holds it.
+func TestFloodIsBounded(t *testing.T) {
+	h, _ := newHost(t, 20*time.Second)
+	if n := h.Start(context.Background(), []config.MCPServer{stdioServer(t, "flood", mcptest.Flood)}); len(n) > 0 {
+		t.Fatal(n)
+	}
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := call(t, h, "flood", "t00000", `{}`)
+	if err == nil || !strings.Contains(err.Error(), "over 8 MiB") {
+		t.Fatalf("flood: %v", err)
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.TotalAlloc - before.TotalAlloc); grown > 64<<20 {
+		t.Errorf("reading the flood allocated %d MiB", grown>>20)
+	}
+}
+
+func TestHTTPServerHeadersAndUnauthorized(t *testing.T) {
+	srv := httptest.NewServer(mcptest.Handler("t0ken"))
+	h, _ := newHost(t, 20*time.Second)
+	defer srv.Close()
+	defer h.Close() // first: its event stream holds a connection to srv open
+	good := config.MCPServer{Name: "web", Type: config.MCPHTTP, URL: srv.URL,
+		Headers: map[string]string{"Authorization": "Bearer t0ken"}, File: "test"}
+	bad := config.MCPServer{Name: "nokey", Type: config.MCPHTTP, URL: srv.URL, File: "test"}
+	notices := h.Start(context.Background(), []config.MCPServer{good, bad})
+	if len(notices) != 1 || !strings.Contains(notices[0], `"nokey"`) || !strings.Contains(notices[0],
+		"refused the credentials (check the headers of its definition) (HTTP 401)") {
+		t.Errorf("notices: %q", notices)
+	}
+	res, err := call(t, h, "web", "echo", `{"text":"over http"}`)
+	if err != nil || res.Text != "echo: over http" {
+		t.Fatalf("echo: %+v %v", res, err)
+	}
+}
+
+// BenchmarkCallDirect is one call of the echo tool of a stdio server, without the broker (see
+// BenchmarkMCPCallThroughBroker in frontend/acpagent).
+func BenchmarkCallDirect(b *testing.B) {
+	exe, _ := os.Executable()
+	dir := b.TempDir()
+	h := New(Options{Root: dir, Launch: launchPlain(dir)})
+	defer h.Close()
+	srv := config.MCPServer{Name: "bench", Type: config.MCPStdio, Command: exe, Args: []string{mcptest.Arg, mcptest.Good}, File: "bench"}
+	if n := h.Start(context.Background(), []config.MCPServer{srv}); len(n) > 0 {
+		b.Fatal(n)
+	}
+	for b.Loop() {
+		if _, err := h.Call(context.Background(), "bench", "echo", json.RawMessage(`{"text":"x"}`)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestSSEServer(t *testing.T) {
+	srv := httptest.NewServer(mcptest.SSEHandler())
+	h, _ := newHost(t, 20*time.Second)
+	defer srv.Close()
+	defer h.Close()
+	if n := h.Start(context.Background(), []config.MCPServer{{Name: "sse", Type: config.MCPSSE, URL: srv.URL, File: "test"}}); len(n) > 0 {
+		t.Fatal(n)
+	}
+	res, err := call(t, h, "sse", "echo", `{"text":"over sse"}`)
+	if err != nil || res.Text != "echo: over sse" {
+		t.Fatalf("echo: %+v %v", res, err)
+	}
+}

@@ -1,0 +1,573 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/commands"
+	"github.com/garuda-dev/garuda/broker/config"
+	"github.com/garuda-dev/garuda/broker/guard"
+	"github.com/garuda-dev/garuda/broker/homefile"
+	"github.com/garuda-dev/garuda/broker/mcphost"
+	"github.com/garuda-dev/garuda/broker/sandbox"
+	"github.com/garuda-dev/garuda/policy"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// mcpState is a session's MCP side: the editor's servers, the consents denied in it, and the host of the servers
+// it started (made at the first mcp_start, so that a session without MCP never loads the SDK's machinery).
+type mcpState struct {
+	mu      sync.Mutex
+	editor  []config.MCPServer
+	denied  map[string]string // server → the hash of the definition denied in this session
+	host    *mcphost.Host
+	watches map[string]*guard.Watch // stdio server → the guard's scan before it started
+	closed  bool
+
+	checking map[string]bool // stdio servers whose guard check runs now
+	again    map[string]bool // calls came during the check: check again when mcpCheckEvery has passed
+	checks   sync.WaitGroup  // the checks running, which end before the session's guard closes
+}
+
+// maxMCPArgs bounds the arguments of one MCP call (as JSON).
+const maxMCPArgs = 1 << 20
+
+// editorMCPServers checks the editor's servers of OpenSession or ResumeSession; a bad one is a notice.
+func editorMCPServers(in []*execv1.McpServer) ([]config.MCPServer, []string) {
+	var out []config.MCPServer
+	var notices []string
+	for _, m := range in {
+		srv, err := config.MCPServerOf(config.MCPServer{Name: m.GetName(), Type: m.GetType(), Command: m.GetCommand(),
+			Args: m.GetArgs(), Env: m.GetEnv(), URL: m.GetUrl(), Headers: m.GetHeaders()})
+		if err != nil {
+			notices = append(notices, err.Error()+"; it is not started")
+			continue
+		}
+		out = append(out, srv)
+	}
+	return out, notices
+}
+
+// mcpServers reads the session's servers afresh: the user's $GARUDA_HOME/mcp.json, the project's .mcp.json and
+// .garuda/mcp.json (through the folder the session holds open, where the read policy lets the model read them),
+// then the editor's. A malformed file is a notice
+// naming its line, and the other files still count; a name taken by an earlier source is kept by that one.
+func (s *Service) mcpServers(sess *session) ([]config.MCPServer, []string) {
+	var all []config.MCPServer
+	var notices []string
+	add := func(srvs []config.MCPServer) {
+		for _, srv := range srvs {
+			dup := false
+			for _, o := range all {
+				dup = dup || o.Name == srv.Name
+			}
+			if dup {
+				notices = append(notices, fmt.Sprintf("MCP server %q in %s is defined earlier too; the earlier one counts", srv.Name, srv.Where()))
+				continue
+			}
+			all = append(all, srv)
+		}
+	}
+	userFile := filepath.Join(s.cfg.Home, "mcp.json")
+	if data, err := readHomeFile(userFile); err != nil {
+		notices = append(notices, fmt.Sprintf("read %s: %v", userFile, err))
+	} else if data != nil {
+		srvs, err := config.ParseMCP(userFile, data, config.MCPSourceUser)
+		if err != nil {
+			notices = append(notices, err.Error())
+		}
+		add(srvs)
+	}
+	allow := s.allowRead(s.state(sess))
+	for _, rel := range []string{".mcp.json", filepath.Join(".garuda", "mcp.json")} {
+		name := filepath.Join(sess.root, rel)
+		// Seen as the read policy lets the model see it: a consent question would show a hidden file's content.
+		if !allow(name) {
+			continue
+		}
+		data, err := readInRoot(sess.fs.FDPath(), rel, maxSettings)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			notices = append(notices, fmt.Sprintf("read %s: %v", name, err))
+			continue
+		}
+		srvs, err := config.ParseMCP(name, data, config.MCPSourceProject)
+		if err != nil {
+			notices = append(notices, err.Error())
+		}
+		add(srvs)
+	}
+	sess.mcp.mu.Lock()
+	editor := sess.mcp.editor
+	sess.mcp.mu.Unlock()
+	add(editor)
+	return all, notices
+}
+
+func checkMCPStart(s *Service, c *call) (*request, error) {
+	return &request{input: "start the session's MCP servers", run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+		return s.mcpStart(ctx, g)
+	}}, nil
+}
+
+// mcpStart starts the servers that are not running: each after team policy and, for a project's or the editor's,
+// the user's consent (pinned to its definition's hash; a deny holds for the session).
+func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, error) {
+	sess := g.c.sess
+	defs, notices := s.mcpServers(sess)
+	host := s.mcpHost(sess)
+	if host == nil {
+		return &execv1.Result{Status: execv1.Status_STATUS_FAILED, Content: "the session is closing"}, nil
+	}
+	var start []config.MCPServer
+	for _, d := range defs {
+		if host.RunningAs(d.Name, d.Hash()) {
+			start = append(start, d) // consented when it started; Start leaves it as it is
+			continue
+		}
+		ok, note, err := s.mcpConsent(g, d)
+		if err != nil {
+			return nil, err
+		}
+		if note != "" {
+			notices = append(notices, note)
+		}
+		if ok {
+			start = append(start, d)
+		}
+	}
+	// A running server no longer configured, or no longer allowed (team policy changed), ends.
+	for _, n := range host.Names() {
+		keep := false
+		for _, d := range start {
+			keep = keep || d.Name == n
+		}
+		if !keep {
+			host.Stop(n)
+			notices = append(notices, fmt.Sprintf("MCP server %q was stopped: it is no longer configured or allowed.", n))
+		}
+	}
+	notices = append(notices, host.Start(ctx, start)...)
+	var running []string
+	for _, d := range start {
+		if host.Running(d.Name) {
+			running = append(running, d.Name)
+		}
+	}
+	content := "No MCP server is running."
+	if len(running) > 0 {
+		content = "MCP servers running: " + strings.Join(running, ", ") + "."
+	}
+	return &execv1.Result{Content: content, Notices: notices}, nil
+}
+
+// mcpConsent decides whether a server may start: team policy (its mcp_servers lists and its rules), then, for a
+// project's or the editor's server, the user's consent. It returns a notice for a server left out.
+func (s *Service) mcpConsent(g *grant, d config.MCPServer) (bool, string, error) {
+	sess := g.c.sess
+	st := s.state(sess)
+	if reason, forbidden := policy.MCPServerForbidden(st.Team, d.Name, d.Command, d.URL); forbidden {
+		req := policy.Request{Kind: policy.KindConsent, Tool: commands.ConsentMCPServer, ConsentKind: commands.ConsentMCPServer,
+			ConsentName: d.Name}
+		err := s.auditDecision(g.c, commands.ConsentMCPServer, true, req, policy.Decision{Verdict: policy.Deny, Rule: "team policy",
+			Reason: reason})
+		return false, fmt.Sprintf("MCP server %q (%s) is not started: %s.", d.Name, d.Where(), reason), err
+	}
+	req := policy.Request{Kind: policy.KindConsent, Tool: commands.ConsentMCPServer, ConsentKind: commands.ConsentMCPServer,
+		ConsentName: d.Name}
+	if d.Source == config.MCPSourceUser {
+		// The user's own file is the user's config, as in the terminal: only a rule that denies it counts.
+		if dec := policy.Decide(req, st); dec.Verdict == policy.Deny {
+			err := s.auditDecision(g.c, commands.ConsentMCPServer, true, req, dec)
+			return false, fmt.Sprintf("MCP server %q (%s) is not started: %s.", d.Name, d.Where(), dec.Reason), err
+		}
+		return true, "", nil
+	}
+	hash := d.Hash()
+	sess.mcp.mu.Lock()
+	deniedHash, denied := sess.mcp.denied[d.Name]
+	sess.mcp.mu.Unlock()
+	if denied && deniedHash == hash {
+		return false, "", nil // said once in this session
+	}
+	s.consentMu.Lock()
+	defer s.consentMu.Unlock()
+	path := filepath.Join(s.cfg.Home, "consents.json")
+	cons, err := s.loadConsents(path)
+	if err != nil {
+		return false, "", err
+	}
+	if cons.Granted(commands.ConsentMCPServer, d.Name, sess.root, hash) {
+		if dec := policy.Decide(req, st); dec.Verdict == policy.Deny {
+			err := s.auditDecision(g.c, commands.ConsentMCPServer, true, req, dec)
+			return false, fmt.Sprintf("MCP server %q (%s) is not started: %s.", d.Name, d.Where(), dec.Reason), err
+		}
+		return true, "", nil
+	}
+	cg, res, err := s.decideAs(g.c, g.op, commands.ConsentMCPServer, req)
+	if err != nil {
+		return false, "", err
+	}
+	if res == nil {
+		res, err = cg.confirm(mcpQuestion(d))
+		if err != nil {
+			return false, "", err
+		}
+	}
+	if res != nil {
+		if res.GetStatus() == execv1.Status_STATUS_CANCELLED {
+			return false, "", nil
+		}
+		sess.mcp.mu.Lock()
+		if sess.mcp.denied == nil {
+			sess.mcp.denied = map[string]string{}
+		}
+		sess.mcp.denied[d.Name] = hash
+		sess.mcp.mu.Unlock()
+		return false, fmt.Sprintf("MCP server %q (%s) is not started: %s", d.Name, d.Where(), strings.TrimPrefix(res.GetContent(),
+			"Denied: ")), nil
+	}
+	cons.Grant(commands.ConsentMCPServer, d.Name, sess.root, hash)
+	if err := s.record(audit.Record{Session: sess.id, Event: audit.EventConsent, Op: commands.ConsentMCPServer, Input: d.Name,
+		Detail: map[string]string{"hash": hash, "root": sess.root, "where": d.Where()}}, true); err != nil {
+		return false, "", err
+	}
+	if err := homefile.WriteAtomic(path, cons.Marshal(), 0o600); err != nil {
+		return false, "", fmt.Errorf("save the consent: %w", err)
+	}
+	return true, "", nil
+}
+
+// mcpQuestion shows exactly what a server's consent covers: the server, where it is configured, what runs (command
+// and args, the names of its variables) or what is contacted (the URL, the names of its headers). Values of
+// variables and headers are never shown: they may be tokens.
+func mcpQuestion(d config.MCPServer) *execv1.Question {
+	from := map[string]string{config.MCPSourceProject: "the project", config.MCPSourceEditor: "the editor"}[d.Source]
+	lines := []string{fmt.Sprintf("MCP server %q, configured by %s in %s.", d.Name, from, d.Where())}
+	switch d.Type {
+	case config.MCPStdio:
+		lines = append(lines, "Runs in the sandbox (no network; writes only in the project folder):", "  "+d.CommandLine())
+		if names := d.EnvNames(); len(names) > 0 {
+			lines = append(lines, "With the variables (values not shown): "+strings.Join(names, ", "))
+		}
+	default:
+		lines = append(lines, fmt.Sprintf("Garuda connects to it (%s): %s", d.Type, d.URL))
+		if names := d.HeaderNames(); len(names) > 0 {
+			lines = append(lines, "Sending the headers (values not shown): "+strings.Join(names, ", "))
+		}
+	}
+	lines = append(lines, "Its tools are offered to the model; each call asks first unless a rule allows it.")
+	return &execv1.Question{Title: fmt.Sprintf("Start the MCP server %q?", d.Name), Preview: strings.Join(lines, "\n"), Consent: true}
+}
+
+// mcpHost is the session's host, made on first use; nil once the session closes.
+func (s *Service) mcpHost(sess *session) *mcphost.Host {
+	sess.mcp.mu.Lock()
+	defer sess.mcp.mu.Unlock()
+	if sess.mcp.closed {
+		return nil
+	}
+	if sess.mcp.host == nil {
+		sess.mcp.host = mcphost.New(mcphost.Options{Root: sess.root, Launch: s.mcpLaunch(sess), Log: s.cfg.Log})
+	}
+	return sess.mcp.host
+}
+
+// mcpLaunch runs a stdio server's program like a bash command of the session: in the command sandbox (no network:
+// the network proxy, where built, is the hook point), the protected paths read-only, under the guard.
+func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
+	return func(ctx context.Context, srv config.MCPServer, stdin io.Reader, stdout io.Writer) error {
+		st := s.state(sess)
+		cmd := srv.CommandLine()
+		spec, watch, err := s.prepareRun(sess, st, &execv1.Bash{Command: cmd})
+		if err != nil {
+			return err
+		}
+		for _, k := range srv.EnvNames() {
+			spec.Env = append(spec.Env, k+"="+srv.Env[k])
+		}
+		spec.Stdin, spec.Stdout, spec.UntilCancelled = stdin, stdout, true
+		// Its standard error is the server's log, saved like a command's output.
+		spec.OutputFile = filepath.Join(sess.outputDir, fmt.Sprintf("mcp-%s-%s.log", srv.Name, time.Now().UTC().Format("20060102T150405")))
+		key := srv.Name
+		sess.mcp.mu.Lock()
+		if sess.mcp.watches == nil {
+			sess.mcp.watches = map[string]*guard.Watch{}
+		}
+		sess.mcp.watches[key] = watch
+		sess.mcp.mu.Unlock()
+		res, err := sandbox.Run(ctx, spec)
+		sess.mcp.mu.Lock()
+		if sess.mcp.watches[key] == watch {
+			delete(sess.mcp.watches, key)
+		}
+		sess.mcp.mu.Unlock()
+		if watch != nil {
+			_, _ = s.guardAfter(sess.id, policy.OpMCPStart, cmd, watch)
+		}
+		switch {
+		case err != nil:
+			return err
+		case res.Cancelled:
+			return nil
+		case res.ExitCode != 0:
+			return fmt.Errorf("exit code %d; its log is %s", res.ExitCode, spec.OutputFile)
+		}
+		return nil
+	}
+}
+
+// closeMCP ends the session's servers and waits until their programs are gone.
+func (s *session) closeMCP() {
+	s.mcp.mu.Lock()
+	s.mcp.closed = true
+	h := s.mcp.host
+	s.mcp.mu.Unlock()
+	if h != nil {
+		h.Close()
+	}
+	s.mcp.checks.Wait()
+}
+
+// mcpModeChanged stops the stdio servers of a session whose mode changed: they start again, under the new mode
+// (plan mode: the project read-only), at the next mcp_start.
+func (s *session) mcpModeChanged() []string {
+	s.mcp.mu.Lock()
+	h := s.mcp.host
+	s.mcp.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	why := "the mode changed, and they start again under the new one with the next prompt"
+	if s.currentMode() == execv1.Mode_MODE_PLAN {
+		why = "plan mode; they start again with the project read-only with the next prompt"
+	}
+	return h.StopStdio(why)
+}
+
+// McpTools lists the tools of the session's running servers.
+func (s *Service) McpTools(ctx context.Context, req *execv1.McpToolsRequest) (*execv1.McpToolsResponse, error) {
+	sess, err := s.session(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	sess.mcp.mu.Lock()
+	h := sess.mcp.host
+	sess.mcp.mu.Unlock()
+	if h == nil {
+		return &execv1.McpToolsResponse{}, nil
+	}
+	tools, notices, gen := h.Tools()
+	out := &execv1.McpToolsResponse{Notices: notices, Generation: gen}
+	for _, p := range h.Prompts() {
+		hint := ""
+		for _, a := range p.Args {
+			hint = strings.TrimSpace(hint + " <" + a + ">")
+		}
+		out.Prompts = append(out.Prompts, &execv1.CommandInfo{Name: p.Server + ":" + p.Name, Description: p.Description,
+			ArgumentHint: hint, Source: "mcp"})
+	}
+	for _, t := range tools {
+		out.Tools = append(out.Tools, &execv1.McpTool{Name: t.Name, Server: t.Server, Tool: t.Tool, Description: t.Description,
+			InputSchemaJson: string(t.Schema), ReadOnlyHint: t.ReadOnlyHint})
+	}
+	return out, nil
+}
+
+func checkMCPCall(s *Service, c *call) (*request, error) {
+	op := c.start.GetMcpCall()
+	server, tool, args := op.GetServer(), op.GetTool(), strings.TrimSpace(op.GetArgumentsJson())
+	if server == "" || tool == "" {
+		return nil, fmt.Errorf("mcp_call needs a server and a tool: %w", ErrBadRequest)
+	}
+	if args == "" {
+		args = "{}"
+	}
+	if len(args) > maxMCPArgs {
+		return nil, fmt.Errorf("the arguments of %s/%s are over %d KiB", server, tool, maxMCPArgs>>10)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(args), &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("the arguments of %s/%s are not a JSON object", server, tool)
+	}
+	name := "mcp__" + server + "__" + tool
+	return &request{
+		policy: policy.Request{Kind: policy.KindMCPTool, Tool: name, Server: server, MCPTool: tool},
+		input:  server + "/" + tool + " " + cut(args, 4096),
+		run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+			var pretty bytes.Buffer
+			if json.Indent(&pretty, []byte(args), "", "  ") != nil {
+				pretty.Reset()
+				pretty.WriteString(args)
+			}
+			q := &execv1.Question{Title: server + "/" + tool, Preview: fmt.Sprintf("MCP tool %s of the server %q, with the arguments:\n%s",
+				tool, server, cut(pretty.String(), 64<<10))}
+			if res, err := g.confirm(q); res != nil || err != nil {
+				return res, err
+			}
+			return s.mcpCall(ctx, c, server, tool, json.RawMessage(args))
+		},
+	}, nil
+}
+
+// mcpCall calls the tool and gives the model its result as head and tail, the whole saved like command output.
+func (s *Service) mcpCall(ctx context.Context, c *call, server, tool string, args json.RawMessage) (*execv1.Result, error) {
+	sess := c.sess
+	sess.mcp.mu.Lock()
+	h := sess.mcp.host
+	sess.mcp.mu.Unlock()
+	if h == nil {
+		return failed(fmt.Errorf("MCP server %q: %w", server, mcphost.ErrNotRunning)), nil
+	}
+	res, err := h.Call(ctx, server, tool, args)
+	s.mcpGuard(sess, server)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return cancelled(), nil
+	case err != nil:
+		return failed(err), nil
+	}
+	out := &execv1.Result{Content: res.Text}
+	if res.IsError {
+		out.Status = execv1.Status_STATUS_FAILED
+	}
+	if len(out.Content) > sandbox.KeepOutput {
+		path := filepath.Join(sess.outputDir, fmt.Sprintf("%s-mcp-%s.txt", time.Now().UTC().Format("20060102T150405"), newID()[:6]))
+		where := ""
+		if os.MkdirAll(sess.outputDir, 0o700) == nil && os.WriteFile(path, []byte(out.Content), 0o600) == nil {
+			where = "; the whole result is in " + path
+		}
+		half := sandbox.KeepOutput / 2
+		head, tail := strings.ToValidUTF8(out.Content[:half], ""), strings.ToValidUTF8(out.Content[len(out.Content)-half:], "")
+		out.Content = fmt.Sprintf("%s\n[... %d bytes cut%s ...]\n%s", head, len(out.Content)-2*half, where, tail)
+	}
+	if out.Content == "" {
+		out.Content = "(no output)"
+	}
+	return out, nil
+}
+
+// mcpCheckEvery is the most often a stdio server's guard check runs after its calls.
+const mcpCheckEvery = 2 * time.Second
+
+// mcpGuard checks, after a call, what a stdio server left for programs that run later outside the sandbox (the
+// guard undoes it, as after a command). The check runs beside the result, and calls that come quicker than
+// mcpCheckEvery share one: the walk is most of a call's cost, the server runs on between calls anyway, and the
+// protected paths are read-only to it in any case. Its end is checked too (mcpLaunch).
+func (s *Service) mcpGuard(sess *session, server string) {
+	m := &sess.mcp
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.watches[server]
+	if w == nil || m.closed {
+		return
+	}
+	if m.checking[server] {
+		m.again[server] = true
+		return
+	}
+	if m.checking == nil {
+		m.checking, m.again = map[string]bool{}, map[string]bool{}
+	}
+	m.checking[server] = true
+	m.checks.Go(func() {
+		for {
+			_, _ = s.guardAfter(sess.id, policy.OpMCPStart, "MCP server "+server, w)
+			t := time.NewTimer(mcpCheckEvery)
+			select {
+			case <-t.C:
+			case <-sess.ctx.Done():
+				t.Stop()
+			}
+			m.mu.Lock()
+			if !m.again[server] || m.closed || sess.ctx.Err() != nil {
+				delete(m.checking, server)
+				m.mu.Unlock()
+				return
+			}
+			m.again[server] = false
+			m.mu.Unlock()
+		}
+	})
+}
+
+// maxResource is the most of a resource attached to a prompt.
+const maxResource = 256 << 10
+
+func checkMCPResource(s *Service, c *call) (*request, error) {
+	op := c.start.GetMcpResource()
+	server, uri := op.GetServer(), op.GetUri()
+	if server == "" || uri == "" {
+		return nil, fmt.Errorf("mcp_resource needs a server and a URI: %w", ErrBadRequest)
+	}
+	// The user named it (@server:uri), and the server runs with their consent, which covers what it serves; a rule
+	// that denies the server's tools (mcp__server) denies its resources too.
+	return &request{input: server + ":" + uri, run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+		sess := c.sess
+		req := policy.Request{Kind: policy.KindMCPTool, Tool: "mcp__" + server + "__read_resource", Server: server, MCPTool: "read_resource"}
+		if d := policy.Decide(req, s.state(sess)); d.Verdict == policy.Deny {
+			if err := s.auditDecision(c, policy.OpMCPResource, false, req, d); err != nil {
+				return nil, err
+			}
+			return denied(d.Reason), nil
+		}
+		sess.mcp.mu.Lock()
+		h := sess.mcp.host
+		sess.mcp.mu.Unlock()
+		if h == nil {
+			return failed(fmt.Errorf("MCP server %q: %w", server, mcphost.ErrNotRunning)), nil
+		}
+		text, err := h.ReadResource(ctx, server, uri)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return cancelled(), nil
+		case err != nil:
+			return failed(err), nil
+		}
+		return &execv1.Result{Content: cut(text, maxResource)}, nil
+	}}, nil
+}
+
+// mcpPrompt resolves "/<server>:<prompt> args" to the prompt of a running server, which its consent covers; ok is
+// false when text names none.
+func (s *Service) mcpPrompt(ctx context.Context, sess *session, text string) (*execv1.Result, bool) {
+	word, rest, _ := strings.Cut(strings.TrimPrefix(text, "/"), " ")
+	server, name, found := strings.Cut(word, ":")
+	if !found || server == "" || name == "" || !strings.HasPrefix(text, "/") {
+		return nil, false
+	}
+	sess.mcp.mu.Lock()
+	h := sess.mcp.host
+	sess.mcp.mu.Unlock()
+	if h == nil {
+		return nil, false
+	}
+	prompt, ok, err := h.GetPrompt(ctx, server, name, rest)
+	switch {
+	case !ok:
+		return nil, false
+	case err != nil:
+		return failed(err), true
+	}
+	return &execv1.Result{Content: prompt, Resolved: &execv1.Resolved{Kind: execv1.Resolved_KIND_PROMPT, Prompt: prompt}}, true
+}
+
+// cut is s at most n bytes, valid UTF-8.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

@@ -1,0 +1,102 @@
+package acpagent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// Hook events the front end reports (Claude Code's names); the broker runs their hooks, in the sandbox.
+const (
+	hookUserPromptSubmit = "UserPromptSubmit"
+	hookStop             = "Stop"
+	hookSessionStart     = "SessionStart"
+	hookSessionEnd       = "SessionEnd"
+	hookPreCompact       = "PreCompact"
+	hookNotification     = "Notification"
+)
+
+// sessionEndWait bounds how long closing a session (or the agent, at stdin's close) waits for its SessionEnd hooks;
+// the broker session's close then ends what still runs.
+const sessionEndWait = time.Second
+
+// maxStopContinuations bounds how often Stop hooks may keep one turn going.
+const maxStopContinuations = 3
+
+// hook reports an event to the broker and returns what its hooks said; their notices go to the editor on uctx. A
+// failure to report is logged and said nothing: the turn goes on (a team hook that must block fails closed in the
+// broker, which answers blocked).
+func (s *session) hook(ctx, uctx context.Context, ev *execv1.HookEvent) *execv1.HookOutcome {
+	res, err := s.runner.Call(ctx, &execv1.Start{Op: &execv1.Start_HookEvent{HookEvent: ev}}, nil)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.srv.opts.Log.Warn("hooks not run", "event", ev.GetEvent(), "session", s.id, "err", err)
+		}
+		return &execv1.HookOutcome{}
+	}
+	for _, n := range res.GetNotices() {
+		s.notice(uctx, n)
+	}
+	if res.GetHook() == nil {
+		return &execv1.HookOutcome{}
+	}
+	return res.GetHook()
+}
+
+// beforePrompt runs SessionStart (at the session's first prompt) and UserPromptSubmit (with the prompt as the user
+// wrote it, or as its command expanded it; the mentioned files are not part of it), before the model request. It
+// returns what the hooks add to the model's prompt (their context) and, when a hook blocked the prompt or stopped
+// the turn, the reason to tell the user.
+func (s *session) beforePrompt(ctx, uctx context.Context, prompt string) (string, string, bool) {
+	s.mu.Lock()
+	first := !s.hooksStarted
+	s.hooksStarted = true
+	source := "startup"
+	if s.resumed {
+		source = "resume"
+	}
+	s.mu.Unlock()
+	var extra []string
+	if first {
+		o := s.hook(ctx, uctx, &execv1.HookEvent{Event: hookSessionStart, Subject: source})
+		if o.GetContext() != "" {
+			extra = append(extra, o.GetContext())
+		}
+	}
+	o := s.hook(ctx, uctx, &execv1.HookEvent{Event: hookUserPromptSubmit, Prompt: prompt})
+	switch {
+	case o.GetBlocked():
+		return "", fmt.Sprintf("Garuda: a hook blocked this prompt: %s", o.GetReason()), false
+	case o.GetStop():
+		return "", fmt.Sprintf("Garuda: a hook stopped the turn: %s", o.GetStopReason()), false
+	}
+	if o.GetContext() != "" {
+		extra = append(extra, o.GetContext())
+	}
+	var added string
+	for _, e := range extra {
+		added += "\n\n" + e
+	}
+	return added, "", true
+}
+
+// notifyHooks reports a question to the Notification hooks, without waiting: the question is not held up.
+func (s *session) notifyHooks(title string) {
+	go s.hook(s.srv.base, s.srv.base, &execv1.HookEvent{Event: hookNotification, Subject: "permission_prompt",
+		Message: "Garuda needs your permission: " + title})
+}
+
+// endHooks runs the SessionEnd hooks, waiting at most sessionEndWait.
+func (s *session) endHooks(reason string) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.hook(s.srv.base, s.srv.base, &execv1.HookEvent{Event: hookSessionEnd, Subject: reason})
+	}()
+	select {
+	case <-done:
+	case <-time.After(sessionEndWait):
+	}
+}

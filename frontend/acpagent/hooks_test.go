@@ -1,0 +1,133 @@
+package acpagent
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/garuda-dev/garuda/frontend/model"
+)
+
+// hookSettings writes $GARUDA_HOME/settings.json with hooks: event → a shell command (every matcher "*").
+func (e *env) hookSettings(hooks map[string]string) {
+	e.t.Helper()
+	var entries []string
+	for ev, cmd := range hooks {
+		c, _ := json.Marshal(cmd)
+		entries = append(entries, fmt.Sprintf(`%q: [{"matcher": "*", "hooks": [{"type": "command", "command": %s}]}]`, ev, c))
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(`{"hooks": {`+strings.Join(entries, ",")+`}}`), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// A PreToolUse hook that denies bash makes the editor's tool call end failed with the hook's reason, and the command
+// does not run; the model gets the reason. Control: a read the hook lets through completes.
+func TestHookDeniesBashInTheEditor(t *testing.T) {
+	e := newEnv(t)
+	e.hookSettings(map[string]string{"PreToolUse": `in=$(cat); case "$in" in *'"tool_name":"Bash"'*) echo "no shell today" >&2; exit 2;; esac`})
+	e.write("a.txt", "alpha\n")
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_b", "bash", `{"command":"touch ran"}`), tool("toolu_r", "read_file", `{"path":"a.txt"}`), model.TextStep("done"))
+	if stop := e.promptOK(sid, "go"); stop != acp.StopReasonEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	ups, perms := e.ed.snapshot()
+	if _, st, texts := toolCall(ups, "toolu_b"); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, "\n"), "no shell today") {
+		t.Fatalf("bash: %q %q\n%s", st, texts, e.ed.dump())
+	}
+	if e.read("ran") != "" || fileExists(filepath.Join(e.root, "ran")) || len(perms) != 0 {
+		t.Fatalf("the denied command ran (or asked: %d questions)", len(perms))
+	}
+	if _, st, _ := toolCall(ups, "toolu_r"); st != acp.ToolCallStatusCompleted {
+		t.Errorf("control: read %q", st)
+	}
+	reqs := e.fake.Requests()
+	if last := reqs[len(reqs)-1]; !strings.Contains(fmt.Sprint(last.Messages), "no shell today") {
+		t.Error("the model did not get the hook's reason")
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// SessionStart (at the first prompt only) and UserPromptSubmit give the model context; a UserPromptSubmit block
+// stops the prompt with a "Garuda:" notice and no model request; a Notification hook runs when a question is asked;
+// Stop runs at the turn's end; SessionEnd at session/close.
+func TestHookTurnEvents(t *testing.T) {
+	e := newEnv(t)
+	log := filepath.Join(e.root, "events.log")
+	logIt := fmt.Sprintf(`cat >> %q; echo >> %q`, log, log)
+	e.hookSettings(map[string]string{
+		"SessionStart":     logIt + "; echo started-context",
+		"UserPromptSubmit": `p=$(cat); if [[ "$p" == *forbidden* ]]; then echo "not that" >&2; exit 2; fi; echo prompt-context`,
+		"Notification":     logIt,
+		"Stop":             logIt,
+		"SessionEnd":       logIt,
+	})
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_w", "write_file", `{"path":"x.txt","content":"x"}`), model.TextStep("one"), model.TextStep("two"))
+	e.promptOK(sid, "first")
+	e.promptOK(sid, "second")
+	reqs := e.fake.Requests()
+	first, second := fmt.Sprint(reqs[0].Messages), fmt.Sprint(reqs[len(reqs)-1].Messages)
+	if !strings.Contains(first, "started-context") || !strings.Contains(first, "prompt-context") {
+		t.Errorf("first request lacks the hooks' context: %s", first)
+	}
+	if strings.Count(second, "started-context") != 1 {
+		t.Errorf("SessionStart ran again: %s", second)
+	}
+	n := len(reqs)
+	if stop := e.promptOK(sid, "something forbidden"); stop != acp.StopReasonEndTurn {
+		t.Fatalf("blocked prompt: stop %q", stop)
+	}
+	ups, _ := e.ed.snapshot()
+	if len(e.fake.Requests()) != n || !strings.Contains(messages(ups), "Garuda: a hook blocked this prompt: not that") {
+		t.Fatalf("the blocked prompt reached the model, or no notice:\n%s", messages(ups))
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(log)
+	for _, ev := range []string{"SessionStart", "Notification", "Stop", "SessionEnd"} {
+		if !strings.Contains(string(data), `"hook_event_name":"`+ev+`"`) {
+			t.Errorf("%s did not run:\n%s", ev, data)
+		}
+	}
+	if strings.Count(string(data), `"hook_event_name":"Stop"`) != 2 {
+		t.Errorf("Stop ran %d times for 2 turns that ended", strings.Count(string(data), `"hook_event_name":"Stop"`))
+	}
+}
+
+// A Stop hook that blocks keeps the turn going with its reason as the model's next prompt, a bounded number of times.
+func TestHookStopContinuesTheTurn(t *testing.T) {
+	e := newEnv(t)
+	e.hookSettings(map[string]string{"Stop": `in=$(cat); if [[ "$in" == *'"stop_hook_active":false'* ]]; then echo "run the tests first" >&2; exit 2; fi`})
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("done?"), model.TextStep("tests run"))
+	e.promptOK(sid, "go")
+	reqs := e.fake.Requests()
+	if len(reqs) != 2 || !strings.Contains(fmt.Sprint(reqs[1].Messages), "run the tests first") {
+		t.Fatalf("%d requests; the Stop hook's reason did not reach the model", len(reqs))
+	}
+}
+
+// A project's hooks (.claude/settings.json) ask first, as a question of its own in the editor; allowed, they run.
+func TestHookProjectConsentInTheEditor(t *testing.T) {
+	e := newEnv(t)
+	e.write(".claude/settings.json", `{"model": "opus", "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo from-the-project"}]}]}}`)
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("ok"))
+	e.promptOK(sid, "hi")
+	_, perms := e.ed.snapshot()
+	if len(perms) != 1 || perms[0].ToolCall.Title == nil || *perms[0].ToolCall.Title != "Run the project's hooks?" {
+		t.Fatalf("%d questions: %+v", len(perms), perms)
+	}
+	if !strings.Contains(fmt.Sprint(e.fake.Requests()[0].Messages), "from-the-project") {
+		t.Error("the allowed project hook did not run")
+	}
+}

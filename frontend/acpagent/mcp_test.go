@@ -1,0 +1,486 @@
+package acpagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
+	"github.com/garuda-dev/garuda/frontend/model"
+)
+
+// mcpJSON is a .mcp.json with the test binary as the stdio server name, in mode, with extra args and env.
+func mcpJSON(t testing.TB, name, mode string, env map[string]string, extra ...string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := map[string]any{"command": exe, "args": append([]string{mcptest.Arg, mode}, extra...)}
+	if env != nil {
+		def["env"] = env
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{name: def}})
+	return string(b)
+}
+
+// consentQuestions are the permission requests of consent entries (garuda-question-<n>) about MCP servers.
+func consentQuestions(perms []acp.RequestPermissionRequest) []acp.RequestPermissionRequest {
+	var out []acp.RequestPermissionRequest
+	for _, p := range perms {
+		if strings.HasPrefix(string(p.ToolCall.ToolCallId), "garuda-question-") && p.ToolCall.Title != nil &&
+			strings.Contains(*p.ToolCall.Title, "MCP server") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func permText(p acp.RequestPermissionRequest) string {
+	var b strings.Builder
+	for _, c := range p.ToolCall.Content {
+		if c.Content != nil && c.Content.Content.Text != nil {
+			b.WriteString(c.Content.Content.Text.Text)
+		}
+	}
+	return b.String()
+}
+
+func offered(req model.Request, name string) bool {
+	for _, t := range req.Tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// A project's MCP server: its consent is asked first (what runs, variable names but not values), it starts in the
+// sandbox, the model is offered its tools, a call is asked about as server/tool (kind other) and its result reaches
+// the model, end to end through a real broker. The consent is pinned: the next session does not ask; a changed
+// definition asks again.
+func TestMCPProjectServerEndToEnd(t *testing.T) {
+	base := t.TempDir()
+	e := newEnvIn(t, base)
+	e.write(".mcp.json", mcpJSON(t, "test", mcptest.Good, map[string]string{"MCPTEST_MARK": "started", "API_TOKEN": "s3cr3t-value"}))
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_m", "mcp__test__echo", `{"text":"through the broker"}`), model.TextStep("done"))
+	e.promptOK(sid, "use the tool")
+
+	_, perms := e.ed.snapshot()
+	qs := consentQuestions(perms)
+	if len(qs) != 1 {
+		t.Fatalf("%d consent questions: %+v", len(qs), perms)
+	}
+	q := permText(qs[0])
+	for _, want := range []string{`MCP server "test"`, ".mcp.json:1", mcptest.Arg, "API_TOKEN", "MCPTEST_MARK", "no network"} {
+		if !strings.Contains(q, want) {
+			t.Errorf("the consent question lacks %q:\n%s", want, q)
+		}
+	}
+	if strings.Contains(q, "s3cr3t-value") {
+		t.Errorf("the consent question shows a variable's value:\n%s", q)
+	}
+	if e.read("started") == "" {
+		t.Error("the server did not run in the project folder")
+	}
+	reqs := e.fake.Requests()
+	if len(reqs) < 2 || !offered(reqs[0], "mcp__test__echo") {
+		t.Fatalf("the model was not offered the MCP tool: %+v", reqs)
+	}
+	if !strings.Contains(fmt.Sprint(reqs[1].Messages), "echo: through the broker") {
+		t.Errorf("the result did not reach the model: %v", reqs[1].Messages)
+	}
+	ups, perms := e.ed.snapshot()
+	tc, st, _ := toolCall(ups, "toolu_m")
+	if tc == nil || tc.Title != "test/echo" || tc.Kind != acp.ToolKindOther || st != acp.ToolCallStatusCompleted {
+		t.Errorf("tool call: %+v %s", tc, st)
+	}
+	asked := false
+	for _, p := range perms {
+		asked = asked || string(p.ToolCall.ToolCallId) == "toolu_m" && strings.Contains(permText(p), "through the broker")
+	}
+	if !asked {
+		t.Error("the MCP call was not asked about with its arguments")
+	}
+	cons, _ := os.ReadFile(filepath.Join(e.home, "consents.json"))
+	if !strings.Contains(string(cons), `"kind": "mcp_server"`) {
+		t.Errorf("consents.json: %s", cons)
+	}
+
+	// A new session: the pinned consent holds.
+	sid2 := e.newSession()
+	e.fake.Push(model.TextStep("ok"))
+	e.promptOK(sid2, "again")
+	_, perms = e.ed.snapshot()
+	if n := len(consentQuestions(perms)); n != 1 {
+		t.Errorf("a consented server was asked about again (%d questions)", n)
+	}
+	// A changed definition asks again.
+	e.write(".mcp.json", mcpJSON(t, "test", mcptest.Good, nil, "--changed"))
+	sid3 := e.newSession()
+	e.fake.Push(model.TextStep("ok"))
+	e.promptOK(sid3, "changed")
+	_, perms = e.ed.snapshot()
+	if n := len(consentQuestions(perms)); n != 2 {
+		t.Errorf("a changed definition was not asked about (%d questions):\n%s", n, messages(e.ed.updatesCopy()))
+	}
+}
+
+// A denied server never starts, and is not asked about again in the session; the user's own mcp.json servers are
+// trusted without a question.
+func TestMCPDeniedNeverStartsUserTrusted(t *testing.T) {
+	e := newEnv(t)
+	e.write(".mcp.json", mcpJSON(t, "proj", mcptest.Good, map[string]string{"MCPTEST_MARK": "proj-started"}))
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "mine", mcptest.Good,
+		map[string]string{"MCPTEST_MARK": "mine-started"})), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.ed.answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+		return selected("deny"), nil
+	}
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("one"), model.TextStep("two"))
+	e.promptOK(sid, "first")
+	e.promptOK(sid, "second")
+	_, perms := e.ed.snapshot()
+	qs := consentQuestions(perms)
+	if len(qs) != 1 || !strings.Contains(*qs[0].ToolCall.Title, `"proj"`) {
+		t.Fatalf("consent questions: %d", len(qs))
+	}
+	if e.read("proj-started") != "" {
+		t.Error("a denied server started")
+	}
+	if e.read("mine-started") == "" {
+		t.Error("the user's own server did not start")
+	}
+	for _, r := range e.fake.Requests() {
+		if offered(r, "mcp__proj__echo") || !offered(r, "mcp__mine__echo") {
+			t.Errorf("tools offered: %+v", r.Tools)
+		}
+	}
+	if !strings.Contains(messages(e.ed.updatesCopy()), `MCP server "proj"`) {
+		t.Error("no notice says the denied server was not started")
+	}
+}
+
+func (e *editor) updatesCopy() []acp.SessionNotification {
+	ups, _ := e.snapshot()
+	return ups
+}
+
+// A stdio server runs in the command sandbox: it cannot write outside the project folder nor reach the network, and
+// the protected paths (git hooks) are read-only to it as to a command.
+// The negative controls: the same write and the same connection work from outside the sandbox.
+func TestMCPServerIsSandboxed(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "box", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(filepath.Dir(e.root), "outside.txt")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	if out, err := exec.Command("git", "init", "-q", e.root).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	sid := e.newSession()
+	e.fake.Push(
+		tool("toolu_h", "mcp__box__write", `{"path":".git/hooks/pre-commit"}`),
+		tool("toolu_w", "mcp__box__write", fmt.Sprintf(`{"path":%q}`, outside)),
+		tool("toolu_d", "mcp__box__dial", fmt.Sprintf(`{"addr":%q}`, ln.Addr().String())),
+		tool("toolu_in", "mcp__box__write", `{"path":"inside.txt"}`),
+		model.TextStep("done"))
+	e.promptOK(sid, "try")
+	ups, _ := e.ed.snapshot()
+	for id, want := range map[string]string{"toolu_w": "write failed", "toolu_d": "dial failed", "toolu_h": "write failed"} {
+		if _, st, texts := toolCall(ups, id); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, "\n"), want) {
+			t.Errorf("%s: %s %q, want failed with %q", id, st, texts, want)
+		}
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Error("the server wrote outside the project folder")
+	}
+	if e.read("inside.txt") == "" {
+		t.Errorf("the server could not write in the project folder:\n%s", e.ed.dump())
+	}
+	// Negative controls: without the sandbox the write and the connection succeed.
+	if err := os.WriteFile(outside, []byte("x"), 0o644); err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	c.Close()
+}
+
+// A server's process tree, and what it started in a session of its own, dies with the ACP session.
+func TestMCPProcessTreeDiesWithTheSession(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "tree", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secs := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000)
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_s", "mcp__tree__spawn", fmt.Sprintf(`{"secs":%q}`, secs)), model.TextStep("done"))
+	e.promptOK(sid, "spawn")
+	if n := sleepers(secs); n != 1 {
+		t.Fatalf("%d processes of the spawn, want 1", n)
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for sleepers(secs) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the server's process outlived its session")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sleepers counts the processes running `sleep secs`.
+func sleepers(secs string) int {
+	n := 0
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && string(b) == "sleep\x00"+secs+"\x00" {
+			n++
+		}
+	}
+	return n
+}
+
+// everythingServer is the reference server's entry point, installed by .ci/run into the repository's .tools.
+const everythingServer = "../../.tools/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+// The reference server @modelcontextprotocol/server-everything (npm), run by the broker in the sandbox: its tools
+// are offered and its echo answers. It fails, not skips, where the server is not installed.
+func TestMCPReferenceServerEverything(t *testing.T) {
+	entry, err := filepath.Abs(everythingServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(entry); err != nil {
+		t.Fatalf("the reference MCP server is not installed (%v): run `cd .tools && npm install "+
+			"@modelcontextprotocol/server-everything@2026.8.31`, as .ci/run does", err)
+	}
+	e := newEnv(t)
+	def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": "node",
+		"args": []string{entry, "stdio"}}}})
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), def, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_e", "mcp__everything__echo", `{"message":"hello everything"}`), model.TextStep("done"))
+	e.promptOK(sid, "echo")
+	reqs := e.fake.Requests()
+	if len(reqs) < 2 || !offered(reqs[0], "mcp__everything__echo") {
+		t.Fatalf("the reference server's tools were not offered:\n%s", messages(e.ed.updatesCopy()))
+	}
+	if !strings.Contains(fmt.Sprint(reqs[1].Messages), "hello everything") {
+		t.Errorf("the echo did not reach the model: %v", reqs[1].Messages)
+	}
+}
+
+// The settings grammar decides MCP calls: an allow rule for mcp__server__tool asks nothing; team policy's
+// mcp_servers deny list keeps a server from starting at all, even the user's own.
+func TestMCPRulesAndTeamPolicy(t *testing.T) {
+	e := newEnv(t)
+	both, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"ok":     json.RawMessage(mcpDef(t, mcptest.Good)),
+		"banned": json.RawMessage(mcpDef(t, mcptest.Good)),
+	}})
+	for name, data := range map[string]string{
+		"mcp.json":      string(both),
+		"settings.json": `{"permissions": {"allow": ["mcp__ok__echo"]}}`,
+		"policy.json":   `{"mcp_servers": {"deny": ["name:banned"]}}`,
+	} {
+		if err := os.WriteFile(filepath.Join(e.home, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_a", "mcp__ok__echo", `{"text":"allowed"}`), tool("toolu_b", "mcp__ok__big", `{"bytes":1}`), model.TextStep("done"))
+	e.promptOK(sid, "go")
+	ups, perms := e.ed.snapshot()
+	for _, p := range perms {
+		if string(p.ToolCall.ToolCallId) == "toolu_a" {
+			t.Error("a call an allow rule covers was asked about")
+		}
+	}
+	asked := false
+	for _, p := range perms {
+		asked = asked || string(p.ToolCall.ToolCallId) == "toolu_b"
+	}
+	if !asked {
+		t.Error("a call no rule covers was not asked about")
+	}
+	if _, st, _ := toolCall(ups, "toolu_a"); st != acp.ToolCallStatusCompleted {
+		t.Errorf("allowed call: %s", st)
+	}
+	if !strings.Contains(messages(ups), `"banned"`) || !strings.Contains(messages(ups), "team policy forbids") {
+		t.Errorf("no notice of the forbidden server:\n%s", messages(ups))
+	}
+	if offered(e.fake.Requests()[0], "mcp__banned__echo") {
+		t.Error("a server team policy forbids was started")
+	}
+}
+
+func mcpDef(t *testing.T, mode string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"command": exe, "args": []string{mcptest.Arg, mode}})
+	return string(b)
+}
+
+// A result larger than the model's share reaches it as head and tail, the whole saved like command output.
+func TestMCPLargeResultIsCut(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "big", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_b", "mcp__big__big", `{"bytes":200000}`), model.TextStep("done"))
+	e.promptOK(sid, "big")
+	got := fmt.Sprint(e.fake.Requests()[1].Messages)
+	if !strings.Contains(got, "BEGIN") || !strings.Contains(got, "END") || !strings.Contains(got,
+		"bytes cut; the whole result is in ") || len(got) > 60000 {
+		t.Fatalf("the model got %d bytes", len(got))
+	}
+	i := strings.Index(got, "the whole result is in ") + len("the whole result is in ")
+	path := got[i : i+strings.Index(got[i:], " ...")]
+	if b, err := os.ReadFile(path); err != nil || len(b) != 200008 {
+		t.Errorf("the saved result %s: %d bytes, %v", path, len(b), err)
+	}
+}
+
+// The editor's HTTP server: its consent shows the URL and the header names, never their values; the token stays
+// in the broker and the server answers.
+func TestMCPEditorHTTPServer(t *testing.T) {
+	e := newEnv(t)
+	srv := httptest.NewServer(mcptest.Handler("editor-t0ken"))
+	defer srv.Close()
+	sid := e.newSession(acp.McpServer{Http: &acp.McpServerHttpInline{Name: "web", Type: "http", Url: srv.URL,
+		Headers: []acp.HttpHeader{{Name: "Authorization", Value: "Bearer editor-t0ken"}}}})
+	defer e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)})
+	e.fake.Push(tool("toolu_h", "mcp__web__echo", `{"text":"over http"}`), model.TextStep("done"))
+	e.promptOK(sid, "http")
+	_, perms := e.ed.snapshot()
+	qs := consentQuestions(perms)
+	if len(qs) != 1 {
+		t.Fatalf("%d consent questions", len(qs))
+	}
+	q := permText(qs[0])
+	if !strings.Contains(q, srv.URL) || !strings.Contains(q, "Authorization") || strings.Contains(q,
+		"editor-t0ken") || !strings.Contains(q, "the editor") {
+		t.Errorf("consent question:\n%s", q)
+	}
+	if !strings.Contains(fmt.Sprint(e.fake.Requests()[1].Messages), "echo: over http") {
+		t.Errorf("the HTTP server's answer did not reach the model:\n%s", messages(e.ed.updatesCopy()))
+	}
+	for _, l := range e.lines() {
+		if strings.Contains(l, "editor-t0ken") && !strings.Contains(l, `"method":"session/new"`) {
+			t.Errorf("the token left the broker: %s", l)
+		}
+	}
+}
+
+// A server's prompts join the / menu as /server:prompt, and one typed is the prompt's text for the model.
+func TestMCPPromptsInTheSlashMenu(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("one"), model.TextStep("two"))
+	e.promptOK(sid, "hi")
+	inMenu := false
+	for _, u := range e.ed.updatesCopy() {
+		if c := u.Update.AvailableCommandsUpdate; c != nil {
+			for _, ac := range c.AvailableCommands {
+				inMenu = inMenu || ac.Name == "test:review" && ac.Description == "Review a topic."
+			}
+		}
+	}
+	if !inMenu {
+		t.Fatalf("the prompt is not in the / menu:\n%s", e.ed.dump())
+	}
+	e.promptOK(sid, "/test:review the parser")
+	reqs := e.fake.Requests()
+	if got := reqs[len(reqs)-1].LastUserText(); !strings.Contains(got, "Please review the parser carefully.") {
+		t.Errorf("the model got %q", got)
+	}
+}
+
+// A resource the user mentions as @server:uri is read from the running server and attached to the prompt; a
+// "@file.go:12" that names no server is left alone.
+func TestMCPResourceMention(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("one"))
+	e.promptOK(sid, "look at @test:mem://notes and @main.go:12")
+	got := e.fake.Requests()[0].LastUserText()
+	if !strings.Contains(got, "Contents of @test:mem://notes:\nthe notes of the server") {
+		t.Errorf("the resource was not attached: %q", got)
+	}
+	if strings.Contains(messages(e.ed.updatesCopy()), "main.go:12 was not attached") {
+		t.Error("a file and line was taken for a resource")
+	}
+}
+
+// Plan mode restarts the stdio servers with the project read-only: a write that worked in build mode fails.
+func TestMCPPlanModeRestartsReadOnly(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "box", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_1", "mcp__box__write", `{"path":"build.txt"}`), model.TextStep("one"))
+	e.promptOK(sid, "build")
+	if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(sid), ModeId: "plan"}); err != nil {
+		t.Fatal(err)
+	}
+	e.fake.Push(tool("toolu_2", "mcp__box__write", `{"path":"plan.txt"}`), model.TextStep("two"))
+	e.promptOK(sid, "plan")
+	if e.read("build.txt") == "" {
+		t.Fatal("the write in build mode failed")
+	}
+	if e.read("plan.txt") != "" {
+		t.Error("a server wrote the project in plan mode")
+	}
+	if _, _, texts := toolCall(e.ed.updatesCopy(), "toolu_2"); !strings.Contains(strings.Join(texts, "\n"), "write failed") {
+		t.Errorf("the plan-mode write did not run and fail: %q", texts)
+	}
+	if !strings.Contains(messages(e.ed.updatesCopy()), "plan mode") {
+		t.Errorf("no notice of the restart:\n%s", messages(e.ed.updatesCopy()))
+	}
+}

@@ -1,0 +1,49 @@
+package attacks
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// BenchmarkHookEvent is one UserPromptSubmit reported through the broker: with no hooks (nothing runs, nothing is
+// recorded: the cost of the call itself), and with one no-op hook (`true`, run in the sandbox under the guard and
+// audited). The difference is what a no-op hook adds to its event.
+func BenchmarkHookEvent(b *testing.B) {
+	for _, bc := range []struct{ name, settings string }{
+		{"no-hooks", `{}`},
+		{"noop-hook", hooksJSON("UserPromptSubmit", "", "true", "")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := newBenchEnv(b)
+			os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(bc.settings), 0o600)
+			c := e.client()
+			sid := e.open(c)
+			op := &execv1.Start{Op: &execv1.Start_HookEvent{HookEvent: &execv1.HookEvent{Event: "UserPromptSubmit", Prompt: "hi"}}}
+			for b.Loop() {
+				benchCall(b, c, sid, op)
+			}
+		})
+	}
+}
+
+// BenchmarkHookPreToolUse is a read_file call with no hooks, and with a no-op PreToolUse hook on every tool.
+func BenchmarkHookPreToolUse(b *testing.B) {
+	for _, bc := range []struct{ name, settings string }{
+		{"no-hooks", `{}`},
+		{"noop-hook", hooksJSON("PreToolUse", "*", "true", "")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := newBenchEnv(b)
+			os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(bc.settings), 0o600)
+			os.WriteFile(filepath.Join(e.root, "a.txt"), []byte("alpha\n"), 0o644)
+			c := e.client()
+			sid := e.open(c)
+			for b.Loop() {
+				benchCall(b, c, sid, read("a.txt"))
+			}
+		})
+	}
+}

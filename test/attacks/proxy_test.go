@@ -1,0 +1,306 @@
+package attacks
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha1"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// internet is a server standing in for a host of the internet: on 127.0.0.2 of the broker's network namespace,
+// which a sandboxed command (in a namespace of its own) reaches only through the broker's proxy.
+func internet(t *testing.T, tls bool) (*httptest.Server, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("cannot listen on 127.0.0.2: %v", err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from the internet: %s %s\n", r.Method, r.URL.Path)
+	}))
+	srv.Listener = ln
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv, srv.Listener.Addr().String()
+}
+
+// A sandboxed curl reaches a host only through the proxy: a question first (denied: a 403 that says how to allow
+// the host), then with a rule it gets the page, over plain HTTP and over a CONNECT tunnel (TLS not intercepted).
+// A command that ignores the proxy variables, or speaks raw TCP, still fails.
+func TestProxySandboxedCurl(t *testing.T) {
+	e := newEnv(t)
+	_, plain := internet(t, false)
+	_, secure := internet(t, true)
+	c := e.client()
+	sid := e.open(c)
+	curl := "curl -sS --max-time 20 -w ' [%{http_code}]' http://" + plain + "/pkg"
+
+	// Before any rule: a question on the bash call while the command waits; a no gives curl a 403.
+	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(curl)), execv1.Choice_CHOICE_DENY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 1 || qs[0].GetTitle() != "Allow network access to 127.0.0.2?" || qs[0].GetKind() != "network" {
+		t.Fatalf("want one network question, got %v", qs)
+	}
+	if !strings.Contains(res.GetContent(), "[403]") || !strings.Contains(res.GetContent(), `"network(domain:127.0.0.2)"`) {
+		t.Fatalf("denied: want a 403 that says how to allow the host, got %q", res.GetContent())
+	}
+
+	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
+	sid = e.open(c)
+	for _, cmd := range []string{curl, "curl -sSk --max-time 20 -w ' [%{http_code}]' https://" + secure + "/tls"} {
+		res, qs, err = run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+		if err != nil || len(qs) != 0 || !strings.Contains(res.GetContent(), "hello from the internet") ||
+			!strings.Contains(res.GetContent(), "[200]") {
+			t.Fatalf("%s with the rule: %v, questions %v, %v", cmd, res.GetContent(), qs, err)
+		}
+	}
+	// The ways around the proxy fail as before: no proxy, raw TCP, UDP, DNS.
+	host, port, _ := net.SplitHostPort(plain)
+	for _, cmd := range []string{
+		"curl -sS --max-time 5 --noproxy '*' http://" + plain + "/direct",
+		"exec 3<>/dev/tcp/" + host + "/" + port + " && echo connected",
+		"echo x > /dev/udp/1.1.1.1/53 && echo sent",
+		"getent hosts example.com && echo resolved",
+	} {
+		res := sh(t, c, sid, cmd)
+		if res.GetStatus() == execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "hello from") ||
+			strings.Contains(res.GetContent(), "connected") || strings.Contains(res.GetContent(), "resolved") {
+			t.Errorf("%s: got through: %q", cmd, res.GetContent())
+		}
+	}
+	// Every connection is recorded: host, port, the address dialled, bytes, verdict.
+	var allowed, denied int
+	for _, r := range auditRecords(t, e.home) {
+		if r.Event != "connection" {
+			continue
+		}
+		switch {
+		case r.Verdict == "allow" && r.Detail["address"] != "" && r.Detail["bytes_down"] != "0":
+			allowed++
+		case r.Verdict == "deny" && r.Input == plain:
+			denied++
+		}
+	}
+	if allowed != 2 || denied != 1 {
+		t.Errorf("audit: %d allowed and %d denied connections recorded, want 2 and 1", allowed, denied)
+	}
+}
+
+// "Allow for this session" adds a session rule: the next command reaches the host without a question; a request
+// whose Host header names another host than its URL is refused.
+func TestProxySessionConsent(t *testing.T) {
+	e := newEnv(t)
+	_, plain := internet(t, false)
+	c := e.client()
+	sid := e.open(c)
+	curl := "curl -sS --max-time 20 -w ' [%{http_code}]' http://" + plain + "/a"
+	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(curl+" && "+curl)), execv1.Choice_CHOICE_SESSION)
+	if err != nil || len(qs) != 1 || strings.Count(res.GetContent(), "[200]") != 2 {
+		t.Fatalf("allowed for the session: %q, questions %v, %v", res.GetContent(), qs, err)
+	}
+	res, qs, err = run(t, start(t, c, ctx(t), sid, bash(curl)), execv1.Choice_CHOICE_DENY)
+	if err != nil || len(qs) != 0 || !strings.Contains(res.GetContent(), "[200]") {
+		t.Fatalf("the next command: %q, questions %v, %v", res.GetContent(), qs, err)
+	}
+	res, _, _ = run(t, start(t, c, ctx(t), sid,
+		bash("curl -sS --max-time 20 -H 'Host: evil.example' -w ' [%{http_code}]' http://"+plain+"/b")), execv1.Choice_CHOICE_DENY)
+	if !strings.Contains(res.GetContent(), "[400]") || !strings.Contains(res.GetContent(), "names another host") {
+		t.Errorf("a Host header for another host: %q", res.GetContent())
+	}
+}
+
+// TestProxyAsNobody runs the proxy tests again as the unprivileged user nobody (a user namespace for the sandbox).
+func TestProxyAsNobody(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("already unprivileged")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("setpriv not installed")
+	}
+	dir, err := os.MkdirTemp("", "garuda-proxy-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	tmp := filepath.Join(dir, "tmp")
+	os.Mkdir(tmp, 0o1777)
+	os.Chmod(tmp, 0o1777)
+	exe, _ := os.Executable()
+	bin := filepath.Join(dir, "attacks.test")
+	src, _ := os.Open(exe)
+	dst, _ := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
+	io.Copy(dst, src)
+	src.Close()
+	dst.Close()
+	cmd := exec.CommandContext(context.Background(), "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+		bin, "-test.run", "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload|NpmInstall)$", "-test.count=1", "-test.v",
+		"-test.short="+strconv.FormatBool(testing.Short()))
+	cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestProxySandboxedCurl") ||
+		!strings.Contains(string(out), "--- PASS: TestProxyGoModDownload") ||
+		!strings.Contains(string(out), "--- PASS: TestProxyNpmInstall") {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+}
+
+// hostAddress is an address of this machine that is not loopback (Go's HTTP client never proxies loopback
+// addresses), on which a server stands in for a registry: a sandboxed command reaches it only through the proxy.
+func hostAddress(t *testing.T) string {
+	t.Helper()
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("no non-loopback IPv4 address on this machine")
+	return ""
+}
+
+// goProxy serves one module, example.com/hello v1.0.0, by the GOPROXY protocol.
+func goProxy(t *testing.T, ip string) string {
+	t.Helper()
+	var zb strings.Builder
+	zw := zip.NewWriter(&zb)
+	for name, body := range map[string]string{"go.mod": "module example.com/hello\n\ngo 1.21\n",
+		"hello.go": "package hello\n\nfunc Hello() string { return \"hello\" }\n"} {
+		w, _ := zw.Create("example.com/hello@v1.0.0/" + name)
+		io.WriteString(w, body)
+	}
+	zw.Close()
+	files := map[string]string{
+		"/example.com/hello/@v/list":        "v1.0.0\n",
+		"/example.com/hello/@v/v1.0.0.info": `{"Version":"v1.0.0","Time":"2026-01-01T00:00:00Z"}`,
+		"/example.com/hello/@v/v1.0.0.mod":  "module example.com/hello\n\ngo 1.21\n",
+		"/example.com/hello/@v/v1.0.0.zip":  zb.String(),
+	}
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Skipf("listen on %s: %v", ip, err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, body)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// A sandboxed `go mod download` fetches a module from a registry once its host is allowed, and fails before.
+func TestProxyGoModDownload(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go on PATH")
+	}
+	ip := hostAddress(t)
+	registry := goProxy(t, ip)
+	e := newEnv(t)
+	c := e.client()
+	cmd := "cd \"$TMPDIR\" && GOPROXY=" + registry + " GOSUMDB=off GOTOOLCHAIN=local GOFLAGS=-modcacherw " +
+		"GOMODCACHE=\"$TMPDIR/mod\" go mod download -json example.com/hello@v1.0.0"
+	sid := e.open(c)
+	res, _, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+	if err != nil || res.GetStatus() == execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "403") {
+		t.Fatalf("before the host is allowed: %v %v", res.GetContent(), err)
+	}
+	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:`+ip+`)"]}}`)
+	sid = e.open(c)
+	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 ||
+		!strings.Contains(res.GetContent(), `"Version": "v1.0.0"`) {
+		t.Fatalf("with the host allowed: %v, questions %v, %v", res.GetContent(), qs, err)
+	}
+}
+
+// npmRegistry serves one package, left-pad-garuda 1.0.0, by the npm registry protocol.
+func npmRegistry(t *testing.T, ip string) string {
+	t.Helper()
+	var tgz bytes.Buffer
+	gz := gzip.NewWriter(&tgz)
+	tw := tar.NewWriter(gz)
+	for name, body := range map[string]string{
+		"package/package.json": `{"name":"left-pad-garuda","version":"1.0.0","main":"index.js"}`,
+		"package/index.js":     "module.exports = () => 'padded';\n",
+	} {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		io.WriteString(tw, body)
+	}
+	tw.Close()
+	gz.Close()
+	sum := sha1.Sum(tgz.Bytes())
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Skipf("listen on %s: %v", ip, err)
+	}
+	base := "http://" + ln.Addr().String()
+	packument := fmt.Sprintf(`{"name":"left-pad-garuda","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":`+
+		`{"name":"left-pad-garuda","version":"1.0.0","dist":{"tarball":"%s/left-pad-garuda/-/left-pad-garuda-1.0.0.tgz","shasum":"%x"}}}}`,
+		base, sum)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/left-pad-garuda":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, packument)
+		case "/left-pad-garuda/-/left-pad-garuda-1.0.0.tgz":
+			w.Write(tgz.Bytes())
+		default:
+			http.NotFound(w, r)
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return base
+}
+
+// A sandboxed `npm install` gets a package from a registry once its host is allowed, and fails before.
+func TestProxyNpmInstall(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("no npm on PATH")
+	}
+	ip := hostAddress(t)
+	registry := npmRegistry(t, ip)
+	e := newEnv(t)
+	mustWrite(t, filepath.Join(e.root, "package.json"), `{"name":"app","version":"0.0.1","private":true}`)
+	c := e.client()
+	cmd := "npm install --no-audit --no-fund --fetch-retries=0 --registry=" + registry + " left-pad-garuda && " +
+		"node -e \"console.log(require('left-pad-garuda')())\""
+	sid := e.open(c)
+	res, _, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+	if err != nil || res.GetStatus() == execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "padded") {
+		t.Fatalf("before the host is allowed: %v %v", res.GetContent(), err)
+	}
+	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:`+ip+`)"]}}`)
+	sid = e.open(c)
+	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 || !strings.Contains(res.GetContent(), "padded") {
+		t.Fatalf("with the host allowed: %v, questions %v, %v", res.GetContent(), qs, err)
+	}
+}
