@@ -51,6 +51,7 @@ func TestServe(t *testing.T) {
 `), 0o644))
 	s := f.spec("go test ./... && go get example.com/nothing@v1.0.0")
 	s.Writable = append(s.Writable, cache)
+	s.Timeout = MaxTimeout // compiling net from an empty cache under -race beside the other packages can take minutes
 	s.Env = BaseEnv(f.home, f.tmp, map[string]string{"GOCACHE": filepath.Join(cache, "go-build"), "GOTOOLCHAIN": "local",
 		"GOMODCACHE": filepath.Join(cache, "mod"), "GOPROXY": "https://proxy.golang.org"})
 	s.Env = append(s.Env, "PATH="+filepath.Join(goroot, "bin")+":/usr/bin:/bin")
