@@ -12,6 +12,7 @@ import (
 const (
 	hookUserPromptSubmit = "UserPromptSubmit"
 	hookStop             = "Stop"
+	hookSubagentStop     = "SubagentStop"
 	hookSessionStart     = "SessionStart"
 	hookSessionEnd       = "SessionEnd"
 	hookPreCompact       = "PreCompact"

@@ -116,6 +116,28 @@ func TestHookStopContinuesTheTurn(t *testing.T) {
 	}
 }
 
+// A SubagentStop hook runs when a subagent would end; a block keeps the subagent going with its reason as the
+// subagent's next prompt (not the parent's), and the parent hears the subagent's final answer.
+func TestHookSubagentStopContinuesTheSubagent(t *testing.T) {
+	e := newEnv(t)
+	e.hookSettings(map[string]string{"SubagentStop": `in=$(cat); if [[ "$in" == *'"stop_hook_active":false'* ]]; ` +
+		`then echo "check the second file too" >&2; exit 2; fi`})
+	sid := e.newSession()
+	e.fake.Push(subagentCall("toolu_sub", "explore", "look"), model.TextStep("first look"), model.TextStep("both files seen"),
+		model.TextStep("the subagent is done"))
+	e.promptOK(sid, "explore")
+	reqs := e.fake.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d model requests, want 4 (parent, subagent, subagent again, parent)", len(reqs))
+	}
+	if h := reqs[2].LastUserText(); !strings.Contains(h, "check the second file too") {
+		t.Errorf("the subagent's second request heard %q, not the hook's reason", h)
+	}
+	if h := reqs[3].LastUserText(); !strings.Contains(h, "both files seen") {
+		t.Errorf("the parent heard %q, not the subagent's final answer", h)
+	}
+}
+
 // A project's hooks (.claude/settings.json) ask first, as a question of its own in the editor; allowed, they run.
 func TestHookProjectConsentInTheEditor(t *testing.T) {
 	e := newEnv(t)

@@ -126,11 +126,21 @@ func (s *session) subagent(ctx context.Context, call agent.ToolCall, progress fu
 	}
 	progress("") // running
 	log := &subagentLog{}
-	stop, err := sub.RunTurn(ctx, in.Task, func(e agent.Event) {
+	onEvent := func(e agent.Event) {
 		if log.add(e) {
 			progress(log.String())
 		}
-	})
+	}
+	stop, err := sub.RunTurn(ctx, in.Task, onEvent)
+	// SubagentStop hooks may keep the subagent going (a block: its reason is the subagent's next prompt), as Stop
+	// hooks do a turn, a few times at most.
+	for i := 0; err == nil && stop == agent.StopDone && ctx.Err() == nil && i <= maxStopContinuations; i++ {
+		o := s.hook(ctx, ctx, &execv1.HookEvent{Event: hookSubagentStop, StopHookActive: i > 0})
+		if !o.GetBlocked() || i == maxStopContinuations || o.GetStop() {
+			break
+		}
+		stop, err = sub.RunTurn(ctx, "A SubagentStop hook did not let the subagent end: "+o.GetReason(), onEvent)
+	}
 	answer := lastText(sub.History)
 	switch {
 	case ctx.Err() != nil || stop == agent.StopCancelled:
