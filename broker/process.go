@@ -377,10 +377,19 @@ func (o *procOutput) read(since int64) (string, int64) {
 // and limits as bash, stdin a pipe, no wall-clock limit. It returns once the process is started.
 func (s *Service) startProcess(sess *session, command string, spec sandbox.Spec, watch *guard.Watch) (*proc, error) {
 	ctx, cancel := context.WithCancelCause(sess.ctx)
+	// The network policy, through the broker's proxy, as for bash. No call outlives the start to ask on: a host no
+	// rule allows is refused with how to allow it.
+	px, err := s.startProxy(ctx, sess, s.commandNetwork(nil, nil, sess, command))
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	spec.Proxy = px.socket
 	inR, inW := io.Pipe()
 	p := &proc{id: "bg-" + newID()[:6], command: command, started: time.Now(), cancel: cancel, stdin: inW, done: make(chan struct{})}
 	if err := sess.procs.add(p, policy.BackgroundLimit(s.state(sess))); err != nil {
 		cancel(nil)
+		px.stop()
 		return nil, err
 	}
 	// One descriptor: written in order, read at offsets. Without it, reads have only the ring.
@@ -399,6 +408,7 @@ func (s *Service) startProcess(sess *session, command string, spec sandbox.Spec,
 	go func() {
 		defer sess.procs.wg.Done()
 		res, err := sandbox.Run(ctx, spec)
+		px.stop()
 		inR.CloseWithError(io.ErrClosedPipe) // an input still pending ends
 		s.processEnded(sess, p, res, err, watch, context.Cause(ctx))
 		cancel(nil)

@@ -304,3 +304,26 @@ func TestProxyNpmInstall(t *testing.T) {
 		t.Fatalf("with the host allowed: %v, questions %v, %v", res.GetContent(), qs, err)
 	}
 }
+
+// A background process reaches the network through the proxy as a command does: a host a rule allows is reached; a
+// host no rule allows is refused with how to allow it, without a question (no call is running to ask on).
+func TestProxyBackgroundProcess(t *testing.T) {
+	e := newEnv(t)
+	_, plain := internet(t, false)
+	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
+	c := e.client()
+	sid := e.open(c)
+	_, port, _ := net.SplitHostPort(plain)
+	for _, tc := range []struct{ url, want string }{
+		{"http://" + plain + "/pkg", "hello from the internet"},
+		{"http://127.0.0.3:" + port + "/pkg", `network(domain:127.0.0.3)`},
+	} {
+		res := pm(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_START,
+			Command: "curl -sS --max-time 20 -w ' [%{http_code}]' " + tc.url})
+		id := strings.TrimPrefix(strings.SplitN(res.GetContent(), "\n", 2)[0], "id: ")
+		res = pm(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_WAIT, Id: id, TimeoutMs: 60_000})
+		if !strings.Contains(res.GetContent(), tc.want) {
+			t.Errorf("%s from a background process: want %q in %q", tc.url, tc.want, res.GetContent())
+		}
+	}
+}
