@@ -275,6 +275,14 @@ func (s *Service) runHook(ctx context.Context, c *call, st *policy.State, h poli
 	stdin []byte) (hookAnswer, error) {
 	started := time.Now()
 	spec, err := s.sandboxSpec(c.sess, st, h.Command, h.Timeout, false)
+	if err == nil {
+		// The network as the network policy allows, through the broker's proxy: rules only, a hook asks nothing.
+		var px *commandProxy
+		if px, err = s.startProxy(ctx, c.sess, s.commandNetwork(nil, nil, c.sess, h.Command)); err == nil {
+			defer px.stop()
+			spec.Proxy = px.socket
+		}
+	}
 	var a hookAnswer
 	if err == nil {
 		spec.Hidden = s.hookHidden(spec.Hidden)

@@ -285,8 +285,9 @@ func (s *Service) mcpHost(sess *session) *mcphost.Host {
 	return sess.mcp.host
 }
 
-// mcpLaunch runs a stdio server's program like a bash command of the session: in the command sandbox (no network:
-// the network proxy, where built, is the hook point), the protected paths read-only, under the guard.
+// mcpLaunch runs a stdio server's program like a bash command of the session: in the command sandbox (the network
+// only through the broker's proxy, by rules: a server asks no question), the protected paths read-only, under the
+// guard.
 func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 	return func(ctx context.Context, srv config.MCPServer, stdin io.Reader, stdout io.Writer) error {
 		st := s.state(sess)
@@ -295,6 +296,13 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		if err != nil {
 			return err
 		}
+		// The network as the network policy allows, through the broker's proxy: rules only, no questions.
+		px, err := s.startProxy(ctx, sess, s.commandNetwork(nil, nil, sess, cmd))
+		if err != nil {
+			return err
+		}
+		defer px.stop()
+		spec.Proxy = px.socket
 		for _, k := range srv.EnvNames() {
 			spec.Env = append(spec.Env, k+"="+srv.Env[k])
 		}

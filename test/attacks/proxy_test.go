@@ -327,3 +327,25 @@ func TestProxyBackgroundProcess(t *testing.T) {
 		}
 	}
 }
+
+// A hook reaches the network through the proxy, by the rules alone: an allowed host's page becomes the prompt's
+// context; without the rule the hook's curl gets the 403 (no question: a hook asks nothing).
+func TestProxyHook(t *testing.T) {
+	_, plain := internet(t, false)
+	for _, allowed := range []bool{false, true} {
+		e := newEnv(t)
+		sc := e.script(t, "fetch.sh", "cat >/dev/null; curl -sS --max-time 20 http://"+plain+"/hook")
+		rules := ""
+		if allowed {
+			rules = `"permissions": {"allow": ["network(domain:127.0.0.2)"]}, `
+		}
+		e.settings(t, "{"+rules+strings.TrimPrefix(hooksJSON("UserPromptSubmit", "", sc, ""), "{"))
+		c := e.client()
+		sid := e.open(c)
+		res, qs, err := run(t, start(t, c, ctx(t), sid, hookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+		got := res.GetHook().GetContext()
+		if err != nil || len(qs) != 0 || strings.Contains(got, "hello from the internet") != allowed {
+			t.Errorf("rule %v: context %q, questions %v, %v", allowed, got, qs, err)
+		}
+	}
+}
