@@ -150,6 +150,12 @@ func TestListPagesNewestFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.Close()
+		// The file's time as its entries say: on a loaded machine the real ones would be seconds apart and mix with
+		// the entries' made-up ones where List reads entries to break a near tie.
+		at := base.Add(time.Duration(i) * time.Second)
+		if err := os.Chtimes(filepath.Join(dir, fmt.Sprintf("s%03d.jsonl", i)), at, at); err != nil {
+			t.Fatal(err)
+		}
 	}
 	newSession(t, dir, "other-user", "/p", 8, "")
 	newSession(t, dir, "other-root", "/q", 7, "")

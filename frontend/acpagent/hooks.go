@@ -19,9 +19,13 @@ const (
 	hookNotification     = "Notification"
 )
 
-// sessionEndWait bounds how long closing a session (or the agent, at stdin's close) waits for its SessionEnd hooks;
-// the broker session's close then ends what still runs.
-const sessionEndWait = time.Second
+// How long a session's end waits for its SessionEnd hooks: at stdin's close (the editor is going away) about a
+// second; at session/close, which the editor waits on, the hooks' own timeouts, bounded by sessionCloseWait. The
+// broker session's close then ends what still runs.
+const (
+	sessionEndWait   = time.Second
+	sessionCloseWait = time.Minute
+)
 
 // maxStopContinuations bounds how often Stop hooks may keep one turn going.
 const maxStopContinuations = 3
@@ -89,8 +93,8 @@ func (s *session) notifyHooks(title string) {
 		Message: "Garuda needs your permission: " + title})
 }
 
-// endHooks runs the SessionEnd hooks, waiting at most sessionEndWait.
-func (s *session) endHooks(reason string) {
+// endHooks runs the SessionEnd hooks, waiting at most wait.
+func (s *session) endHooks(reason string, wait time.Duration) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -98,6 +102,6 @@ func (s *session) endHooks(reason string) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(sessionEndWait):
+	case <-time.After(wait):
 	}
 }

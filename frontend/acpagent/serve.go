@@ -178,7 +178,7 @@ func (s *server) shutdown(closeBroker bool) {
 		// The SessionEnd hooks, all at once and bounded: the editor has gone, the agent is on its way out.
 		var ends sync.WaitGroup
 		for _, sess := range sessions {
-			ends.Go(func() { sess.endHooks("prompt_input_exit") })
+			ends.Go(func() { sess.endHooks("prompt_input_exit", sessionEndWait) })
 		}
 		ends.Wait()
 		ctx, cancel := context.WithTimeout(s.base, closeTimeout)

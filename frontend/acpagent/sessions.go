@@ -484,7 +484,7 @@ func (s *server) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (a
 	sess.abort(errCancelled)
 	sess.waitIdle(closeTimeout)
 	sess.closeRecords()
-	sess.endHooks("other")
+	sess.endHooks("other", sessionCloseWait)
 	if _, err := s.opts.Broker.CloseSession(context.WithoutCancel(ctx), &execv1.CloseSessionRequest{SessionId: id}); err != nil {
 		return acp.CloseSessionResponse{}, requestError("close the session: " + statusMessage(err))
 	}
