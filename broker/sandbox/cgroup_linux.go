@@ -377,7 +377,12 @@ func setV1Memory(dir string, n int64) error {
 	return err
 }
 
-// sweepStaleCgroups removes the empty groups left by brokers that died before cleaning up (named <pid>-<n>).
+// staleCgroupAge is how old an empty group must be before another broker may sweep it.
+const staleCgroupAge = time.Minute
+
+// sweepStaleCgroups removes the empty groups left by brokers that died before cleaning up (named <pid>-<n>). Only
+// groups older than staleCgroupAge: defends against removing another live broker's group in the moment between
+// its mkdir and its helper joining it, when that broker's pid looks dead from here (another pid namespace).
 func sweepStaleCgroups(parent string) {
 	ents, err := os.ReadDir(parent)
 	if err != nil {
@@ -387,6 +392,9 @@ func sweepStaleCgroups(parent string) {
 		pidStr, _, ok := strings.Cut(e.Name(), "-")
 		pid, err := strconv.Atoi(pidStr)
 		if !ok || err != nil || !e.IsDir() {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < staleCgroupAge {
 			continue
 		}
 		if unix.Kill(pid, 0) == unix.ESRCH {

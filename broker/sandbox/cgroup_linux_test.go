@@ -1,10 +1,12 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestCgroupFolder: a cgroup path is found in a mount of the whole hierarchy and in a mount of part of it.
@@ -66,5 +68,30 @@ func TestCgroupV2Layout(t *testing.T) {
 	}
 	if filepath.Dir(cg.mem) != parent || cg.mem != cg.pids || len(cg.dirs) != 1 {
 		t.Errorf("groups %+v", cg)
+	}
+}
+
+// The sweep of a dead broker's empty groups spares a fresh one: another broker's group between its mkdir and its
+// helper joining it looks like a dead broker's from another pid namespace. An old one is swept (the control).
+func TestSweepSparesFreshGroups(t *testing.T) {
+	parent := t.TempDir() // plain folders stand in for the groups: the sweep only reads names and times
+	dead := 1 << 22       // above pid_max's default: no such process
+	fresh := filepath.Join(parent, fmt.Sprintf("%d-1", dead))
+	old := filepath.Join(parent, fmt.Sprintf("%d-2", dead))
+	for _, d := range []string{fresh, old} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-2 * staleCgroupAge)
+	if err := os.Chtimes(old, long, long); err != nil {
+		t.Fatal(err)
+	}
+	sweepStaleCgroups(parent)
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a fresh group was swept: %v", err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("an old empty group of a dead broker was kept: %v", err)
 	}
 }
