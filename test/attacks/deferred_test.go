@@ -291,8 +291,9 @@ func rerunAsNobody(t *testing.T, run string, wantPass ...string) {
 	src.Close()
 	dst.Close()
 	cmd := exec.CommandContext(context.Background(), "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-		bin, "-test.run", run, "-test.count=1", "-test.v")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
+		bin, "-test.run", run, "-test.count=1", "-test.v", "-test.short="+strconv.FormatBool(testing.Short()))
+	// The toolchains some tests run (go, npm) are found where nobody can reach them, whatever the caller's PATH.
+	cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -5,17 +5,14 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"crypto/sha1"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -132,39 +129,8 @@ func TestProxySessionConsent(t *testing.T) {
 
 // TestProxyAsNobody runs the proxy tests again as the unprivileged user nobody (a user namespace for the sandbox).
 func TestProxyAsNobody(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("already unprivileged")
-	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv not installed")
-	}
-	dir, err := os.MkdirTemp("", "garuda-proxy-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	tmp := filepath.Join(dir, "tmp")
-	os.Mkdir(tmp, 0o1777)
-	os.Chmod(tmp, 0o1777)
-	exe, _ := os.Executable()
-	bin := filepath.Join(dir, "attacks.test")
-	src, _ := os.Open(exe)
-	dst, _ := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-	io.Copy(dst, src)
-	src.Close()
-	dst.Close()
-	cmd := exec.CommandContext(context.Background(), "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-		bin, "-test.run", "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload|NpmInstall)$", "-test.count=1", "-test.v",
-		"-test.short="+strconv.FormatBool(testing.Short()))
-	cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestProxySandboxedCurl") ||
-		!strings.Contains(string(out), "--- PASS: TestProxyGoModDownload") ||
-		!strings.Contains(string(out), "--- PASS: TestProxyNpmInstall") {
-		t.Fatalf("as nobody: %v\n%s", err, out)
-	}
+	rerunAsNobody(t, "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload|NpmInstall)$",
+		"TestProxySandboxedCurl", "TestProxyGoModDownload", "TestProxyNpmInstall")
 }
 
 // hostAddress is an address of this machine that is not loopback (Go's HTTP client never proxies loopback
