@@ -3,6 +3,7 @@ package homefile
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -45,4 +46,16 @@ func TestNoFollowRefusesSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+}
+
+func TestValidID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"abc": true, "A-b_9": true, strings.Repeat("x", 128): true,
+		"": false, strings.Repeat("x", 129): false, "../x": false, "a/b": false, "a\x00": false, "é": false, "a b": false,
+		".": false, "a.b": false,
+	} {
+		if got := ValidID(id); got != want {
+			t.Errorf("ValidID(%q) = %v, want %v", id, got, want)
+		}
+	}
 }

@@ -133,7 +133,7 @@ func parse(data []byte) (entries []Entry, whole int64, err error) {
 		e, ok := quickEntry(data[off : off+i])
 		if !ok {
 			// Not as the writer writes it: the slow way, which names what is wrong.
-			if err := json.Unmarshal(data[off:off+i], &e); err != nil || !validKind.MatchString(e.Kind) {
+			if err := json.Unmarshal(data[off:off+i], &e); err != nil || !validKind(e.Kind) {
 				if err == nil {
 					err = fmt.Errorf("kind %q", e.Kind)
 				}
@@ -166,7 +166,7 @@ func quickEntry(line []byte) (Entry, bool) {
 	if !ok {
 		return e, false
 	}
-	if i = bytes.IndexByte(rest, '"'); i < 0 || !validKind.Match(rest[:i]) {
+	if i = bytes.IndexByte(rest, '"'); i < 0 || !validKind(rest[:i]) {
 		return e, false
 	}
 	e.Time, e.Kind = t, string(rest[:i])

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync"
 	"time"
 
@@ -42,15 +41,22 @@ var (
 // MaxFileSize bounds one session's file: defends $GARUDA_HOME's disk against a front end that records without end.
 const MaxFileSize = 256 << 20
 
-// validID keeps a hostile session id from naming another path ("../x", "/etc/passwd", NUL...).
-var validID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-
-// validKind keeps kinds short identifiers so that a reader can switch on them.
-var validKind = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+// validKind keeps kinds short identifiers ([a-z][a-z0-9_]{0,31}) so that a reader can switch on them.
+func validKind[T string | []byte](k T) bool {
+	if len(k) == 0 || len(k) > 32 || k[0] < 'a' || k[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(k); i++ {
+		if c := k[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
 
 // ValidID reports whether id may name a session file.
 func ValidID(id string) error {
-	if !validID.MatchString(id) {
+	if !homefile.ValidID(id) {
 		return fmt.Errorf("session id %q: %w", id, ErrBadID)
 	}
 	return nil
@@ -101,7 +107,7 @@ func (w *Writer) Append(kind string, data json.RawMessage) error {
 	if err := ValidID(w.id); err != nil {
 		return err
 	}
-	if !validKind.MatchString(kind) {
+	if !validKind(kind) {
 		return fmt.Errorf("session %s: entry kind %q is not a short lower-case name", w.id, kind)
 	}
 	var compact bytes.Buffer

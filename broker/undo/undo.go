@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -25,9 +24,6 @@ var (
 	// ErrBadSession is returned for a session id that is not [A-Za-z0-9_-]{1,128}.
 	ErrBadSession = errors.New("invalid session id")
 )
-
-// validID keeps a hostile session id from naming another folder ("..", "/", NUL...).
-var validID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
 // Entry is one snapshot: the file at Path before Garuda wrote it (Existed, OldSHA256) and what the write produced
 // (NewSHA256). Hashes are hex sha256.
@@ -61,7 +57,7 @@ func (e *changedError) Is(target error) bool { return target == ErrChanged }
 // Snapshot records the pre-image of abs (old, or existed=false when the write creates the file) and the sha256 of
 // what the write produces. Call it before the write; the write must not go ahead when it fails.
 func (s *Store) Snapshot(session, abs string, old []byte, existed bool, newHash [32]byte) (id string, err error) {
-	if !validID.MatchString(session) {
+	if !homefile.ValidID(session) {
 		return "", fmt.Errorf("undo snapshot %q: %w", session, ErrBadSession)
 	}
 	if !filepath.IsAbs(abs) || filepath.Clean(abs) != abs {
@@ -95,7 +91,7 @@ func (s *Store) Snapshot(session, abs string, old []byte, existed bool, newHash 
 
 // Drop forgets snapshot id of session, for a write that did not happen after its Snapshot.
 func (s *Store) Drop(session, id string) error {
-	if !validID.MatchString(session) {
+	if !homefile.ValidID(session) {
 		return fmt.Errorf("undo drop %q: %w", session, ErrBadSession)
 	}
 	return s.locked(session, func(idx []Entry) ([]Entry, error) {
@@ -110,7 +106,7 @@ func (s *Store) Drop(session, id string) error {
 
 // List returns the session's snapshots, newest first. A session with none gives an empty list.
 func (s *Store) List(session string) ([]Entry, error) {
-	if !validID.MatchString(session) {
+	if !homefile.ValidID(session) {
 		return nil, fmt.Errorf("undo list %q: %w", session, ErrBadSession)
 	}
 	idx, err := s.load(session)
@@ -136,7 +132,7 @@ func (s *Store) Sessions() ([]string, error) {
 	}
 	var ss []sess
 	for _, de := range des {
-		if !de.IsDir() || !validID.MatchString(de.Name()) {
+		if !de.IsDir() || !homefile.ValidID(de.Name()) {
 			continue
 		}
 		idx, err := s.load(de.Name())
@@ -161,7 +157,7 @@ func (s *Store) Sessions() ([]string, error) {
 // after an earlier restore) is not written again; its entry is dropped and returned. The file I/O is the caller's,
 // through the confined file operations.
 func (s *Store) Undo(session string, write func(abs string, content []byte, existed bool) error, current func(abs string) (hash [32]byte, exists bool, err error)) (*Entry, error) {
-	if !validID.MatchString(session) {
+	if !homefile.ValidID(session) {
 		return nil, fmt.Errorf("undo %q: %w", session, ErrBadSession)
 	}
 	var done *Entry
