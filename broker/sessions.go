@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"google.golang.org/grpc/status"
+
 	"github.com/garuda-dev/garuda/broker/peercred"
 	"github.com/garuda-dev/garuda/broker/sessionlog"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -63,17 +65,24 @@ func (s *Service) ResumeSession(req *execv1.ResumeSessionRequest, stream execv1.
 	if err := stream.Send(&execv1.ResumeSessionResponse{Msg: &execv1.ResumeSessionResponse_Opened{Opened: res}}); err != nil {
 		return err
 	}
+	// The entries are read from the file as they are sent: memory is bounded by a batch, not by the session's length.
 	batch := &execv1.SessionEntries{}
 	size := 0
-	for _, e := range loaded.Entries {
+	err = loaded.Each(func(e sessionlog.Entry) error {
 		batch.Entries = append(batch.Entries, &execv1.SessionEntry{Kind: e.Kind, Data: e.Data, Time: e.Time.Format(time.RFC3339Nano)})
 		size += len(e.Data) + 64
-		if size >= entriesBatch {
-			if err := stream.Send(&execv1.ResumeSessionResponse{Msg: &execv1.ResumeSessionResponse_Entries{Entries: batch}}); err != nil {
-				return err
-			}
-			batch, size = &execv1.SessionEntries{}, 0
+		if size < entriesBatch {
+			return nil
 		}
+		err := stream.Send(&execv1.ResumeSessionResponse{Msg: &execv1.ResumeSessionResponse_Entries{Entries: batch}})
+		batch, size = &execv1.SessionEntries{}, 0
+		return err
+	})
+	if err != nil {
+		if _, ok := status.FromError(err); ok {
+			return err // the stream's own error (the front end went away)
+		}
+		return toStatus(fmt.Errorf("session %s: read its file: %w", id, err))
 	}
 	if len(batch.Entries) > 0 {
 		return stream.Send(&execv1.ResumeSessionResponse{Msg: &execv1.ResumeSessionResponse_Entries{Entries: batch}})

@@ -1,6 +1,7 @@
 package sessionlog
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -43,13 +44,32 @@ type Header struct {
 	Title string `json:"title,omitempty"`
 }
 
-// Loaded is a session file opened to go on with: its entries after the header, and a writer that appends to it.
+// Loaded is a session file opened to go on with: its header, its entries after the header (read again from the file
+// by Each, so that a long session is never held whole in memory), and a writer that appends to it.
 type Loaded struct {
-	Writer  *Writer
-	Header  Header
-	Entries []Entry
+	Writer *Writer
+	Header Header
 	// Torn is set when the file ended in a torn line (what a crash leaves): it was read up to the last whole line.
 	Torn string
+
+	f     *os.File
+	whole int64 // the file's length up to its last whole line, as Load checked it
+}
+
+// Each calls fn with each entry (its own copy) after the header, in order, up to the last whole line Load checked (an append
+// made since is not read), and stops at fn's first error. The file was checked whole by Load: a read that fails
+// here is an I/O error.
+func (l *Loaded) Each(fn func(Entry) error) error {
+	first := true
+	_, err := scan(io.NewSectionReader(l.f, 0, l.whole), func(e Entry) error {
+		if first {
+			first = false
+			return nil
+		}
+		e.Data = bytes.Clone(e.Data)
+		return fn(e)
+	})
+	return err
 }
 
 // Load opens the file of session id to go on with it, as uid on root. It locks the file first (a session open in
@@ -88,19 +108,28 @@ func Load(dir, id string, uid uint32, root string) (*Loaded, error) {
 	if fi.Size() > MaxFileSize {
 		return nil, fmt.Errorf("session %s: the file is %d bytes, past the %d MiB limit: %w", id, fi.Size(), MaxFileSize>>20, ErrCorrupt)
 	}
-	data := make([]byte, fi.Size())
-	if _, err := io.ReadFull(io.NewSectionReader(f, 0, fi.Size()), data); err != nil {
+	// The whole file is checked here, line by line, keeping only the header: a file that is not a session file is
+	// refused before anything of it is sent, and a long one is never held in memory.
+	var first *Entry
+	whole, err := scan(io.NewSectionReader(f, 0, fi.Size()), func(e Entry) error {
+		if first == nil {
+			e.Data = bytes.Clone(e.Data)
+			first = &e
+		}
+		return nil
+	})
+	var bad *lineError
+	switch {
+	case errors.As(err, &bad):
+		return nil, fmt.Errorf("session %s: %s: %w: %v", id, path, ErrCorrupt, err)
+	case err != nil:
 		return nil, fmt.Errorf("session %s: read its file: %w", id, err)
 	}
-	entries, whole, err := parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %s: %w: %v", id, path, ErrCorrupt, err)
-	}
-	if len(entries) == 0 || entries[0].Kind != KindHeader {
+	if first == nil || first.Kind != KindHeader {
 		return nil, fmt.Errorf("session %s: %s has no Garuda session header (an older or foreign file): %w", id, path, ErrCorrupt)
 	}
 	var hdr Header
-	if err := json.Unmarshal(entries[0].Data, &hdr); err != nil || hdr.Version != FormatVersion || hdr.Root == "" {
+	if err := json.Unmarshal(first.Data, &hdr); err != nil || hdr.Version != FormatVersion || hdr.Root == "" {
 		return nil, fmt.Errorf("session %s: %s: the header is not one this Garuda writes: %w", id, path, ErrCorrupt)
 	}
 	if hdr.UID != uid {
@@ -109,41 +138,63 @@ func Load(dir, id string, uid uint32, root string) (*Loaded, error) {
 	if filepath.Clean(hdr.Root) != filepath.Clean(root) {
 		return nil, fmt.Errorf("session %s belongs to the project %s, not %s; open it from there: %w", id, hdr.Root, root, ErrForeign)
 	}
-	l := &Loaded{Header: hdr, Entries: entries[1:]}
+	l := &Loaded{Header: hdr, f: f, whole: whole}
 	w := &Writer{dir: dir, id: id, now: time.Now, limit: MaxFileSize, hdr: &hdr, f: f, size: fi.Size()}
-	if whole < int64(len(data)) {
+	if whole < fi.Size() {
 		w.tornAt = whole
 		l.Torn = fmt.Sprintf("the session file ended in a torn line (%d bytes, what a crash leaves); "+
-			"it was read up to the last whole entry", int64(len(data))-whole)
+			"it was read up to the last whole entry", fi.Size()-whole)
 	}
 	l.Writer = w
 	ok = true
 	return l, nil
 }
 
-// parse reads the lines of a session file. A last line without its newline is left out (whole is where it
-// begins); any other line that is not an entry is an error naming it.
-func parse(data []byte) (entries []Entry, whole int64, err error) {
-	off := 0
-	for n := 1; off < len(data); n++ {
-		i := bytes.IndexByte(data[off:], '\n')
-		if i < 0 {
-			return entries, int64(off), nil
+// lineError is a line of a session file that is not an entry.
+type lineError struct {
+	line int
+	err  error
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
+
+// scan reads the lines of a session file from r and calls fn with each entry, stopping at fn's first error; an
+// entry's Data is valid only during its call. A last line without its newline is left out (whole is where it
+// begins); any other line that is not an entry is a *lineError naming it.
+func scan(r io.Reader, fn func(Entry) error) (whole int64, err error) {
+	rd := bufio.NewReaderSize(r, 64<<10)
+	var long []byte // a line longer than the reader's buffer, put together
+	for n := 1; ; n++ {
+		line, rerr := rd.ReadSlice('\n')
+		for rerr == bufio.ErrBufferFull {
+			long = append(long[:0], line...)
+			for rerr == bufio.ErrBufferFull {
+				line, rerr = rd.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
 		}
-		e, ok := quickEntry(data[off : off+i])
+		if rerr == io.EOF {
+			return whole, nil // a last line without its newline (or none) is torn: left out
+		}
+		if rerr != nil {
+			return whole, rerr
+		}
+		e, ok := quickEntry(line[:len(line)-1])
 		if !ok {
 			// Not as the writer writes it: the slow way, which names what is wrong.
-			if err := json.Unmarshal(data[off:off+i], &e); err != nil || !validKind(e.Kind) {
+			if err := json.Unmarshal(line, &e); err != nil || !validKind(e.Kind) {
 				if err == nil {
 					err = fmt.Errorf("kind %q", e.Kind)
 				}
-				return nil, 0, fmt.Errorf("line %d: %v", n, err)
+				return whole, &lineError{n, err}
 			}
 		}
-		entries = append(entries, e)
-		off += i + 1
+		if err := fn(e); err != nil {
+			return whole, err
+		}
+		whole += int64(len(line))
 	}
-	return entries, int64(off), nil
 }
 
 // quickEntry reads a line exactly as Append writes it, {"time":"…","kind":"…","data":…}, without decoding the

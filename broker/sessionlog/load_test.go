@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +46,7 @@ func TestLoadLocksTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("load after close: %v", err)
 	}
-	if len(l.Entries) != 1 || l.Entries[0].Kind != KindPrompt || l.Header.Root != "/p" {
+	if es := entries(t, l); len(es) != 1 || es[0].Kind != KindPrompt || l.Header.Root != "/p" {
 		t.Fatalf("loaded %+v", l)
 	}
 	if _, err := Load(dir, "s1", 7, "/p"); !errors.Is(err, ErrLocked) {
@@ -116,7 +118,7 @@ func TestTornLineIsCutAtTheNextAppend(t *testing.T) {
 	f.Close()
 	torn, _ := os.ReadFile(p)
 	l, err := Load(dir, "s1", 7, "/p")
-	if err != nil || l.Torn == "" || len(l.Entries) != 1 {
+	if err != nil || l.Torn == "" || len(entries(t, l)) != 1 {
 		t.Fatalf("load of a torn file: %+v, %v", l, err)
 	}
 	if b, _ := os.ReadFile(p); string(b) != string(torn) {
@@ -219,4 +221,81 @@ func BenchmarkList1000(b *testing.B) {
 			b.Fatal(len(page), err)
 		}
 	}
+}
+
+// entries collects what Each gives.
+func entries(t *testing.T, l *Loaded) []Entry {
+	t.Helper()
+	var out []Entry
+	if err := l.Each(func(e Entry) error { out = append(out, e); return nil }); err != nil {
+		t.Fatalf("Each: %v", err)
+	}
+	return out
+}
+
+// TestLoadReadsOnlyWhatItChecked: entries appended after Load (by the loaded writer) are not given by Each, and a
+// long session is given whole, in order, though Load keeps only its header.
+func TestLoadReadsOnlyWhatItChecked(t *testing.T) {
+	dir := t.TempDir()
+	w := Create(dir, "s1", Header{Root: "/p", UID: 7})
+	for i := range 3000 {
+		if err := w.Append(KindPrompt, json.RawMessage(strconv.Quote(strings.Repeat("x", i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	l, err := Load(dir, "s1", 7, "/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Writer.Close()
+	if err := l.Writer.Append(KindStop, nil); err != nil {
+		t.Fatal(err)
+	}
+	es := entries(t, l)
+	if len(es) != 3000 {
+		t.Fatalf("Each gave %d entries, want the 3000 there were at Load", len(es))
+	}
+	for i, e := range es {
+		if e.Kind != KindPrompt || string(e.Data) != strconv.Quote(strings.Repeat("x", i)) {
+			t.Fatalf("entry %d: %s %.40s", i, e.Kind, e.Data)
+		}
+	}
+}
+
+// BenchmarkLoad64MiB: Load and Each of a 64 MiB session (4,000 entries of 16 KiB), as ResumeSession does; peak-MiB
+// is the most heap in use seen while the entries are given (sampled every 100 entries), which must stay far below
+// the file's size.
+func BenchmarkLoad64MiB(b *testing.B) {
+	dir := b.TempDir()
+	w := Create(dir, "s1", Header{Root: "/p", UID: 7})
+	text := json.RawMessage(strconv.Quote(strings.Repeat("x", 16<<10)))
+	for range 4000 {
+		if err := w.Append(KindMessage, text); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.Close()
+	var peak uint64
+	var ms runtime.MemStats
+	runtime.GC()
+	for b.Loop() {
+		l, err := Load(dir, "s1", 7, "/p")
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		err = l.Each(func(Entry) error {
+			if n++; n%100 == 0 {
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapInuse)
+			}
+			return nil
+		})
+		l.Writer.Close()
+		if err != nil || n != 4000 {
+			b.Fatal(n, err)
+		}
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
 }

@@ -166,3 +166,16 @@ func sameJSON(a, b []byte) bool {
 	}
 	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
+
+// parse is scan over a whole file's bytes, collected.
+func parse(data []byte) (entries []Entry, whole int64, err error) {
+	whole, err = scan(bytes.NewReader(data), func(e Entry) error {
+		e.Data = bytes.Clone(e.Data)
+		entries = append(entries, e)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return entries, whole, nil
+}
