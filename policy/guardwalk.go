@@ -53,8 +53,8 @@ func (p *settingsParser) guard(s *Settings, off int64) error {
 		switch k {
 		case "max_entries":
 			var n int
-			if err := p.dec.Decode(&n); err != nil || n <= 0 {
-				return p.errf(off, "guard.max_entries must be a positive whole number")
+			if err := p.Decode(&n); err != nil || n <= 0 {
+				return p.Errorf(off, "guard.max_entries must be a positive whole number")
 			}
 			g.MaxEntries = n
 			return nil
@@ -62,13 +62,13 @@ func (p *settingsParser) guard(s *Settings, off int64) error {
 			return p.strings(`"guard.skip"`, func(v string, off int64) error {
 				c := path.Clean(strings.TrimSuffix(v, "/"))
 				if v == "" || path.IsAbs(c) || c == "." || c == ".." || strings.HasPrefix(c, "../") || strings.ContainsRune(c, 0) {
-					return p.errf(off, "guard.skip: %q must be a folder relative to the project root", v)
+					return p.Errorf(off, "guard.skip: %q must be a folder relative to the project root", v)
 				}
 				g.Skip = append(g.Skip, c)
 				return nil
 			})
 		default:
-			return p.errf(off, "unknown key %q in \"guard\" (want max_entries or skip)", k)
+			return p.Errorf(off, "unknown key %q in \"guard\" (want max_entries or skip)", k)
 		}
 	})
 	if err != nil {

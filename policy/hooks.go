@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -169,21 +168,21 @@ func (p *settingsParser) hooks(s *Settings) error {
 	h := Hooks{}
 	err := p.keys(`"hooks"`, func(event string, off int64) error {
 		if !slices.Contains(HookEvents, event) {
-			return p.errf(off, "hooks: unknown event %q (want one of %s)", event, strings.Join(HookEvents, ", "))
+			return p.Errorf(off, "hooks: unknown event %q (want one of %s)", event, strings.Join(HookEvents, ", "))
 		}
 		if err := p.delim('[', `"hooks.`+event+`"`); err != nil {
 			return err
 		}
-		for p.dec.More() {
+		for p.More() {
 			m, err := p.hookMatcher(event)
 			if err != nil {
 				return err
 			}
 			h[event] = append(h[event], m)
 		}
-		_, err := p.dec.Token()
+		_, err := p.Token()
 		if err != nil {
-			return p.wrapJSON(err)
+			return err
 		}
 		return nil
 	})
@@ -201,15 +200,15 @@ func (p *settingsParser) hookMatcher(event string) (HookMatcher, error) {
 	err := p.keys(`an entry of "`+where+`"`, func(k string, off int64) error {
 		switch k {
 		case "matcher":
-			if err := p.dec.Decode(&m.Matcher); err != nil {
-				return p.errf(off, "%s: matcher must be a string", where)
+			if err := p.Decode(&m.Matcher); err != nil {
+				return p.Errorf(off, "%s: matcher must be a string", where)
 			}
 			if m.Matcher == "" || m.Matcher == "*" {
 				return nil
 			}
 			re, err := regexp.Compile(`^(?:` + m.Matcher + `)$`)
 			if err != nil {
-				return p.errf(off, "%s: matcher %q is not a regular expression: %v", where, m.Matcher, err)
+				return p.Errorf(off, "%s: matcher %q is not a regular expression: %v", where, m.Matcher, err)
 			}
 			m.re = re
 			return nil
@@ -218,61 +217,61 @@ func (p *settingsParser) hookMatcher(event string) (HookMatcher, error) {
 			if err := p.delim('[', `"`+where+`[].hooks"`); err != nil {
 				return err
 			}
-			for p.dec.More() {
+			for p.More() {
 				c, err := p.hookCommand(where)
 				if err != nil {
 					return err
 				}
 				m.Hooks = append(m.Hooks, c)
 			}
-			_, err := p.dec.Token()
+			_, err := p.Token()
 			if err != nil {
-				return p.wrapJSON(err)
+				return err
 			}
 			return nil
 		default:
-			return p.errf(off, "%s: unknown key %q (want matcher or hooks)", where, k)
+			return p.Errorf(off, "%s: unknown key %q (want matcher or hooks)", where, k)
 		}
 	})
 	if err == nil && !hasHooks {
-		err = p.errf(p.dec.InputOffset(), "%s: an entry without \"hooks\"", where)
+		err = p.Errorf(p.Offset(), "%s: an entry without \"hooks\"", where)
 	}
 	return m, err
 }
 
 func (p *settingsParser) hookCommand(where string) (HookCommand, error) {
 	c := HookCommand{Timeout: DefaultHookTimeout}
-	start := p.dec.InputOffset()
+	start := p.Offset()
 	err := p.keys(`a hook of "`+where+`"`, func(k string, off int64) error {
 		switch k {
 		case "type":
-			if err := p.dec.Decode(&c.Type); err != nil || c.Type != "command" {
-				return p.errf(off, `%s: hook type must be "command"`, where)
+			if err := p.Decode(&c.Type); err != nil || c.Type != "command" {
+				return p.Errorf(off, `%s: hook type must be "command"`, where)
 			}
 		case "command":
-			if err := p.dec.Decode(&c.Command); err != nil || strings.TrimSpace(c.Command) == "" || strings.ContainsRune(c.Command, 0) {
-				return p.errf(off, "%s: a hook's command must be a non-empty string", where)
+			if err := p.Decode(&c.Command); err != nil || strings.TrimSpace(c.Command) == "" || strings.ContainsRune(c.Command, 0) {
+				return p.Errorf(off, "%s: a hook's command must be a non-empty string", where)
 			}
 		case "timeout":
 			var raw any
-			if err := p.dec.Decode(&raw); err != nil {
-				return p.wrapJSON(err)
+			if err := p.Decode(&raw); err != nil {
+				return err
 			}
 			n, ok := raw.(json.Number)
 			v, err := strconv.ParseFloat(string(n), 64)
 			if !ok || err != nil || v <= 0 || v > MaxHookTimeout.Seconds() {
-				return p.errf(off, "%s: a hook's timeout must be a number of seconds, at most %d", where, int(MaxHookTimeout.Seconds()))
+				return p.Errorf(off, "%s: a hook's timeout must be a number of seconds, at most %d", where, int(MaxHookTimeout.Seconds()))
 			}
 			c.Timeout = time.Duration(v * float64(time.Second))
 		case "fail_closed":
 			if !p.team {
-				return p.errf(off, "%s: fail_closed belongs in team policy (policy.json): only a team hook may block on its own failure", where)
+				return p.Errorf(off, "%s: fail_closed belongs in team policy (policy.json): only a team hook may block on its own failure", where)
 			}
-			if err := p.dec.Decode(&c.FailClosed); err != nil {
-				return p.errf(off, "%s: fail_closed must be true or false", where)
+			if err := p.Decode(&c.FailClosed); err != nil {
+				return p.Errorf(off, "%s: fail_closed must be true or false", where)
 			}
 		default:
-			return p.errf(off, "%s: unknown key %q in a hook (want type, command, timeout)", where, k)
+			return p.Errorf(off, "%s: unknown key %q in a hook (want type, command, timeout)", where, k)
 		}
 		return nil
 	})
@@ -280,7 +279,7 @@ func (p *settingsParser) hookCommand(where string) (HookCommand, error) {
 		return c, err
 	}
 	if c.Type == "" || c.Command == "" {
-		return c, p.errf(start, `%s: a hook needs "type": "command" and a "command"`, where)
+		return c, p.Errorf(start, `%s: a hook needs "type": "command" and a "command"`, where)
 	}
 	return c, nil
 }
@@ -288,25 +287,19 @@ func (p *settingsParser) hookCommand(where string) (HookCommand, error) {
 // ParseClaudeHooks reads the hooks of a project's .claude/settings.json: only "hooks" is Garuda's to read; Claude's
 // other keys are skipped, not errors. The hooks are parsed as strictly as Garuda's own. nil when there are none.
 func ParseClaudeHooks(name string, data []byte) (Hooks, error) {
-	p := &settingsParser{name: name, data: data}
-	p.dec = json.NewDecoder(strings.NewReader(string(data)))
-	p.dec.UseNumber()
+	p := newSettingsParser(name, data, false)
 	s := &Settings{Name: name}
 	err := p.keys("the file", func(key string, off int64) error {
 		if key == "hooks" {
 			return p.hooks(s)
 		}
-		var skip json.RawMessage
-		if err := p.dec.Decode(&skip); err != nil {
-			return p.wrapJSON(err)
-		}
-		return nil
+		return p.Skip() // Claude's key, not read; a key twice in it is still an error
 	})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.dec.Token(); err != io.EOF {
-		return nil, p.errf(p.dec.InputOffset(), "unexpected data after the settings object")
+	if err := p.End(); err != nil {
+		return nil, err
 	}
 	return s.Hooks, nil
 }

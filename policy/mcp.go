@@ -82,7 +82,7 @@ func MCPServerForbidden(team *Settings, name, command, url string) (string, bool
 func (p *settingsParser) mcpServers(s *Settings) error {
 	return p.keys(`"mcp_servers"`, func(k string, off int64) error {
 		if k != "allow" && k != "deny" {
-			return p.errf(off, "unknown key %q in \"mcp_servers\" (want allow or deny)", k)
+			return p.Errorf(off, "unknown key %q in \"mcp_servers\" (want allow or deny)", k)
 		}
 		list := []MCPMatch{}
 		err := p.strings(`"mcp_servers.`+k+`"`, func(v string, off int64) error {
@@ -97,7 +97,7 @@ func (p *settingsParser) mcpServers(s *Settings) error {
 				m.URL = val
 			}
 			if val == "" || m == (MCPMatch{}) {
-				return p.errf(off, "mcp_servers.%s: %q must be name:<key>, command:<program> or url:<address>", k, v)
+				return p.Errorf(off, "mcp_servers.%s: %q must be name:<key>, command:<program> or url:<address>", k, v)
 			}
 			list = append(list, m)
 			return nil

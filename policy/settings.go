@@ -3,13 +3,13 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/garuda-dev/garuda/internal/strictjson"
 )
 
 // Settings is one parsed settings or policy file, or the merge of the two team policy files.
@@ -137,8 +137,10 @@ func ParsePolicy(name string, data []byte) (*Settings, error) {
 }
 
 func parse(name string, data []byte, team bool) (*Settings, error) {
-	p := &settingsParser{name: name, data: data, dec: json.NewDecoder(bytes.NewReader(data)), team: team}
-	p.dec.UseNumber()
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("settings %s: line 1: the file is empty (write {} for no settings)", name)
+	}
+	p := newSettingsParser(name, data, team)
 	s := &Settings{Name: name}
 	if err := p.parse(s); err != nil {
 		return nil, err
@@ -146,89 +148,43 @@ func parse(name string, data []byte, team bool) (*Settings, error) {
 	return s, nil
 }
 
+// settingsParser reads a settings file with internal/strictjson: errors start "settings NAME: line N:", and a key
+// given twice is an error (two parsers could otherwise read different values from the same file).
 type settingsParser struct {
+	*strictjson.Decoder
 	name string
-	data []byte
-	dec  *json.Decoder
 	team bool
 }
 
-func (p *settingsParser) errf(off int64, format string, a ...any) error {
-	return fmt.Errorf("settings %s: line %d: %s", p.name, p.line(off), fmt.Sprintf(format, a...))
-}
-
-// line returns the 1-based line of byte offset off.
-func (p *settingsParser) line(off int64) int {
-	if off > int64(len(p.data)) {
-		off = int64(len(p.data))
-	}
-	return bytes.Count(p.data[:off], []byte{'\n'}) + 1
-}
-
-// wrapJSON turns a decoder error into one that names the file and the line.
-func (p *settingsParser) wrapJSON(err error) error {
-	off := p.dec.InputOffset()
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		off = se.Offset
-	case errors.As(err, &te):
-		off = te.Offset
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("settings %s: line %d: unexpected end of file: %w", p.name, p.line(int64(len(p.data))), err)
-	}
-	return fmt.Errorf("settings %s: line %d: %w", p.name, p.line(off), err)
+func newSettingsParser(name string, data []byte, team bool) *settingsParser {
+	return &settingsParser{Decoder: strictjson.New("settings "+name, data), name: name, team: team}
 }
 
 func (p *settingsParser) delim(want json.Delim, what string) error {
-	off := p.dec.InputOffset()
-	tok, err := p.dec.Token()
+	off := p.Offset()
+	tok, err := p.Token()
 	if err != nil {
-		return p.wrapJSON(err)
+		return err
 	}
 	if d, ok := tok.(json.Delim); !ok || d != want {
-		return p.errf(off, "%s must be a JSON %s", what, map[json.Delim]string{'{': "object", '[': "array"}[want])
+		return p.Errorf(off, "%s must be a JSON %s", what, map[json.Delim]string{'{': "object", '[': "array"}[want])
 	}
 	return nil
 }
 
-// keys calls fn for each key of the object that starts at the decoder's position; duplicate keys are errors
-// (two parsers could otherwise read different values from the same file).
+// keys calls fn for each key of the object that starts at the decoder's position; duplicate keys are errors.
 func (p *settingsParser) keys(what string, fn func(key string, off int64) error) error {
 	if err := p.delim('{', what); err != nil {
 		return err
 	}
-	seen := map[string]bool{}
-	for p.dec.More() {
-		tok, err := p.dec.Token()
-		if err != nil {
-			return p.wrapJSON(err)
-		}
-		off := p.dec.InputOffset()
-		key, _ := tok.(string)
-		if seen[key] {
-			return p.errf(off, "duplicate key %q", key)
-		}
-		seen[key] = true
-		if err := fn(key, off); err != nil {
-			return err
-		}
-	}
-	if _, err := p.dec.Token(); err != nil {
-		return p.wrapJSON(err)
-	}
-	return nil
+	return p.Fields(what, fn)
 }
 
 func (p *settingsParser) parse(s *Settings) error {
-	if len(bytes.TrimSpace(p.data)) == 0 {
-		return fmt.Errorf("settings %s: line 1: the file is empty (write {} for no settings)", p.name)
-	}
 	err := p.keys("the file", func(key string, off int64) error {
 		teamKey := func() error {
 			if !p.team {
-				return p.errf(off, "key %q belongs in team policy (policy.json), not in a settings file", key)
+				return p.Errorf(off, "key %q belongs in team policy (policy.json), not in a settings file", key)
 			}
 			return nil
 		}
@@ -244,12 +200,12 @@ func (p *settingsParser) parse(s *Settings) error {
 				case "deny":
 					dst = &s.Deny
 				default:
-					return p.errf(off, "unknown key %q in \"permissions\" (want allow, ask or deny)", k)
+					return p.Errorf(off, "unknown key %q in \"permissions\" (want allow, ask or deny)", k)
 				}
 				return p.strings(`"permissions.`+k+`"`, func(v string, off int64) error {
 					r, err := ParseRule(v)
 					if err != nil {
-						return p.errf(off, "permissions.%s: %v", k, err)
+						return p.Errorf(off, "permissions.%s: %v", k, err)
 					}
 					r.Source = p.name
 					*dst = append(*dst, r)
@@ -268,24 +224,24 @@ func (p *settingsParser) parse(s *Settings) error {
 				case "background_processes":
 					dst, most = &s.Limits.BackgroundProcesses, 64
 				default:
-					return p.errf(off, "unknown key %q in \"limits\" (want memory_mb, processes or background_processes)", k)
+					return p.Errorf(off, "unknown key %q in \"limits\" (want memory_mb, processes or background_processes)", k)
 				}
 				var raw any // a json.Number for a number (UseNumber), never a string that holds one
-				if err := p.dec.Decode(&raw); err != nil {
-					return p.wrapJSON(err)
+				if err := p.Decode(&raw); err != nil {
+					return err
 				}
 				n, ok := raw.(json.Number)
 				v, err := strconv.Atoi(string(n))
 				if !ok || err != nil || v <= 0 || v > most {
-					return p.errf(off, "limits.%s must be a whole number from 1 to %d", k, most)
+					return p.Errorf(off, "limits.%s must be a whole number from 1 to %d", k, most)
 				}
 				*dst = v
 				return nil
 			})
 		case "package_registries":
 			var b bool
-			if err := p.dec.Decode(&b); err != nil {
-				return p.errf(off, "%q must be true or false", key)
+			if err := p.Decode(&b); err != nil {
+				return p.Errorf(off, "%q must be true or false", key)
 			}
 			s.PackageRegistries = &b
 			return nil
@@ -294,8 +250,8 @@ func (p *settingsParser) parse(s *Settings) error {
 				return err
 			}
 			var b bool
-			if err := p.dec.Decode(&b); err != nil {
-				return p.errf(off, "%q must be true or false", key)
+			if err := p.Decode(&b); err != nil {
+				return p.Errorf(off, "%q must be true or false", key)
 			}
 			if key == "allow_unsandboxed" {
 				s.AllowUnsandboxed = &b
@@ -311,7 +267,7 @@ func (p *settingsParser) parse(s *Settings) error {
 			return p.strings(`"network_allowlist"`, func(v string, off int64) error {
 				h, ok := normHostPattern(v)
 				if !ok {
-					return p.errf(off, "network_allowlist: %q is not a host name or *.domain", v)
+					return p.Errorf(off, "network_allowlist: %q is not a host name or *.domain", v)
 				}
 				s.NetworkAllowlist = append(s.NetworkAllowlist, h)
 				return nil
@@ -323,7 +279,7 @@ func (p *settingsParser) parse(s *Settings) error {
 			s.AllowedModes = []Mode{}
 			return p.strings(`"allowed_modes"`, func(v string, off int64) error {
 				if Mode(v) != ModeBuild && Mode(v) != ModePlan {
-					return p.errf(off, "allowed_modes: unknown mode %q (want build or plan)", v)
+					return p.Errorf(off, "allowed_modes: unknown mode %q (want build or plan)", v)
 				}
 				s.AllowedModes = append(s.AllowedModes, Mode(v))
 				return nil
@@ -342,28 +298,22 @@ func (p *settingsParser) parse(s *Settings) error {
 				return err
 			}
 			var d string
-			if err := p.dec.Decode(&d); err != nil {
-				return p.errf(off, "%q must be a string", key)
+			if err := p.Decode(&d); err != nil {
+				return p.Errorf(off, "%q must be a string", key)
 			}
 			if !filepath.IsAbs(d) || strings.ContainsRune(d, 0) {
-				return p.errf(off, "audit_dir %q must be an absolute path", d)
+				return p.Errorf(off, "audit_dir %q must be an absolute path", d)
 			}
 			s.AuditDir = filepath.Clean(d)
 			return nil
 		default:
-			return p.errf(off, "unknown key %q", key)
+			return p.Errorf(off, "unknown key %q", key)
 		}
 	})
 	if err != nil {
 		return err
 	}
-	if p.dec.More() {
-		return p.errf(p.dec.InputOffset(), "unexpected data after the settings object")
-	}
-	if _, err := p.dec.Token(); err != io.EOF {
-		return p.errf(p.dec.InputOffset(), "unexpected data after the settings object")
-	}
-	return nil
+	return p.End()
 }
 
 // strings calls fn for each string of the array at the decoder's position, with the string's offset.
@@ -371,23 +321,23 @@ func (p *settingsParser) strings(what string, fn func(v string, off int64) error
 	if err := p.delim('[', what); err != nil {
 		return err
 	}
-	for p.dec.More() {
-		tok, err := p.dec.Token()
+	for p.More() {
+		tok, err := p.Token()
 		if err != nil {
-			return p.wrapJSON(err)
+			return err
 		}
-		off := p.dec.InputOffset()
+		off := p.Offset()
 		v, ok := tok.(string)
 		if !ok {
-			return p.errf(off, "%s must hold only strings", what)
+			return p.Errorf(off, "%s must hold only strings", what)
 		}
 		if err := fn(v, off); err != nil {
 			return err
 		}
 	}
-	_, err := p.dec.Token()
+	_, err := p.Token()
 	if err != nil {
-		return p.wrapJSON(err)
+		return err
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+
+	"github.com/garuda-dev/garuda/internal/strictjson"
 )
 
 // Trust is the content of $GARUDA_HOME/trust.json: for each project folder, the hash of the project settings
@@ -29,10 +31,8 @@ func ParseTrust(data []byte) (*Trust, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return t, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(t); err != nil {
-		return nil, fmt.Errorf("parse trust.json: %w", err)
+	if err := strictjson.Unmarshal("trust.json", data, t); err != nil {
+		return nil, fmt.Errorf("parse %w", err)
 	}
 	if t.Version != 1 {
 		return nil, fmt.Errorf("parse trust.json: unsupported version %d", t.Version)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/garuda-dev/garuda/internal/strictjson"
 )
 
 // Kinds of consent. Later kinds (network-allowlist additions, MCP servers) use the same Consents.
@@ -39,9 +41,7 @@ func ParseConsents(data []byte) (*Consents, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return c, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(c); err != nil {
+	if err := strictjson.Unmarshal("consents.json", data, c); err != nil {
 		return nil, fmt.Errorf("parse consents: %w", err)
 	}
 	if c.Version != 1 {

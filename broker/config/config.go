@@ -143,55 +143,55 @@ func (c *Config) parseModels(data []byte) error {
 	p := newParser(c.ModelsPath, data)
 	userProviders := map[string]ProviderSettings{}
 	var userModels []rawModel
-	err := p.object("the file", func(key string, off int64) error {
+	err := p.Object("the file", func(key string, off int64) error {
 		switch key {
 		case "default":
-			s, soff, err := p.str(`"default"`)
-			c.Default, c.defaultLine = s, p.line(soff)
+			s, soff, err := p.String(`"default"`)
+			c.Default, c.defaultLine = s, p.Line(soff)
 			return err
 		case "limits":
-			return p.object(`"limits"`, func(k string, koff int64) error {
+			return p.Object(`"limits"`, func(k string, koff int64) error {
 				var err error
 				switch k {
 				case "max_steps":
-					c.Limits.MaxSteps, err = p.positiveInt(`"limits" "max_steps"`)
+					c.Limits.MaxSteps, err = p.PositiveInt(`"limits" "max_steps"`)
 				case "max_turn_tokens":
-					c.Limits.MaxTurnTokens, err = p.positiveInt(`"limits" "max_turn_tokens"`)
+					c.Limits.MaxTurnTokens, err = p.PositiveInt(`"limits" "max_turn_tokens"`)
 				default:
-					return p.errAt(koff, "limits: unknown key %q (known: max_steps, max_turn_tokens)", k)
+					return p.Errorf(koff, "limits: unknown key %q (known: max_steps, max_turn_tokens)", k)
 				}
 				return err
 			})
 		case "providers":
-			return p.object(`"providers"`, func(name string, off int64) error {
-				ps := ProviderSettings{Name: name, line: p.line(off)}
+			return p.Object(`"providers"`, func(name string, off int64) error {
+				ps := ProviderSettings{Name: name, line: p.Line(off)}
 				if old, ok := c.Providers[name]; ok {
 					ps = old // a built-in provider: the file overrides what it says
-					ps.line = p.line(off)
+					ps.line = p.Line(off)
 				}
 				what := fmt.Sprintf("provider %q", name)
-				err := p.object(what, func(k string, koff int64) error {
+				err := p.Object(what, func(k string, koff int64) error {
 					var err error
 					var voff int64
 					switch k {
 					case "type":
 						var t string
-						t, voff, err = p.str(what + ` "type"`)
+						t, voff, err = p.String(what + ` "type"`)
 						if err == nil && t != TypeAnthropic && t != TypeOpenAI {
-							return p.errAt(voff, "%s: type %q is not known (want %q or %q)", what, t, TypeAnthropic, TypeOpenAI)
+							return p.Errorf(voff, "%s: type %q is not known (want %q or %q)", what, t, TypeAnthropic, TypeOpenAI)
 						}
 						if t != "" {
 							ps.Type = t
 						}
 					case "base_url":
-						ps.BaseURL, voff, err = p.str(what + ` "base_url"`)
+						ps.BaseURL, voff, err = p.String(what + ` "base_url"`)
 						if err == nil && ps.BaseURL != "" && !strings.HasPrefix(ps.BaseURL, "http://") && !strings.HasPrefix(ps.BaseURL, "https://") {
-							return p.errAt(voff, "%s: base_url %q must start with http:// or https://", what, ps.BaseURL)
+							return p.Errorf(voff, "%s: base_url %q must start with http:// or https://", what, ps.BaseURL)
 						}
 					case "api_key_env":
-						ps.APIKeyEnv, _, err = p.str(what + ` "api_key_env"`)
+						ps.APIKeyEnv, _, err = p.String(what + ` "api_key_env"`)
 					default:
-						return p.errAt(koff, "%s: unknown key %q (known: type, base_url, api_key_env)", what, k)
+						return p.Errorf(koff, "%s: unknown key %q (known: type, base_url, api_key_env)", what, k)
 					}
 					return err
 				})
@@ -199,51 +199,51 @@ func (c *Config) parseModels(data []byte) error {
 					return err
 				}
 				if ps.Type == "" {
-					return p.errAt(off, "%s: no \"type\" (want %q or %q)", what, TypeAnthropic, TypeOpenAI)
+					return p.Errorf(off, "%s: no \"type\" (want %q or %q)", what, TypeAnthropic, TypeOpenAI)
 				}
 				userProviders[name] = ps
 				return nil
 			})
 		case "models":
-			return p.object(`"models"`, func(name string, off int64) error {
-				m := rawModel{ModelSettings: ModelSettings{Name: name, line: p.line(off)}}
+			return p.Object(`"models"`, func(name string, off int64) error {
+				m := rawModel{ModelSettings: ModelSettings{Name: name, line: p.Line(off)}}
 				if old, ok := c.Models[name]; ok {
 					m.ModelSettings = old
-					m.line = p.line(off)
+					m.line = p.Line(off)
 				}
 				what := fmt.Sprintf("model %q", name)
-				err := p.object(what, func(k string, koff int64) error {
+				err := p.Object(what, func(k string, koff int64) error {
 					var err error
 					switch k {
 					case "provider":
 						var voff int64
 						var s string
-						s, voff, err = p.str(what + ` "provider"`)
+						s, voff, err = p.String(what + ` "provider"`)
 						if s != "" {
-							m.Provider, m.providerLine = s, p.line(voff)
+							m.Provider, m.providerLine = s, p.Line(voff)
 						}
 					case "id":
 						var s string
-						s, _, err = p.str(what + ` "id"`)
+						s, _, err = p.String(what + ` "id"`)
 						if s != "" {
 							m.ID = s
 						}
 					case "context_window":
 						var n int
-						n, err = p.positiveInt(what + ` "context_window"`)
+						n, err = p.PositiveInt(what + ` "context_window"`)
 						if n > 0 {
 							m.ContextWindow = n
 						}
 					case "max_output_tokens":
 						var n int
-						n, err = p.positiveInt(what + ` "max_output_tokens"`)
+						n, err = p.PositiveInt(what + ` "max_output_tokens"`)
 						if n > 0 {
 							m.MaxOutputTokens = n
 						}
 					case "reasoning":
 						var s string
 						var voff int64
-						s, voff, err = p.str(what + ` "reasoning"`)
+						s, voff, err = p.String(what + ` "reasoning"`)
 						switch s {
 						case "none":
 							m.Reasoning = ReasoningNone
@@ -251,11 +251,11 @@ func (c *Config) parseModels(data []byte) error {
 							m.Reasoning = s
 						default:
 							if err == nil {
-								return p.errAt(voff, "%s: reasoning %q is not known (want none, optional or always)", what, s)
+								return p.Errorf(voff, "%s: reasoning %q is not known (want none, optional or always)", what, s)
 							}
 						}
 					default:
-						return p.errAt(koff, "%s: unknown key %q (known: provider, id, context_window, max_output_tokens, "+
+						return p.Errorf(koff, "%s: unknown key %q (known: provider, id, context_window, max_output_tokens, "+
 							"reasoning)", what, k)
 					}
 					return err
@@ -264,7 +264,7 @@ func (c *Config) parseModels(data []byte) error {
 					return err
 				}
 				if m.Provider == "" {
-					return p.errAt(off, "%s: no \"provider\"", what)
+					return p.Errorf(off, "%s: no \"provider\"", what)
 				}
 				if m.ID == "" {
 					m.ID = name
@@ -273,13 +273,13 @@ func (c *Config) parseModels(data []byte) error {
 				return nil
 			})
 		default:
-			return p.errAt(off, "unknown key %q (known: default, providers, models, limits)", key)
+			return p.Errorf(off, "unknown key %q (known: default, providers, models, limits)", key)
 		}
 	})
 	if err != nil {
 		return err
 	}
-	if err := p.end(); err != nil {
+	if err := p.End(); err != nil {
 		return err
 	}
 	for name, ps := range userProviders {

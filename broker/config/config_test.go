@@ -157,7 +157,7 @@ func TestMalformedModelsJSON(t *testing.T) {
 		{"bad base_url", "{\"providers\": {\"g\": {\"type\": \"openai\",\n\"base_url\": \"ftp://x\"}}}", `line 2: provider "g": base_url "ftp://x" must start with http:// or https://`},
 		{"model with unknown provider", "{\"models\": {\n\"m\": {\n\"provider\": \"nope\"}}}", `line 3: model "m": provider "nope" is not known`},
 		{"model without provider", "{\"models\": {\n\n\"m\": {\"id\": \"x\"}}}", `line 3: model "m": no "provider"`},
-		{"duplicate key", "{\"default\": \"a\",\n\"default\": \"b\"}", `line 2: the file: key "default" appears twice`},
+		{"duplicate key", "{\"default\": \"a\",\n\"default\": \"b\"}", `line 2: duplicate key "default"`},
 		{"trailing text", "{\"default\": \"a\"}\n{}", `line 2: invalid JSON: more text after the end`},
 		{"not an object", "[]", `the file: want an object, got a list`},
 		{"unknown limit", "{\"limits\": {\n\"steps\": 5}}", `line 2: limits: unknown key "steps"`},

@@ -41,8 +41,8 @@ func readCredentials(path string) (map[string]string, error) {
 func parseCredentials(path string, data []byte) (map[string]string, error) {
 	creds := map[string]string{}
 	p := newParser(path, data)
-	err := p.object("the file", func(name string, off int64) error {
-		key, _, err := p.str(fmt.Sprintf("the key of %q", name))
+	err := p.Object("the file", func(name string, off int64) error {
+		key, _, err := p.String(fmt.Sprintf("the key of %q", name))
 		if err != nil {
 			return err
 		}
@@ -52,7 +52,7 @@ func parseCredentials(path string, data []byte) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.end(); err != nil {
+	if err := p.End(); err != nil {
 		return nil, err
 	}
 	return creds, nil

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/garuda-dev/garuda/internal/strictjson"
 )
 
 // Where an MCP server is configured.
@@ -102,13 +104,13 @@ const maxMCPServers = 100
 func ParseMCP(path string, data []byte, source string) ([]MCPServer, error) {
 	p := newParser(path, data)
 	var out []MCPServer
-	err := p.object("the file", func(key string, off int64) error {
+	err := p.Object("the file", func(key string, off int64) error {
 		if key != "mcpServers" {
-			return p.errAt(off, "unknown key %q (want mcpServers)", key)
+			return p.Errorf(off, "unknown key %q (want mcpServers)", key)
 		}
-		return p.object(`"mcpServers"`, func(name string, off int64) error {
+		return p.Object(`"mcpServers"`, func(name string, off int64) error {
 			if len(out) >= maxMCPServers {
-				return p.errAt(off, "more than %d servers", maxMCPServers)
+				return p.Errorf(off, "more than %d servers", maxMCPServers)
 			}
 			srv, err := p.mcpServer(name, off)
 			if err != nil {
@@ -122,7 +124,7 @@ func ParseMCP(path string, data []byte, source string) ([]MCPServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.end(); err != nil {
+	if err := p.End(); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -130,22 +132,22 @@ func ParseMCP(path string, data []byte, source string) ([]MCPServer, error) {
 
 func (p *parser) mcpServer(name string, off int64) (MCPServer, error) {
 	what := fmt.Sprintf("server %q", name)
-	srv := MCPServer{Name: name, Line: p.line(off)}
+	srv := MCPServer{Name: name, Line: p.Line(off)}
 	if err := checkMCPName(name); err != nil {
-		return srv, p.errAt(off, "%s: %v", what, err)
+		return srv, p.Errorf(off, "%s: %v", what, err)
 	}
-	err := p.object(what, func(key string, off int64) error {
+	err := p.Object(what, func(key string, off int64) error {
 		var err error
 		switch key {
 		case "type":
-			srv.Type, off, err = p.str(what + ".type")
+			srv.Type, off, err = p.String(what + ".type")
 			if err == nil && srv.Type != MCPStdio && srv.Type != MCPHTTP && srv.Type != MCPSSE {
-				return p.errAt(off, "%s: type %q (want stdio, http or sse)", what, srv.Type)
+				return p.Errorf(off, "%s: type %q (want stdio, http or sse)", what, srv.Type)
 			}
 		case "command":
-			srv.Command, _, err = p.str(what + ".command")
+			srv.Command, _, err = p.String(what + ".command")
 		case "url":
-			srv.URL, _, err = p.str(what + ".url")
+			srv.URL, _, err = p.String(what + ".url")
 		case "args":
 			srv.Args, err = p.strList(what + ".args")
 		case "env":
@@ -153,7 +155,7 @@ func (p *parser) mcpServer(name string, off int64) (MCPServer, error) {
 		case "headers":
 			srv.Headers, err = p.strMap(what + ".headers")
 		default:
-			return p.errAt(off, "%s: unknown key %q (want type, command, args, env, url or headers)", what, key)
+			return p.Errorf(off, "%s: unknown key %q (want type, command, args, env, url or headers)", what, key)
 		}
 		return err
 	})
@@ -161,7 +163,7 @@ func (p *parser) mcpServer(name string, off int64) (MCPServer, error) {
 		return srv, err
 	}
 	if err := srv.check(); err != nil {
-		return srv, p.errAt(off, "%s: %v", what, err)
+		return srv, p.Errorf(off, "%s: %v", what, err)
 	}
 	return srv, nil
 }
@@ -230,38 +232,38 @@ func MCPServerOf(s MCPServer) (MCPServer, error) {
 
 // strList reads a list of strings.
 func (p *parser) strList(what string) ([]string, error) {
-	tok, err := p.token()
+	tok, err := p.Token()
 	if err != nil {
 		return nil, err
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		off := p.dec.InputOffset()
-		if err := p.skipRest(tok); err != nil {
+		off := p.Offset()
+		if err := p.SkipRest(tok); err != nil {
 			return nil, err
 		}
-		return nil, p.errAt(off, "%s: want a list of strings, got %s", what, describe(tok))
+		return nil, p.Errorf(off, "%s: want a list of strings, got %s", what, strictjson.Describe(tok))
 	}
 	out := []string{}
-	for p.dec.More() {
-		tok, err := p.token()
+	for p.More() {
+		tok, err := p.Token()
 		if err != nil {
 			return nil, err
 		}
 		v, ok := tok.(string)
 		if !ok {
-			return nil, p.errAt(p.dec.InputOffset(), "%s: want a list of strings, got %s in it", what, describe(tok))
+			return nil, p.Errorf(p.Offset(), "%s: want a list of strings, got %s in it", what, strictjson.Describe(tok))
 		}
 		out = append(out, v)
 	}
-	_, err = p.token()
+	_, err = p.Token()
 	return out, err
 }
 
 // strMap reads an object of strings.
 func (p *parser) strMap(what string) (map[string]string, error) {
 	out := map[string]string{}
-	err := p.object(what, func(key string, off int64) error {
-		v, _, err := p.str(what + "." + key)
+	err := p.Object(what, func(key string, off int64) error {
+		v, _, err := p.String(what + "." + key)
 		out[key] = v
 		return err
 	})

@@ -45,7 +45,7 @@ func TestParseMCPErrorsNameTheLine(t *testing.T) {
 		{"{\"mcpServers\": {\n\"a\": {\"type\": \"http\", \"url\": \"file:///etc\"}}}", "not an http or https address"},
 		{"{\"mcpServers\": {\n\"a\": {\"args\": [\"x\"]}}}", "needs a command"},
 		{"{\"mcpServers\": {\n\"a b\": {\"command\": \"x\"}}}", "may hold only"},
-		{"{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"a\": {\"command\": \"y\"}}}", "appears twice"},
+		{"{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"a\": {\"command\": \"y\"}}}", `duplicate key "a" in "mcpServers"`},
 		{"{\"servers\": {}}", "unknown key"},
 	} {
 		_, err := ParseMCP("/p/.mcp.json", []byte(tc.data), MCPSourceProject)

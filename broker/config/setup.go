@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/garuda-dev/garuda/broker/homefile"
+	"github.com/garuda-dev/garuda/internal/strictjson"
 
 	"encoding/json"
 	"errors"
@@ -98,8 +99,8 @@ func setDefault(path, model string) error {
 	case err != nil:
 		return fmt.Errorf("read %s: %w", path, err)
 	default:
-		if err := json.Unmarshal(data, &doc); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+		if err := strictjson.Unmarshal(path, data, &doc); err != nil {
+			return err
 		}
 	}
 	v, err := json.Marshal(model)
