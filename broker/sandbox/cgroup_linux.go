@@ -298,34 +298,38 @@ func newCommandCgroup(m limitMechanisms, memBytes int64, procs int) (*commandCgr
 	return cg, nil
 }
 
-// v1Group makes the command's group name in the user's parent below base (garuda/<user>/<name>), setting the
-// parent's memory limit first when memory is true. A parent another broker removed as it emptied is made again.
+// v1Group makes the command's group name in the user's parent below base (garuda/<user>/<name>), then sets the
+// parent's memory limit when memory is true. A parent another command's end removed as it emptied is made again;
+// once the group exists it pins its parent, so the limit is written to the folder that stays.
 func v1Group(base, user, name string, memory bool, memBytes int64) (string, error) {
 	parent := filepath.Join(base, "garuda", user)
 	sweepStaleCgroups(filepath.Join(base, "garuda")) // groups of the layout before the per-user parent
+	dir := filepath.Join(parent, name)
 	for try := 0; ; try++ {
-		if err := os.MkdirAll(parent, 0o755); err != nil {
-			return "", fmt.Errorf("create cgroup %s: %w", parent, err)
-		}
-		sweepStaleCgroups(parent)
-		if memory {
-			if err := setV1Memory(parent, memBytes); err != nil {
-				if errors.Is(err, os.ErrNotExist) && try < 3 {
-					continue
-				}
-				return "", err
+		err := os.MkdirAll(parent, 0o755)
+		if err == nil {
+			sweepStaleCgroups(parent)
+			if err = os.Mkdir(dir, 0o755); err == nil {
+				break
 			}
 		}
-		dir := filepath.Join(parent, name)
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return dir, nil
-		}
-		if !errors.Is(err, os.ErrNotExist) || try >= 3 {
+		// A folder removed between MkdirAll's steps or before the group's mkdir answers ENOENT or EEXIST.
+		if !(errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrExist)) || try >= v1Tries {
 			return "", fmt.Errorf("create cgroup %s: %w", dir, err)
 		}
 	}
+	if memory {
+		if err := setV1Memory(parent, memBytes); err != nil {
+			_ = os.Remove(dir)
+			return "", err
+		}
+	}
+	return dir, nil
 }
+
+// v1Tries bounds how often v1Group remakes a parent that other commands' ends keep removing. Defends against
+// failing a command because another command of the same user ended at the same moment.
+const v1Tries = 20
 
 // v2Parent makes the user's parent group in the broker's delegated cgroup v2 folder. A cgroup with processes
 // cannot hand controllers to its children, so the broker first moves itself into a leaf of its own ("broker").

@@ -95,3 +95,33 @@ func TestSweepSparesFreshGroups(t *testing.T) {
 		t.Errorf("an old empty group of a dead broker was kept: %v", err)
 	}
 }
+
+// TestCgroupV1ConcurrentCommands: commands of one user starting and ending at once never fail their set-up,
+// though each end removes the shared per-user parent when it looks empty (the soak saw "set memory.limit_in_bytes
+// in …/garuda/u0: no such device" when a parent was removed between its mkdir and the write of its limit).
+func TestCgroupV1ConcurrentCommands(t *testing.T) {
+	m := chooseMechanisms(false, nil)
+	if m.memory != byCgroupV1 {
+		t.Skipf("the memory limit is not a cgroup v1 group here (%s): the race is v1's only", m.memWhy)
+	}
+	const workers, rounds = 4, 150
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			for i := 0; i < rounds; i++ {
+				cg, err := newCommandCgroup(m, 1<<30, 64)
+				if err != nil {
+					errs <- err
+					return
+				}
+				cg.remove()
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < workers; w++ {
+		if err := <-errs; err != nil {
+			t.Fatalf("a command's cgroup set-up failed while others ended: %v", err)
+		}
+	}
+}

@@ -514,8 +514,10 @@ func protectPaths(hs *helperSpec) error {
 			continue // gone, unreachable, or not a socket any more
 		}
 		if err := hideFile(s); err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue // removed since the Lstat (another program's temp socket): nothing left to reach
+			// Removed since the Lstat (another command's proxy socket, a program's temp socket): the mount fails
+			// with ENOENT, or the kernel detaches the cover when the host unlinks it. Nothing is left to reach.
+			if _, lerr := os.Lstat(s); errors.Is(err, unix.ENOENT) || errors.Is(lerr, fs.ErrNotExist) {
+				continue
 			}
 			return err
 		}
