@@ -196,8 +196,9 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 	stdin, _ := gcmd.StdinPipe()
 	stdout, _ := gcmd.StdoutPipe()
 	ed := newEditor(stdin)
-	tools := map[string]int{}    // "edit_file completed": tool calls of each kind by their last status
-	loading := map[string]bool{} // sessions whose load is replaying
+	tools := map[string]int{}        // "edit_file completed": tool calls of each kind by their last status
+	loading := map[string]bool{}     // sessions whose load is replaying
+	sleepSaid := map[string]string{} // what each session's last sleep call said when it ended
 	ed.onUpdate = func(params json.RawMessage) {
 		var u struct {
 			Update struct {
@@ -223,6 +224,9 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 		name := map[byte]string{'r': "read_file", 'g': "glob", 'e': "edit_file", 'b': "bash", 's': "sleep (cancelled)"}[u.Update.ToolCallID[0]]
 		mu.Lock()
 		tools[name+" "+u.Update.Status]++
+		if name == "sleep (cancelled)" {
+			sleepSaid[sid.SessionID] = fmt.Sprintf("%s %.300s", u.Update.Status, u.Update.Content)
+		}
 		if u.Update.Status == "failed" && name != "sleep (cancelled)" && len(res.why) < 5 {
 			res.why = append(res.why, fmt.Sprintf("%s: %.300s", name, u.Update.Content))
 		}
@@ -324,11 +328,13 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 		if err != nil {
 			return err
 		}
+		seen := true // the sleep was seen running before the cancel
 		if sleep {
 			// Cancel once the session's sleep runs (looked for every 50 ms: /proc is read whole each time).
 			for deadline := time.Now().Add(r.timeout); time.Now().Before(deadline) && len(withMarker(sleepArg(marker, i))) == 0; {
 				time.Sleep(50 * time.Millisecond)
 			}
+			seen = len(withMarker(sleepArg(marker, i))) > 0
 			if err := ed.notify("session/cancel", map[string]any{"sessionId": s.id}); err != nil {
 				return err
 			}
@@ -353,6 +359,9 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 			res.turns++
 		default:
 			res.failed++
+			if len(res.why) < 5 {
+				res.why = append(res.why, fmt.Sprintf("%q ended %q (sleep seen running: %v); its sleep call: %s", text, pr.StopReason, seen, sleepSaid[s.id]))
+			}
 		}
 		return nil
 	}
