@@ -11,6 +11,7 @@ import (
 	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/model"
 	"github.com/garuda-dev/garuda/frontend/tools"
+	"github.com/garuda-dev/garuda/frontend/visible"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -21,6 +22,10 @@ const (
 	subagentMaxTokens = 500_000
 	// subagentLogLines bounds the lines of the subagent's entry that show its calls.
 	subagentLogLines = 40
+	// maxSubagentDepth bounds how deep subagents nest: a subagent starts subagents only when its definition lists
+	// the tool (Garuda's `subagent` or Claude Code's `Task`), and never below this depth (against a recursion that
+	// multiplies its limits).
+	maxSubagentDepth = 3
 )
 
 // agentDef is an agent a subagent call may name.
@@ -29,6 +34,8 @@ type agentDef struct {
 	tools             []string // the tools it is offered, of the parent's
 	plan              bool     // its calls are decided and run in plan mode, by the broker (Start.mode)
 	prompt            string   // its own instructions, after Garuda's system prompt
+	model             string   // the model its frontmatter names; "" or "inherit": its parent's
+	subagents         bool     // it may start subagents of its own (its tools list subagent or Task)
 }
 
 // explore is the built-in read-only agent.
@@ -42,18 +49,20 @@ var explore = agentDef{
 		"with path:line references, so that the agent that asked can act on it without reading it all again.",
 }
 
-// notForSubagents are never offered to a subagent: a subagent starts no subagents (depth 1), keeps no plan of
-// its parent's, and starts no background process that would outlive it.
-var notForSubagents = []string{tools.Subagent, tools.Todo, tools.Process}
+// notForSubagents are never offered to a subagent: a subagent keeps no plan of its parent's and starts no
+// background process that would outlive it. It starts subagents only as maxSubagentDepth says.
+var notForSubagents = []string{tools.Todo, tools.Process}
 
 // claudeTools maps Claude Code's tool names, as agents' frontmatter lists them, to Garuda's.
 var claudeTools = map[string]string{"Read": tools.ReadFile, "Write": tools.WriteFile, "Edit": tools.EditFile,
-	"MultiEdit": tools.EditFile, "Glob": tools.Glob, "Grep": tools.Grep, "Bash": tools.Bash, "LS": tools.Glob}
+	"MultiEdit": tools.EditFile, "Glob": tools.Glob, "Grep": tools.Grep, "Bash": tools.Bash, "LS": tools.Glob,
+	"Task": tools.Subagent}
 
 // customAgent is the definition of a custom agent: its tools (Claude Code's names or Garuda's; none listed: every
-// tool a subagent may have) and its instructions. Its calls are decided in the session's mode.
+// tool a subagent may have but subagent), its model and its instructions. Its calls are decided in the session's
+// mode.
 func customAgent(a *execv1.AgentDefinition) *agentDef {
-	d := &agentDef{name: a.GetName(), description: a.GetDescription(), prompt: a.GetInstructions()}
+	d := &agentDef{name: a.GetName(), description: a.GetDescription(), prompt: a.GetInstructions(), model: a.GetModel()}
 	for _, t := range a.GetTools() {
 		if g, ok := claudeTools[t]; ok {
 			t = g
@@ -62,6 +71,7 @@ func customAgent(a *execv1.AgentDefinition) *agentDef {
 			d.tools = append(d.tools, t)
 		}
 	}
+	d.subagents = slices.Contains(d.tools, tools.Subagent)
 	if len(d.tools) == 0 {
 		d.tools = []string{tools.ReadFile, tools.WriteFile, tools.EditFile, tools.Glob, tools.Grep, tools.Bash, tools.Skill}
 	}
@@ -73,6 +83,25 @@ func customAgent(a *execv1.AgentDefinition) *agentDef {
 // final answer. Its calls are shown as the content of its entry; a question of one of its calls gets its own
 // entry (the broker names a call the editor does not know).
 func (s *session) subagent(ctx context.Context, call agent.ToolCall, progress func(string)) agent.ToolResult {
+	return s.runSubagent(ctx, call, progress, subagentParent{depth: 0, tools: s.runner.Specs(), mode: s.currentTurnMode()})
+}
+
+// subagentParent is what a subagent inherits from whoever called it: it never gets more tools, nor a looser mode.
+type subagentParent struct {
+	depth int               // 0: the session's own loop
+	tools []model.ToolSpec  // the caller's tools
+	mode  string            // the caller's mode (modePlan for explore and everything it starts)
+	plan  bool              // the caller's calls go to the broker in plan mode (Start.mode)
+	model *subagentModelSet // the caller's model
+}
+
+// subagentModelSet is the model a loop talks to.
+type subagentModelSet struct {
+	client                       model.Client
+	contextWindow, maxOutputToks int
+}
+
+func (s *session) runSubagent(ctx context.Context, call agent.ToolCall, progress func(string), parent subagentParent) agent.ToolResult {
 	fail := func(msg string) agent.ToolResult {
 		return agent.ToolResult{CallID: call.ID, Status: agent.StatusFailed, Content: msg}
 	}
@@ -98,34 +127,56 @@ func (s *session) subagent(ctx context.Context, call agent.ToolCall, progress fu
 		}
 		def = customAgent(res.GetAgent())
 	}
+	depth := parent.depth + 1
 	var specs []model.ToolSpec
-	for _, sp := range s.runner.Specs() {
-		if slices.Contains(def.tools, sp.Name) && !slices.Contains(notForSubagents, sp.Name) {
+	for _, sp := range parent.tools {
+		switch {
+		case !slices.Contains(def.tools, sp.Name), slices.Contains(notForSubagents, sp.Name):
+		case sp.Name == tools.Subagent && (!def.subagents || depth >= maxSubagentDepth):
+		default:
 			specs = append(specs, sp)
 		}
 	}
 	runner := &brokerconn.Runner{Client: s.srv.opts.Broker, SessionID: s.id, Approver: &approver{sess: s}, Tools: specs,
 		Notice: s.resultNotice}
-	mode := s.currentTurnMode()
-	if def.plan {
+	mode := parent.mode
+	if def.plan || parent.plan {
 		runner.Mode, mode = execv1.Mode_MODE_PLAN, modePlan
 	}
+	log := &subagentLog{}
+	m := parent.model
+	if m == nil {
+		m = &subagentModelSet{client: s.ag.Model, contextWindow: s.ag.ContextWindow, maxOutputToks: s.ag.MaxOutputTokens}
+	}
+	if def.model != "" && def.model != "inherit" {
+		own, note := s.subagentModel(ctx, def.model)
+		if own != nil {
+			m = own
+		}
+		if note != "" {
+			log.lines = append(log.lines, note)
+		}
+	}
+	me := subagentParent{depth: depth, tools: specs, mode: mode, plan: runner.Mode == execv1.Mode_MODE_PLAN, model: m}
 	sub := &agent.Session{
-		Model:           s.ag.Model,
-		Tools:           &subagentTools{runner: runner, prefix: call.ID + "/"},
-		MaxOutputTokens: s.ag.MaxOutputTokens,
-		ContextWindow:   s.ag.ContextWindow,
+		Model:           m.client,
+		Tools:           &subagentTools{sess: s, runner: runner, prefix: call.ID + "/", self: me},
+		MaxOutputTokens: m.maxOutputToks,
+		ContextWindow:   m.contextWindow,
 		Limits:          agent.Limits{MaxSteps: subagentMaxSteps, MaxTokens: subagentMaxTokens},
 		System: func() string {
-			return agent.SystemPrompt(agent.PromptInfo{Root: s.root, Mode: mode, Date: time.Now().Format("2006-01-02"),
-				Tools: specs, ToolRules: tools.Rules(specs), Instructions: s.instructions, InstructionsFile: s.instructionsFile}) +
+			info := agent.PromptInfo{Root: s.root, Mode: mode, Date: time.Now().Format("2006-01-02"),
+				Tools: specs, ToolRules: tools.Rules(specs), Instructions: s.instructions, InstructionsFile: s.instructionsFile}
+			if slices.ContainsFunc(specs, func(sp model.ToolSpec) bool { return sp.Name == tools.Subagent }) {
+				info.Agents = append([]agent.SkillInfo{{Name: explore.name, Description: explore.description}}, s.customAgents...)
+			}
+			return agent.SystemPrompt(info) +
 				"\n\n# You are a subagent\nYou are the " + def.name + " agent, called by another agent with one task. " +
 				"Your final answer is returned to it as the result (the user sees it there); nothing else of your " +
 				"work reaches it. Answer the task fully in that one final message.\n\n" + def.prompt
 		},
 	}
-	progress("") // running
-	log := &subagentLog{}
+	progress(log.String()) // running
 	onEvent := func(e agent.Event) {
 		if log.add(e) {
 			progress(log.String())
@@ -156,6 +207,48 @@ func (s *session) subagent(ctx context.Context, call agent.ToolCall, progress fu
 		answer = "(the subagent gave no answer)"
 	}
 	return agent.ToolResult{CallID: call.ID, Status: agent.StatusCompleted, Content: answer}
+}
+
+// claudeModelAliases are the model names of Claude Code's agent files that name a family, not a model.
+var claudeModelAliases = []string{"sonnet", "opus", "haiku"}
+
+// subagentModel is the model a custom agent's frontmatter names: a model of models.json or provider/model-id, as
+// the model picker takes them, or one of Claude Code's aliases (sonnet, opus, haiku), which is the newest offered
+// model of the session's provider whose name holds it. A model that cannot be used leaves the parent's, with a note
+// for the subagent's entry.
+func (s *session) subagentModel(ctx context.Context, name string) (*subagentModelSet, string) {
+	s.mu.Lock()
+	c := s.cfg
+	s.mu.Unlock()
+	want := name
+	if slices.Contains(claudeModelAliases, strings.ToLower(name)) {
+		want = ""
+		for _, ch := range c.choices {
+			if ch.GetProvider() == c.settings.GetProvider() && strings.Contains(strings.ToLower(ch.GetName()), strings.ToLower(name)) &&
+				ch.GetName() > want {
+				want = ch.GetName()
+			}
+		}
+	}
+	keep := fmt.Sprintf("(model %q is not available here: the subagent uses %s)", visible.OneLine(name), visible.OneLine(c.settings.GetName()))
+	if want == "" {
+		return nil, keep
+	}
+	if want == c.settings.GetName() {
+		return nil, ""
+	}
+	srv := s.srv
+	prep, err := srv.opts.Broker.Prepare(ctx, &execv1.PrepareRequest{Model: want, EnvKeys: EnvKeys(srv.opts.Getenv)})
+	if err != nil || prep.GetReady() == nil {
+		return nil, keep
+	}
+	ms := prep.GetReady()
+	client, err := srv.opts.NewModel(ms, srv.apiKey(ms))
+	if err != nil {
+		return nil, keep
+	}
+	return &subagentModelSet{client: client, contextWindow: int(ms.GetContextWindow()), maxOutputToks: int(ms.GetMaxOutputTokens())},
+		"(model " + visible.OneLine(ms.GetName()) + ")"
 }
 
 // loadAgents reads the custom agents' names and descriptions through the broker, once a session, at its first
@@ -207,8 +300,10 @@ func lastText(h []model.Message) string {
 // subagentTools are a subagent's tools: its runner, with its calls' ids prefixed by its own call's. Defends against
 // a subagent's call id that equals one of the parent's: a question about it would be shown on the parent's entry.
 type subagentTools struct {
+	sess   *session
 	runner *brokerconn.Runner
 	prefix string
+	self   subagentParent // what a subagent this one starts inherits
 }
 
 func (t *subagentTools) Specs() []model.ToolSpec   { return t.runner.Specs() }
@@ -221,6 +316,10 @@ func (t *subagentTools) Run(ctx context.Context, call agent.ToolCall, progress f
 			Content: fmt.Sprintf("%s is not one of this agent's tools.", call.Name)}
 	}
 	call.ID = t.prefix + call.ID
+	if call.Name == tools.Subagent {
+		// Offered only where the definition lists it and the depth allows: a subagent of its own, narrowed again.
+		return t.sess.runSubagent(ctx, call, func(string) {}, t.self)
+	}
 	return t.runner.Run(ctx, call, nil)
 }
 

@@ -213,3 +213,100 @@ func TestSubagentThatLoopsIsStopped(t *testing.T) {
 		t.Errorf("%d scripted answers left", e.fake.Remaining())
 	}
 }
+
+// userAgent writes an agent of the user's own ($GARUDA_HOME/agents: no consent needed).
+func (e *env) userAgent(name, frontmatter, body string) {
+	e.t.Helper()
+	dir := filepath.Join(e.home, "agents")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		e.t.Fatal(err)
+	}
+	text := "---\nname: " + name + "\ndescription: " + name + " agent\n" + frontmatter + "---\n" + body + "\n"
+	if err := os.WriteFile(filepath.Join(dir, name+".md"), []byte(text), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// withModelLog records the name of every model client the front end makes (all of them are the fake).
+func withModelLog(names *[]string) envOption {
+	return func(e *env, o *Options) {
+		o.NewModel = func(ms *execv1.ModelSettings, key string) (model.Client, error) {
+			*names = append(*names, ms.GetName())
+			return e.fake, nil
+		}
+	}
+}
+
+// A custom agent's frontmatter model is used: a model name as the picker takes it, or one of Claude Code's
+// aliases (the newest offered model of the session's provider that holds it); "inherit" and an unknown model
+// keep the session's, the unknown one with a note in the subagent's entry.
+func TestCustomAgentModel(t *testing.T) {
+	var made []string
+	e := newEnv(t, withModelLog(&made))
+	e.userAgent("alias", "model: opus\n", "Think hard.")
+	e.userAgent("named", "model: claude-haiku-4-5\n", "Be quick.")
+	e.userAgent("inherits", "model: inherit\n", "Same.")
+	e.userAgent("unknown", "model: gpt-9000\n", "Who?")
+	sid := e.newSession()
+	e.fake.Push(subagentCall("toolu_a", "alias", "x"), model.TextStep("a"),
+		subagentCall("toolu_n", "named", "x"), model.TextStep("n"),
+		subagentCall("toolu_i", "inherits", "x"), model.TextStep("i"),
+		subagentCall("toolu_u", "unknown", "x"), model.TextStep("u"), model.TextStep("done"))
+	before := len(made)
+	e.promptOK(sid, "go")
+	if got := strings.Join(made[before:], ","); got != "claude-opus-4-5,claude-haiku-4-5" {
+		t.Errorf("models made for the subagents: %q, want claude-opus-4-5 (opus) and claude-haiku-4-5 (named)", got)
+	}
+	ups, _ := e.ed.snapshot()
+	if _, st, texts := toolCall(ups, "toolu_u"); st != acp.ToolCallStatusCompleted ||
+		!strings.Contains(strings.Join(texts, ""), `model "gpt-9000" is not available here: the subagent uses claude-sonnet-5`) {
+		t.Errorf("unknown model: %s %q", st, texts)
+	}
+	if _, _, texts := toolCall(ups, "toolu_a"); !strings.Contains(strings.Join(texts, ""), "(model claude-opus-4-5)") {
+		t.Errorf("the alias's entry does not say the model: %q", texts)
+	}
+}
+
+// A subagent starts subagents only when its definition lists the tool (subagent, or Claude Code's Task), and never
+// deeper than maxSubagentDepth; explore never does. Each nested one has at most its caller's tools.
+func TestNestedSubagents(t *testing.T) {
+	e := newEnv(t)
+	e.userAgent("rec", "tools: Read, Task\n", "Delegate.")
+	e.userAgent("flat", "tools: Read, Grep\n", "Do it yourself.")
+	sid := e.newSession()
+	e.fake.Push(subagentCall("toolu_1", "rec", "x"), // the session's loop
+		subagentCall("toolu_2", "rec", "x"),     // depth 1
+		subagentCall("toolu_3", "rec", "x"),     // depth 2
+		model.TextStep("leaf"),                  // depth 3: no subagent tool
+		model.TextStep("mid"),                   // depth 2
+		subagentCall("toolu_4", "flat", "x"),    // depth 1 again
+		model.TextStep("flat answer"),           // flat
+		subagentCall("toolu_5", "explore", "x"), // depth 1 again
+		model.TextStep("explored"),              // explore
+		model.TextStep("top"),                   // depth 1
+		model.TextStep("done"))                  // the session's loop
+	e.promptOK(sid, "go")
+	reqs := e.fake.Requests()
+	if len(reqs) != 11 {
+		t.Fatalf("%d model requests, want 11", len(reqs))
+	}
+	names := func(r model.Request) string {
+		var n []string
+		for _, ts := range r.Tools {
+			n = append(n, ts.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	for i, want := range map[int]string{1: "read_file,subagent", 2: "read_file,subagent", 3: "read_file", 6: "read_file", 8: "read_file"} {
+		if got := names(reqs[i]); got != want {
+			t.Errorf("request %d offered %q, want %q", i, got, want)
+		}
+	}
+	if !strings.Contains(reqs[1].System, "- explore: ") || strings.Contains(reqs[3].System, "# Agents") {
+		t.Errorf("the agents are listed where the subagent tool is offered, and only there")
+	}
+	ups, _ := e.ed.snapshot()
+	if _, st, texts := toolCall(ups, "toolu_1"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, ""), "top") {
+		t.Errorf("the outer subagent: %s %q", st, texts)
+	}
+}

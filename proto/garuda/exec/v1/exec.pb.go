@@ -2873,7 +2873,8 @@ type AgentDefinition struct {
 	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	// tools are the tools of its frontmatter as written (Claude Code's names or Garuda's); empty: the parent's.
 	Tools []string `protobuf:"bytes,3,rep,name=tools,proto3" json:"tools,omitempty"`
-	// model is read and not used in this version: a subagent talks to its parent's model.
+	// model is the frontmatter's model as written: a model name, provider/model-id, one of Claude Code's aliases
+	// (sonnet, opus, haiku) or inherit; the front end resolves it through Prepare.
 	Model string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
 	// instructions are the file's body: the agent's own system prompt.
 	Instructions  string `protobuf:"bytes,5,opt,name=instructions,proto3" json:"instructions,omitempty"`
