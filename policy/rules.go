@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/garuda-dev/garuda/internal/pathglob"
 )
 
 // Rule is one permission rule, in the grammar of Claude Code's settings:
@@ -377,9 +379,9 @@ func (pp *pathPattern) match(abs string, st *State, fold bool) bool {
 	if !ok {
 		return false
 	}
-	segs, pat := splitPath(rel), pp.segs
+	segs, pat := pathglob.Split(rel), pp.segs
 	if fold {
-		segs, pat = splitPath(foldName(rel)), pp.lsegs
+		segs, pat = pathglob.Split(foldName(rel)), pp.lsegs
 	}
 	if pp.base == baseAny && len(pat) == 1 {
 		for _, s := range segs {
@@ -389,48 +391,8 @@ func (pp *pathPattern) match(abs string, st *State, fold bool) bool {
 		}
 		return false
 	}
-	return matchSegs(pat, segs)
-}
-
-// matchSegs matches pattern names against path names; a pattern that runs out first matched a folder above
-// the path, which covers it. It runs in O(len(pat)*len(segs)) (no backtracking blow-up on many "**").
-func matchSegs(pat, segs []string) bool {
-	// cur[j]: pat[:i] can match segs[:j]
-	cur := make([]bool, len(segs)+1)
-	cur[0] = true
-	next := make([]bool, len(segs)+1)
-	for _, p := range pat {
-		alive := false
-		for j := range next {
-			switch {
-			case p == "**":
-				next[j] = cur[j] || (j > 0 && next[j-1])
-			case j == 0:
-				next[j] = false
-			default:
-				m, _ := path.Match(p, segs[j-1])
-				next[j] = cur[j-1] && m
-			}
-			alive = alive || next[j]
-		}
-		if !alive {
-			return false
-		}
-		cur, next = next, cur
-	}
-	for _, ok := range cur {
-		if ok {
-			return true // the pattern matched the path or a folder above it
-		}
-	}
-	return false
-}
-
-func splitPath(rel string) []string {
-	if rel == "" {
-		return nil
-	}
-	return strings.Split(rel, "/")
+	// A pattern that matches a folder above the path covers it.
+	return pathglob.Pattern(pat).Covers(segs)
 }
 
 // within returns p relative to base when p is base or lies under it.

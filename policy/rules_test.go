@@ -3,9 +3,12 @@ package policy
 import (
 	"strings"
 	"testing"
+
+	"github.com/garuda-dev/garuda/internal/pathglob"
 )
 
-func TestMatchSegs(t *testing.T) {
+// The rules' folder rule: a pattern that matches a folder covers what it holds.
+func TestPathRuleCovers(t *testing.T) {
 	cases := []struct {
 		pat, path string
 		want      bool
@@ -16,8 +19,8 @@ func TestMatchSegs(t *testing.T) {
 		{"**/**/**/**/**/**/**/**/q", strings.Repeat("a/", 60) + "b", false},
 	}
 	for _, c := range cases {
-		if got := matchSegs(strings.Split(c.pat, "/"), splitPath(c.path)); got != c.want {
-			t.Errorf("matchSegs(%q, %q) = %v", c.pat, c.path, got)
+		if got := pathglob.Pattern(strings.Split(c.pat, "/")).Covers(pathglob.Split(c.path)); got != c.want {
+			t.Errorf("Covers(%q, %q) = %v", c.pat, c.path, got)
 		}
 	}
 }

@@ -3,11 +3,13 @@ package fsops
 import (
 	"bytes"
 	"strings"
+
+	"github.com/garuda-dev/garuda/internal/pathglob"
 )
 
 // ignoreRule is one line of a .gitignore file.
 type ignoreRule struct {
-	pat     segPattern
+	pat     pathglob.Pattern
 	negate  bool
 	dirOnly bool
 }
@@ -78,7 +80,7 @@ func (n *ignoreNode) ignored(rel string, isDir bool) bool {
 			if r.dirOnly && !isDir {
 				continue
 			}
-			if r.pat.match(segs) {
+			if r.pat.Match(segs) {
 				return !r.negate
 			}
 		}

@@ -2,77 +2,18 @@ package fsops
 
 import (
 	"fmt"
-	"path"
 	"strings"
+
+	"github.com/garuda-dev/garuda/internal/pathglob"
 )
 
-// segPattern is a slash-separated glob whose segments are matched with path.Match; a "**" segment matches zero or
-// more path segments.
-type segPattern []string
-
-func compileSeg(p string) (segPattern, error) {
-	segs := strings.Split(strings.Trim(p, "/"), "/")
-	out := segs[:0]
-	for _, s := range segs {
-		if s == "" {
-			continue
-		}
-		if s != "**" {
-			if _, err := path.Match(s, ""); err != nil {
-				return nil, fmt.Errorf("pattern %q: %w", p, ErrBadPattern)
-			}
-		}
-		if s == "**" && len(out) > 0 && out[len(out)-1] == "**" {
-			continue
-		}
-		out = append(out, s)
+// compileSeg compiles one alternative of a glob: "**" matches zero or more path names.
+func compileSeg(p string) (pathglob.Pattern, error) {
+	pat, err := pathglob.Compile(p)
+	if err != nil {
+		return nil, fmt.Errorf("pattern %q: %w", p, ErrBadPattern)
 	}
-	return segPattern(out), nil
-}
-
-// match reports whether the path segments name match the whole pattern. It fills one row per pattern segment
-// (row[j]: the rest of the pattern matches name[j:]), so it costs len(p)*len(name) steps: defends against
-// **/*/**/*/... backtracking exponentially over a deep path.
-func (p segPattern) match(name []string) bool {
-	next := make([]bool, len(name)+1) // the empty rest of the pattern matches only the empty rest of the name
-	next[len(name)] = true
-	cur := make([]bool, len(name)+1)
-	for i := len(p) - 1; i >= 0; i-- {
-		for j := len(name); j >= 0; j-- {
-			switch {
-			case p[i] == "**":
-				cur[j] = next[j] || j < len(name) && cur[j+1]
-			case j == len(name):
-				cur[j] = false
-			default:
-				ok := next[j+1]
-				if ok {
-					ok, _ = path.Match(p[i], name[j])
-				}
-				cur[j] = ok
-			}
-		}
-		next, cur = cur, next
-	}
-	return next[0]
-}
-
-// prefix reports whether some path below the folder dir (given as segments) could match the pattern; the walk skips
-// folders for which it is false.
-func (p segPattern) prefix(dir []string) bool {
-	if len(dir) == 0 {
-		return len(p) > 0
-	}
-	if len(p) == 0 {
-		return false
-	}
-	if p[0] == "**" {
-		return true
-	}
-	if ok, _ := path.Match(p[0], dir[0]); !ok {
-		return false
-	}
-	return p[1:].prefix(dir[1:])
+	return pat, nil
 }
 
 // Bounds of a glob pattern: defend against a short pattern such as {a,b}{a,b}... expanding to 2^n patterns, and a
@@ -139,7 +80,7 @@ func expandBraces(p string) ([]string, bool) {
 // globSet is a set of alternatives (after brace expansion). baseOnly alternatives (no "/" in the pattern, as in
 // grep's glob filter) match the base name at any depth.
 type globSet struct {
-	pats     []segPattern
+	pats     []pathglob.Pattern
 	baseOnly bool
 }
 
@@ -169,7 +110,7 @@ func (g *globSet) matchFile(rel string) bool {
 		segs = segs[len(segs)-1:]
 	}
 	for _, p := range g.pats {
-		if p.match(segs) {
+		if p.Match(segs) {
 			return true
 		}
 	}
@@ -183,7 +124,7 @@ func (g *globSet) mayContain(rel string) bool {
 	}
 	segs := strings.Split(rel, "/")
 	for _, p := range g.pats {
-		if p.prefix(segs) {
+		if p.MayHold(segs) {
 			return true
 		}
 	}
