@@ -324,7 +324,7 @@ func (s *Service) runHook(ctx context.Context, c *call, st *policy.State, h poli
 		a.notice = strings.Join(append(nonEmpty(a.notice), a.notices...), "\n")
 	}
 	code := a.exit
-	if err := s.record(audit.Record{Session: c.sess.id, Event: "hook", Op: policy.OpHook, Input: h.Command, ExitCode: &code,
+	if err := s.record(audit.Record{Session: c.sess.id, Event: audit.EventHook, Op: policy.OpHook, Input: h.Command, ExitCode: &code,
 		DurationMS: time.Since(started).Milliseconds(), Verdict: a.decision, Reason: a.reason,
 		Detail: map[string]string{"event": event, "source": source, "timed_out": strconv.FormatBool(a.timedOut)}}, true); err != nil {
 		return a, err

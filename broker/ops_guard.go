@@ -58,7 +58,7 @@ func (s *Service) guardAfter(sessID, op, command string, w *guard.Watch) ([]stri
 	for _, n := range rep.Notes {
 		lines = append(lines, "Note: "+n+".")
 	}
-	return lines, s.record(audit.Record{Session: sessID, Event: "guard_undone", Op: op, Input: command,
+	return lines, s.record(audit.Record{Session: sessID, Event: audit.EventGuardUndone, Op: op, Input: command,
 		Detail: map[string]string{"undone": strings.Join(rep.Undone, "\n"), "changed": strings.Join(rep.Changed, " "),
 			"errors": strings.Join(rep.Errors, "\n")}}, true)
 }

@@ -45,7 +45,7 @@ func (s *Service) runTool(ctx context.Context, g *grant, r *request) (*execv1.Re
 		case "allow":
 			if policy.HookMayAllow(g.req, g.d, s.state(g.c.sess)) {
 				if err := s.record(audit.Record{Session: g.c.sess.id, Event: audit.EventAnswer, Op: g.req.Tool, Input: summary(g.req),
-					Rule: g.d.Rule, Verdict: "allow", AnsweredBy: "hook", Reason: out.reason}, true); err != nil {
+					Rule: g.d.Rule, Verdict: policy.Allow.String(), AnsweredBy: "hook", Reason: out.reason}, true); err != nil {
 					return nil, err
 				}
 				g.p = permit.Granted(g.p)

@@ -99,7 +99,7 @@ func (s *Service) SetupOptions(ctx context.Context, _ *execv1.SetupOptionsReques
 // Setup stores the key (0600) and the default model.
 func (s *Service) Setup(ctx context.Context, req *execv1.SetupRequest) (*execv1.SetupResponse, error) {
 	// Audited first: a setup that cannot be audited is not done.
-	if err := s.record(audit.Record{Event: "setup", Input: req.GetProvider() + " " + req.GetModel()}, true); err != nil {
+	if err := s.record(audit.Record{Event: audit.EventSetup, Input: req.GetProvider() + " " + req.GetModel()}, true); err != nil {
 		return nil, toStatus(err)
 	}
 	if err := config.WriteSetup(s.cfg.Home, req.GetProvider(), req.GetModel(), req.GetApiKey(), req.GetForce()); err != nil {
@@ -293,7 +293,7 @@ func (s *Service) undoPermit(id, abs string) (permit.Permit, error) {
 	}
 	req := policy.Request{Kind: policy.KindWrite, Tool: policy.OpWriteFile, Path: abs}
 	d, p := permit.Decide(req, st)
-	rec := audit.Record{Session: id, Event: audit.EventDecision, Op: policy.OpUndo, Input: abs, Verdict: "allow",
+	rec := audit.Record{Session: id, Event: audit.EventDecision, Op: policy.OpUndo, Input: abs, Verdict: policy.Allow.String(),
 		Rule: "undo", Reason: "restore the file as it was before Garuda's last change"}
 	if d.Verdict == policy.Deny {
 		rec.Verdict, rec.Rule, rec.Reason = "deny", d.Rule, d.Reason

@@ -18,8 +18,11 @@ const (
 	EventConsent           = "consent"
 	EventAnswer            = "answer"
 	EventRefusedConnection = "refused_connection"
-	EventFetch             = "fetch"      // one request of a web_fetch: URL, the address dialled, status, bytes
-	EventConnection        = "connection" // one connection through the commands' proxy: host:port, address, bytes, verdict
+	EventFetch             = "fetch"        // one request of a web_fetch: URL, the address dialled, status, bytes
+	EventConnection        = "connection"   // one connection through the commands' proxy: host:port, address, bytes, verdict
+	EventGuardUndone       = "guard_undone" // what the command guard undid after a command: the paths, each a line
+	EventHook              = "hook"         // one hook run: its command, event, exit code, duration, verdict
+	EventSetup             = "setup"        // garuda setup stored a provider's model (and key)
 )
 
 // Record is one line of the audit log. Input is a summary of the request (a path, a pattern, a command's text),
