@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"google.golang.org/grpc"
@@ -185,7 +184,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, uids []uint32) error 
 	svc.Shutdown()
 	srv.Stop()
 	ln.Close()
-	if err != nil && !errors.Is(err, grpc.ErrServerStopped) && !strings.Contains(err.Error(), "closed") {
+	if err != nil && !errors.Is(err, grpc.ErrServerStopped) && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
