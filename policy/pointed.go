@@ -25,9 +25,9 @@ type Hook struct {
 	Head []byte
 }
 
-// HookNames are the hooks git runs (githooks(5), git 2.39). A hook folder that is the work tree's top itself
+// hookNames are the hooks git runs (githooks(5), git 2.39). A hook folder that is the work tree's top itself
 // (core.hooksPath = .) is protected by these names only, not whole.
-var HookNames = []string{
+var hookNames = []string{
 	"applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit", "prepare-commit-msg",
 	"commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge", "pre-push", "pre-receive", "update",
 	"proc-receive", "post-receive", "post-update", "reference-transaction", "push-to-checkout", "pre-auto-gc",
@@ -85,7 +85,7 @@ func GitPointed(repos []GitRepo) []string {
 		if r.HooksPath != "" {
 			if path.Clean("/"+r.HooksPath) == "/" || path.Clean(r.HooksPath) == path.Clean(r.Top) {
 				// The hooks folder is a work tree's top (core.hooksPath = .): its hooks by name, never the whole tree.
-				for _, n := range HookNames {
+				for _, n := range hookNames {
 					add(path.Join(r.HooksPath, n))
 				}
 			} else {

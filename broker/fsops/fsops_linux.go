@@ -43,7 +43,7 @@ func OpenRoot(dir string) (*Root, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("open root %s: %w", abs, err)
 	}
-	return &Root{fd: fd, path: abs, real: real, Limits: DefaultLimits}, nil
+	return &Root{fd: fd, path: abs, real: real, Limits: defaultLimits}, nil
 }
 
 // Close releases the root's fd.

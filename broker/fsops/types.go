@@ -14,8 +14,8 @@ type Limits struct {
 	GrepLineChar int   // a grep result line longer than this is cut (500)
 }
 
-// DefaultLimits are the limits of a Root returned by OpenRoot.
-var DefaultLimits = Limits{
+// defaultLimits are the limits of a Root returned by OpenRoot.
+var defaultLimits = Limits{
 	ReadLines:    2000,
 	LineChars:    2000,
 	ReadBytes:    256 << 10,
