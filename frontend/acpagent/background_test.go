@@ -12,6 +12,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/garuda-dev/garuda/frontend/agent"
 	"github.com/garuda-dev/garuda/frontend/model"
 )
 
@@ -203,7 +204,7 @@ func TestPlanModeStopsBackgroundProcesses(t *testing.T) {
 	sid := e.newSession()
 	id := e.startProcess(sid, "toolu_bg", "exec sleep 61.48")
 	waitAlive(t, "61.48")
-	if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(sid), ModeId: modePlan}); err != nil {
+	if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(sid), ModeId: agent.ModePlan}); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, "61.48")

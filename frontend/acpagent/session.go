@@ -30,25 +30,19 @@ var (
 	errBrokerExited = ErrBrokerGone
 )
 
-// Mode ids, as the editor sees them.
-const (
-	modeBuild = "build"
-	modePlan  = "plan"
-)
-
 // modes is the session modes state of the spec.
 func modes(current string) *acp.SessionModeState {
 	return &acp.SessionModeState{
 		CurrentModeId: acp.SessionModeId(current),
 		AvailableModes: []acp.SessionMode{
-			{Id: modeBuild, Name: "Build", Description: acp.Ptr("Edits ask first; commands run in the sandbox.")},
-			{Id: modePlan, Name: "Plan", Description: acp.Ptr("Reads and plans. No edits; commands cannot write the project.")},
+			{Id: agent.ModeBuild, Name: "Build", Description: acp.Ptr("Edits ask first; commands run in the sandbox.")},
+			{Id: agent.ModePlan, Name: "Plan", Description: acp.Ptr("Reads and plans. No edits; commands cannot write the project.")},
 		},
 	}
 }
 
 func brokerMode(m string) execv1.Mode {
-	if m == modePlan {
+	if m == agent.ModePlan {
 		return execv1.Mode_MODE_PLAN
 	}
 	return execv1.Mode_MODE_BUILD
@@ -111,7 +105,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		return acp.NewSessionResponse{}, err
 	}
 	s.announce(sess, open.GetCommands())
-	return acp.NewSessionResponse{SessionId: acp.SessionId(sess.id), Modes: modes(modeBuild), ConfigOptions: sess.configOptions()}, nil
+	return acp.NewSessionResponse{SessionId: acp.SessionId(sess.id), Modes: modes(agent.ModeBuild), ConfigOptions: sess.configOptions()}, nil
 }
 
 // buildSession makes the front end's session over an opened broker session.
@@ -124,7 +118,7 @@ func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.Model
 		srv:              s,
 		id:               open.GetSessionId(),
 		root:             root,
-		mode:             modeBuild,
+		mode:             agent.ModeBuild,
 		instructions:     open.GetInstructions(),
 		instructionsFile: open.GetInstructionsFile(),
 		model:            ms,
@@ -252,7 +246,7 @@ func (s *session) systemPrompt() string {
 	mode := s.turnMode
 	s.mu.Unlock()
 	if mode == "" {
-		mode = modeBuild
+		mode = agent.ModeBuild
 	}
 	specs := s.runner.Specs()
 	info := agent.PromptInfo{
@@ -362,7 +356,7 @@ func (s *session) abort(cause error) *turn {
 
 // setMode changes the mode: at once when no turn runs, else when the running turn ends.
 func (s *session) setMode(ctx context.Context, mode string) error {
-	if mode != modeBuild && mode != modePlan {
+	if mode != agent.ModeBuild && mode != agent.ModePlan {
 		return invalidParams(fmt.Sprintf("unknown mode %q (build or plan)", mode))
 	}
 	s.modeMu.Lock()

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/garuda-dev/garuda/frontend/agent"
 	"github.com/garuda-dev/garuda/frontend/model"
 	"github.com/garuda-dev/garuda/frontend/visible"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -233,12 +234,12 @@ func (s *server) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer
 	sess.resumed = true
 	sess.title = rest.title
 	sess.questions = rest.questions
-	if rest.mode == modePlan {
+	if rest.mode == agent.ModePlan {
 		if _, err := b.SetMode(ctx, &execv1.SetModeRequest{SessionId: id, Mode: execv1.Mode_MODE_PLAN}); err != nil {
 			sess.closeRecords()
 			return fail(requestError("set the mode: " + statusMessage(err)))
 		}
-		sess.mode = modePlan
+		sess.mode = agent.ModePlan
 	}
 	sess.notices = append(prep.GetNotices(), sess.notices...)
 	sess.notices = append(sess.notices, rulesNotice)
@@ -310,7 +311,7 @@ type restored struct {
 
 // restore rebuilds a session from its file's entries. An entry that does not decode is an error naming it.
 func restore(entries []*execv1.SessionEntry) (*restored, error) {
-	r := &restored{mode: modeBuild, config: map[string]string{}}
+	r := &restored{mode: agent.ModeBuild, config: map[string]string{}}
 	open := map[string]bool{} // tool calls with no final update yet
 	var order []string
 	for i, e := range entries {
@@ -349,7 +350,7 @@ func restore(entries []*execv1.SessionEntry) (*restored, error) {
 			r.history = c.History
 		case recMode:
 			var m string
-			if err := json.Unmarshal(data, &m); err != nil || (m != modeBuild && m != modePlan) {
+			if err := json.Unmarshal(data, &m); err != nil || (m != agent.ModeBuild && m != agent.ModePlan) {
 				return nil, bad(fmt.Errorf("not a mode: %s", data))
 			}
 			r.mode = m

@@ -14,6 +14,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/garuda-dev/garuda/broker/sessionlog"
+	"github.com/garuda-dev/garuda/frontend/agent"
 	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -124,7 +125,7 @@ func TestLoadReplaysWhatTheEditorSaw(t *testing.T) {
 	if err != nil {
 		t.Fatalf("session/load: %v", err)
 	}
-	if res.Modes == nil || res.Modes.CurrentModeId != modeBuild {
+	if res.Modes == nil || res.Modes.CurrentModeId != agent.ModeBuild {
 		t.Errorf("modes %+v", res.Modes)
 	}
 	// The SDK hands the client every notification sent before the response before the response itself: what is

@@ -90,7 +90,7 @@ func (s *session) subagent(ctx context.Context, call agent.ToolCall, progress fu
 type subagentParent struct {
 	depth int               // 0: the session's own loop
 	tools []model.ToolSpec  // the caller's tools
-	mode  string            // the caller's mode (modePlan for explore and everything it starts)
+	mode  string            // the caller's mode (agent.ModePlan for explore and everything it starts)
 	plan  bool              // the caller's calls go to the broker in plan mode (Start.mode)
 	model *subagentModelSet // the caller's model
 }
@@ -141,7 +141,7 @@ func (s *session) runSubagent(ctx context.Context, call agent.ToolCall, progress
 		Notice: s.resultNotice}
 	mode := parent.mode
 	if def.plan || parent.plan {
-		runner.Mode, mode = execv1.Mode_MODE_PLAN, modePlan
+		runner.Mode, mode = execv1.Mode_MODE_PLAN, agent.ModePlan
 	}
 	log := &subagentLog{}
 	m := parent.model
@@ -273,7 +273,7 @@ func (s *session) currentTurnMode() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.turnMode == "" {
-		return modeBuild
+		return agent.ModeBuild
 	}
 	return s.turnMode
 }
