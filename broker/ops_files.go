@@ -17,6 +17,15 @@ import (
 // maxDiff is the most old and new text together that a question carries as a diff; above it, only the preview.
 const maxDiff = 1 << 20
 
+// changeDiff is the diff a question about a change carries: none above maxDiff, and none for a file that is not
+// valid UTF-8 (a diff is text: the preview alone shows such a change, and says so).
+func changeDiff(abs string, p *fsops.Pending) *execv1.Diff {
+	if len(p.Old)+len(p.New) > maxDiff || !utf8.Valid(p.Old) || !utf8.Valid(p.New) {
+		return nil
+	}
+	return &execv1.Diff{Path: abs, OldText: string(p.Old), NewText: string(p.New), NewFile: !p.Existed}
+}
+
 func failed(err error) *execv1.Result {
 	return &execv1.Result{Status: execv1.Status_STATUS_FAILED, Content: err.Error()}
 }
@@ -144,10 +153,7 @@ func checkChange(s *Service, c *call, path string, kind policy.Kind, prepare fun
 				return failed(err), nil
 			}
 			q := &execv1.Question{Title: verb + " " + abs, Preview: changePreview(abs, p), Hidden: p.Hidden}
-			// A diff is text: a file that is not valid UTF-8 is shown by the preview alone, which says so.
-			if len(p.Old)+len(p.New) <= maxDiff && utf8.Valid(p.Old) && utf8.Valid(p.New) {
-				q.Diff = &execv1.Diff{Path: abs, OldText: string(p.Old), NewText: string(p.New), NewFile: !p.Existed}
-			}
+			q.Diff = changeDiff(abs, p)
 			ask := g.confirm
 			if staged {
 				ask = g.review

@@ -3,6 +3,8 @@ package broker
 import (
 	"strings"
 	"testing"
+
+	"github.com/garuda-dev/garuda/broker/fsops"
 )
 
 // A question warns of hidden text only when its rendering would hide or disguise something; a multi-line command
@@ -40,5 +42,21 @@ func TestMergeWarnings(t *testing.T) {
 		if got := mergeWarnings(c.decision, c.op); got != c.want {
 			t.Errorf("mergeWarnings(%q, %q) = %q, want %q", c.decision, c.op, got, c.want)
 		}
+	}
+}
+
+// A question about a change carries its diff up to 1 MiB of old and new text together; above it, or for a file that
+// is not UTF-8, the preview alone goes.
+func TestChangeDiff(t *testing.T) {
+	if d := changeDiff("/p/a", &fsops.Pending{Old: []byte("a\n"), New: []byte("b\n"), Existed: true}); d == nil ||
+		d.GetOldText() != "a\n" || d.GetNewText() != "b\n" || d.GetNewFile() {
+		t.Errorf("small change: %v", d)
+	}
+	big := []byte(strings.Repeat("x", maxDiff))
+	if d := changeDiff("/p/a", &fsops.Pending{Old: big, New: []byte("y")}); d != nil {
+		t.Error("a diff over 1 MiB was sent")
+	}
+	if d := changeDiff("/p/a", &fsops.Pending{Old: []byte("\xff"), New: []byte("y")}); d != nil {
+		t.Error("a diff of a file that is not UTF-8 was sent")
 	}
 }

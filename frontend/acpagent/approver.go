@@ -11,9 +11,6 @@ import (
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
-// maxDiff is the most old and new text together sent as an ACP diff; above it only the text preview goes.
-const maxDiff = 1 << 20
-
 // approver asks the editor with session/request_permission.
 type approver struct{ sess *session }
 
@@ -81,7 +78,9 @@ func questionContent(q *execv1.Question, root string) []acp.ToolCallContent {
 	if len(lines) > 0 {
 		out = append(out, acp.ToolContent(acp.TextBlock(strings.Join(lines, "\n"))))
 	}
-	if d := q.GetDiff(); d != nil && len(d.GetOldText())+len(d.GetNewText()) <= maxDiff {
+	// The broker sends no diff above its cap (1 MiB of old and new text together, broker/ops_files.go): only the
+	// preview then.
+	if d := q.GetDiff(); d != nil {
 		path := absPath(d.GetPath(), root)
 		if d.GetNewFile() {
 			out = append(out, acp.ToolDiffContent(path, visible.Visible(d.GetNewText())))
