@@ -167,13 +167,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, uids []uint32) error 
 	// What the kernel enforces is probed once, in the background, before the first session asks.
 	go probe()
 	svc := NewService(cfg)
-	pol := &peercred.Policy{UIDs: uids, OnRefuse: svc.refused, OnClose: svc.ConnClosed}
-	srv := grpc.NewServer(
-		grpc.Creds(peercred.Credentials(pol)),
-		grpc.UnaryInterceptor(pol.UnaryInterceptor),
-		grpc.StreamInterceptor(pol.StreamInterceptor),
-	)
-	execv1.RegisterExecServiceServer(srv, svc)
+	srv := NewServer(svc, uids)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	var err error
@@ -188,6 +182,20 @@ func run(ctx context.Context, cfg Config, ln net.Listener, uids []uint32) error 
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// NewServer is the broker's gRPC server as garuda-exec serves it: svc, reached only by the uids given, checked at
+// the handshake and again on every call; a refused peer is logged and audited, and a connection's sessions end
+// with it. Every test harness serves this too, so that what the broker's serving adds reaches its tests.
+func NewServer(svc *Service, uids []uint32) *grpc.Server {
+	pol := &peercred.Policy{UIDs: uids, OnRefuse: svc.refused, OnClose: svc.ConnClosed}
+	srv := grpc.NewServer(
+		grpc.Creds(peercred.Credentials(pol)),
+		grpc.UnaryInterceptor(pol.UnaryInterceptor),
+		grpc.StreamInterceptor(pol.StreamInterceptor),
+	)
+	execv1.RegisterExecServiceServer(srv, svc)
+	return srv
 }
 
 // refused logs a refused peer: the refused client itself only sees an unavailable broker.

@@ -108,8 +108,11 @@ func TestBackgroundProcessLifecycle(t *testing.T) {
 	if strings.Contains(heard, "ready") {
 		t.Errorf("a read since the mark shows what came before it: %q", heard)
 	}
-	if !sleeperAlive("61.41") {
-		t.Fatal("negative control: the process is not running before the stop")
+	// The shell prints got:hello before it execs the sleep: wait for the sleep itself.
+	for deadline := time.Now().Add(waitLimit); !sleeperAlive("61.41"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("negative control: the process is not running before the stop")
+		}
 	}
 	if _, heard := e.useTool(sid, "toolu_list", "process_manager", map[string]any{"action": "list"}); !strings.Contains(heard, id+": running") {
 		t.Errorf("list: %q", heard)

@@ -22,7 +22,6 @@ import (
 
 	"github.com/garuda-dev/garuda/broker"
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
-	"github.com/garuda-dev/garuda/broker/peercred"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -233,9 +232,7 @@ func newEnvIn(t testing.TB, base string, opts ...envOption) *env {
 	// The real broker, on a unix socket, with its peer-credential check.
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := broker.NewService(broker.Config{Version: "test", Home: e.home, ManagedPolicy: filepath.Join(base, "no-managed-policy.json"), Log: quiet})
-	pol := &peercred.Policy{UIDs: []uint32{uint32(os.Getuid())}}
-	srv := grpc.NewServer(grpc.Creds(peercred.Credentials(pol)), grpc.UnaryInterceptor(pol.UnaryInterceptor), grpc.StreamInterceptor(pol.StreamInterceptor))
-	execv1.RegisterExecServiceServer(srv, svc)
+	srv := broker.NewServer(svc, []uint32{uint32(os.Getuid())})
 	sockDir, err := os.MkdirTemp("", "gacp")
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/garuda-dev/garuda/broker"
-	"github.com/garuda-dev/garuda/broker/peercred"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -57,9 +56,7 @@ func newEnvIn(t tb, dir, root, home string) *env {
 	os.MkdirAll(e.root, 0o755)
 	os.MkdirAll(e.home, 0o700)
 	e.svc = broker.NewService(broker.Config{Home: e.home, ManagedPolicy: filepath.Join(dir, "managed.json"), Version: "test"})
-	pol := &peercred.Policy{UIDs: []uint32{uint32(os.Getuid())}}
-	srv := grpc.NewServer(grpc.Creds(peercred.Credentials(pol)), grpc.UnaryInterceptor(pol.UnaryInterceptor), grpc.StreamInterceptor(pol.StreamInterceptor))
-	execv1.RegisterExecServiceServer(srv, e.svc)
+	srv := broker.NewServer(e.svc, []uint32{uint32(os.Getuid())})
 	ln, err := net.Listen("unix", e.sock)
 	if err != nil {
 		t.Fatal(err)

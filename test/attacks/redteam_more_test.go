@@ -22,7 +22,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/garuda-dev/garuda/broker"
-	"github.com/garuda-dev/garuda/broker/peercred"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -487,10 +486,7 @@ func TestRedTeamSessionsExhaustTheBroker(t *testing.T) {
 	root, home := filepath.Join(dir, "project"), filepath.Join(dir, "home")
 	os.MkdirAll(root, 0o755)
 	svc := broker.NewService(broker.Config{Home: home, ManagedPolicy: filepath.Join(dir, "managed.json"), Version: "test"})
-	// As broker.run wires it.
-	pol := &peercred.Policy{UIDs: []uint32{uint32(os.Getuid())}, OnClose: svc.ConnClosed}
-	srv := grpc.NewServer(grpc.Creds(peercred.Credentials(pol)), grpc.UnaryInterceptor(pol.UnaryInterceptor), grpc.StreamInterceptor(pol.StreamInterceptor))
-	execv1.RegisterExecServiceServer(srv, svc)
+	srv := broker.NewServer(svc, []uint32{uint32(os.Getuid())})
 	sock := filepath.Join(dir, "b.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -910,9 +906,7 @@ func TestRedTeamSharedBrokerRootSwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := broker.NewService(broker.Config{Home: filepath.Join(base, "home"), ManagedPolicy: filepath.Join(base, "managed.json"), Version: "test"})
-	pol := &peercred.Policy{UIDs: []uint32{0, 65534}, OnClose: svc.ConnClosed}
-	srv := grpc.NewServer(grpc.Creds(peercred.Credentials(pol)), grpc.UnaryInterceptor(pol.UnaryInterceptor), grpc.StreamInterceptor(pol.StreamInterceptor))
-	execv1.RegisterExecServiceServer(srv, svc)
+	srv := broker.NewServer(svc, []uint32{0, 65534})
 	sock := filepath.Join(base, "b.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
