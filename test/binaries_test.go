@@ -10,13 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/garuda-dev/garuda/test/release"
+
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 // bins holds the binaries built once for this test run, in a folder every user may read (the unprivileged tests
@@ -177,29 +178,12 @@ func (e *editor) closeAndWait() (int, time.Duration) {
 	return e.cmd.ProcessState.ExitCode(), time.Since(start)
 }
 
-// processesOf lists the pids whose executable is path (from /proc).
-func processesOf(path string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err == nil && strings.TrimSuffix(exe, " (deleted)") == path {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
 // waitGone waits until no process runs path, or fails.
 func waitGone(t *testing.T, path string, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		left := processesOf(path)
+		left := testproc.OfExe(path)
 		if len(left) == 0 {
 			return
 		}

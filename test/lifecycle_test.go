@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 func initParams() map[string]any {
@@ -50,7 +52,7 @@ func TestAcpSigterm(t *testing.T) {
 func TestBrokerDiesWithFrontEnd(t *testing.T) {
 	e := startEditor(t, t.TempDir())
 	e.request("initialize", initParams())
-	if len(processesOf(bins.exec)) == 0 {
+	if len(testproc.OfExe(bins.exec)) == 0 {
 		t.Fatal("no broker runs beside garuda acp")
 	}
 	e.cmd.Process.Kill()
@@ -62,7 +64,7 @@ func TestBrokerDiesWithFrontEnd(t *testing.T) {
 func TestFrontEndReportsBrokerDeath(t *testing.T) {
 	e := startEditor(t, t.TempDir())
 	e.request("initialize", initParams())
-	for _, pid := range processesOf(bins.exec) {
+	for _, pid := range testproc.OfExe(bins.exec) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	done := make(chan struct{})

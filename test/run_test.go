@@ -17,6 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
+
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 // runEnv is a home with models.json pointing at a fake provider, and a project folder.
@@ -343,16 +345,12 @@ func TestRunAsksOnTheTerminal(t *testing.T) {
 	}
 }
 
-// survivorsOf lists processes whose command line holds m.
+// survivorsOf lists the live processes whose command line holds m, but garuda run itself.
 func survivorsOf(m string) []string {
 	var found []string
-	ents, _ := os.ReadDir("/proc")
-	for _, ent := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(m)) && !bytes.Contains(b, []byte("garuda\x00run")) {
-			if st, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat")); !bytes.Contains(st, []byte(") Z ")) {
-				found = append(found, ent.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
-			}
+	for _, p := range testproc.Live(m) {
+		if !strings.Contains(p.Cmdline, "garuda run") {
+			found = append(found, p.String())
 		}
 	}
 	return found

@@ -4,26 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
-)
 
-// commandsRunning lists the pids whose command line holds marker.
-func commandsRunning(marker string) []string {
-	var out []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(strings.ReplaceAll(string(data), "\x00", " "), marker) {
-			out = append(out, e.Name())
-		}
-	}
-	return out
-}
+	"github.com/garuda-dev/garuda/internal/testproc"
+)
 
 // startWithCommand starts garuda acp against a fake provider whose model runs `sleep <marker>` in the sandbox,
 // sends the prompt and waits until the command runs.
@@ -54,7 +42,7 @@ func startWithCommand(t *testing.T, marker string) *editor {
 	msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":99,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"run it"}]}}`, sid)
 	e.stdin.Write([]byte(msg + "\n"))
 	deadline := time.Now().Add(20 * time.Second)
-	for len(commandsRunning("sleep "+marker)) < 2 {
+	for len(testproc.Holding("sleep "+marker)) < 2 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the command never ran\nstderr:\n%s", e.stderr)
 		}
@@ -67,7 +55,7 @@ func waitNoCommand(t *testing.T, marker string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		left := commandsRunning("sleep " + marker)
+		left := testproc.Holding("sleep " + marker)
 		if len(left) == 0 {
 			return
 		}

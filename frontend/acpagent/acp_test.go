@@ -19,6 +19,8 @@ import (
 	"github.com/garuda-dev/garuda/frontend/model"
 	"github.com/garuda-dev/garuda/frontend/visible"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 func TestInitialize(t *testing.T) {
@@ -442,16 +444,7 @@ func TestCancelAnswersOnceTheCommandIsGone(t *testing.T) {
 }
 
 // sleeperAlive reports whether a process runs "sleep <arg>".
-func sleeperAlive(arg string) bool {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err == nil && strings.Contains(string(b), "sleep\x00"+arg) {
-			return true
-		}
-	}
-	return false
-}
+func sleeperAlive(arg string) bool { return len(testproc.Live("sleep "+arg)) > 0 }
 
 func TestCancelWhileTheModelWrites(t *testing.T) {
 	e := newEnv(t)

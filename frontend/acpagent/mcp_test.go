@@ -17,6 +17,8 @@ import (
 
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
 	"github.com/garuda-dev/garuda/frontend/model"
+
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 // mcpJSON is a .mcp.json with the test binary as the stdio server name, in mode, with extra args and env.
@@ -264,10 +266,8 @@ func TestMCPProcessTreeDiesWithTheSession(t *testing.T) {
 // sleepers counts the processes running `sleep secs`.
 func sleepers(secs string) int {
 	n := 0
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		if err == nil && string(b) == "sleep\x00"+secs+"\x00" {
+	for _, p := range testproc.Holding("sleep " + secs) {
+		if p.Cmdline == "sleep "+secs {
 			n++
 		}
 	}

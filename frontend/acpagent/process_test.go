@@ -19,6 +19,8 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/garuda-dev/garuda/test/release"
+
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 // These tests build garuda and garuda-exec and drive `garuda acp` as an editor does, against a local fake
@@ -193,16 +195,7 @@ func (p *proc) ctx(t *testing.T) context.Context {
 }
 
 // brokerPIDs lists the running garuda-exec processes of the built binary.
-func brokerPIDs(bin string) []string {
-	var pids []string
-	exes, _ := filepath.Glob("/proc/[0-9]*/exe")
-	for _, e := range exes {
-		if target, err := os.Readlink(e); err == nil && target == filepath.Join(bin, "garuda-exec") {
-			pids = append(pids, filepath.Base(filepath.Dir(e)))
-		}
-	}
-	return pids
-}
+func brokerPIDs(bin string) []int { return testproc.OfExe(filepath.Join(bin, "garuda-exec")) }
 
 func TestProcessStdoutOnlyProtocolAndCleanExit(t *testing.T) {
 	m := &fakeOpenAI{answers: [][]string{bashAnswer("call_1", "echo hello; echo to-stdout; echo to-stderr >&2"), textAnswer("done")}}

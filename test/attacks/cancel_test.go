@@ -4,25 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
-)
 
-// running lists the pids whose command line holds marker.
-func running(marker string) []string {
-	var out []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(strings.ReplaceAll(string(data), "\x00", " "), marker) {
-			out = append(out, e.Name())
-		}
-	}
-	return out
-}
+	"github.com/garuda-dev/garuda/internal/testproc"
+)
 
 // startSleeper starts a command that ignores SIGTERM (so it lives through the broker's 2 s grace) and waits until
 // it runs.
@@ -30,7 +18,7 @@ func startSleeper(t *testing.T, c execv1.ExecServiceClient, cx context.Context, 
 	t.Helper()
 	st := start(t, c, cx, sid, bash("trap '' TERM; sleep "+marker+" & wait; wait"))
 	deadline := time.Now().Add(20 * time.Second)
-	for len(running("sleep "+marker)) == 0 {
+	for len(testproc.Holding("sleep "+marker)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the command never ran")
 		}
@@ -59,7 +47,7 @@ func TestCancelMessageAnswersOnceTheCommandIsGone(t *testing.T) {
 	if r := m.GetResult(); r.GetStatus() != execv1.Status_STATUS_CANCELLED {
 		t.Errorf("result %v, want cancelled", r)
 	}
-	if left := running("sleep " + marker); len(left) > 0 {
+	if left := testproc.Holding("sleep " + marker); len(left) > 0 {
 		t.Errorf("the result came while the command still ran: %v", left)
 	}
 
@@ -70,13 +58,13 @@ func TestCancelMessageAnswersOnceTheCommandIsGone(t *testing.T) {
 	if _, err := next(t, st); err == nil {
 		t.Fatal("control: a cancelled stream still answered")
 	}
-	if len(running("sleep "+marker)) == 0 {
+	if len(testproc.Holding("sleep "+marker)) == 0 {
 		t.Skip("control: the command was gone at once; the check above shows nothing here")
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(running("sleep "+marker)) > 0 {
+	for len(testproc.Holding("sleep "+marker)) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the command outlived its cancelled stream: %v", running("sleep "+marker))
+			t.Fatalf("the command outlived its cancelled stream: %v", testproc.Holding("sleep "+marker))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

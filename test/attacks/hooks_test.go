@@ -11,6 +11,8 @@ import (
 	"time"
 
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 // hooksJSON is a settings file with one hook: {"hooks": {event: [{"matcher": m, "hooks": [{command…}]}]}}.
@@ -365,7 +367,7 @@ func TestHookBadHooks(t *testing.T) {
 	if err != nil || res.GetHook().GetContext() != "bye" {
 		t.Fatalf("daemon: %v %v", res, err)
 	}
-	if left := running("sleep 3147"); len(left) > 0 {
+	if left := testproc.Holding("sleep 3147"); len(left) > 0 {
 		t.Fatalf("the hook's daemons outlived it: %v", left)
 	}
 }

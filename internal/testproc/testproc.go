@@ -1,0 +1,71 @@
+// Package testproc finds processes by what they run, for the tests that check that nothing is left running: a
+// command's marker in its command line, or a binary by its path.
+package testproc
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Proc is one process as /proc shows it.
+type Proc struct {
+	PID     int
+	Cmdline string // its arguments joined by single spaces
+	Zombie  bool   // it ended and waits to be reaped
+}
+
+func (p Proc) String() string { return strconv.Itoa(p.PID) + ": " + p.Cmdline }
+
+// Holding lists the processes whose command line (arguments joined by spaces) holds s, zombies included.
+func Holding(s string) []Proc {
+	var out []Proc
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		cmdline := strings.ReplaceAll(string(bytes.TrimRight(data, "\x00")), "\x00", " ")
+		if !strings.Contains(cmdline, s) {
+			continue
+		}
+		st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		out = append(out, Proc{PID: pid, Cmdline: cmdline, Zombie: bytes.Contains(st, []byte(") Z "))})
+	}
+	return out
+}
+
+// Live is Holding without the zombies.
+func Live(s string) []Proc {
+	var out []Proc
+	for _, p := range Holding(s) {
+		if !p.Zombie {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// OfExe lists the pids whose executable is path (also after the file was deleted or replaced).
+func OfExe(path string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err == nil && strings.TrimSuffix(exe, " (deleted)") == path {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
