@@ -1,7 +1,11 @@
 package webfetch
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"errors"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -10,319 +14,616 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
-// toMarkdown converts an HTML page to Markdown: parsed by golang.org/x/net/html (the HTML5 parsing algorithm, so
-// unclosed and misnested tags are read as a browser reads them), then written in one walk of the tree. What never
-// becomes text a reader sees — scripts, styles, SVG, templates, frames, forms' fields, the head but its title — is
-// left out. Links and images become absolute, relative to the page's URL. Nothing is made before the first call.
+// toMarkdown converts an HTML page to Markdown in one pass over golang.org/x/net/html's tokens (entities, raw text
+// and attributes as the HTML5 tokenizer reads them), with no tree: the open elements are a stack, closed as a
+// browser closes them (a new paragraph, list item or cell closes the open one; an end tag closes what it contains,
+// and an end tag with nothing open to close is ignored). What never becomes text a reader sees — scripts, styles,
+// SVG, templates, frames, form fields, the head but its title — is skipped as it is read. Links and images become
+// absolute, relative to the page's URL. Nothing is made before the first call.
 func toMarkdown(ctx context.Context, page string, base *url.URL) (string, error) {
-	doc, err := html.Parse(strings.NewReader(page))
-	if err != nil {
-		return "", err
-	}
-	w := &mdWriter{ctx: ctx, base: base}
-	w.out = make([]byte, 0, len(page)/2)
-	title := w.walk(doc)
-	if w.err != nil {
-		return "", w.err
-	}
-	body := strings.TrimSpace(string(w.out))
-	if title = escapeText(collapseSpace(title), false); title != "" && !strings.HasPrefix(body, "# "+title) {
-		body = "# " + title + "\n\n" + body
-	}
-	return strings.TrimSpace(body), nil
-}
-
-// mdWriter writes Markdown as the walk goes: block boundaries and spaces are held back until text follows (so that
-// neither piles up, nor ends a document), as are the opening marks of emphasis and links (an element with no text
-// leaves no marks).
-type mdWriter struct {
-	ctx    context.Context
-	base   *url.URL
-	out    []byte
-	err    error
-	nodes  int
-	breaks int      // newlines owed before the next text (at most 2: a blank line)
-	space  bool     // a space owed before the next text on this line
-	opens  []string // opening marks owed before the next text
-	prefix []linePrefix
-	inline int // inside a link, a heading or a table cell: block boundaries are spaces
-	title  string
-}
-
-// linePrefix is what each line inside a blockquote or list item begins with; a list item's first line has its
-// marker instead.
-type linePrefix struct {
-	indent, marker string
-	item           bool
-	started        bool // a line of it was written: blank lines carry it from then on
-}
-
-// maxPrefix bounds the width of a line's prefixes: past it only the innermost are written (defends against a page
-// of deeply nested lists or quotes whose every short line would cost the whole depth).
-const maxPrefix = 16
-
-// walk writes n and its children; it returns the document's title when it meets one.
-func (w *mdWriter) walk(n *html.Node) string {
-	if w.err != nil {
-		return ""
-	}
-	if w.nodes++; w.nodes&1023 == 0 {
-		if w.err = w.ctx.Err(); w.err != nil {
-			return ""
-		}
-	}
-	switch n.Type {
-	case html.TextNode:
-		w.text(n.Data)
-		return ""
-	case html.DocumentNode:
-		w.children(n)
-		return w.title
-	case html.ElementNode:
-	default:
-		return "" // comments, doctypes
-	}
-	switch n.DataAtom {
-	case atom.Head:
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if c.DataAtom == atom.Title && w.title == "" {
-				w.title = textContent(c)
+	c := &converter{base: base, last: map[atom.Atom]int{}}
+	c.w = &mdWriter{out: make([]byte, 0, len(page)/2)}
+	z := html.NewTokenizer(strings.NewReader(page))
+	for n := 1; ; n++ {
+		if n&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return "", err
 			}
 		}
-	case atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Iframe, atom.Frame, atom.Frameset, atom.Object,
-		atom.Embed, atom.Svg, atom.Math, atom.Canvas, atom.Link, atom.Meta, atom.Input, atom.Textarea, atom.Select,
-		atom.Button, atom.Title, atom.Base, atom.Audio, atom.Video, atom.Source, atom.Track, atom.Map, atom.Dialog:
+		switch tt := z.Next(); tt {
+		case html.ErrorToken:
+			if err := z.Err(); !errors.Is(err, io.EOF) {
+				return "", err
+			}
+			c.popTo(0)
+			c.endCapture()
+			body := strings.TrimSpace(string(c.w.out))
+			if title := escapeText(collapseSpace(c.title)); title != "" && !strings.HasPrefix(body, "# "+title) {
+				body = "# " + title + "\n\n" + body
+			}
+			return strings.TrimSpace(body), nil
+		case html.TextToken:
+			c.text(z.Text())
+		case html.StartTagToken, html.SelfClosingTagToken:
+			c.start(c.tagAtom(z.Raw()), z, tt == html.SelfClosingTagToken)
+		case html.EndTagToken:
+			c.end(c.tagAtom(z.Raw()))
+		}
+	}
+}
+
+// converter is the state of one conversion.
+type converter struct {
+	base  *url.URL
+	w     *mdWriter // the writer of the document, or of the table cell being read
+	title string
+
+	stack    []elem
+	last     map[atom.Atom]int // the topmost open element of each name (its index in stack)
+	scopes   []int             // open elements that end a scope: tables, cells, captions
+	specials []int             // open elements that stop a "close the open X" search (the spec's special elements)
+	tables   []*tableState
+
+	skip      atom.Atom // skipping an element's content (script, svg, …) until its end
+	skipDepth int
+	capture   atom.Atom // reading a pre, code or title as raw text
+	capDepth  int
+	capText   []byte
+	capLang   string
+	name      [16]byte  // a tag's name, lower-cased
+	spare     *mdWriter // a cell's writer, for the next cell
+}
+
+// elem is an open element.
+type elem struct {
+	a     atom.Atom
+	kind  kind
+	mark  string // the closing mark of emphasis, or a link's "](url)"
+	label string // a link's aria-label or title
+	num   int    // the next number of an ordered list
+	prev  int    // the index of the open element of the same name below it, -1 none
+	flags uint8
+	saved *mdWriter // a cell's, the writer to go back to
+}
+
+const (
+	fOrdered uint8 = 1 << iota
+	fNested        // a list inside a list item
+	fPrefix        // pushed a line prefix
+	fScope
+	fSpecial
+)
+
+type kind uint8
+
+const (
+	kGeneric kind = iota
+	kBlock
+	kHeading
+	kQuote
+	kDd
+	kList
+	kItem
+	kMark
+	kLink
+	kTable
+	kRow
+	kCell
+	kCaption
+	kCapture
+)
+
+type tableState struct {
+	rows    [][]string
+	caption string
+	index   int  // of the table in stack
+	flat    bool // a table inside a cell, link or heading: its text only
+}
+
+const spaces = "                "
+
+var headingMarks = [...]string{"# ", "## ", "### ", "#### ", "##### ", "###### "}
+
+// maxOpen bounds the open elements; deeper ones are read as their text (defends against a page of endless nesting).
+const maxOpen = 1024
+
+func (c *converter) text(t []byte) {
+	switch {
+	case c.skip != 0:
+	case c.capture != 0:
+		c.capText = append(c.capText, t...)
+	default:
+		c.w.text(t)
+	}
+}
+
+func (c *converter) start(a atom.Atom, z *html.Tokenizer, selfClosing bool) {
+	if c.skip != 0 {
+		if a == c.skip && !selfClosing {
+			c.skipDepth++
+		}
+		return
+	}
+	if skipped(a) {
 		// Never text a reader of the page sees.
+		if !selfClosing {
+			c.skip, c.skipDepth = a, 1
+		}
+		return
+	}
+	if c.capture != 0 {
+		switch {
+		case a == atom.Br && c.capture == atom.Pre:
+			c.capText = append(c.capText, '\n')
+		case a == c.capture && !selfClosing:
+			c.capDepth++
+		case a == atom.Code && c.capture == atom.Pre && c.capLang == "":
+			c.capLang = language(readAttrs(z).class)
+		}
+		return
+	}
+	switch a {
+	case atom.Html, atom.Head, atom.Body, atom.Meta, atom.Link, atom.Base, atom.Input, atom.Embed, atom.Param,
+		atom.Source, atom.Track, atom.Area, atom.Col, atom.Wbr, atom.Keygen, atom.Frame:
+		return
+	case atom.Title:
+		c.beginCapture(a, "")
+		return
+	case atom.Br:
+		c.w.newline()
+		return
+	case atom.Hr:
+		c.closeP()
+		c.w.block()
+		c.w.raw("* * *")
+		c.w.block()
+		return
+	case atom.Img:
+		m := readAttrs(z)
+		alt, src := escapeText(collapseSpace(m.alt)), resolve(c.base, m.src)
+		switch {
+		case src != "":
+			c.w.raw("![" + alt + "](" + src + titlePart(m.title) + ")")
+		case alt != "":
+			c.w.raw(alt)
+		}
+		return
+	}
+	if selfClosing && a != 0 { // <div/> is an open div in HTML; only unknown (foreign) elements close themselves
+		selfClosing = false
+	}
+	if selfClosing {
+		return
+	}
+	if len(c.stack) >= maxOpen {
+		return
+	}
+	c.implied(a)
+	e := elem{a: a}
+	switch a {
+	case atom.P, atom.Div, atom.Section, atom.Article, atom.Main, atom.Header, atom.Footer, atom.Nav, atom.Aside,
+		atom.Figure, atom.Figcaption, atom.Address, atom.Details, atom.Summary, atom.Form, atom.Fieldset, atom.Legend,
+		atom.Center, atom.Dl, atom.Dt, atom.Hgroup, atom.Menu, atom.Dir, atom.Search, atom.Listing, atom.Xmp:
+		e.kind = kBlock
+		c.w.block()
 	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+		e.kind = kHeading
+		c.w.block()
+		c.w.open(headingMarks[a.String()[1]-'1'])
+		c.w.inline++
+	case atom.Blockquote:
+		e.kind = kQuote
+		c.w.block()
+		c.w.pushPrefix("> ", "")
+	case atom.Dd:
+		e.kind = kDd
+		c.w.block()
+		c.w.pushPrefix("  ", ": ")
+	case atom.Ul, atom.Ol:
+		e.kind, e.num = kList, 1
+		if a == atom.Ol {
+			e.flags |= fOrdered
+			if v, err := strconv.Atoi(strings.TrimSpace(readAttrs(z).start)); err == nil && v >= 0 && v < 1e6 {
+				e.num = v
+			}
+		}
+		if _, ok := c.last[atom.Li]; ok {
+			e.flags |= fNested
+			c.w.newline()
+		} else {
+			c.w.block()
+		}
+	case atom.Li:
+		e.kind = kItem
+		c.w.newline()
+		marker := "- "
+		if i := max(c.index(atom.Ul), c.index(atom.Ol)); i >= 0 && c.stack[i].flags&fOrdered != 0 {
+			marker = strconv.Itoa(c.stack[i].num) + ". "
+			c.stack[i].num++
+		}
+		if c.w.inline == 0 {
+			c.w.pushPrefix(spaces[:len(marker)], marker)
+			e.flags |= fPrefix
+		}
+	case atom.Pre:
+		e.kind = kCapture
+		c.beginCapture(a, language(readAttrs(z).class))
+	case atom.Code, atom.Kbd, atom.Samp, atom.Tt:
+		e.kind = kCapture
+		c.beginCapture(a, "")
+	case atom.Strong, atom.B:
+		e.kind, e.mark = kMark, "**"
+	case atom.Em, atom.I, atom.Cite, atom.Var, atom.Dfn:
+		e.kind, e.mark = kMark, "*"
+	case atom.Del, atom.S, atom.Strike:
+		e.kind, e.mark = kMark, "~~"
+	case atom.A:
+		m := readAttrs(z)
+		if href := resolve(c.base, m.href); href != "" {
+			e.kind, e.mark = kLink, "]("+href+titlePart(m.title)+")"
+			e.label = escapeText(collapseSpace(cmp.Or(m.label, m.title))) // an icon's link: its label is its text
+			c.w.inline++
+		}
+	case atom.Table:
+		e.kind = kTable
+		e.flags |= fScope
+		c.w.block()
+		c.tables = append(c.tables, &tableState{index: len(c.stack), flat: c.w.inline > 0})
+	case atom.Tr:
+		if t := c.table(); t != nil && !t.flat {
+			e.kind = kRow
+			t.rows = append(t.rows, nil)
+		} else {
+			c.w.newline()
+		}
+	case atom.Td, atom.Th, atom.Caption:
+		e.flags |= fScope
+		if t := c.table(); t != nil && !t.flat {
+			e.kind, e.saved = kCell, c.w
+			if a == atom.Caption {
+				e.kind = kCaption
+			} else if c.index(atom.Tr) < t.index {
+				t.rows = append(t.rows, nil) // a cell with no row: the row is implied
+			}
+			c.w = c.cellWriter()
+		} else {
+			c.w.space = true
+		}
+	}
+	c.push(e)
+	switch e.kind {
+	case kMark:
+		c.w.open(e.mark)
+	case kLink:
+		c.w.open("[")
+	}
+}
+
+// implied closes what a start tag of a closes in a browser: an open paragraph before a block, the open list item
+// before the next, a heading before a heading, the open cell and row before the next.
+func (c *converter) implied(a atom.Atom) {
+	switch a {
+	case atom.Li:
+		c.closeOpen(atom.Li)
+	case atom.Dd, atom.Dt:
+		c.closeOpen(atom.Dd)
+		c.closeOpen(atom.Dt)
+	case atom.A:
+		if i := c.index(atom.A); i >= 0 && i > c.top(c.scopes) {
+			c.popTo(i) // links do not nest
+		}
+	case atom.Tr, atom.Td, atom.Th, atom.Caption, atom.Tbody, atom.Thead, atom.Tfoot:
+		if t := c.table(); t != nil {
+			for _, cell := range []atom.Atom{atom.Td, atom.Th, atom.Caption} {
+				if i := c.index(cell); i > t.index {
+					c.popTo(i)
+				}
+			}
+			if a != atom.Td && a != atom.Th {
+				if i := c.index(atom.Tr); i > t.index {
+					c.popTo(i)
+				}
+			}
+		}
+		return
+	}
+	if closesP(a) {
+		c.closeP()
+	}
+	if isHeading(a) {
+		if n := len(c.stack); n > 0 && isHeading(c.stack[n-1].a) {
+			c.popTo(n - 1)
+		}
+	}
+}
+
+// closeOpen closes the open a when no special element other than address, div and p is above it.
+func (c *converter) closeOpen(a atom.Atom) {
+	i := c.index(a)
+	if i < 0 {
+		return
+	}
+	for j := len(c.specials) - 1; j >= 0 && c.specials[j] > i; j-- {
+		if s := c.stack[c.specials[j]].a; s != atom.Address && s != atom.Div && s != atom.P {
+			return
+		}
+	}
+	c.popTo(i)
+}
+
+func (c *converter) closeP() {
+	if i := c.index(atom.P); i >= 0 && i > c.top(c.scopes) {
+		c.popTo(i)
+	}
+}
+
+func (c *converter) end(a atom.Atom) {
+	if c.skip != 0 {
+		if a == c.skip {
+			if c.skipDepth--; c.skipDepth == 0 {
+				c.skip = 0
+			}
+		}
+		return
+	}
+	if c.capture != 0 {
+		switch {
+		case a == c.capture:
+			if c.capDepth--; c.capDepth > 0 {
+				return
+			}
+			if a == atom.Title {
+				c.endCapture()
+				return
+			}
+		case isSpecial(a) && c.index(a) >= 0:
+			// An unclosed pre or code ends with the element that holds it.
+		default:
+			return
+		}
+	}
+	if isHeading(a) { // any heading's end tag ends the open heading
+		for _, h := range []atom.Atom{atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6} {
+			if c.index(h) > c.index(a) {
+				a = h
+			}
+		}
+	}
+	i := c.index(a)
+	switch {
+	case i < 0:
+		switch a {
+		case atom.P: // </p> with no paragraph open is an empty paragraph
+			c.w.block()
+		case atom.Br:
+			c.w.newline()
+		}
+		return
+	case a == atom.Table:
+	case a == atom.Tr || a == atom.Td || a == atom.Th || a == atom.Caption || a == atom.Tbody || a == atom.Thead || a == atom.Tfoot:
+		if t := c.table(); t == nil || i < t.index {
+			return
+		}
+	case a == atom.Li:
+		if i < c.top(c.scopes) || i < max(c.index(atom.Ul), c.index(atom.Ol)) {
+			return
+		}
+	case isSpecial(a) || isFormatting(a):
+		if i < c.top(c.scopes) {
+			return
+		}
+	default: // any other end tag closes its element only when no special element is above it
+		if i < c.top(c.specials) {
+			return
+		}
+	}
+	c.popTo(i)
+}
+
+func (c *converter) push(e elem) {
+	i := len(c.stack)
+	e.prev = -1
+	if j, ok := c.last[e.a]; ok {
+		e.prev = j
+	}
+	c.last[e.a] = i
+	if e.flags&fScope != 0 || e.a == atom.Table {
+		c.scopes = append(c.scopes, i)
+	}
+	if isSpecial(e.a) {
+		e.flags |= fSpecial
+		c.specials = append(c.specials, i)
+	}
+	c.stack = append(c.stack, e)
+}
+
+// popTo closes the open elements down to index i, i included, innermost first.
+func (c *converter) popTo(i int) {
+	for len(c.stack) > i {
+		n := len(c.stack) - 1
+		e := c.stack[n]
+		c.stack = c.stack[:n]
+		if e.prev >= 0 {
+			c.last[e.a] = e.prev
+		} else {
+			delete(c.last, e.a)
+		}
+		if k := len(c.scopes); k > 0 && c.scopes[k-1] == n {
+			c.scopes = c.scopes[:k-1]
+		}
+		if k := len(c.specials); k > 0 && c.specials[k-1] == n {
+			c.specials = c.specials[:k-1]
+		}
+		c.closeElem(e, n)
+	}
+}
+
+func (c *converter) closeElem(e elem, n int) {
+	w := c.w
+	switch e.kind {
+	case kBlock:
 		w.block()
-		w.open(strings.Repeat("#", int(n.Data[1]-'0')) + " ")
-		w.inline++
-		w.children(n)
+	case kHeading:
 		w.inline--
 		w.close("")
 		w.block()
-	case atom.P, atom.Div, atom.Section, atom.Article, atom.Main, atom.Header, atom.Footer, atom.Nav, atom.Aside,
-		atom.Figure, atom.Figcaption, atom.Address, atom.Details, atom.Summary, atom.Form, atom.Fieldset, atom.Legend,
-		atom.Center, atom.Dl, atom.Dt, atom.Hgroup, atom.Caption:
+	case kQuote, kDd:
+		w.popPrefix()
 		w.block()
-		w.children(n)
-		w.block()
-	case atom.Dd:
-		w.block()
-		w.prefix = append(w.prefix, linePrefix{indent: "  ", marker: ": "})
-		w.children(n)
-		w.prefix = w.prefix[:len(w.prefix)-1]
-		w.block()
-	case atom.Br:
+	case kList:
+		if e.flags&fNested != 0 {
+			w.newline()
+		} else {
+			w.block()
+		}
+	case kItem:
+		if e.flags&fPrefix != 0 {
+			w.popPrefix()
+		}
 		w.newline()
-	case atom.Hr:
+	case kCapture:
+		c.endCapture()
+	case kMark:
+		w.close(e.mark)
+	case kLink:
+		w.inline--
+		if !w.close(e.mark) && e.label != "" {
+			w.raw("[" + e.label + e.mark)
+		}
+	case kCell, kCaption:
+		text := strings.TrimSpace(string(w.out))
+		c.w = e.saved
+		c.spare = w
+		if t := c.table(); t != nil {
+			if e.kind == kCaption {
+				t.caption = text
+			} else if len(t.rows) > 0 {
+				t.rows[len(t.rows)-1] = append(t.rows[len(t.rows)-1], text)
+			}
+		}
+	case kTable:
+		if t := c.table(); t != nil && t.index == n {
+			c.tables = c.tables[:len(c.tables)-1]
+			if !t.flat {
+				w.table(t.caption, t.rows)
+			}
+		}
 		w.block()
-		w.raw("* * *")
-		w.block()
-	case atom.Blockquote:
-		w.block()
-		w.prefix = append(w.prefix, linePrefix{indent: "> "})
-		w.children(n)
-		w.prefix = w.prefix[:len(w.prefix)-1]
-		w.block()
-	case atom.Ul, atom.Ol:
-		w.list(n)
-	case atom.Li: // outside a list
-		w.newline()
-		w.children(n)
-		w.newline()
+	}
+}
+
+func (c *converter) beginCapture(a atom.Atom, lang string) {
+	c.capture, c.capDepth, c.capText, c.capLang = a, 1, c.capText[:0], lang
+}
+
+// endCapture writes what a pre or code held, or keeps the first title.
+func (c *converter) endCapture() {
+	a, text := c.capture, string(c.capText)
+	c.capture = 0
+	switch a {
+	case atom.Title:
+		if c.title == "" {
+			c.title = text
+		}
 	case atom.Pre:
-		w.preformatted(n)
-	case atom.Code, atom.Kbd, atom.Samp, atom.Tt:
-		w.code(textContent(n))
-	case atom.Strong, atom.B:
-		w.wrap(n, "**")
-	case atom.Em, atom.I, atom.Cite, atom.Var, atom.Dfn:
-		w.wrap(n, "*")
-	case atom.Del, atom.S, atom.Strike:
-		w.wrap(n, "~~")
-	case atom.A:
-		w.link(n)
-	case atom.Img:
-		w.image(n)
-	case atom.Table:
-		w.table(n)
+		c.w.codeBlock(text, c.capLang)
+	case 0:
 	default:
-		w.children(n)
-	}
-	return ""
-}
-
-func (w *mdWriter) children(n *html.Node) {
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		w.walk(c)
+		c.w.code(text)
 	}
 }
 
-// block owes a blank line; inside a link, heading or cell, a space.
-func (w *mdWriter) block() {
-	if w.inline > 0 {
-		w.space = true
-		return
-	}
-	w.breaks = 2
-}
-
-func (w *mdWriter) newline() {
-	if w.inline > 0 {
-		w.space = true
-		return
-	}
-	w.breaks = max(w.breaks, 1)
-}
-
-// begin pays what is owed before text: line breaks with the prefixes, or a space, then the opening marks. It
-// reports whether the text that follows starts its line.
-func (w *mdWriter) begin() bool {
-	lineStart := false
-	switch {
-	case w.breaks > 0 && len(w.out) > 0:
-		for i := 0; i < w.breaks; i++ {
-			if i > 0 { // a blank line keeps the quote marks
-				w.writePrefix(true)
-			}
-			w.out = append(w.out, '\n')
+// tagAtom is the element a tag token names, read from the token as it came (the tokenizer's TagName copies each
+// name): the name ends at a space, '/' or '>', in any case.
+func (c *converter) tagAtom(raw []byte) atom.Atom {
+	raw = bytes.TrimLeft(raw, "</")
+	n := 0
+	for n < len(raw) && n < len(c.name) && !isSpace(raw[n]) && raw[n] != '/' && raw[n] != '>' {
+		b := raw[n]
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
 		}
-		w.writePrefix(false)
-		lineStart = true
-	case len(w.out) == 0:
-		w.writePrefix(false)
-		lineStart = true
-	case w.space:
-		w.out = append(w.out, ' ')
+		c.name[n] = b
+		n++
 	}
-	w.breaks, w.space = 0, false
-	if len(w.opens) > 0 {
-		for _, o := range w.opens {
-			w.out = append(w.out, o...)
-		}
-		w.opens = w.opens[:0]
-		lineStart = false
+	if n == len(c.name) && n < len(raw) && !isSpace(raw[n]) && raw[n] != '/' && raw[n] != '>' {
+		return 0 // longer than any element's name
 	}
-	return lineStart
+	return atom.Lookup(c.name[:n])
 }
 
-// writePrefix writes the innermost prefixes that fit in maxPrefix; a blank line's without trailing spaces.
-func (w *mdWriter) writePrefix(blank bool) {
-	first, width := len(w.prefix), 0
-	for first > 0 && width+len(w.prefix[first-1].indent) <= maxPrefix {
-		first--
-		width += len(w.prefix[first].indent)
+// index is the stack index of the topmost open a, -1 when none is open.
+func (c *converter) index(a atom.Atom) int {
+	if i, ok := c.last[a]; ok {
+		return i
 	}
-	start := len(w.out)
-	for i := first; i < len(w.prefix); i++ {
-		p := &w.prefix[i]
-		switch {
-		case blank && !p.started:
-		case !blank && p.marker != "":
-			w.out = append(w.out, p.marker...)
-			p.marker, p.started = "", true
+	return -1
+}
+
+func (c *converter) top(s []int) int {
+	if len(s) == 0 {
+		return -1
+	}
+	return s[len(s)-1]
+}
+
+// cellWriter is an empty writer for a table cell (one line).
+func (c *converter) cellWriter() *mdWriter {
+	w := c.spare
+	c.spare = nil
+	if w == nil {
+		w = &mdWriter{}
+	}
+	*w = mdWriter{out: w.out[:0], opens: w.opens[:0], prefix: w.prefix[:0], inline: 1}
+	return w
+}
+
+// table is the innermost open table.
+func (c *converter) table() *tableState {
+	if len(c.tables) == 0 {
+		return nil
+	}
+	return c.tables[len(c.tables)-1]
+}
+
+// tagAttrs are the attributes Garuda reads.
+type tagAttrs struct{ href, src, alt, title, label, class, start string }
+
+// readAttrs reads the current start tag's attributes; of a repeated one the first counts, as in a browser.
+func readAttrs(z *html.Tokenizer) tagAttrs {
+	var m tagAttrs
+	for more := true; more; {
+		var k, v []byte
+		k, v, more = z.TagAttr()
+		var p *string
+		switch string(k) {
+		case "href":
+			p = &m.href
+		case "src":
+			p = &m.src
+		case "alt":
+			p = &m.alt
+		case "title":
+			p = &m.title
+		case "aria-label":
+			p = &m.label
+		case "class":
+			p = &m.class
+		case "start":
+			p = &m.start
 		default:
-			w.out = append(w.out, p.indent...)
-			p.started = p.started || !blank
+			continue
+		}
+		if *p == "" {
+			*p = string(v)
 		}
 	}
-	if blank {
-		for len(w.out) > start && w.out[len(w.out)-1] == ' ' {
-			w.out = w.out[:len(w.out)-1]
-		}
-	}
-}
-
-// text writes a text node: whitespace collapsed, Markdown's own characters escaped.
-func (w *mdWriter) text(s string) {
-	for len(s) > 0 {
-		i := strings.IndexFunc(s, isSpace)
-		if i != 0 {
-			word := s
-			if i > 0 {
-				word = s[:i]
-			}
-			w.out = appendEscaped(w.out, word, w.begin())
-			if i < 0 {
-				return
-			}
-			s = s[i:]
-		}
-		w.space = true
-		j := strings.IndexFunc(s, notSpace)
-		if j < 0 {
-			return
-		}
-		s = s[j:]
-	}
-}
-
-func (w *mdWriter) raw(s string) {
-	w.begin()
-	w.out = append(w.out, s...)
-}
-
-func (w *mdWriter) open(mark string) { w.opens = append(w.opens, mark) }
-
-// close writes mark after an element's text, or forgets the element's opening mark when it had none.
-func (w *mdWriter) close(mark string) bool {
-	if n := len(w.opens); n > 0 {
-		w.opens = w.opens[:n-1]
-		return false
-	}
-	w.out = append(w.out, mark...)
-	return true
-}
-
-func (w *mdWriter) wrap(n *html.Node, mark string) {
-	w.open(mark)
-	w.children(n)
-	w.close(mark)
-}
-
-func (w *mdWriter) code(s string) {
-	s = collapseSpace(s)
-	if s == "" {
-		return
-	}
-	fence := strings.Repeat("`", longestRun(s, '`')+1)
-	pad := ""
-	if s[0] == '`' || s[len(s)-1] == '`' {
-		pad = " "
-	}
-	w.raw(fence + pad + s + pad + fence)
-}
-
-func (w *mdWriter) preformatted(n *html.Node) {
-	s := strings.Trim(textContent(n), "\n")
-	if strings.TrimSpace(s) == "" {
-		return
-	}
-	if w.inline > 0 {
-		w.code(s)
-		return
-	}
-	lang := language(n)
-	if c := n.FirstChild; lang == "" && c != nil && c.DataAtom == atom.Code {
-		lang = language(c)
-	}
-	fence := strings.Repeat("`", max(3, longestRun(s, '`')+1))
-	w.block()
-	w.raw(fence + lang)
-	for line := range strings.SplitSeq(s, "\n") {
-		w.breaks = 1
-		w.begin()
-		w.out = append(w.out, strings.TrimRight(line, "\r")...)
-	}
-	w.breaks = 1
-	w.raw(fence)
-	w.block()
+	return m
 }
 
 // language is a code block's language from its class (language-go, lang-go).
-func language(n *html.Node) string {
-	for f := range strings.FieldsSeq(attr(n, "class")) {
+func language(class string) string {
+	for f := range strings.FieldsSeq(class) {
 		for _, p := range []string{"language-", "lang-"} {
 			if l, ok := strings.CutPrefix(f, p); ok && l != "" && !strings.ContainsAny(l, "`~") {
 				return l
@@ -332,272 +633,53 @@ func language(n *html.Node) string {
 	return ""
 }
 
-func (w *mdWriter) list(n *html.Node) {
-	nested := len(w.prefix) > 0 && w.prefix[len(w.prefix)-1].item
-	if nested {
-		w.newline()
-	} else {
-		w.block()
+// skipped reports the elements whose content is never text a reader of the page sees.
+func skipped(a atom.Atom) bool {
+	switch a {
+	case atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Iframe, atom.Noembed, atom.Noframes, atom.Frameset,
+		atom.Object, atom.Svg, atom.Math, atom.Canvas, atom.Textarea, atom.Select, atom.Audio, atom.Video,
+		atom.Map, atom.Dialog, atom.Datalist:
+		return true
 	}
-	num := 1
-	if v, err := strconv.Atoi(attr(n, "start")); err == nil && v >= 0 && v < 1e6 {
-		num = v
-	}
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type != html.ElementNode || c.DataAtom != atom.Li {
-			w.walk(c)
-			continue
-		}
-		marker := "- "
-		if n.DataAtom == atom.Ol {
-			marker = strconv.Itoa(num) + ". "
-			num++
-		}
-		w.newline()
-		w.prefix = append(w.prefix, linePrefix{indent: strings.Repeat(" ", len(marker)), marker: marker, item: true})
-		w.children(c)
-		if p := w.prefix[len(w.prefix)-1]; p.marker != "" { // an empty item still shows
-			w.raw("")
-		}
-		w.prefix = w.prefix[:len(w.prefix)-1]
-		w.newline()
-	}
-	if nested {
-		w.newline()
-	} else {
-		w.block()
-	}
+	return false
 }
 
-func (w *mdWriter) link(n *html.Node) {
-	href := w.resolve(attr(n, "href"))
-	if href == "" {
-		w.children(n)
-		return
-	}
-	w.open("[")
-	w.inline++
-	w.children(n)
-	w.inline--
-	w.close("](" + href + titlePart(attr(n, "title")) + ")")
+func isHeading(a atom.Atom) bool {
+	return a == atom.H1 || a == atom.H2 || a == atom.H3 || a == atom.H4 || a == atom.H5 || a == atom.H6
 }
 
-func (w *mdWriter) image(n *html.Node) {
-	alt := escapeText(collapseSpace(attr(n, "alt")), false)
-	src := w.resolve(attr(n, "src"))
-	switch {
-	case src == "" && alt == "":
-	case src == "":
-		w.raw(alt)
-	default:
-		w.raw("![" + alt + "](" + src + titlePart(attr(n, "title")) + ")")
+// closesP reports whether a start tag of a closes an open paragraph.
+func closesP(a atom.Atom) bool {
+	switch a {
+	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Center, atom.Details, atom.Dialog, atom.Dir,
+		atom.Div, atom.Dl, atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer, atom.Form, atom.H1, atom.H2,
+		atom.H3, atom.H4, atom.H5, atom.H6, atom.Header, atom.Hgroup, atom.Hr, atom.Main, atom.Menu, atom.Nav,
+		atom.Ol, atom.P, atom.Pre, atom.Search, atom.Section, atom.Summary, atom.Table, atom.Ul, atom.Li, atom.Dd,
+		atom.Dt, atom.Listing, atom.Xmp:
+		return true
 	}
+	return false
 }
 
-func titlePart(t string) string {
-	if t = collapseSpace(t); t == "" {
-		return ""
+// isSpecial reports the spec's special elements that Garuda keeps open (void and skipped ones never are).
+func isSpecial(a atom.Atom) bool {
+	switch a {
+	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Caption, atom.Center, atom.Dd, atom.Details,
+		atom.Dir, atom.Div, atom.Dl, atom.Dt, atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer, atom.Form,
+		atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6, atom.Header, atom.Hgroup, atom.Li, atom.Listing,
+		atom.Main, atom.Marquee, atom.Menu, atom.Nav, atom.Ol, atom.P, atom.Pre, atom.Search, atom.Section,
+		atom.Summary, atom.Table, atom.Tbody, atom.Td, atom.Tfoot, atom.Th, atom.Thead, atom.Tr, atom.Ul, atom.Xmp:
+		return true
 	}
-	return ` "` + strings.ReplaceAll(strings.ReplaceAll(t, `\`, `\\`), `"`, `\"`) + `"`
+	return false
 }
 
-// resolve makes a link absolute against the page; what a reader cannot follow (javascript:, data:, a bad URL) is
-// dropped, and spaces and parentheses are escaped so the link stays one.
-func (w *mdWriter) resolve(ref string) string {
-	ref = strings.TrimSpace(ref)
-	if ref == "" {
-		return ""
+// isFormatting reports the elements whose end tag reaches past other elements to close them (emphasis, links).
+func isFormatting(a atom.Atom) bool {
+	switch a {
+	case atom.A, atom.B, atom.Big, atom.Code, atom.Em, atom.Font, atom.I, atom.Nobr, atom.S, atom.Small, atom.Strike,
+		atom.Strong, atom.Tt, atom.U, atom.Del, atom.Kbd, atom.Samp, atom.Cite, atom.Var, atom.Dfn:
+		return true
 	}
-	u, err := w.base.Parse(ref)
-	if err != nil {
-		return ""
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "http", "https", "mailto", "ftp":
-	default:
-		return ""
-	}
-	s := u.String()
-	if strings.ContainsAny(s, " ()<>") {
-		s = strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29", "<", "%3C", ">", "%3E").Replace(s)
-	}
-	return s
-}
-
-// table writes a table as a GFM table: its first row the header, every row as wide as the widest, a cell's text on
-// one line with its pipes escaped.
-func (w *mdWriter) table(n *html.Node) {
-	if w.inline > 0 { // a table inside a cell or link: its text only
-		w.children(n)
-		return
-	}
-	var rows [][]string
-	var caption string
-	var visit func(*html.Node)
-	visit = func(n *html.Node) {
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if c.Type != html.ElementNode {
-				continue
-			}
-			switch c.DataAtom {
-			case atom.Caption:
-				caption = w.cell(c)
-			case atom.Thead, atom.Tbody, atom.Tfoot:
-				visit(c)
-			case atom.Tr:
-				var row []string
-				for d := c.FirstChild; d != nil; d = d.NextSibling {
-					if d.Type == html.ElementNode && (d.DataAtom == atom.Td || d.DataAtom == atom.Th) {
-						row = append(row, w.cell(d))
-					}
-				}
-				if len(row) > 0 {
-					rows = append(rows, row)
-				}
-			}
-		}
-	}
-	visit(n)
-	if w.err != nil {
-		return
-	}
-	if caption != "" {
-		w.block()
-		w.raw(caption)
-	}
-	if len(rows) == 0 {
-		return
-	}
-	cols := 0
-	for _, r := range rows {
-		cols = max(cols, len(r))
-	}
-	w.block()
-	for i, r := range rows {
-		var b strings.Builder
-		b.WriteByte('|')
-		for j := range len(r) {
-			b.WriteByte(' ')
-			b.WriteString(r[j])
-			b.WriteString(" |")
-		}
-		if i == 0 { // the header is as wide as the widest row; the others as they are
-			for range cols - len(r) {
-				b.WriteString("  |")
-			}
-		}
-		w.newline()
-		w.raw(b.String())
-		if i == 0 {
-			w.newline()
-			w.raw("|" + strings.Repeat(" --- |", cols))
-		}
-	}
-	w.block()
-}
-
-// cell renders a table cell's content on one line.
-func (w *mdWriter) cell(n *html.Node) string {
-	c := &mdWriter{ctx: w.ctx, base: w.base, nodes: w.nodes, inline: 1}
-	c.children(n)
-	w.nodes = c.nodes
-	if c.err != nil {
-		w.err = c.err
-	}
-	return strings.ReplaceAll(strings.TrimSpace(string(c.out)), "|", `\|`)
-}
-
-// textContent is the text of n and its descendants, as it is.
-func textContent(n *html.Node) string {
-	if n.Type == html.TextNode {
-		return n.Data
-	}
-	var b strings.Builder
-	var visit func(*html.Node)
-	visit = func(n *html.Node) {
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			switch {
-			case c.Type == html.TextNode:
-				b.WriteString(c.Data)
-			case c.Type == html.ElementNode && c.DataAtom == atom.Br:
-				b.WriteByte('\n')
-			case c.Type == html.ElementNode:
-				visit(c)
-			}
-		}
-	}
-	visit(n)
-	return b.String()
-}
-
-func attr(n *html.Node, key string) string {
-	for _, a := range n.Attr {
-		if a.Key == key && a.Namespace == "" {
-			return a.Val
-		}
-	}
-	return ""
-}
-
-func notSpace(r rune) bool { return !isSpace(r) }
-
-func isSpace(r rune) bool {
-	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f'
-}
-
-func collapseSpace(s string) string {
-	return strings.Join(strings.FieldsFunc(s, isSpace), " ")
-}
-
-func longestRun(s string, c byte) int {
-	best, run := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			run++
-			best = max(best, run)
-		} else {
-			run = 0
-		}
-	}
-	return best
-}
-
-func escapeText(s string, lineStart bool) string {
-	return string(appendEscaped(nil, s, lineStart))
-}
-
-// appendEscaped appends a word of text with the characters that Markdown would read as markup escaped: emphasis,
-// code, links, HTML; at a line's start also headings, quotes and list markers.
-func appendEscaped(out []byte, s string, lineStart bool) []byte {
-	if lineStart && s != "" {
-		switch s[0] {
-		case '#', '>', '-', '+', '=', '~':
-			out = append(out, '\\')
-		default:
-			if i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }); i > 0 && (s[i] == '.' || s[i] == ')') {
-				out = append(out, s[:i]...)
-				out = append(out, '\\')
-				s = s[i:]
-			}
-		}
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '\\', '*', '`', '[', ']', '<':
-			out = append(out, '\\', c)
-		case '_':
-			if i > 0 && i+1 < len(s) && isWordByte(s[i-1]) && isWordByte(s[i+1]) {
-				out = append(out, c) // inside a word (snake_case) it is no emphasis
-			} else {
-				out = append(out, '\\', c)
-			}
-		default:
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func isWordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+	return false
 }

@@ -26,9 +26,9 @@ func TestToMarkdown(t *testing.T) {
 		{"headings", `<h1>Top</h1><h3>Third <small>level</small></h3>`, "# Top\n\n### Third level"},
 		{"emphasis", `<p>a <b> bold </b>and <em>it</em><strong></strong> <del>gone</del>.</p>`, "a **bold** and *it* ~~gone~~."},
 		{"links", `<p><a href="/x">rel</a> <a href="https://go.dev/a b">abs</a> <a href="#s">frag</a> <a href="/e"> </a>` +
-			`<a href="javascript:alert(1)">js</a> <a href="/t" title="T &quot;q&quot;">titled</a></p>`,
+			`<a href="javascript:alert(1)">js</a> <a href="/t" title="T &quot;q&quot;">titled</a> <a href="/p" aria-label="Print"><svg></svg></a></p>`,
 			`[rel](https://example.com/x) [abs](https://go.dev/a%20b) [frag](https://example.com/docs/page.html#s) js ` +
-				`[titled](https://example.com/t "T \"q\"")`},
+				`[titled](https://example.com/t "T \"q\"") [Print](https://example.com/p)`},
 		{"images", `<p><img src="i.png" alt="An image"> <img src="data:image/png;base64,AAAA" alt="inline"> <img src="x.png">` +
 			` <a href="/big"><img src="/small.png" alt="thumb"></a></p>`,
 			"![An image](https://example.com/docs/i.png) inline ![](https://example.com/docs/x.png) " +
@@ -47,7 +47,16 @@ func TestToMarkdown(t *testing.T) {
 		{"escapes", `<p>2024. was * a _year_ of snake_case [links] &lt;tags&gt;</p><p># not a heading</p>`,
 			"2024\\. was \\* a \\_year\\_ of snake_case \\[links\\] \\<tags>\n\n\\# not a heading"},
 		{"definitions", `<dl><dt>Term</dt><dd>Meaning</dd></dl>`, "Term\n\n: Meaning"},
-		{"unclosed and misnested", `<p>one<p>two <b>bold <i>both</b> after</i><div>block`, "one\n\ntwo **bold *both*** *after*\n\nblock"},
+		{"unclosed and misnested", `<p>one<p>two <b>bold <i>both</b> after</i><div>block`, "one\n\ntwo **bold *both*** after\n\nblock"},
+		{"unclosed items and cells", `<ul><li>a<li>b<ul><li>c</ul><li>d</ul><table><tr><td>1<td><b>2</b><tr><td>3</table>x`,
+			"- a\n- b\n  - c\n- d\n\n| 1 | **2** |\n| --- | --- |\n| 3 |\n\nx"},
+		{"table without rows or head", `<table><td>lone</td></table><table>text only</table>`, "| lone |\n| --- |\n\ntext only"},
+		{"nested table", `<table><tr><td>out<table><tr><td>in1</td><td>in2</td></tr></table></td><td>next</td></tr></table>`,
+			"| out in1 in2 | next |\n| --- | --- |"},
+		{"stray end tags", `<div>a</span></b></li></td></table>b</div></div><p>c</p>`, "ab\n\nc"},
+		{"unclosed pre", "<div><pre>x := 1\n<b>y</b></div><p>after</p>", "```\nx := 1\ny\n```\n\nafter"},
+		{"pre in a list", "<ul><li>run<pre>go test\ngo vet</pre></li></ul>", "- run\n\n  ```\n  go test\n  go vet\n  ```"},
+		{"code keeps markup characters", `<p><code>a*b_c &lt;T&gt;</code></p>`, "`a*b_c <T>`"},
 		{"whitespace", "<p>  many \n\t spaces  </p>\n\n\n<p>\n</p><div><div><p>deep</p></div></div>", "many spaces\n\ndeep"},
 		{"entities", `<p>caf&eacute; &amp; &#x1F600; &nbsp;x</p>`, "café & \U0001F600 \u00a0x"},
 	} {
@@ -66,15 +75,32 @@ func TestToMarkdownLeavesOut(t *testing.T) {
 		`<svg viewBox="0 0 1 1"><title>SVGTITLE</title><text>SVGTEXT</text><svg><desc>INNERSVG</desc></svg></svg>` +
 		`<noscript><p>NOSCRIPT</p></noscript><template><p>TEMPLATE</p></template><iframe src="/f">IFRAME</iframe>` +
 		`<form><input value="INPUT"><textarea>TEXTAREA</textarea><select><option>OPTION</option></select>` +
-		`<button>BUTTON</button></form><!-- COMMENT --><math><mi>MATH</mi></math><canvas>CANVAS</canvas>` +
+		`</form><!-- COMMENT --><math><mi>MATH</mi></math><canvas>CANVAS</canvas>` +
 		`<object data="x">OBJECT</object><video>VIDEO</video><p>end</p></body></html>`
 	got := convert(t, page)
 	if want := "# The Title\n\nvisible\n\nend"; got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
+	// Skipped content holds no text even when it looks like markup, nested, or inside a code block.
+	if got := convert(t, "<pre>a<script>if (x<y) { b() }</script>c</pre><svg><svg/><g><text>T</text></g></svg><p>end</p>"); got != "```\nac\n```\n\nend" {
+		t.Errorf("skipped inside: %q", got)
+	}
 	// The title is not repeated when the page's first heading says it already.
 	if got := convert(t, `<title>Same</title><h1>Same</h1><p>x</p>`); got != "# Same\n\nx" {
 		t.Errorf("title and heading: %q", got)
+	}
+}
+
+// A page nested deeper than any browser keeps its text, and nothing breaks (the depth is bounded).
+func TestToMarkdownDeep(t *testing.T) {
+	got := convert(t, strings.Repeat("<div><ul><li><blockquote>", 2000)+"deep"+strings.Repeat("</blockquote></li></ul></div>", 2000)+"<p>after</p>")
+	if !strings.Contains(got, "deep") || !strings.HasSuffix(got, "\n\nafter") {
+		t.Errorf("deep page: %q", got[max(0, len(got)-200):])
+	}
+	for _, line := range strings.Split(got, "\n") {
+		if len(line) > maxPrefix+len("deep") {
+			t.Fatalf("a line of %d bytes: %q", len(line), line)
+		}
 	}
 }
 
