@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -313,5 +314,52 @@ func TestProxyHook(t *testing.T) {
 		if err != nil || len(qs) != 0 || strings.Contains(got, "hello from the internet") != allowed {
 			t.Errorf("rule %v: context %q, questions %v, %v", allowed, got, qs, err)
 		}
+	}
+}
+
+// Plan mode keeps the network policy as it is (a question for a host no rule names, the page with a rule) and the
+// root read-only: curl reaches the host but cannot save the page in the project. Control: the same save in build
+// mode lands.
+func TestProxyPlanMode(t *testing.T) {
+	e := newEnv(t)
+	_, plain := internet(t, false)
+	c := e.client()
+	sid := e.open(c)
+	if _, err := c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
+		t.Fatal(err)
+	}
+	curl := "curl -sS --max-time 20 -w ' [%{http_code}]' http://" + plain + "/plan"
+	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(curl)), execv1.Choice_CHOICE_DENY)
+	if err != nil || len(qs) != 1 || qs[0].GetKind() != "network" || !strings.Contains(res.GetContent(), "[403]") {
+		t.Fatalf("plan mode, no rule: want a network question and a 403, got %q, questions %v, %v", res.GetContent(), qs, err)
+	}
+	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
+	sid = e.open(c)
+	if _, err := c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
+		t.Fatal(err)
+	}
+	save := "curl -sS --max-time 20 -o page.txt http://" + plain + "/plan && echo saved"
+	for cmd, want := range map[string]string{curl: "[200]", save: ""} {
+		res, qs, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+		if err != nil || len(qs) != 0 {
+			t.Fatalf("%s: %v, questions %v", cmd, err, qs)
+		}
+		if want != "" && !strings.Contains(res.GetContent(), want) {
+			t.Errorf("plan mode with the rule: %q, want %s", res.GetContent(), want)
+		}
+		if want == "" && strings.Contains(res.GetContent(), "saved") {
+			t.Errorf("plan mode saved the page in the project: %q", res.GetContent())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "page.txt")); err == nil {
+		t.Error("page.txt was written in plan mode")
+	}
+	// The control: in build mode the same command saves the page.
+	if _, err := c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_BUILD}); err != nil {
+		t.Fatal(err)
+	}
+	res, _, _ = run(t, start(t, c, ctx(t), sid, bash(save)), execv1.Choice_CHOICE_DENY)
+	if !strings.Contains(res.GetContent(), "saved") || !strings.Contains(fileText(filepath.Join(e.root, "page.txt")), "hello from the internet") {
+		t.Errorf("build mode: %q", res.GetContent())
 	}
 }
