@@ -89,7 +89,7 @@ type elem struct {
 const (
 	fOrdered uint8 = 1 << iota
 	fNested        // a list inside a list item
-	fPrefix        // pushed a line prefix
+	fPrefix        // pushed a line prefix, or a heading's mark
 	fScope
 	fSpecial
 )
@@ -100,8 +100,7 @@ const (
 	kGeneric kind = iota
 	kBlock
 	kHeading
-	kQuote
-	kDd
+	kQuote // a blockquote or a definition
 	kList
 	kItem
 	kMark
@@ -209,16 +208,22 @@ func (c *converter) start(a atom.Atom, z *html.Tokenizer, selfClosing bool) {
 	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
 		e.kind = kHeading
 		c.w.block()
-		c.w.open(headingMarks[a.String()[1]-'1'])
+		if c.w.inline == 0 { // a heading inside a link or a cell is its text
+			c.w.open(headingMarks[a.String()[1]-'1'])
+			e.flags |= fPrefix
+		}
 		c.w.inline++
-	case atom.Blockquote:
+	case atom.Blockquote, atom.Dd:
 		e.kind = kQuote
 		c.w.block()
-		c.w.pushPrefix("> ", "")
-	case atom.Dd:
-		e.kind = kDd
-		c.w.block()
-		c.w.pushPrefix("  ", ": ")
+		if c.w.inline == 0 {
+			if a == atom.Dd {
+				c.w.pushPrefix("  ", ": ")
+			} else {
+				c.w.pushPrefix("> ", "")
+			}
+			e.flags |= fPrefix
+		}
 	case atom.Ul, atom.Ol:
 		e.kind, e.num = kList, 1
 		if a == atom.Ol {
@@ -465,10 +470,14 @@ func (c *converter) closeElem(e elem, n int) {
 		w.block()
 	case kHeading:
 		w.inline--
-		w.close("")
+		if e.flags&fPrefix != 0 {
+			w.close("")
+		}
 		w.block()
-	case kQuote, kDd:
-		w.popPrefix()
+	case kQuote:
+		if e.flags&fPrefix != 0 {
+			w.popPrefix()
+		}
 		w.block()
 	case kList:
 		if e.flags&fNested != 0 {

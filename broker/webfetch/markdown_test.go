@@ -57,6 +57,9 @@ func TestToMarkdown(t *testing.T) {
 		{"unclosed pre", "<div><pre>x := 1\n<b>y</b></div><p>after</p>", "```\nx := 1\ny\n```\n\nafter"},
 		{"pre in a list", "<ul><li>run<pre>go test\ngo vet</pre></li></ul>", "- run\n\n  ```\n  go test\n  go vet\n  ```"},
 		{"code keeps markup characters", `<p><code>a*b_c &lt;T&gt;</code></p>`, "`a*b_c <T>`"},
+		{"blocks inside a link or a cell", `<a href="/c"><h3>Card</h3><p>text</p><blockquote>q</blockquote></a>` +
+			`<table><tr><td><h2>In</h2><ul><li>a</li><li>b</li></ul><blockquote>q</blockquote></td></tr></table>`,
+			"[Card text q](https://example.com/c)\n\n| In a b q |\n| --- |"},
 		{"whitespace", "<p>  many \n\t spaces  </p>\n\n\n<p>\n</p><div><div><p>deep</p></div></div>", "many spaces\n\ndeep"},
 		{"entities", `<p>caf&eacute; &amp; &#x1F600; &nbsp;x</p>`, "café & \U0001F600 \u00a0x"},
 	} {
