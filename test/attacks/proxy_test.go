@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -361,5 +362,46 @@ func TestProxyPlanMode(t *testing.T) {
 	res, _, _ = run(t, start(t, c, ctx(t), sid, bash(save)), execv1.Choice_CHOICE_DENY)
 	if !strings.Contains(res.GetContent(), "saved") || !strings.Contains(fileText(filepath.Join(e.root, "page.txt")), "hello from the internet") {
 		t.Errorf("build mode: %q", res.GetContent())
+	}
+}
+
+// A network question waits no longer than the command may run: left unanswered, the command ends at its timeout and
+// the call's result comes, the host not reached. Control: answered at once, the same command gets the page.
+func TestProxyQuestionBoundedByTimeout(t *testing.T) {
+	e := newEnv(t)
+	_, plain := internet(t, false)
+	c := e.client()
+	sid := e.open(c)
+	curl := "curl -sS --max-time 30 -w ' [%{http_code}]' http://" + plain + "/wait"
+	op := bash(curl)
+	op.GetBash().TimeoutMs = 2000
+	st := start(t, c, ctx(t), sid, op)
+	m, err := next(t, st)
+	if err != nil || m.GetQuestion() == nil || m.GetQuestion().GetKind() != "network" {
+		t.Fatalf("want the network question first, got %v, %v", m, err)
+	}
+	began := time.Now()
+	for {
+		m, err = next(t, st)
+		if err != nil {
+			t.Fatalf("waiting for the result: %v", err)
+		}
+		if m.GetResult() != nil {
+			break
+		}
+	}
+	res := m.GetResult()
+	t.Logf("unanswered: %s after %s: %q", res.GetStatus(), time.Since(began), res.GetContent())
+	if waited := time.Since(began); waited > 15*time.Second {
+		t.Errorf("the unanswered question held the call for %s, past the command's 2 s", waited)
+	}
+	if res.GetStatus() == execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "hello from the internet") ||
+		!strings.Contains(res.GetContent(), "timed out") {
+		t.Errorf("unanswered: want the command timed out without reaching the host, got %v", res)
+	}
+	// The control: the same command, its question answered, gets the page.
+	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(curl)), execv1.Choice_CHOICE_ONCE)
+	if err != nil || len(qs) != 1 || !strings.Contains(res.GetContent(), "[200]") {
+		t.Fatalf("answered: %q, questions %v, %v", res.GetContent(), qs, err)
 	}
 }
