@@ -26,7 +26,8 @@ func TestToMarkdown(t *testing.T) {
 		{"headings", `<h1>Top</h1><h3>Third <small>level</small></h3>`, "# Top\n\n### Third level"},
 		{"emphasis", `<p>a <b> bold </b>and <em>it</em><strong></strong> <del>gone</del>.</p>`, "a **bold** and *it* ~~gone~~."},
 		{"links", `<p><a href="/x">rel</a> <a href="https://go.dev/a b">abs</a> <a href="#s">frag</a> <a href="/e"> </a>` +
-			`<a href="javascript:alert(1)">js</a> <a href="/t" title="T &quot;q&quot;">titled</a> <a href="/p" aria-label="Print"><svg></svg></a></p>`,
+			`<a href="javascript:alert(1)">js</a> <a href="/t" title="T &quot;q&quot;">titled</a> ` +
+			`<a href="/p" aria-label="Print"><svg></svg></a></p>`,
 			`[rel](https://example.com/x) [abs](https://go.dev/a%20b) [frag](https://example.com/docs/page.html#s) js ` +
 				`[titled](https://example.com/t "T \"q\"") [Print](https://example.com/p)`},
 		{"images", `<p><img src="i.png" alt="An image"> <img src="data:image/png;base64,AAAA" alt="inline"> <img src="x.png">` +
@@ -85,7 +86,8 @@ func TestToMarkdownLeavesOut(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 	// Skipped content holds no text even when it looks like markup, nested, or inside a code block.
-	if got := convert(t, "<pre>a<script>if (x<y) { b() }</script>c</pre><svg><svg/><g><text>T</text></g></svg><p>end</p>"); got != "```\nac\n```\n\nend" {
+	skippedInside := "<pre>a<script>if (x<y) { b() }</script>c</pre><svg><svg/><g><text>T</text></g></svg><p>end</p>"
+	if got := convert(t, skippedInside); got != "```\nac\n```\n\nend" {
 		t.Errorf("skipped inside: %q", got)
 	}
 	// The title is not repeated when the page's first heading says it already.
@@ -96,7 +98,8 @@ func TestToMarkdownLeavesOut(t *testing.T) {
 
 // A page nested deeper than any browser keeps its text, and nothing breaks (the depth is bounded).
 func TestToMarkdownDeep(t *testing.T) {
-	got := convert(t, strings.Repeat("<div><ul><li><blockquote>", 2000)+"deep"+strings.Repeat("</blockquote></li></ul></div>", 2000)+"<p>after</p>")
+	got := convert(t, strings.Repeat("<div><ul><li><blockquote>", 2000)+"deep"+
+		strings.Repeat("</blockquote></li></ul></div>", 2000)+"<p>after</p>")
 	if !strings.Contains(got, "deep") || !strings.HasSuffix(got, "\n\nafter") {
 		t.Errorf("deep page: %q", got[max(0, len(got)-200):])
 	}

@@ -544,7 +544,8 @@ func messagesBytes(ms []model.Message) int {
 	for _, m := range ms {
 		n += 8
 		for _, b := range m.Content {
-			n += 16 + len(b.Text) + len(b.Signature) + len(b.ToolUseID) + len(b.Name) + len(b.Input) + len(b.Data) + len(b.Result) + len(b.Citations)
+			n += 16 + len(b.Text) + len(b.Signature) + len(b.ToolUseID) + len(b.Name) + len(b.Input) + len(b.Data) +
+				len(b.Result) + len(b.Citations)
 		}
 	}
 	return n

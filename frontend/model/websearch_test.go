@@ -90,7 +90,8 @@ func TestAnthropicWebSearch(t *testing.T) {
 	for i, want := range []string{
 		`{"type":"server_tool_use","id":"srvtoolu_014hJH82Qum7Td6UV8gDXThB","name":"web_search","input":{"query":"go 1.26 release notes"}}`,
 		`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_014hJH82Qum7Td6UV8gDXThB","content":[{"type":"web_search_result",` +
-			`"title":"Go 1.26 Release Notes","url":"https://go.dev/doc/go1.26","encrypted_content":"Eu8BCioIAhgBIiQ3","page_age":"February 2026"},` +
+			`"title":"Go 1.26 Release Notes","url":"https://go.dev/doc/go1.26","encrypted_content":"Eu8BCioIAhgBIiQ3",` +
+			`"page_age":"February 2026"},` +
 			`{"type":"web_search_result","title":"Go blog","url":"https://go.dev/blog/go1.26","encrypted_content":"Eu8BCioIAhgBIiQ4"}]}`,
 		`{"type":"text","text":"Go 1.26 was released in February.","citations":[{"type":"web_search_result_location",` +
 			`"cited_text":"Go 1.26 is released, February 2026.","url":"https://go.dev/doc/go1.26","title":"Go 1.26 Release Notes",` +

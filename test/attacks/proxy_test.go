@@ -131,8 +131,8 @@ func TestProxySessionConsent(t *testing.T) {
 
 // TestProxyAsNobody runs the proxy tests again as the unprivileged user nobody (a user namespace for the sandbox).
 func TestProxyAsNobody(t *testing.T) {
-	rerunAsNobody(t, "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload|NpmInstall)$",
-		"TestProxySandboxedCurl", "TestProxyGoModDownload", "TestProxyNpmInstall")
+	rerunAsNobody(t, "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload|NpmInstall|PlanMode)$",
+		"TestProxySandboxedCurl", "TestProxyGoModDownload", "TestProxyNpmInstall", "TestProxyPlanMode")
 }
 
 // hostAddress is an address of this machine that is not loopback (Go's HTTP client never proxies loopback
@@ -360,7 +360,8 @@ func TestProxyPlanMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, _, _ = run(t, start(t, c, ctx(t), sid, bash(save)), execv1.Choice_CHOICE_DENY)
-	if !strings.Contains(res.GetContent(), "saved") || !strings.Contains(fileText(filepath.Join(e.root, "page.txt")), "hello from the internet") {
+	page := fileText(filepath.Join(e.root, "page.txt"))
+	if !strings.Contains(res.GetContent(), "saved") || !strings.Contains(page, "hello from the internet") {
 		t.Errorf("build mode: %q", res.GetContent())
 	}
 }
