@@ -41,3 +41,13 @@ func TestDoctorShowsTheModel(t *testing.T) {
 		t.Errorf("with the key variable unset, doctor says:\n%s", out)
 	}
 }
+
+// garuda-exec doctor shows the commands' network: the proxy, on or off and why, and what it decides by (issue 22).
+func TestExecDoctorShowsTheProxy(t *testing.T) {
+	needBins(t)
+	out, _ := exec.Command(bins.exec, "doctor").CombinedOutput() // exits 1 where the sandbox is incomplete
+	on := strings.Contains(string(out), "Network proxy: on.") && strings.Contains(string(out), "network(domain:...)")
+	if !on && !strings.Contains(string(out), "Network proxy: off (no network namespace here)") {
+		t.Errorf("garuda-exec doctor does not show the commands' proxy:\n%s", out)
+	}
+}

@@ -118,6 +118,9 @@ const (
 	// DefaultMaxOutputTokens is the output limit of a request when Session.MaxOutputTokens is zero.
 	DefaultMaxOutputTokens = 8192
 
+	// maxPauses bounds the continuations of a turn the provider paused (Anthropic's pause_turn).
+	maxPauses = 5
+
 	maxRetryDelay = 30 * time.Second
 	// maxRetryAfter is the longest retry-after the loop waits out; a provider that asks for more ends the turn.
 	maxRetryAfter = 2 * time.Minute
@@ -266,6 +269,7 @@ func (s *Session) RunTurn(ctx context.Context, prompt string, emit func(Event)) 
 func (t *turn) run(ctx context.Context, prompt string) (Stop, error) {
 	s := t.s
 	s.appendMessage(model.Message{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: prompt}}})
+	pauses := 0
 	for step := 1; ; step++ {
 		if ctx.Err() != nil {
 			return StopCancelled, nil
@@ -316,6 +320,16 @@ func (t *turn) run(ctx context.Context, prompt string) (Stop, error) {
 			t.closeUnrun(calls, nil, StatusFailed, reason)
 			t.emit(Event{Type: EventStepEnd})
 			return stop, nil
+		}
+		if len(calls) == 0 && resp.StopReason == model.StopPause && len(msg.Content) > 0 {
+			// The provider paused its own tools' loop (a long web search): the conversation, the paused answer
+			// included, is sent again so that it goes on, at most maxPauses times a turn (each a step as well).
+			t.emit(Event{Type: EventStepEnd})
+			if pauses++; pauses > maxPauses {
+				t.notice("the turn stopped: the model provider paused it %d times. Send a message to go on.", maxPauses)
+				return StopMaxSteps, nil
+			}
+			continue
 		}
 		if len(calls) == 0 {
 			t.emit(Event{Type: EventStepEnd})
@@ -530,7 +544,8 @@ func messagesBytes(ms []model.Message) int {
 	for _, m := range ms {
 		n += 8
 		for _, b := range m.Content {
-			n += 16 + len(b.Text) + len(b.Signature) + len(b.ToolUseID) + len(b.Name) + len(b.Input) + len(b.Data)
+			n += 16 + len(b.Text) + len(b.Signature) + len(b.ToolUseID) + len(b.Name) + len(b.Input) + len(b.Data) +
+				len(b.Result) + len(b.Citations)
 		}
 	}
 	return n

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -92,7 +93,26 @@ func (c *anthropicClient) params(req Request) (anthropic.MessageNewParams, error
 			switch b.Type {
 			case BlockText:
 				if b.Text != "" { // the API refuses empty text blocks
-					wm.Content = append(wm.Content, wireBlock{Type: "text", Text: &b.Text})
+					wb := wireBlock{Type: "text", Text: &b.Text}
+					if req.WebSearch && len(b.Citations) > 0 && json.Valid(b.Citations) {
+						wb.Citations = b.Citations
+					}
+					wm.Content = append(wm.Content, wb)
+				}
+			case BlockServerToolUse, BlockWebSearchResult:
+				// A search and its result go back as they came, while the request offers the search; a request
+				// without the tool leaves them out (and the citations that point into them), keeping the text.
+				if !req.WebSearch {
+					continue
+				}
+				if b.Type == BlockServerToolUse {
+					in := b.Input
+					if len(in) == 0 || !json.Valid(in) {
+						in = emptyObject
+					}
+					wm.Content = append(wm.Content, wireBlock{Type: string(b.Type), ID: b.ToolUseID, Name: b.Name, Input: in})
+				} else if len(b.Result) > 0 && json.Valid(b.Result) {
+					wm.Content = append(wm.Content, wireBlock{Type: string(b.Type), ToolUseID: b.ToolUseID, Content: b.Result})
 				}
 			case BlockThinking:
 				wm.Content = append(wm.Content, wireBlock{Type: "thinking", Thinking: &b.Text, Signature: &b.Signature})
@@ -107,10 +127,19 @@ func (c *anthropicClient) params(req Request) (anthropic.MessageNewParams, error
 				}
 				wm.Content = append(wm.Content, wireBlock{Type: "tool_use", ID: b.ToolUseID, Name: b.Name, Input: in})
 			case BlockToolResult:
-				wm.Content = append(wm.Content, wireBlock{Type: "tool_result", ToolUseID: b.ToolUseID, Content: &b.Text, IsError: b.IsError})
+				content, err := json.Marshal(b.Text)
+				if err != nil {
+					return p, fmt.Errorf("tool result %s in the history: %w", b.ToolUseID, err)
+				}
+				wm.Content = append(wm.Content, wireBlock{Type: "tool_result", ToolUseID: b.ToolUseID, Content: content, IsError: b.IsError})
 			}
 		}
-		if len(wm.Content) > 0 {
+		switch {
+		case len(wm.Content) == 0:
+		case len(wire) > 0 && wire[len(wire)-1].Role == wm.Role:
+			// Two messages of one role in a row (an answer the provider paused, then its continuation) are one turn.
+			wire[len(wire)-1].Content = append(wire[len(wire)-1].Content, wm.Content...)
+		default:
 			wire = append(wire, wm)
 		}
 	}
@@ -146,7 +175,8 @@ type wireBlock struct {
 	Name         string          `json:"name,omitempty"`
 	Input        json.RawMessage `json:"input,omitempty"`
 	ToolUseID    string          `json:"tool_use_id,omitempty"`
-	Content      *string         `json:"content,omitempty"`
+	Content      json.RawMessage `json:"content,omitempty"` // a tool_result's text (a JSON string), a search result's content
+	Citations    json.RawMessage `json:"citations,omitempty"`
 	IsError      bool            `json:"is_error,omitempty"`
 	CacheControl *wireCache      `json:"cache_control,omitempty"`
 }
@@ -200,6 +230,9 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 			switch cb.Type {
 			case "text":
 				b.Block = Block{Type: BlockText}
+				if raw := cb.JSON.Citations.Raw(); strings.HasPrefix(raw, "[") && raw != "[]" {
+					b.cites = append(b.cites, json.RawMessage(raw))
+				}
 				if cb.Text != "" {
 					b.text = append(b.text, cb.Text...)
 					h.Delta(DeltaText, cb.Text)
@@ -217,12 +250,14 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 			case "tool_use":
 				b.Block = Block{Type: BlockToolUse, ToolUseID: cb.ID, Name: cb.Name}
 			case "server_tool_use":
-				// The provider's own tool (web search): shown as it runs, not kept in the history.
-				b.server, b.ToolUseID, b.Name = true, cb.ID, cb.Name
+				// The provider's own tool (web search): shown as it runs, and kept to be sent back.
+				b.Block = Block{Type: BlockServerToolUse, ToolUseID: cb.ID, Name: cb.Name}
+				b.server = true
 			case "web_search_tool_result":
-				b.skip = true
+				ev, content := searchResult(cb.RawJSON())
+				b.Block = Block{Type: BlockWebSearchResult, ToolUseID: ev.ID, Result: content}
 				if sh, ok := h.(ServerToolHandler); ok {
-					sh.ServerTool(searchResult(cb.RawJSON()))
+					sh.ServerTool(ev)
 				}
 			default:
 				b.skip = true // server tools and other blocks Garuda does not use
@@ -250,6 +285,10 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 				b.Signature += d.Signature
 			case "input_json_delta":
 				b.text = append(b.text, d.PartialJSON...)
+			case "citations_delta":
+				if raw := d.JSON.Citation.Raw(); b.Type == BlockText && strings.HasPrefix(raw, "{") {
+					b.cites = append(b.cites, json.RawMessage(raw))
+				}
 			}
 		case "content_block_stop":
 			// Blocks are finished after the loop, so a block that never saw its stop is still kept.
@@ -287,12 +326,20 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 	}
 	for i := range blocks {
 		b := &blocks[i]
-		if b.skip || b.server {
+		if b.skip {
 			continue
 		}
 		switch b.Type {
 		case BlockText, BlockThinking:
 			b.Text = string(b.text)
+			if len(b.cites) > 0 {
+				b.Citations, _ = json.Marshal(b.cites)
+			}
+		case BlockServerToolUse:
+			b.Input = emptyObject
+			if len(b.text) > 0 && json.Valid(b.text) {
+				b.Input = json.RawMessage(b.text)
+			}
 		case BlockToolUse:
 			in, err := toolInput(b.text, b.Name)
 			if err != nil {
@@ -314,21 +361,25 @@ const maxBlocks = 4096
 type anthropicBlock struct {
 	Block
 	text   []byte // text, thinking, or the tool input JSON as it arrives
+	cites  []json.RawMessage
 	skip   bool
-	server bool // a server_tool_use block: its input is streamed, then it is shown, never kept
+	server bool // a server_tool_use block: its input is streamed, then it is shown
 }
 
 // maxSearches bounds the web searches of one request.
 const maxSearches = 5
 
-// searchResult reads a web_search_tool_result block: the URLs found, or the error.
-func searchResult(raw string) ServerToolEvent {
+// searchResult reads a web_search_tool_result block: the URLs found, or the error; and its content as it came.
+func searchResult(raw string) (ServerToolEvent, json.RawMessage) {
 	var r struct {
 		ToolUseID string          `json:"tool_use_id"`
 		Content   json.RawMessage `json:"content"`
 	}
 	_ = json.Unmarshal([]byte(raw), &r)
 	ev := ServerToolEvent{ID: r.ToolUseID, Name: "web_search", Done: true}
+	if len(r.Content) == 0 {
+		r.Content = json.RawMessage("[]")
+	}
 	var results []struct {
 		URL string `json:"url"`
 	}
@@ -338,14 +389,14 @@ func searchResult(raw string) ServerToolEvent {
 				ev.URLs = append(ev.URLs, x.URL)
 			}
 		}
-		return ev
+		return ev, r.Content
 	}
 	var e struct {
 		ErrorCode string `json:"error_code"`
 	}
 	_ = json.Unmarshal(r.Content, &e)
 	ev.Error = "the web search failed: " + cmp.Or(e.ErrorCode, "unknown error")
-	return ev
+	return ev, r.Content
 }
 
 func anthropicStop(s anthropic.StopReason) StopReason {
@@ -356,7 +407,9 @@ func anthropicStop(s anthropic.StopReason) StopReason {
 		return StopMaxTokens
 	case anthropic.StopReasonRefusal:
 		return StopRefusal
-	default: // end_turn, stop_sequence, pause_turn
+	case anthropic.StopReasonPauseTurn:
+		return StopPause
+	default: // end_turn, stop_sequence
 		return StopEndTurn
 	}
 }

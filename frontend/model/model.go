@@ -25,6 +25,12 @@ const (
 	BlockToolResult BlockType = "tool_result"
 	// BlockRedactedThinking is thinking the provider encrypted (Anthropic); its Data must be sent back unchanged.
 	BlockRedactedThinking BlockType = "redacted_thinking"
+	// BlockServerToolUse is a tool the provider ran itself (Anthropic's web_search): ToolUseID, Name and Input. It
+	// and its BlockWebSearchResult stay in the conversation, sent back as they came, as the provider requires.
+	BlockServerToolUse BlockType = "server_tool_use"
+	// BlockWebSearchResult is a web search's result: ToolUseID, and Result, the provider's content (its results
+	// with their encrypted content, or its error) sent back unchanged.
+	BlockWebSearchResult BlockType = "web_search_tool_result"
 )
 
 // Block is one part of a message.
@@ -37,6 +43,10 @@ type Block struct {
 	Input     json.RawMessage `json:"input,omitempty"` // tool_use
 	IsError   bool            `json:"is_error,omitempty"`
 	Data      string          `json:"data,omitempty"` // redacted_thinking payload, sent back unchanged
+	// Result is a web_search_tool_result's content, as the provider sent it.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Citations are a text block's citations of search results (a JSON array), as the provider sent them.
+	Citations json.RawMessage `json:"citations,omitempty"`
 }
 
 // Message is one turn of the conversation.
@@ -98,6 +108,9 @@ const (
 	StopToolUse   StopReason = "tool_use"
 	StopMaxTokens StopReason = "max_tokens"
 	StopRefusal   StopReason = "refusal"
+	// StopPause: the provider paused a long turn of its own tools (Anthropic's pause_turn); sending the
+	// conversation again, the paused answer included, lets it go on.
+	StopPause StopReason = "pause_turn"
 )
 
 // Usage counts tokens of one request. InputTokens is the whole prompt, cached parts included;

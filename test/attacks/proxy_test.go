@@ -11,10 +11,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -129,8 +131,8 @@ func TestProxySessionConsent(t *testing.T) {
 
 // TestProxyAsNobody runs the proxy tests again as the unprivileged user nobody (a user namespace for the sandbox).
 func TestProxyAsNobody(t *testing.T) {
-	rerunAsNobody(t, "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload|NpmInstall)$",
-		"TestProxySandboxedCurl", "TestProxyGoModDownload", "TestProxyNpmInstall")
+	rerunAsNobody(t, "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload|NpmInstall|PlanMode)$",
+		"TestProxySandboxedCurl", "TestProxyGoModDownload", "TestProxyNpmInstall", "TestProxyPlanMode")
 }
 
 // hostAddress is an address of this machine that is not loopback (Go's HTTP client never proxies loopback
@@ -313,5 +315,94 @@ func TestProxyHook(t *testing.T) {
 		if err != nil || len(qs) != 0 || strings.Contains(got, "hello from the internet") != allowed {
 			t.Errorf("rule %v: context %q, questions %v, %v", allowed, got, qs, err)
 		}
+	}
+}
+
+// Plan mode keeps the network policy as it is (a question for a host no rule names, the page with a rule) and the
+// root read-only: curl reaches the host but cannot save the page in the project. Control: the same save in build
+// mode lands.
+func TestProxyPlanMode(t *testing.T) {
+	e := newEnv(t)
+	_, plain := internet(t, false)
+	c := e.client()
+	sid := e.open(c)
+	if _, err := c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
+		t.Fatal(err)
+	}
+	curl := "curl -sS --max-time 20 -w ' [%{http_code}]' http://" + plain + "/plan"
+	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(curl)), execv1.Choice_CHOICE_DENY)
+	if err != nil || len(qs) != 1 || qs[0].GetKind() != "network" || !strings.Contains(res.GetContent(), "[403]") {
+		t.Fatalf("plan mode, no rule: want a network question and a 403, got %q, questions %v, %v", res.GetContent(), qs, err)
+	}
+	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
+	sid = e.open(c)
+	if _, err := c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
+		t.Fatal(err)
+	}
+	save := "curl -sS --max-time 20 -o page.txt http://" + plain + "/plan && echo saved"
+	for cmd, want := range map[string]string{curl: "[200]", save: ""} {
+		res, qs, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+		if err != nil || len(qs) != 0 {
+			t.Fatalf("%s: %v, questions %v", cmd, err, qs)
+		}
+		if want != "" && !strings.Contains(res.GetContent(), want) {
+			t.Errorf("plan mode with the rule: %q, want %s", res.GetContent(), want)
+		}
+		if want == "" && strings.Contains(res.GetContent(), "saved") {
+			t.Errorf("plan mode saved the page in the project: %q", res.GetContent())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "page.txt")); err == nil {
+		t.Error("page.txt was written in plan mode")
+	}
+	// The control: in build mode the same command saves the page.
+	if _, err := c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_BUILD}); err != nil {
+		t.Fatal(err)
+	}
+	res, _, _ = run(t, start(t, c, ctx(t), sid, bash(save)), execv1.Choice_CHOICE_DENY)
+	page := fileText(filepath.Join(e.root, "page.txt"))
+	if !strings.Contains(res.GetContent(), "saved") || !strings.Contains(page, "hello from the internet") {
+		t.Errorf("build mode: %q", res.GetContent())
+	}
+}
+
+// A network question waits no longer than the command may run: left unanswered, the command ends at its timeout and
+// the call's result comes, the host not reached. Control: answered at once, the same command gets the page.
+func TestProxyQuestionBoundedByTimeout(t *testing.T) {
+	e := newEnv(t)
+	_, plain := internet(t, false)
+	c := e.client()
+	sid := e.open(c)
+	curl := "curl -sS --max-time 30 -w ' [%{http_code}]' http://" + plain + "/wait"
+	op := bash(curl)
+	op.GetBash().TimeoutMs = 2000
+	st := start(t, c, ctx(t), sid, op)
+	m, err := next(t, st)
+	if err != nil || m.GetQuestion() == nil || m.GetQuestion().GetKind() != "network" {
+		t.Fatalf("want the network question first, got %v, %v", m, err)
+	}
+	began := time.Now()
+	for {
+		m, err = next(t, st)
+		if err != nil {
+			t.Fatalf("waiting for the result: %v", err)
+		}
+		if m.GetResult() != nil {
+			break
+		}
+	}
+	res := m.GetResult()
+	t.Logf("unanswered: %s after %s: %q", res.GetStatus(), time.Since(began), res.GetContent())
+	if waited := time.Since(began); waited > 15*time.Second {
+		t.Errorf("the unanswered question held the call for %s, past the command's 2 s", waited)
+	}
+	if res.GetStatus() == execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "hello from the internet") ||
+		!strings.Contains(res.GetContent(), "timed out") {
+		t.Errorf("unanswered: want the command timed out without reaching the host, got %v", res)
+	}
+	// The control: the same command, its question answered, gets the page.
+	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(curl)), execv1.Choice_CHOICE_ONCE)
+	if err != nil || len(qs) != 1 || !strings.Contains(res.GetContent(), "[200]") {
+		t.Fatalf("answered: %q, questions %v, %v", res.GetContent(), qs, err)
 	}
 }

@@ -23,6 +23,9 @@ type ToolCall struct {
 
 // Turn is the scripted answer to one HTTP request.
 type Turn struct {
+	// Searches are web searches the provider runs itself (Anthropic's web_search), streamed first: each a
+	// server_tool_use and its web_search_tool_result.
+	Searches  []Search   `json:"searches,omitempty"`
 	Thinking  string     `json:"thinking,omitempty"`
 	Signature string     `json:"signature,omitempty"` // of the thinking block (Anthropic)
 	Text      string     `json:"text,omitempty"`
@@ -49,6 +52,13 @@ type Turn struct {
 	ChunkSize int `json:"chunk_size,omitempty"`
 	// ChunkDelay is slept between events, to make a stream observable while it runs.
 	ChunkDelay time.Duration `json:"chunk_delay,omitempty"`
+}
+
+// Search is one server-side web search of a scripted turn.
+type Search struct {
+	ID    string   `json:"id"`
+	Query string   `json:"query"`
+	URLs  []string `json:"urls"` // each a result, with a title and encrypted content made from it
 }
 
 // Request is one request the server received.
@@ -255,6 +265,21 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		}
 		e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
 		idx++
+	}
+	for i, sr := range t.Searches {
+		id := sr.ID
+		if id == "" {
+			id = fmt.Sprintf("srvtoolu_fake_%d", i)
+		}
+		in, _ := json.Marshal(map[string]string{"query": sr.Query})
+		block(map[string]any{"type": "server_tool_use", "id": id, "name": "web_search", "input": map[string]any{}},
+			[]map[string]any{{"type": "input_json_delta", "partial_json": string(in)}})
+		results := []any{}
+		for j, u := range sr.URLs {
+			results = append(results, map[string]any{"type": "web_search_result", "url": u, "title": fmt.Sprintf("Result %d", j+1),
+				"encrypted_content": fmt.Sprintf("enc-%s-%d", id, j)})
+		}
+		block(map[string]any{"type": "web_search_tool_result", "tool_use_id": id, "content": results}, nil)
 	}
 	if t.Thinking != "" {
 		var ds []map[string]any
