@@ -319,3 +319,19 @@ func TestOutputFileAndStreaming(t *testing.T) {
 		t.Errorf("output file mode %v", fi.Mode())
 	}
 }
+
+// TestSignalState: the command starts with no signal blocked and ignoring only what a plain child of the broker
+// ignores, although pid 1 forks it with every signal blocked (fork_linux.go). Control: the same command started
+// plainly by this process.
+func TestSignalState(t *testing.T) {
+	f := newFixture(t)
+	const cmd = "grep -E '^Sig(Blk|Ign)' /proc/self/status"
+	r := f.sandboxed(cmd)
+	want, err := plain(t, cmd)
+	if err != nil || !strings.Contains(want, "SigBlk:\t0000000000000000") {
+		t.Fatalf("control: %v %q", err, want)
+	}
+	if got := out(r); got != strings.TrimSpace(want) {
+		t.Errorf("the command's signal state %q, want that of a plain child %q", got, want)
+	}
+}

@@ -436,6 +436,11 @@ func startHelper(hs *helperSpec, cg *commandCgroup, stdin io.Reader, stdout io.W
 		closeAll(parentEnds)
 		return nil, err
 	}
+	// The spec goes first, so that the helper sets up its namespaces while it is being moved into its cgroup (a
+	// cgroup v1 move waits for an RCU grace period); the end of the pipe then lets it start the command.
+	if err := json.NewEncoder(specW).Encode(hs); err != nil {
+		return fail(fmt.Errorf("send sandbox spec: %w", err))
+	}
 	// The kernel's OOM killer takes a command's processes before anything else (the broker, the editor): defends
 	// against a memory flood taking them down. Written by a root broker, it is also the floor the command cannot
 	// go below; its /proc is read-only besides.
@@ -447,9 +452,6 @@ func startHelper(hs *helperSpec, cg *commandCgroup, stdin io.Reader, stdout io.W
 		if err := cg.add(cmd.Process.Pid); err != nil {
 			return fail(err)
 		}
-	}
-	if err := json.NewEncoder(specW).Encode(hs); err != nil {
-		return fail(fmt.Errorf("send sandbox spec: %w", err))
 	}
 	specW.Close()
 	h.cmd = cmd
