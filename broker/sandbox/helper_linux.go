@@ -199,10 +199,12 @@ func setupNamespace(hs *helperSpec) error {
 	}
 	procFlags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
 	if !hs.Unsandboxed {
-		if err := lockDown(hs); err != nil {
+		// One reading of the mount table serves both: lockDown's self-binds add no other name of any path.
+		mounts := readMountinfo()
+		if err := lockDown(hs, mounts); err != nil {
 			return err
 		}
-		if err := protectPaths(hs); err != nil {
+		if err := protectPaths(hs, mounts); err != nil {
 			return err
 		}
 		procFlags |= unix.MS_RDONLY // sysctls and /proc/<pid> files: Landlock refuses writes there too
@@ -253,9 +255,8 @@ func writablePlaces(hs *helperSpec) []string {
 // utimes and extended attributes nor opening device nodes for reading: defends against changing files' modes
 // and times outside the writable places, and against reading raw disks, consoles, terminals or a device node
 // found anywhere.
-func lockDown(hs *helperSpec) error {
+func lockDown(hs *helperSpec, mounts []mountEntry) error {
 	places := writablePlaces(hs)
-	mounts := readMountinfo()
 	var rw []string
 	for _, w := range places {
 		for _, m := range append([]string{w}, mountPointsBelow(w, mounts)...) {
@@ -403,11 +404,10 @@ func beneath(p, dir string) bool {
 }
 
 // protectPaths makes protected paths read-only and hides secrets and outside unix sockets.
-func protectPaths(hs *helperSpec) error {
+func protectPaths(hs *helperSpec, mounts []mountEntry) error {
 	writable := writablePlaces(hs)
 	// The same file system mounted a second time (WSL's /mnt/wslg/distro, ostree's /sysroot, a bind mount) shows
 	// each path under another name too: defends against reading a secret, or reaching a socket, by that name.
-	mounts := readMountinfo()
 	hs.ReadOnly = withOtherNames(hs.ReadOnly, mounts)
 	hs.Hidden = withOtherNames(hs.Hidden, mounts)
 	hs.Sockets = withOtherNames(hs.Sockets, mounts)
