@@ -346,19 +346,35 @@ func hostUnixSockets() []string {
 	return out
 }
 
-// unixSocketTables names /proc/<pid>/net/unix of one process in each network namespace visible in /proc.
+// unixSocketTables names /proc/<pid>/net/unix of one process in each network namespace visible in /proc. It runs
+// for every command, over every process of the machine: one directory read and one readlinkat each, nothing more.
 func unixSocketTables() []string {
 	tables := []string{"/proc/self/net/unix"}
-	self, _ := os.Readlink("/proc/self/ns/net")
-	seen := map[string]bool{self: true}
-	pids, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range pids {
-		ns, err := os.Readlink(p + "/ns/net")
-		if err != nil || seen[ns] {
+	proc, err := os.Open("/proc")
+	if err != nil {
+		return tables
+	}
+	defer proc.Close()
+	names, _ := proc.Readdirnames(-1)
+	var buf [64]byte
+	link := func(path string) string {
+		n, err := unix.Readlinkat(int(proc.Fd()), path, buf[:])
+		if err != nil {
+			return ""
+		}
+		return string(buf[:n])
+	}
+	seen := map[string]bool{link("self/ns/net"): true}
+	for _, name := range names {
+		if name == "" || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		ns := link(name + "/ns/net")
+		if ns == "" || seen[ns] {
 			continue
 		}
 		seen[ns] = true
-		tables = append(tables, p+"/net/unix")
+		tables = append(tables, "/proc/"+name+"/net/unix")
 	}
 	return tables
 }
