@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -98,8 +99,27 @@ func ownCgroups() (map[string]string, error) {
 	return out, nil
 }
 
-// cgroupMounts lists the cgroup hierarchies mounted in this mount namespace.
+// cgroupMounts lists the cgroup hierarchies mounted in this mount namespace. Each command looks them up several
+// times; one reading serves for mountsFresh (cgroup hierarchies are mounted at boot, and a stale answer only
+// makes a cgroup fail to be made, which fails closed).
 func cgroupMounts() []cgroupMount {
+	mountsCache.Lock()
+	defer mountsCache.Unlock()
+	if now := time.Now(); mountsCache.at.IsZero() || now.Sub(mountsCache.at) > mountsFresh {
+		mountsCache.mounts, mountsCache.at = readCgroupMounts(), now
+	}
+	return mountsCache.mounts
+}
+
+const mountsFresh = 2 * time.Second
+
+var mountsCache struct {
+	sync.Mutex
+	at     time.Time
+	mounts []cgroupMount
+}
+
+func readCgroupMounts() []cgroupMount {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil
@@ -386,8 +406,19 @@ const staleCgroupAge = time.Minute
 
 // sweepStaleCgroups removes the empty groups left by brokers that died before cleaning up (named <pid>-<n>). Only
 // groups older than staleCgroupAge: defends against removing another live broker's group in the moment between
-// its mkdir and its helper joining it, when that broker's pid looks dead from here (another pid namespace).
+// its mkdir and its helper joining it, when that broker's pid looks dead from here (another pid namespace). A
+// parent is swept at most once per staleCgroupAge: nothing younger would be removed anyway.
 func sweepStaleCgroups(parent string) {
+	sweeps.Lock()
+	if last, ok := sweeps.at[parent]; ok && time.Since(last) < staleCgroupAge {
+		sweeps.Unlock()
+		return
+	}
+	if sweeps.at == nil {
+		sweeps.at = map[string]time.Time{}
+	}
+	sweeps.at[parent] = time.Now()
+	sweeps.Unlock()
 	ents, err := os.ReadDir(parent)
 	if err != nil {
 		return
@@ -405,6 +436,11 @@ func sweepStaleCgroups(parent string) {
 			_ = os.Remove(filepath.Join(parent, e.Name())) // fails, harmlessly, if tasks remain
 		}
 	}
+}
+
+var sweeps struct {
+	sync.Mutex
+	at map[string]time.Time
 }
 
 // add puts the helper in every folder of the command.

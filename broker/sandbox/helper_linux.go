@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -58,8 +57,6 @@ func MaybeRunHelper() {
 	switch os.Args[2] {
 	case "init":
 		runInit()
-	case "exec":
-		runExec()
 	case "probe":
 		runProbe()
 	}
@@ -67,9 +64,8 @@ func MaybeRunHelper() {
 	os.Exit(126)
 }
 
-func readSpec() (*helperSpec, error) {
-	f := os.NewFile(3, "spec")
-	defer f.Close()
+// readSpec reads the spec the broker sends first on fd 3; the pipe stays open (waitGo reads its end).
+func readSpec(f *os.File) (*helperSpec, error) {
 	var hs helperSpec
 	if err := json.NewDecoder(f).Decode(&hs); err != nil {
 		return nil, fmt.Errorf("read sandbox spec: %w", err)
@@ -77,9 +73,20 @@ func readSpec() (*helperSpec, error) {
 	return &hs, nil
 }
 
-// runInit is pid 1 of the command's pid namespace: it sets up the mount and network namespaces, starts the exec
-// stage, forwards SIGTERM to every process of the namespace, reaps orphans, and exits with the command's status
-// (the kernel then kills whatever the command left behind).
+// waitGo waits for the broker to close the spec pipe: it does so once the helper is in the command's cgroup and has
+// its OOM score, so that the command starts under its limits (defends against a command escaping them by starting
+// before its helper was moved). Whatever else comes before the end is ignored.
+func waitGo(f *os.File) error {
+	defer f.Close()
+	if _, err := io.Copy(io.Discard, f); err != nil {
+		return fmt.Errorf("wait for the broker: %w", err)
+	}
+	return nil
+}
+
+// runInit is pid 1 of the command's pid namespace: it sets up the mount and network namespaces, forks the command
+// (which confines itself, fork_linux.go), forwards SIGTERM to every process of the namespace, reaps orphans, and
+// exits with the command's status (the kernel then kills whatever the command left behind).
 func runInit() {
 	status := os.NewFile(4, "status")
 	report := func(st helperStatus) {
@@ -102,7 +109,12 @@ func runInit() {
 		// against the hidden entry being run by hand).
 		report(helperStatus{SetupError: "sandbox helper is not pid 1 of a new pid namespace: refusing to set up mounts"})
 	}
-	hs, err := readSpec()
+	// The broker's pipes (spec, status) are pid 1's alone: defends against a child inheriting them.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		report(helperStatus{SetupError: fmt.Sprintf("mark descriptors close-on-exec: %v", err)})
+	}
+	specFile := os.NewFile(3, "spec")
+	hs, err := readSpec(specFile)
 	if err != nil {
 		report(helperStatus{SetupError: err.Error()})
 	}
@@ -123,48 +135,49 @@ func runInit() {
 			report(helperStatus{SetupError: fmt.Sprintf("set RLIMIT_NPROC %d: %v", hs.Nproc, err)})
 		}
 	}
+	shell := "/bin/bash"
+	if _, err := os.Stat(shell); err != nil {
+		shell = "/bin/sh"
+	}
+	fs, err := prepareFork(hs, []string{shell, "-c", hs.Command}, false)
+	if err != nil {
+		report(helperStatus{SetupError: err.Error()})
+	}
+	if err := waitGo(specFile); err != nil {
+		report(helperStatus{SetupError: err.Error()})
+	}
+	// pid 1 keeps its capabilities; not dumpable, its memory and descriptors (/proc/1/mem, /proc/1/fd) stay out of
+	// the command's reach whatever it keeps (defends against a command reading or steering pid 1).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		report(helperStatus{SetupError: fmt.Sprintf("make the sandbox's pid 1 not dumpable: %v", err)})
+	}
 	if terminating.Load() {
 		report(helperStatus{Signal: int(unix.SIGTERM), Exit: 128 + int(unix.SIGTERM)})
 	}
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		report(helperStatus{SetupError: fmt.Sprintf("spec pipe: %v", err)})
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		report(helperStatus{SetupError: fmt.Sprintf("error pipe: %v", err)})
-	}
 	// The command's stdin is the helper's: /dev/null, or the pipe of Spec.Stdin (then only the command holds it).
-	proc, err := os.StartProcess("/proc/self/exe", []string{"garuda-sandbox", HelperArg, "exec"}, &os.ProcAttr{
-		Env:   []string{},
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, errW},
-		Sys:   &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL},
-	})
-	if err != nil {
-		report(helperStatus{SetupError: fmt.Sprintf("start exec stage: %v", err)})
-	}
-	specR.Close()
-	errW.Close()
+	pid, err := forkCommand(fs)
+	closeFork(fs)
 	os.Stdin.Close()
-	_ = json.NewEncoder(specW).Encode(hs)
-	specW.Close()
-	// EOF here means the exec stage reached execve (the pipe is close-on-exec); bytes mean it failed.
-	msg, _ := io.ReadAll(errR)
-	errR.Close()
+	if terminating.Load() {
+		_ = unix.Kill(-1, unix.SIGTERM) // a SIGTERM that came while the command was being forked reaches it too
+	}
 	var setupErr string
-	if len(msg) > 0 {
-		setupErr = string(msg)
+	if err != nil {
+		setupErr = err.Error()
+		if pid == 0 {
+			report(helperStatus{SetupError: setupErr})
+		}
 	}
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		wpid, err := unix.Wait4(-1, &ws, 0, nil)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
 			report(helperStatus{SetupError: fmt.Sprintf("wait for the command: %v", err)})
 		}
-		if pid != proc.Pid {
+		if wpid != pid {
 			continue // an orphan reparented to us: reaped
 		}
 		switch {
@@ -178,45 +191,6 @@ func runInit() {
 	}
 }
 
-// runExec confines its own thread and execs the command; it runs as the only child of the init stage.
-func runExec() {
-	runtime.LockOSThread() // every per-thread restriction below must be on the thread that calls execve
-	errW := os.NewFile(4, "error")
-	fail := func(err error) {
-		fmt.Fprintf(errW, "%v", err)
-		os.Exit(126)
-	}
-	hs, err := readSpec()
-	if err != nil {
-		fail(err)
-	}
-	if err := unix.Chdir(hs.Dir); err != nil {
-		fail(fmt.Errorf("enter working folder %s: %w", hs.Dir, err))
-	}
-	if hs.DataLimit > 0 {
-		// Set here, not in the init stage: only the command is bound, never the helper's own Go runtime.
-		lim := unix.Rlimit{Cur: hs.DataLimit, Max: hs.DataLimit}
-		if err := unix.Setrlimit(unix.RLIMIT_DATA, &lim); err != nil {
-			fail(fmt.Errorf("set RLIMIT_DATA %d: %w", hs.DataLimit, err))
-		}
-	}
-	if !hs.Unsandboxed {
-		if err := confine(hs); err != nil {
-			fail(err)
-		}
-	}
-	// No descriptor but 0, 1, 2 reaches the command (defends against leaking the broker's files or sockets).
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
-		fail(fmt.Errorf("mark descriptors close-on-exec: %w", err))
-	}
-	shell := "/bin/bash"
-	if _, err := os.Stat(shell); err != nil {
-		shell = "/bin/sh"
-	}
-	err = unix.Exec(shell, []string{filepath.Base(shell), "-c", hs.Command}, hs.Env)
-	fail(fmt.Errorf("exec %s: %w", shell, err))
-}
-
 // setupNamespace prepares the mount and network namespaces the helper was cloned into.
 func setupNamespace(hs *helperSpec) error {
 	// Private propagation keeps every mount below inside this namespace.
@@ -225,10 +199,12 @@ func setupNamespace(hs *helperSpec) error {
 	}
 	procFlags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
 	if !hs.Unsandboxed {
-		if err := lockDown(hs); err != nil {
+		// One reading of the mount table serves both: lockDown's self-binds add no other name of any path.
+		mounts := readMountinfo()
+		if err := lockDown(hs, mounts); err != nil {
 			return err
 		}
-		if err := protectPaths(hs); err != nil {
+		if err := protectPaths(hs, mounts); err != nil {
 			return err
 		}
 		procFlags |= unix.MS_RDONLY // sysctls and /proc/<pid> files: Landlock refuses writes there too
@@ -279,9 +255,8 @@ func writablePlaces(hs *helperSpec) []string {
 // utimes and extended attributes nor opening device nodes for reading: defends against changing files' modes
 // and times outside the writable places, and against reading raw disks, consoles, terminals or a device node
 // found anywhere.
-func lockDown(hs *helperSpec) error {
+func lockDown(hs *helperSpec, mounts []mountEntry) error {
 	places := writablePlaces(hs)
-	mounts := readMountinfo()
 	var rw []string
 	for _, w := range places {
 		for _, m := range append([]string{w}, mountPointsBelow(w, mounts)...) {
@@ -429,11 +404,10 @@ func beneath(p, dir string) bool {
 }
 
 // protectPaths makes protected paths read-only and hides secrets and outside unix sockets.
-func protectPaths(hs *helperSpec) error {
+func protectPaths(hs *helperSpec, mounts []mountEntry) error {
 	writable := writablePlaces(hs)
 	// The same file system mounted a second time (WSL's /mnt/wslg/distro, ostree's /sysroot, a bind mount) shows
 	// each path under another name too: defends against reading a secret, or reaching a socket, by that name.
-	mounts := readMountinfo()
 	hs.ReadOnly = withOtherNames(hs.ReadOnly, mounts)
 	hs.Hidden = withOtherNames(hs.Hidden, mounts)
 	hs.Sockets = withOtherNames(hs.Sockets, mounts)

@@ -28,6 +28,31 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
+// TestDataLimitOnlyOnTheCommand: where RLIMIT_DATA is the memory limit (no memory cgroup: as nobody), it binds the
+// command's processes and never the sandbox's pid 1, whose Go runtime must keep working (the forwarder, the reaper).
+// Control: pid 1's own limit is read the same way and is unlimited.
+func TestDataLimitOnlyOnTheCommand(t *testing.T) {
+	if chooseMechanisms(true, nil).memory != byRlimit {
+		t.Skip("memory is limited by a cgroup here (TestAsNobody reruns this under RLIMIT_DATA)")
+	}
+	f := newFixture(t)
+	s := f.spec("grep 'Max data size' /proc/self/limits /proc/1/limits")
+	s.Limits = Limits{MemoryBytes: 1 << 30}
+	r := f.run(s)
+	self, init := "", ""
+	for _, l := range strings.Split(out(r), "\n") {
+		switch {
+		case strings.HasPrefix(l, "/proc/self/limits:"):
+			self = strings.Fields(strings.TrimPrefix(l, "/proc/self/limits:Max data size"))[0]
+		case strings.HasPrefix(l, "/proc/1/limits:"):
+			init = strings.Fields(strings.TrimPrefix(l, "/proc/1/limits:Max data size"))[0]
+		}
+	}
+	if self != strconv.Itoa(1<<30) || init != "unlimited" {
+		t.Errorf("RLIMIT_DATA of the command %q and of pid 1 %q, want %d and unlimited: %q", self, init, 1<<30, out(r))
+	}
+}
+
 // TestProcessLimitNamed: a command that reaches a lower process limit is told which limit it hit.
 func TestProcessLimitNamed(t *testing.T) {
 	f := newFixture(t)

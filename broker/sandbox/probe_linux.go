@@ -2,10 +2,10 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,12 +45,41 @@ func runProbe() {
 	} else {
 		r.Loopback = "not in a network namespace"
 	}
-	runtime.LockOSThread()
-	r.NNP = errStr(unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-	r.Caps = errStr(dropCaps())
-	r.Seccomp = errStr(installSeccomp(false))
+	// The steps a command's process takes after fork, tried by a child that exits instead of exec'ing.
+	r.NNP, r.Caps, r.Seccomp = probeConfine()
 	_ = json.NewEncoder(os.Stdout).Encode(r)
 	os.Exit(0)
+}
+
+// probeConfine forks a child that confines itself as a command's process does (without Landlock, which Probe
+// checks apart) and says which step failed, if one did.
+func probeConfine() (nnp, caps, seccomp string) {
+	f, err := prepareFork(&helperSpec{Seccomp: seccompArchSupported, NetNS: true}, nil, true)
+	if err != nil {
+		return err.Error(), err.Error(), err.Error()
+	}
+	defer closeFork(f)
+	pid, err := forkCommand(f)
+	if pid > 0 {
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, 0, nil)
+	}
+	var ce *childError
+	switch {
+	case err == nil:
+		if !seccompArchSupported {
+			seccomp = "no syscall table for this architecture"
+		}
+		return "", "", seccomp
+	case !errors.As(err, &ce):
+		return err.Error(), err.Error(), err.Error()
+	case ce.step == stepNoNewPrivs:
+		return err.Error(), "not tried", "not tried"
+	case ce.step == stepSeccomp:
+		return "", "", err.Error()
+	default:
+		return "", err.Error(), "not tried"
+	}
 }
 
 func runProbeHelper(netns bool) (*probeResult, error) {

@@ -319,3 +319,34 @@ func TestOutputFileAndStreaming(t *testing.T) {
 		t.Errorf("output file mode %v", fi.Mode())
 	}
 }
+
+// TestSignalState: the command starts with no signal blocked, although pid 1 forks it with every signal blocked
+// (fork_linux.go), and ignores no signal that a plain child of the broker would not ignore (pid 1 handles SIGHUP,
+// SIGINT and SIGTERM itself, so those are not ignored even when the broker was started ignoring them). Control: the
+// same command started plainly by this process.
+func TestSignalState(t *testing.T) {
+	f := newFixture(t)
+	const cmd = "grep -E '^Sig(Blk|Ign)' /proc/self/status"
+	sigs := func(out string) (blk, ign uint64) {
+		for _, l := range strings.Split(out, "\n") {
+			k, v, _ := strings.Cut(l, ":")
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			switch k {
+			case "SigBlk":
+				blk = n
+			case "SigIgn":
+				ign = n
+			}
+		}
+		return blk, ign
+	}
+	want, err := plain(t, cmd)
+	if err != nil || !strings.Contains(want, "SigBlk:\t0000000000000000") {
+		t.Fatalf("control: %v %q", err, want)
+	}
+	_, plainIgn := sigs(want)
+	r := f.sandboxed(cmd)
+	if blk, ign := sigs(out(r)); blk != 0 || ign&^plainIgn != 0 || !strings.Contains(out(r), "SigIgn:") {
+		t.Errorf("the command's signal state %q, want nothing blocked and nothing ignored beyond a plain child's %q", out(r), want)
+	}
+}

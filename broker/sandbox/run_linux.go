@@ -37,60 +37,45 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	lim := s.Limits.withDefaults()
-	var cg *commandCgroup
-	var mech limitMechanisms
-	if !s.Unsandboxed {
-		mech = chooseMechanisms(true, nil)
-		if mech.memory == byCgroupV2 {
-			if cg, err = newCommandCgroup(mech, lim.MemoryBytes, lim.Processes); err != nil {
-				// A delegated cgroup v2 that does not work out: the next mechanism, and say why.
-				notices = append(notices, "cgroup v2 limits failed, using the next mechanism: "+err.Error())
-				mech = chooseMechanisms(false, err)
-			}
-		}
-		switch {
-		case cg != nil:
-		case mech.pids == byRlimit && os.Geteuid() == 0:
-			err = fmt.Errorf("as root RLIMIT_NPROC is not enforced and no pids cgroup: %s", mech.pidsWhy)
-		default:
-			cg, err = newCommandCgroup(mech, lim.MemoryBytes, lim.Processes)
-		}
-		if err != nil {
-			if !s.AllowWeaker {
-				sink.finish("")
-				return nil, fmt.Errorf("run %q: resource limits: %w; run `garuda-exec doctor`: %w", s.Command, err, ErrUnavailable)
-			}
-			notices = append(notices, "weaker sandbox: no cgroup limits ("+err.Error()+")")
-			mech = limitMechanisms{}
-		}
-		if cg != nil {
-			defer cg.remove()
-		}
-		if mech.pids == byRlimit {
-			hs.Nproc = uint64(lim.Processes)
-		}
-		if mech.memory == byRlimit {
-			hs.DataLimit = uint64(lim.MemoryBytes)
-		}
-	}
 	if !hs.NetNS && !s.Unsandboxed {
 		notices = append(notices, noNetNSNotice)
 	}
 	if s.Proxy != "" && !s.Unsandboxed && !hs.NetNS {
 		notices = append(notices, noProxyNotice)
 	}
-	h, err := startHelper(hs, cg, s.Stdin, s.Stdout)
+	h, err := spawnHelper(hs, s.Stdin, s.Stdout)
 	if err != nil && hs.NetNS && !s.Unsandboxed {
 		// The kernel refused a network namespace: fall back to Landlock TCP rules and AF_UNIX-only sockets.
 		hs.NetNS = false
-		if h, err = startHelper(hs, cg, s.Stdin, s.Stdout); err == nil {
+		if h, err = spawnHelper(hs, s.Stdin, s.Stdout); err == nil {
 			notices = append(notices, noNetNSNotice)
 		}
 	}
 	if err != nil {
 		sink.finish("")
 		return nil, fmt.Errorf("run %q: %w; run `garuda-exec doctor`: %w", s.Command, err, ErrUnavailable)
+	}
+	// While the helper starts, the broker lists the sockets to cover and makes the command's cgroup; the helper
+	// waits for the spec, and starts the command only once it is in that cgroup.
+	if !s.Unsandboxed {
+		hs.Sockets = coveredSockets(hs.ProxySocket)
+	}
+	lim := s.Limits.withDefaults()
+	cg, limNotices, err := commandLimits(s, hs, lim)
+	notices = append(notices, limNotices...)
+	if err == nil {
+		err = h.handOver(hs, cg)
+	}
+	if err != nil {
+		h.abandon()
+		if cg != nil {
+			cg.remove()
+		}
+		sink.finish("")
+		return nil, err
+	}
+	if cg != nil {
+		defer cg.remove()
 	}
 
 	outDone := make(chan struct{})
@@ -163,6 +148,52 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			"limits.memory_mb): the output shows a failed allocation", lim.MemoryBytes>>20))
 	}
 	return res, nil
+}
+
+// commandLimits makes the command's cgroup, or sets hs's resource limits where no cgroup enforces them. It fails
+// closed (ErrUnavailable) unless s.AllowWeaker, which turns a missing limit into a notice.
+func commandLimits(s Spec, hs *helperSpec, lim Limits) (*commandCgroup, []string, error) {
+	if s.Unsandboxed {
+		return nil, nil, nil
+	}
+	var notices []string
+	var cg *commandCgroup
+	var err error
+	mech := chooseMechanisms(true, nil)
+	if mech.memory == byCgroupV2 {
+		if cg, err = newCommandCgroup(mech, lim.MemoryBytes, lim.Processes); err != nil {
+			// A delegated cgroup v2 that does not work out: the next mechanism, and say why.
+			notices = append(notices, "cgroup v2 limits failed, using the next mechanism: "+err.Error())
+			mech = chooseMechanisms(false, err)
+		}
+	}
+	switch {
+	case cg != nil:
+	case mech.pids == byRlimit && os.Geteuid() == 0:
+		err = fmt.Errorf("as root RLIMIT_NPROC is not enforced and no pids cgroup: %s", mech.pidsWhy)
+	default:
+		cg, err = newCommandCgroup(mech, lim.MemoryBytes, lim.Processes)
+	}
+	if err != nil {
+		if !s.AllowWeaker {
+			return nil, notices, fmt.Errorf("run %q: resource limits: %w; run `garuda-exec doctor`: %w", s.Command, err, ErrUnavailable)
+		}
+		notices = append(notices, "weaker sandbox: no cgroup limits ("+err.Error()+")")
+		mech = limitMechanisms{}
+	}
+	if mech.pids == byRlimit {
+		hs.Nproc = uint64(lim.Processes)
+	}
+	if mech.memory == byRlimit {
+		hs.DataLimit = uint64(lim.MemoryBytes)
+	}
+	return cg, notices, nil
+}
+
+// coveredSockets lists the host's pathname unix sockets the command must not reach: all but the proxy's, which is
+// the one host socket pid 1 reaches (the command may too: it is the same proxy).
+func coveredSockets(proxy string) []string {
+	return slices.DeleteFunc(hostUnixSockets(), func(p string) bool { return proxy != "" && filepath.Clean(p) == proxy })
 }
 
 // testLandlockABI, when >= 0, stands in for the kernel's Landlock ABI in the broker's checks (tests of failing closed).
@@ -268,11 +299,8 @@ func plan(s Spec) (*helperSpec, []string, error) {
 			notices = append(notices, "weaker sandbox (team policy allows it): no "+m)
 		}
 	}
-	hs.Sockets = hostUnixSockets()
 	if s.Proxy != "" {
-		// The proxy's socket is the one host socket pid 1 reaches (the command may too: it is the same proxy).
 		hs.ProxySocket = filepath.Clean(s.Proxy)
-		hs.Sockets = slices.DeleteFunc(hs.Sockets, func(p string) bool { return filepath.Clean(p) == hs.ProxySocket })
 	}
 	return hs, notices, nil
 }
@@ -318,19 +346,35 @@ func hostUnixSockets() []string {
 	return out
 }
 
-// unixSocketTables names /proc/<pid>/net/unix of one process in each network namespace visible in /proc.
+// unixSocketTables names /proc/<pid>/net/unix of one process in each network namespace visible in /proc. It runs
+// for every command, over every process of the machine: one directory read and one readlinkat each, nothing more.
 func unixSocketTables() []string {
 	tables := []string{"/proc/self/net/unix"}
-	self, _ := os.Readlink("/proc/self/ns/net")
-	seen := map[string]bool{self: true}
-	pids, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range pids {
-		ns, err := os.Readlink(p + "/ns/net")
-		if err != nil || seen[ns] {
+	proc, err := os.Open("/proc")
+	if err != nil {
+		return tables
+	}
+	defer proc.Close()
+	names, _ := proc.Readdirnames(-1)
+	var buf [64]byte
+	link := func(path string) string {
+		n, err := unix.Readlinkat(int(proc.Fd()), path, buf[:])
+		if err != nil {
+			return ""
+		}
+		return string(buf[:n])
+	}
+	seen := map[string]bool{link("self/ns/net"): true}
+	for _, name := range names {
+		if name == "" || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		ns := link(name + "/ns/net")
+		if ns == "" || seen[ns] {
 			continue
 		}
 		seen[ns] = true
-		tables = append(tables, p+"/net/unix")
+		tables = append(tables, "/proc/"+name+"/net/unix")
 	}
 	return tables
 }
@@ -362,16 +406,19 @@ func relativeSocketPaths(names map[string]string) []string {
 }
 
 type helper struct {
-	cmd    *exec.Cmd
-	out    *os.File
-	status *os.File
-	stdin  *os.File // the write end of the command's stdin, when Spec.Stdin is set
-	stdout *os.File // the read end of the command's own stdout, when Spec.Stdout is set
+	cmd        *exec.Cmd
+	out        *os.File
+	status     *os.File
+	spec       *os.File  // the write end of the spec pipe, closed by handOver
+	stdin      *os.File  // the write end of the command's stdin, when Spec.Stdin is set
+	stdout     *os.File  // the read end of the command's own stdout, when Spec.Stdout is set
+	stdinSrc   io.Reader // Spec.Stdin, copied into stdin once the helper is handed over
+	parentEnds []*os.File
 }
 
-// startHelper starts the init stage in new namespaces, puts it in cg, and hands it the spec. With stdin or stdout
-// set, the command gets a pipe of its own for each (copied by Run); otherwise /dev/null and the output pipe.
-func startHelper(hs *helperSpec, cg *commandCgroup, stdin io.Reader, stdout io.Writer) (*helper, error) {
+// spawnHelper starts the init stage in new namespaces; it waits for handOver. With stdin or stdout set, the command
+// gets a pipe of its own for each (copied by Run); otherwise /dev/null and the output pipe.
+func spawnHelper(hs *helperSpec, stdin io.Reader, stdout io.Writer) (*helper, error) {
 	var parentEnds, childEnds []*os.File
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
@@ -401,7 +448,7 @@ func startHelper(hs *helperSpec, cg *commandCgroup, stdin io.Reader, stdout io.W
 		return nil, err
 	}
 	parentEnds, childEnds = append(parentEnds, stR), append(childEnds, stW)
-	h := &helper{out: outR, status: stR}
+	h := &helper{out: outR, status: stR, spec: specW, stdinSrc: stdin}
 	cmd := exec.Command("/proc/self/exe", HelperArg, "init")
 	cmd.Args[0] = "garuda-sandbox"
 	cmd.Env = helperEnv // the broker's environment (provider keys) never reaches the helper
@@ -422,6 +469,7 @@ func startHelper(hs *helperSpec, cg *commandCgroup, stdin io.Reader, stdout io.W
 		parentEnds, childEnds = append(parentEnds, soR), append(childEnds, soW)
 		cmd.Stdout, h.stdout = soW, soR
 	}
+	h.parentEnds = parentEnds
 	cmd.ExtraFiles = []*os.File{specR, stW}
 	cmd.SysProcAttr = sysProcAttr(hs)
 	err = cmd.Start()
@@ -430,33 +478,43 @@ func startHelper(hs *helperSpec, cg *commandCgroup, stdin io.Reader, stdout io.W
 		closeAll(parentEnds)
 		return nil, fmt.Errorf("start sandbox helper (namespaces %s): %w", nsNames(cmd.SysProcAttr.Cloneflags), err)
 	}
-	fail := func(err error) (*helper, error) {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		closeAll(parentEnds)
-		return nil, err
+	h.cmd = cmd
+	return h, nil
+}
+
+// handOver sends the helper its spec, gives it the commands' OOM score, puts it in cg, and lets it start the command.
+func (h *helper) handOver(hs *helperSpec, cg *commandCgroup) error {
+	// The spec goes first, so that the helper sets up its namespaces while it is being moved into its cgroup (a
+	// cgroup v1 move waits for an RCU grace period); the end of the pipe then lets it start the command.
+	if err := json.NewEncoder(h.spec).Encode(hs); err != nil {
+		return fmt.Errorf("send sandbox spec: %w", err)
 	}
 	// The kernel's OOM killer takes a command's processes before anything else (the broker, the editor): defends
 	// against a memory flood taking them down. Written by a root broker, it is also the floor the command cannot
 	// go below; its /proc is read-only besides.
-	adj := fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid)
+	adj := fmt.Sprintf("/proc/%d/oom_score_adj", h.cmd.Process.Pid)
 	if err := os.WriteFile(adj, []byte(strconv.Itoa(commandOOMScoreAdj)), 0o644); err != nil {
-		return fail(fmt.Errorf("set oom_score_adj of the sandbox helper: %w", err))
+		return fmt.Errorf("set oom_score_adj of the sandbox helper: %w", err)
 	}
 	if cg != nil {
-		if err := cg.add(cmd.Process.Pid); err != nil {
-			return fail(err)
+		if err := cg.add(h.cmd.Process.Pid); err != nil {
+			return err
 		}
 	}
-	if err := json.NewEncoder(specW).Encode(hs); err != nil {
-		return fail(fmt.Errorf("send sandbox spec: %w", err))
+	h.spec.Close()
+	if h.stdinSrc != nil {
+		go func() { _, _ = io.Copy(h.stdin, h.stdinSrc); h.stdin.Close() }() // ends at stdin's EOF or when Run closes h.stdin
 	}
-	specW.Close()
-	h.cmd = cmd
-	if stdin != nil {
-		go func() { _, _ = io.Copy(h.stdin, stdin); h.stdin.Close() }() // ends at stdin's EOF or when Run closes h.stdin
+	return nil
+}
+
+// abandon kills a helper that was never handed over, and closes its pipes.
+func (h *helper) abandon() {
+	_ = h.cmd.Process.Kill()
+	_ = h.cmd.Wait()
+	for _, f := range h.parentEnds {
+		f.Close()
 	}
-	return h, nil
 }
 
 // sysProcAttr gives the helper its namespaces. As root the helper stays in the host user namespace (so it can use

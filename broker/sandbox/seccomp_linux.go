@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"unsafe"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -117,16 +116,3 @@ func seccompProgram(onlyUnixSockets bool) []bpf.Instruction {
 // socketFamilies are the address families a command may use: unix, IPv4 and IPv6 (only the loopback of the
 // command's own network namespace), netlink (of that namespace: ip, getaddrinfo).
 var socketFamilies = []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
-
-// installSeccomp loads the filter on the calling thread (no TSYNC: the thread execs right after).
-func installSeccomp(onlyUnixSockets bool) error {
-	filter, err := buildSeccomp(onlyUnixSockets)
-	if err != nil {
-		return err
-	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
-		return fmt.Errorf("seccomp: install filter: %w", errno)
-	}
-	return nil
-}
