@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/commands"
 	"github.com/garuda-dev/garuda/broker/fsops"
 	"github.com/garuda-dev/garuda/broker/permit"
 	"github.com/garuda-dev/garuda/policy"
@@ -118,6 +119,14 @@ func (s *Service) ask(c *call, req policy.Request, d policy.Decision, q *execv1.
 	q.Kind = string(req.Kind)
 	q.OutsideRoot = policy.Outside(req, s.callState(c))
 	q.OutsideSandbox = req.Kind == policy.KindCommand && !req.Sandboxed
+	switch {
+	case req.Kind == policy.KindMCPTool:
+		q.Server = req.Server
+	case req.Kind == policy.KindConsent && req.ConsentKind == commands.ConsentMCPServer:
+		q.Server = req.ConsentName
+	case req.Kind == policy.KindNetwork:
+		q.Host = req.Host
+	}
 	if q.Preview == "" {
 		q.Preview = q.Title
 	}

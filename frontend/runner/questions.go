@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -39,6 +40,14 @@ func coveringFlag(q *execv1.Question, a Allow) string {
 		if a.OutsideSandbox {
 			return "--dangerously-allow-outside-sandbox"
 		}
+	case q.GetServer() != "":
+		if slices.Contains(a.MCP, q.GetServer()) {
+			return "--allow-mcp " + q.GetServer()
+		}
+	case q.GetHost() != "":
+		if slices.ContainsFunc(a.Hosts, func(h string) bool { return strings.EqualFold(h, q.GetHost()) }) {
+			return "--allow-host " + q.GetHost()
+		}
 	case q.GetConsent():
 	case q.GetKind() == "write" || q.GetKind() == "edit":
 		if a.Edits {
@@ -57,6 +66,10 @@ func hint(q *execv1.Question) string {
 	switch {
 	case q.GetOutsideSandbox() || q.GetOutsideRoot():
 		return " (--dangerously-allow-outside-sandbox would)"
+	case q.GetServer() != "":
+		return " (--allow-mcp " + visible.OneLine(q.GetServer()) + " would)"
+	case q.GetHost() != "":
+		return " (--allow-host " + visible.OneLine(q.GetHost()) + " would)"
 	case q.GetConsent():
 		return ""
 	case q.GetKind() == "write" || q.GetKind() == "edit":
@@ -73,6 +86,12 @@ func (w *output) question(id, title string, q *execv1.Question, answer, by strin
 		e := event{"type": "question", "id": id, "title": title, "answer": answer, "by": by}
 		if q != nil {
 			e["kind"], e["outsideRoot"], e["outsideSandbox"] = q.GetKind(), q.GetOutsideRoot(), q.GetOutsideSandbox()
+			if q.GetServer() != "" {
+				e["server"] = q.GetServer()
+			}
+			if q.GetHost() != "" {
+				e["host"] = q.GetHost()
+			}
 		}
 		w.emit(e)
 		return

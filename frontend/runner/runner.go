@@ -40,9 +40,11 @@ var stopCodes = map[acp.StopReason]int{
 
 // Allow is what the flags answer without asking.
 type Allow struct {
-	Edits          bool // --allow-edits: writes and edits inside the project folder
-	Commands       bool // --allow-commands: sandboxed commands the policy asks about
-	OutsideSandbox bool // --dangerously-allow-outside-sandbox: commands outside the sandbox, files outside the project
+	Edits          bool     // --allow-edits: writes and edits inside the project folder
+	Commands       bool     // --allow-commands: sandboxed commands the policy asks about
+	OutsideSandbox bool     // --dangerously-allow-outside-sandbox: commands outside the sandbox, files outside the project
+	MCP            []string // --allow-mcp SERVER: the server's consent and its tool calls
+	Hosts          []string // --allow-host HOST: network access to exactly that host (web_fetch, a command's connection)
 }
 
 // Options is one run.

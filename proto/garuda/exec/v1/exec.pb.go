@@ -3220,8 +3220,12 @@ type Question struct {
 	Kind           string `protobuf:"bytes,10,opt,name=kind,proto3" json:"kind,omitempty"`
 	OutsideRoot    bool   `protobuf:"varint,11,opt,name=outside_root,json=outsideRoot,proto3" json:"outside_root,omitempty"`
 	OutsideSandbox bool   `protobuf:"varint,12,opt,name=outside_sandbox,json=outsideSandbox,proto3" json:"outside_sandbox,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// server is the MCP server a server's consent or a tool call is about; host is the network host a fetch or a
+	// command's connection is about (garuda run's --allow-mcp and --allow-host).
+	Server        string `protobuf:"bytes,13,opt,name=server,proto3" json:"server,omitempty"`
+	Host          string `protobuf:"bytes,14,opt,name=host,proto3" json:"host,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Question) Reset() {
@@ -3336,6 +3340,20 @@ func (x *Question) GetOutsideSandbox() bool {
 		return x.OutsideSandbox
 	}
 	return false
+}
+
+func (x *Question) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *Question) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
 }
 
 // Diff is the change of a write or edit; absent above 1 MB of old and new text together.
@@ -5537,7 +5555,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\rAttachMention\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\"\x1f\n" +
 	"\tLoadSkill\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xfc\x02\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xa8\x03\n" +
 	"\bQuestion\x12\x1f\n" +
 	"\vquestion_id\x18\x01 \x01(\tR\n" +
 	"questionId\x12\x17\n" +
@@ -5552,7 +5570,9 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x04kind\x18\n" +
 	" \x01(\tR\x04kind\x12!\n" +
 	"\foutside_root\x18\v \x01(\bR\voutsideRoot\x12'\n" +
-	"\x0foutside_sandbox\x18\f \x01(\bR\x0eoutsideSandbox\"k\n" +
+	"\x0foutside_sandbox\x18\f \x01(\bR\x0eoutsideSandbox\x12\x16\n" +
+	"\x06server\x18\r \x01(\tR\x06server\x12\x12\n" +
+	"\x04host\x18\x0e \x01(\tR\x04host\"k\n" +
 	"\x04Diff\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
 	"\bold_text\x18\x02 \x01(\tR\aoldText\x12\x19\n" +
