@@ -119,13 +119,18 @@ func (s *Service) ask(c *call, req policy.Request, d policy.Decision, q *execv1.
 	q.Kind = string(req.Kind)
 	q.OutsideRoot = policy.Outside(req, s.callState(c))
 	q.OutsideSandbox = req.Kind == policy.KindCommand && !req.Sandboxed
+	// The server, the host and the consent's kind come from the decided request, never from the question's text:
+	// defends against a title worded to make garuda run's --allow-mcp, --allow-host or --allow-web-search match.
 	switch {
 	case req.Kind == policy.KindMCPTool:
 		q.Server = req.Server
 	case req.Kind == policy.KindConsent && req.ConsentKind == commands.ConsentMCPServer:
 		q.Server = req.ConsentName
 	case req.Kind == policy.KindNetwork:
-		q.Host = req.Host
+		q.Host, _ = policy.NormHost(req.Host) // the spelling rules match; Decide refused a host that has none
+	}
+	if req.Kind == policy.KindConsent {
+		q.ConsentKind = req.ConsentKind
 	}
 	if q.Preview == "" {
 		q.Preview = q.Title

@@ -24,6 +24,7 @@ type runEnv struct {
 	t          *testing.T
 	home, root string
 	provider   *fakeprovider.Server
+	env        []string // more of the run's environment
 }
 
 func newRunEnv(t *testing.T, turns ...fakeprovider.Turn) *runEnv {
@@ -46,7 +47,8 @@ func newRunEnv(t *testing.T, turns ...fakeprovider.Turn) *runEnv {
 func (e *runEnv) command(args ...string) *exec.Cmd {
 	cmd := exec.Command(bins.garuda, append([]string{"run"}, args...)...)
 	cmd.Dir = e.root
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + e.home, "HOME=" + e.home, "LOCAL_API_KEY=k", "TMPDIR=" + e.t.TempDir()}
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + e.home, "HOME=" + e.home, "LOCAL_API_KEY=k", "TMPDIR=" + e.t.TempDir()},
+		e.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -33,6 +34,30 @@ func (w *output) ask(ctx context.Context, sessionID string, q *execv1.Question) 
 	return 0, false
 }
 
+// consentWebSearch is the consent kind of the provider's server-side web search (policy.OpWebSearch).
+const consentWebSearch = "web_search"
+
+// NormHost returns the spelling of a host that --allow-host matches against the broker's Question.host (the
+// spelling network rules match: lower case, no trailing dot, an IP address canonical and unmapped), or an error
+// saying why s is no host. A host the broker spells otherwise is simply not matched: the question is denied.
+func NormHost(s string) (string, error) {
+	h := strings.TrimRight(strings.ToLower(strings.TrimSpace(s)), ".")
+	if inner, ok := strings.CutPrefix(h, "["); ok {
+		h, ok = strings.CutSuffix(inner, "]")
+		if !ok {
+			return "", fmt.Errorf("%q is not a host name or IP address", s)
+		}
+	}
+	if a, err := netip.ParseAddr(h); err == nil && a.Zone() == "" {
+		return a.Unmap().String(), nil
+	}
+	bad := h == "" || len(h) > 253 || strings.Contains(h, "..") || strings.Trim(h, "abcdefghijklmnopqrstuvwxyz0123456789-.") != ""
+	if bad {
+		return "", fmt.Errorf("%q is not a host name or IP address (give the host alone: no scheme, port, path or *)", s)
+	}
+	return h, nil
+}
+
 // coveringFlag names the flag that allows q, or "".
 func coveringFlag(q *execv1.Question, a Allow) string {
 	switch {
@@ -42,11 +67,15 @@ func coveringFlag(q *execv1.Question, a Allow) string {
 		}
 	case q.GetServer() != "":
 		if slices.Contains(a.MCP, q.GetServer()) {
-			return "--allow-mcp " + q.GetServer()
+			return "--allow-mcp " + visible.OneLine(q.GetServer())
 		}
 	case q.GetHost() != "":
-		if slices.ContainsFunc(a.Hosts, func(h string) bool { return strings.EqualFold(h, q.GetHost()) }) {
-			return "--allow-host " + q.GetHost()
+		if h, err := NormHost(q.GetHost()); err == nil && slices.Contains(a.Hosts, h) {
+			return "--allow-host " + h
+		}
+	case q.GetConsentKind() == consentWebSearch:
+		if a.WebSearch {
+			return "--allow-web-search"
 		}
 	case q.GetConsent():
 	case q.GetKind() == "write" || q.GetKind() == "edit":
@@ -70,6 +99,8 @@ func hint(q *execv1.Question) string {
 		return " (--allow-mcp " + visible.OneLine(q.GetServer()) + " would)"
 	case q.GetHost() != "":
 		return " (--allow-host " + visible.OneLine(q.GetHost()) + " would)"
+	case q.GetConsentKind() == consentWebSearch:
+		return " (--allow-web-search would)"
 	case q.GetConsent():
 		return ""
 	case q.GetKind() == "write" || q.GetKind() == "edit":
@@ -91,6 +122,9 @@ func (w *output) question(id, title string, q *execv1.Question, answer, by strin
 			}
 			if q.GetHost() != "" {
 				e["host"] = q.GetHost()
+			}
+			if q.GetConsentKind() != "" {
+				e["consentKind"] = q.GetConsentKind()
 			}
 		}
 		w.emit(e)

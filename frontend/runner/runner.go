@@ -44,7 +44,8 @@ type Allow struct {
 	Commands       bool     // --allow-commands: sandboxed commands the policy asks about
 	OutsideSandbox bool     // --dangerously-allow-outside-sandbox: commands outside the sandbox, files outside the project
 	MCP            []string // --allow-mcp SERVER: the server's consent and its tool calls
-	Hosts          []string // --allow-host HOST: network access to exactly that host (web_fetch, a command's connection)
+	Hosts          []string // --allow-host HOST: network access to exactly that host (web_fetch, a command's connection); NormHost's spelling
+	WebSearch      bool     // --allow-web-search: the provider's server-side web search (a consent per session)
 }
 
 // Options is one run.

@@ -3222,8 +3222,11 @@ type Question struct {
 	OutsideSandbox bool   `protobuf:"varint,12,opt,name=outside_sandbox,json=outsideSandbox,proto3" json:"outside_sandbox,omitempty"`
 	// server is the MCP server a server's consent or a tool call is about; host is the network host a fetch or a
 	// command's connection is about (garuda run's --allow-mcp and --allow-host).
-	Server        string `protobuf:"bytes,13,opt,name=server,proto3" json:"server,omitempty"`
-	Host          string `protobuf:"bytes,14,opt,name=host,proto3" json:"host,omitempty"`
+	Server string `protobuf:"bytes,13,opt,name=server,proto3" json:"server,omitempty"`
+	Host   string `protobuf:"bytes,14,opt,name=host,proto3" json:"host,omitempty"`
+	// consent_kind is what a consent question is about: mcp_server, hook, command, skill, agent, web_search
+	// (garuda run's --allow-web-search).
+	ConsentKind   string `protobuf:"bytes,15,opt,name=consent_kind,json=consentKind,proto3" json:"consent_kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3352,6 +3355,13 @@ func (x *Question) GetServer() string {
 func (x *Question) GetHost() string {
 	if x != nil {
 		return x.Host
+	}
+	return ""
+}
+
+func (x *Question) GetConsentKind() string {
+	if x != nil {
+		return x.ConsentKind
 	}
 	return ""
 }
@@ -5555,7 +5565,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\rAttachMention\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\"\x1f\n" +
 	"\tLoadSkill\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xa8\x03\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xcb\x03\n" +
 	"\bQuestion\x12\x1f\n" +
 	"\vquestion_id\x18\x01 \x01(\tR\n" +
 	"questionId\x12\x17\n" +
@@ -5572,7 +5582,8 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\foutside_root\x18\v \x01(\bR\voutsideRoot\x12'\n" +
 	"\x0foutside_sandbox\x18\f \x01(\bR\x0eoutsideSandbox\x12\x16\n" +
 	"\x06server\x18\r \x01(\tR\x06server\x12\x12\n" +
-	"\x04host\x18\x0e \x01(\tR\x04host\"k\n" +
+	"\x04host\x18\x0e \x01(\tR\x04host\x12!\n" +
+	"\fconsent_kind\x18\x0f \x01(\tR\vconsentKind\"k\n" +
 	"\x04Diff\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
 	"\bold_text\x18\x02 \x01(\tR\aoldText\x12\x19\n" +
