@@ -28,7 +28,7 @@ type report struct {
 	Machine   machine  `json:"machine"`
 	Runs      int      `json:"runs"`
 	Questions int      `json:"permission_questions"` // asked by the agent over all runs; 0 expected
-	Compared  string   `json:"compared,omitempty"`    // -compare: the other ACP agent's command
+	Compared  string   `json:"compared,omitempty"`   // -compare: the other ACP agent's command
 	Figures   []figure `json:"figures"`
 }
 
