@@ -31,8 +31,9 @@ type Broker struct {
 	conn *grpc.ClientConn
 	cmd  *exec.Cmd
 
-	once sync.Once
-	done chan struct{}
+	once    sync.Once
+	done    chan struct{}
+	spawned chan struct{} // closed once garuda-exec has started, or failed to (at once for a broker reached by Addr)
 
 	gateOnce sync.Once
 	gate     chan struct{}
@@ -112,7 +113,7 @@ func Start(ctx context.Context, o Options) (*Broker, error) {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
-	b := &Broker{done: make(chan struct{}), waited: make(chan struct{}), gate: make(chan struct{})}
+	b := &Broker{done: make(chan struct{}), waited: make(chan struct{}), gate: make(chan struct{}), spawned: make(chan struct{})}
 	var conn net.Conn
 	if o.Addr != "" {
 		path, ok := strings.CutPrefix(o.Addr, "unix://")
@@ -125,6 +126,7 @@ func Start(ctx context.Context, o Options) (*Broker, error) {
 		}
 		conn, b.Path = c, path
 		close(b.waited)
+		close(b.spawned)
 	} else {
 		c, err := b.start(o)
 		if err != nil {
@@ -155,6 +157,10 @@ func Start(ctx context.Context, o Options) (*Broker, error) {
 	b.Client = execv1.NewExecServiceClient(cc)
 	return b, nil
 }
+
+// Spawned is closed once the broker's process has started (its exec done: the front end may confine itself), or
+// failed to start; at once for a broker reached by its address.
+func (b *Broker) Spawned() <-chan struct{} { return b.spawned }
 
 // Open lets calls through.
 func (b *Broker) Open() { b.gateOnce.Do(func() { close(b.gate) }) }
@@ -231,6 +237,7 @@ func (b *Broker) Close() error {
 		b.conn.Close()
 	}
 	if b.cmd != nil {
+		<-b.spawned
 		select {
 		case <-b.waited:
 		case <-time.After(2 * time.Second):

@@ -12,7 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// start runs garuda-exec with one end of a socketpair as its fd 3.
+// start runs garuda-exec with one end of a socketpair as its fd 3. The process is started in the background (its
+// fork and exec take about a millisecond that the front end need not wait for: an editor's initialize is answered
+// meanwhile); Spawned closes once it has started or failed to, and a failure is the broker's end (Done, Err).
 func (b *Broker) start(o Options) (net.Conn, error) {
 	path := o.Exec
 	if path == "" {
@@ -35,7 +37,6 @@ func (b *Broker) start(o Options) (net.Conn, error) {
 	}
 	mine := os.NewFile(uintptr(fds[0]), "broker")
 	theirs := os.NewFile(uintptr(fds[1]), "frontend")
-	defer theirs.Close()
 	cmd := exec.Command(path, "child")
 	cmd.Env = brokerEnv(os.Environ())
 	cmd.ExtraFiles = []*os.File{theirs}
@@ -44,24 +45,29 @@ func (b *Broker) start(o Options) (net.Conn, error) {
 	cmd.Stderr = o.Stderr
 	// The broker also learns of the front end's death by EOF on its socket; this is a second signal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: o.OwnGroup}
-	if err := cmd.Start(); err != nil {
-		mine.Close()
-		return nil, fmt.Errorf("start %s: %w", path, err)
+	c, err := net.FileConn(mine)
+	mine.Close()
+	if err != nil {
+		theirs.Close()
+		return nil, fmt.Errorf("socketpair: %w", err)
 	}
 	b.cmd = cmd
 	go func() {
-		err := cmd.Wait()
+		err := cmd.Start()
+		theirs.Close()
+		close(b.spawned)
+		if err != nil {
+			c.Close()
+			b.gone(fmt.Errorf("start %s: %w", path, err))
+			close(b.waited)
+			return
+		}
+		err = cmd.Wait()
 		if err == nil {
 			err = errors.New("it exited")
 		}
 		b.gone(fmt.Errorf("the broker (%s) exited unexpectedly: %v", filepath.Base(path), err))
 		close(b.waited)
 	}()
-	c, err := net.FileConn(mine)
-	mine.Close()
-	if err != nil {
-		cmd.Process.Kill()
-		return nil, fmt.Errorf("socketpair: %w", err)
-	}
 	return c, nil
 }

@@ -184,10 +184,10 @@ func acp(ctx context.Context, args []string) error {
 	return nil
 }
 
-// startBroker starts (or reaches) the broker and, once it answered, confines the front end. The editor is answered
-// at once; every broker call waits until the broker answered and the front end has confined itself (loading the
-// TLS roots alone takes about 10 ms). The context returned ends, with the broker's error as its cause, when the
-// broker cannot be reached.
+// startBroker starts (or reaches) the broker and confines the front end as soon as the broker's process has
+// started, while the broker initialises. The editor is answered at once; every broker call waits until the broker
+// answered and the front end has confined itself (loading the TLS roots alone takes about 10 ms). The context
+// returned ends, with the broker's error as its cause, when the broker cannot be reached.
 func startBroker(ctx context.Context, o brokerconn.Options) (*brokerconn.Broker, context.Context, error) {
 	b, err := brokerconn.Start(ctx, o)
 	if err != nil {
@@ -195,11 +195,12 @@ func startBroker(ctx context.Context, o brokerconn.Options) (*brokerconn.Broker,
 	}
 	ctx, fail := context.WithCancelCause(ctx)
 	go func() {
+		<-b.Spawned() // garuda-exec is executed: the front end needs no more power to start it
+		confineSelf()
 		if err := b.Ready(ctx); err != nil {
 			fail(err)
 			return
 		}
-		confineSelf()
 		b.Open()
 	}()
 	return b, ctx, nil
