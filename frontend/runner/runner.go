@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/garuda-dev/garuda/frontend/acpagent"
+	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/frontend/tools"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -82,6 +85,9 @@ func Run(ctx context.Context, o Options) int {
 	out := newOutput(o)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	// While the broker starts, what the first model request builds at first use is built already: the tools'
+	// schemas, the SDKs' encoders and decoders, the ACP update the answer streams in.
+	go warm(ctx)
 
 	// The agent reads what the client writes and the other way round.
 	agentIn, clientOut := io.Pipe()
@@ -178,6 +184,14 @@ func Run(ctx context.Context, o Options) int {
 			return finish(ExitModel)
 		}
 	}
+}
+
+// warm builds once, in memory, what the first model request and its first streamed update would build.
+func warm(ctx context.Context) {
+	model.Warm(ctx, tools.Specs())
+	b, _ := json.Marshal(acp.SessionNotification{SessionId: "warm", Update: acp.UpdateAgentMessageText("warm")})
+	var n acp.SessionNotification
+	json.Unmarshal(b, &n)
 }
 
 // openSession starts a new session, or continues an earlier one (from an editor or a run) without its replay.
