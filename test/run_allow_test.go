@@ -67,7 +67,8 @@ func TestRunAllowMCP(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newRunEnv(t,
-				fakeprovider.Turn{Text: "Echoing.", ToolCalls: []fakeprovider.ToolCall{{ID: "m1", Name: "mcp__tools__echo", Input: `{"text":"pelican"}`}}},
+				fakeprovider.Turn{Text: "Echoing.", ToolCalls: []fakeprovider.ToolCall{{ID: "m1", Name: "mcp__tools__echo",
+					Input: `{"text":"pelican"}`}}},
 				fakeprovider.Turn{Text: "Done."})
 			def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"tools": map[string]any{
 				"command": bins.self, "args": []string{mcptest.Arg, mcptest.Good}, "env": map[string]string{"MCPTEST_MARK": "started"}}}})
@@ -171,7 +172,8 @@ func TestRunAllowHost(t *testing.T) {
 				in, _ := json.Marshal(map[string]string{"url": url + "/page"})
 				return fakeprovider.ToolCall{ID: id, Name: "web_fetch", Input: string(in)}
 			}
-			curl, _ := json.Marshal(map[string]string{"command": "curl -sS --max-time 20 " + one.url + "/cmd; curl -sS --max-time 20 " + two.url + "/cmd"})
+			curl, _ := json.Marshal(map[string]string{"command": "curl -sS --max-time 20 " + one.url + "/cmd; " +
+				"curl -sS --max-time 20 " + two.url + "/cmd"})
 			e := newRunEnv(t,
 				fakeprovider.Turn{ToolCalls: []fakeprovider.ToolCall{fetch("f1", one.url)}},
 				fakeprovider.Turn{ToolCalls: []fakeprovider.ToolCall{fetch("f2", two.url)}},

@@ -89,7 +89,8 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	}
 	openc := make(chan opened, 1)
 	go func() {
-		res, err := b.OpenSession(ctx, &execv1.OpenSessionRequest{Root: filepath.Clean(p.Cwd), Mode: execv1.Mode_MODE_BUILD, McpServers: servers})
+		res, err := b.OpenSession(ctx, &execv1.OpenSessionRequest{Root: filepath.Clean(p.Cwd), Mode: execv1.Mode_MODE_BUILD,
+			McpServers: servers})
 		openc <- opened{res, err}
 	}()
 	prep, err := b.Prepare(ctx, &execv1.PrepareRequest{Model: s.opts.Model, EnvKeys: EnvKeys(s.opts.Getenv)})

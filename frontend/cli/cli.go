@@ -138,7 +138,7 @@ func brokerFlag(fs *flag.FlagSet) *string {
 }
 
 func connect(ctx context.Context, addr string) (*brokerconn.Broker, error) {
-	return brokerconn.Connect(ctx, brokerconn.Options{Addr: addr, Stderr: os.Stderr})
+	return brokerconn.Connect(ctx, brokerconn.Options{Addr: addr})
 }
 
 func acp(ctx context.Context, args []string) error {
@@ -160,7 +160,7 @@ func acp(ctx context.Context, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr, Stderr: os.Stderr})
+	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr})
 	if err != nil {
 		return err
 	}

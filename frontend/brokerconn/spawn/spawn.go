@@ -1,0 +1,60 @@
+// Package spawn starts garuda-exec: the front end's one way to start a process. For `garuda run` it does so from
+// its own package initialisation, before main: it imports only os and syscall, so Go initialises it before the
+// model SDKs, grpc and protobuf (most of the front end's start), and the broker starts beside them instead of after
+// them. brokerconn takes that broker (Take), or starts one itself.
+package spawn
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ExecName is the broker's executable name.
+const ExecName = "garuda-exec"
+
+// Early is the broker started at initialisation.
+type Early struct {
+	Path string
+	Proc *os.Process
+	Conn *os.File // the front end's end of the socketpair
+}
+
+var early *Early
+
+// Take returns the broker started at initialisation, once, or nil.
+func Take() *Early {
+	e := early
+	early = nil
+	return e
+}
+
+// Beside returns garuda-exec beside the running executable, if it is there and executable.
+func Beside() (string, bool) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", false
+	}
+	p := filepath.Join(filepath.Dir(self), ExecName)
+	return p, Executable(p)
+}
+
+// Executable reports whether p is a regular file someone may execute.
+func Executable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// BrokerEnv is the front end's environment less the provider keys: the broker reads its own configuration, and
+// keys that are never in its environment cannot leak from it.
+func BrokerEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasSuffix(name, "_API_KEY") || strings.HasSuffix(name, "_AUTH_TOKEN") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
