@@ -85,9 +85,6 @@ func Run(ctx context.Context, o Options) int {
 	out := newOutput(o)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	// While the broker starts, what the first model request builds at first use is built already: the tools'
-	// schemas, the SDKs' encoders and decoders, the ACP update the answer streams in.
-	go warm(ctx)
 
 	// The agent reads what the client writes and the other way round.
 	agentIn, clientOut := io.Pipe()
@@ -128,6 +125,10 @@ func Run(ctx context.Context, o Options) int {
 		return finish(ExitSetup)
 	}
 	out.begin(string(id))
+	// While the first prompt's broker calls (hooks, MCP, agents) are waited for, what the first model request would
+	// build at first use is built already: the tools' schemas, the SDKs' encoders and decoders, the ACP update the
+	// answer streams in. Not earlier: until now the broker's start and the front end's own need both cores.
+	go warm(ctx)
 	if o.Mode != "" {
 		if _, err := conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: id, ModeId: acp.SessionModeId(o.Mode)}); err != nil {
 			out.fail(message(err))
