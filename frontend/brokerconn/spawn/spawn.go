@@ -1,12 +1,13 @@
 // Package spawn starts garuda-exec: the front end's one way to start a process. For `garuda run` it does so from
-// its own package initialisation, before main: it imports only os and syscall, so Go initialises it before the
-// model SDKs, grpc and protobuf (most of the front end's start), and the broker starts beside them instead of after
-// them. brokerconn takes that broker (Take), or starts one itself.
+// its own package initialisation, before main: it imports only os, strings and syscall, so Go initialises it right
+// after os, before the model SDKs, grpc, protobuf and crypto (most of the front end's start), and the broker starts
+// beside them instead of after them. brokerconn takes that broker (Take), or starts one itself. (Go initialises the
+// first package, by import path, whose imports are initialised: an import such as path/filepath, which sorts
+// late, would hold it back.)
 package spawn
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -35,7 +36,7 @@ func Beside() (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	p := filepath.Join(filepath.Dir(self), ExecName)
+	p := self[:strings.LastIndexByte(self, os.PathSeparator)+1] + ExecName
 	return p, Executable(p)
 }
 

@@ -4,7 +4,6 @@ package spawn
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 )
@@ -26,7 +25,7 @@ func init() {
 			return
 		}
 	}
-	if h := os.Getenv("GARUDA_HOME"); h != "" && !filepath.IsAbs(h) {
+	if h := os.Getenv("GARUDA_HOME"); h != "" && !strings.HasPrefix(h, "/") {
 		return
 	}
 	path, ok := Beside()
