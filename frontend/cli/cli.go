@@ -186,24 +186,23 @@ func acp(ctx context.Context, args []string) error {
 
 // startBroker starts (or reaches) the broker, says Hello to it at once (the connection is then set up by the time
 // the broker serves), and confines the front end as soon as the broker's process has started, while the broker
-// initialises. The editor is answered at once; every other broker call waits until the broker answered and the
-// front end has confined itself (loading the TLS roots alone takes about 10 ms). The context returned ends, with the
-// broker's error as its cause, when the broker cannot be reached.
+// initialises. The editor is answered at once; every other broker call waits until the front end has confined
+// itself (loading the TLS roots alone takes about 10 ms), and goes out beside the Hello, not after it. The context
+// returned ends, with the broker's error as its cause, when the broker does not answer the Hello.
 func startBroker(ctx context.Context, o brokerconn.Options) (*brokerconn.Broker, context.Context, error) {
 	b, err := brokerconn.Start(ctx, o)
 	if err != nil {
 		return nil, ctx, err
 	}
 	ctx, fail := context.WithCancelCause(ctx)
-	ready := make(chan error, 1)
-	go func() { ready <- b.Ready(ctx) }()
+	go func() {
+		if err := b.Ready(ctx); err != nil {
+			fail(err)
+		}
+	}()
 	go func() {
 		<-b.Spawned() // garuda-exec is executed: the front end needs no more power to start it
 		confineSelf()
-		if err := <-ready; err != nil {
-			fail(err)
-			return
-		}
 		b.Open()
 	}()
 	return b, ctx, nil

@@ -175,7 +175,7 @@ func run(ctx context.Context, args []string) error {
 		Prompt: prompt, Cwd: dir, Model: *model, Mode: *mode, Resume: *resume, Continue: *cont, MaxSteps: *maxSteps, JSON: *jsonOut, Quiet: *quiet,
 		Allow: allow, Stdout: stdout, Stderr: os.Stderr, Styled: isTerminal(2) && !*jsonOut,
 		Interrupt: interrupt, OutputClosed: outputClosed,
-		Broker: b.Client, BrokerDone: b.Done(), Version: Version, Getenv: os.Getenv,
+		Broker: b.Client, BrokerDone: b.Done(), BrokerErr: b.Err, Version: Version, Getenv: os.Getenv,
 	}
 	if tty != nil {
 		o.TTY = tty

@@ -76,6 +76,7 @@ type Options struct {
 
 	Broker     execv1.ExecServiceClient
 	BrokerDone <-chan struct{}
+	BrokerErr  func() error // why the broker is gone, once BrokerDone is closed
 	Version    string
 	Getenv     func(string) string
 }
@@ -115,14 +116,23 @@ func Run(ctx context.Context, o Options) int {
 		return code
 	}
 
-	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersion(1)}); err != nil {
+	// A broker that could not be reached ends ctx with the reason, and one that is gone says why: that, not the
+	// agent's words for it, is said.
+	setupFailed := func(err error) int {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			err = cause
+		} else if o.BrokerErr != nil && o.BrokerErr() != nil {
+			err = o.BrokerErr()
+		}
 		out.fail(message(err))
 		return finish(ExitSetup)
 	}
+	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersion(1)}); err != nil {
+		return setupFailed(err)
+	}
 	id, err := openSession(ctx, conn, o)
 	if err != nil {
-		out.fail(message(err))
-		return finish(ExitSetup)
+		return setupFailed(err)
 	}
 	out.begin(string(id))
 	// While the first prompt's broker calls (hooks, MCP, agents) are waited for, what the first model request would
