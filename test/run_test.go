@@ -531,3 +531,50 @@ func TestRunAllowCommandsStopsAtTheSandbox(t *testing.T) {
 		})
 	}
 }
+
+// garuda run starts its own broker (early, from its package initialisation) only when it is to use one: not with
+// --broker or GARUDA_BROKER. A broker that dies at start is named as the reason, whenever it dies.
+func TestRunStartsItsBroker(t *testing.T) {
+	needBins(t)
+	dir := t.TempDir()
+	data, err := os.ReadFile(bins.garuda)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "garuda"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, "started")
+	script := "#!/bin/sh\necho started >> " + marker + "\necho 'garuda-exec: cannot start' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "garuda-exec"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	none := "unix://" + filepath.Join(dir, "none.sock")
+	for _, c := range []struct {
+		name    string
+		args    []string
+		env     string
+		started bool
+		want    string
+	}{
+		{"own broker", []string{"hi"}, "", true, "exited unexpectedly"},
+		{"--broker", []string{"--broker", none, "hi"}, "", false, "cannot reach the broker"},
+		{"--broker=", []string{"hi", "--broker=" + none}, "", false, "cannot reach the broker"},
+		{"GARUDA_BROKER", []string{"hi"}, "GARUDA_BROKER=" + none, false, "cannot reach the broker"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			os.Remove(marker)
+			cmd := exec.Command(filepath.Join(dir, "garuda"), append([]string{"run"}, c.args...)...)
+			cmd.Dir = dir
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + t.TempDir(), "HOME=" + dir, c.env}
+			out, err := cmd.CombinedOutput()
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.ExitCode() != 3 || !strings.Contains(string(out), c.want) || strings.Contains(string(out), "peer disconnected") {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if _, err := os.Stat(marker); (err == nil) != c.started {
+				t.Errorf("garuda-exec started: %v, want %v\n%s", err == nil, c.started, out)
+			}
+		})
+	}
+}
