@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 
@@ -160,12 +161,15 @@ func acp(ctx context.Context, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr})
+	// The broker's connection, its Hello and the confinement wait until the editor's first message is answered:
+	// the broker is not ready before that anyway, and the editor's initialize is answered sooner without them.
+	answered := &firstWrite{w: protocol, done: make(chan struct{})}
+	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr}, answered.done)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	err = acpagent.Serve(ctx, os.Stdin, protocol, acpagent.Options{
+	err = acpagent.Serve(ctx, os.Stdin, answered, acpagent.Options{
 		Broker:     b.Client,
 		BrokerDone: b.Done(),
 		Version:    Version,
@@ -189,23 +193,42 @@ func acp(ctx context.Context, args []string) error {
 // initialises. The editor is answered at once; every other broker call waits until the front end has confined
 // itself (loading the TLS roots alone takes about 10 ms), and goes out beside the Hello, not after it. The context
 // returned ends, with the broker's error as its cause, when the broker does not answer the Hello.
-func startBroker(ctx context.Context, o brokerconn.Options) (*brokerconn.Broker, context.Context, error) {
+func startBroker(ctx context.Context, o brokerconn.Options, after <-chan struct{}) (*brokerconn.Broker, context.Context, error) {
 	b, err := brokerconn.Start(ctx, o)
 	if err != nil {
 		return nil, ctx, err
 	}
 	ctx, fail := context.WithCancelCause(ctx)
 	go func() {
+		if after != nil {
+			<-after
+		}
 		if err := b.Ready(ctx); err != nil {
 			fail(err)
 		}
 	}()
 	go func() {
 		<-b.Spawned() // garuda-exec is executed: the front end needs no more power to start it
+		if after != nil {
+			<-after
+		}
 		confineSelf()
 		b.Open()
 	}()
 	return b, ctx, nil
+}
+
+// firstWrite is a writer that says when it was first written to.
+type firstWrite struct {
+	w    io.Writer
+	once sync.Once
+	done chan struct{}
+}
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	f.once.Do(func() { close(f.done) })
+	return n, err
 }
 
 // doctor prints which broker answers and what it enforces.

@@ -165,7 +165,7 @@ func run(ctx context.Context, args []string) error {
 	}()
 	go watchPipeReader(stdout, closed) // a reader that went away is seen at once, not at the next write
 
-	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr, OwnGroup: true})
+	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr, OwnGroup: true}, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "garuda run:", err)
 		return exitError(runner.ExitSetup)
