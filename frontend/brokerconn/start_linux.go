@@ -15,7 +15,7 @@ import (
 // a millisecond that the front end need not wait for: an editor's initialize is answered meanwhile); Spawned closes
 // once it has started or failed to, and a failure is the broker's end (Done, Err).
 func (b *Broker) start(o Options) (net.Conn, error) {
-	if e := spawn.Take(); e != nil && o.Exec == "" && o.OwnGroup {
+	if e := spawn.Take(); e != nil && o.Exec == "" && o.OwnGroup == e.OwnGroup {
 		c, err := net.FileConn(e.Conn)
 		e.Conn.Close()
 		if err == nil {

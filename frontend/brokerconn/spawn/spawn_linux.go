@@ -8,12 +8,15 @@ import (
 	"syscall"
 )
 
-// init starts the broker of `garuda run` before the front end's other packages initialise, when brokerconn would
-// start this one: no --broker or GARUDA_BROKER, no --help, an absolute GARUDA_HOME or none, garuda-exec beside the
-// executable. Anything else is left to brokerconn, which says what is wrong. A broker the run turns out not to need
-// (a usage error) ends with the front end: EOF on its socket, and the parent-death signal.
+// init starts the broker of `garuda acp` (not `acp setup`) and `garuda run` before the front end's other packages
+// initialise, when brokerconn would start this one: no --broker or GARUDA_BROKER, no --help, an absolute GARUDA_HOME
+// or none, garuda-exec beside the executable. Anything else is left to brokerconn, which says what is wrong. A broker
+// the front end turns out not to need (a usage error) ends with it: EOF on its socket, and the parent-death signal.
 func init() {
-	if len(os.Args) < 2 || os.Args[1] != "run" || os.Getenv("GARUDA_BROKER") != "" {
+	if len(os.Args) < 2 || os.Args[1] != "run" && os.Args[1] != "acp" || os.Getenv("GARUDA_BROKER") != "" {
+		return
+	}
+	if os.Args[1] == "acp" && len(os.Args) > 2 && os.Args[2] == "setup" {
 		return
 	}
 	for _, a := range os.Args[2:] {
@@ -36,13 +39,13 @@ func init() {
 	if err != nil {
 		return
 	}
-	p, err := Start(path, theirs, true)
+	p, err := Start(path, theirs, os.Args[1] == "run")
 	theirs.Close()
 	if err != nil {
 		mine.Close()
 		return
 	}
-	early = &Early{Path: path, Proc: p, Conn: mine}
+	early = &Early{Path: path, Proc: p, Conn: mine, OwnGroup: os.Args[1] == "run"}
 }
 
 // Socketpair returns the two ends of a new unix socketpair, both close-on-exec.
