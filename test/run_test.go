@@ -532,8 +532,9 @@ func TestRunAllowCommandsStopsAtTheSandbox(t *testing.T) {
 	}
 }
 
-// garuda run starts its own broker (early, from its package initialisation) only when it is to use one: not with
-// --broker or GARUDA_BROKER. A broker that dies at start is named as the reason, whenever it dies.
+// garuda run and garuda acp start their own broker (early, from the package initialisation) only when they are to
+// use one: not with --broker or GARUDA_BROKER. It never gets the provider keys of their environment (the control:
+// another variable reaches it). A broker that dies at start is named as the reason, whenever it dies.
 func TestRunStartsItsBroker(t *testing.T) {
 	needBins(t)
 	dir := t.TempDir()
@@ -545,7 +546,8 @@ func TestRunStartsItsBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	marker := filepath.Join(dir, "started")
-	script := "#!/bin/sh\necho started >> " + marker + "\necho 'garuda-exec: cannot start' >&2\nexit 1\n"
+	envFile := filepath.Join(dir, "env")
+	script := "#!/bin/sh\necho started >> " + marker + "\nenv > " + envFile + "\necho 'garuda-exec: cannot start' >&2\nexit 1\n"
 	if err := os.WriteFile(filepath.Join(dir, "garuda-exec"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -558,23 +560,37 @@ func TestRunStartsItsBroker(t *testing.T) {
 		want    string
 	}{
 		{"own broker", []string{"hi"}, "", true, "exited unexpectedly"},
+		{"acp", nil, "", true, "exited unexpectedly"},
 		{"--broker", []string{"--broker", none, "hi"}, "", false, "cannot reach the broker"},
 		{"--broker=", []string{"hi", "--broker=" + none}, "", false, "cannot reach the broker"},
 		{"GARUDA_BROKER", []string{"hi"}, "GARUDA_BROKER=" + none, false, "cannot reach the broker"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			os.Remove(marker)
-			cmd := exec.Command(filepath.Join(dir, "garuda"), append([]string{"run"}, c.args...)...)
+			args, code := append([]string{"run"}, c.args...), 3
+			if c.name == "acp" {
+				args, code = []string{"acp"}, 1
+			}
+			cmd := exec.Command(filepath.Join(dir, "garuda"), args...)
 			cmd.Dir = dir
-			cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + t.TempDir(), "HOME=" + dir, c.env}
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + t.TempDir(), "HOME=" + dir, "LOCAL_API_KEY=sk-secret",
+				"GH_AUTH_TOKEN=gh-secret", "OTHER_SETTING=visible", c.env}
+			if c.name == "acp" {
+				cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
+			}
 			out, err := cmd.CombinedOutput()
 			ee, ok := err.(*exec.ExitError)
-			if !ok || ee.ExitCode() != 3 || !strings.Contains(string(out), c.want) || strings.Contains(string(out), "peer disconnected") {
+			if !ok || ee.ExitCode() != code || !strings.Contains(string(out), c.want) || strings.Contains(string(out), "peer disconnected") {
 				t.Fatalf("%v\n%s", err, out)
 			}
 			if _, err := os.Stat(marker); (err == nil) != c.started {
 				t.Errorf("garuda-exec started: %v, want %v\n%s", err == nil, c.started, out)
 			}
+			if env, err := os.ReadFile(envFile); c.started && (err != nil || strings.Contains(string(env), "secret") ||
+				!strings.Contains(string(env), "OTHER_SETTING=visible")) {
+				t.Errorf("the broker's environment (%v):\n%s", err, env)
+			}
+			os.Remove(envFile)
 		})
 	}
 }
