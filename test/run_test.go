@@ -576,7 +576,15 @@ func TestRunStartsItsBroker(t *testing.T) {
 			cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + t.TempDir(), "HOME=" + dir, "LOCAL_API_KEY=sk-secret",
 				"GH_AUTH_TOKEN=gh-secret", "OTHER_SETTING=visible", c.env}
 			if c.name == "acp" {
-				cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
+				// stdin stays open: garuda acp ends because its broker died, not because the editor left.
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
+				defer r.Close()
+				w.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
+				cmd.Stdin = r
 			}
 			out, err := cmd.CombinedOutput()
 			ee, ok := err.(*exec.ExitError)

@@ -11,7 +11,7 @@ import (
 )
 
 // start runs garuda-exec with one end of a socketpair as its fd 3, or takes the one package spawn started at
-// initialisation for garuda run. A process started here is started in the background (its fork and exec take about
+// initialisation for garuda acp or run. A process started here is started in the background (its fork and exec take about
 // a millisecond that the front end need not wait for: an editor's initialize is answered meanwhile); Spawned closes
 // once it has started or failed to, and a failure is the broker's end (Done, Err).
 func (b *Broker) start(o Options) (net.Conn, error) {
@@ -27,7 +27,8 @@ func (b *Broker) start(o Options) (net.Conn, error) {
 		e.Proc.Kill()
 		e.Proc.Wait()
 	} else if e != nil {
-		e.Conn.Close() // not the broker asked for: it ends on EOF
+		e.Conn.Close() // not the broker asked for
+		e.Proc.Kill()
 		e.Proc.Wait()
 	}
 	path := o.Exec

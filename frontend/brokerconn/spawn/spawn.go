@@ -1,9 +1,9 @@
 // Package spawn starts garuda-exec: the front end's one way to start a process. For `garuda acp` and `garuda run` it
-// does so from its own package initialisation, before main: it imports only os, strings and syscall, so Go initialises it right
-// after os, before the model SDKs, grpc, protobuf and crypto (most of the front end's start), and the broker starts
-// beside them instead of after them. brokerconn takes that broker (Take), or starts one itself. (Go initialises the
-// first package, by import path, whose imports are initialised: an import such as path/filepath, which sorts
-// late, would hold it back.)
+// does so from its own package initialisation, before main: it imports only os, strings and syscall, so Go
+// initialises it right after os, before the model SDKs, grpc, protobuf and crypto (most of the front end's start),
+// and the broker starts beside them instead of after them. brokerconn takes that broker (Take), or starts one
+// itself. (Go initialises the first package, by import path, whose imports are initialised: an import such as
+// path/filepath, which sorts late, would hold it back.)
 package spawn
 
 import (
