@@ -151,6 +151,7 @@ func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.Model
 		model:            ms,
 		records:          make(chan record, recordQueue),
 		recordsDone:      make(chan struct{}),
+		hooked:           open.GetHooked(),
 	}
 	sess.tr = &transcript{write: sess.record}
 	sess.notices = append(sess.notices, open.GetNotices()...)
@@ -233,6 +234,7 @@ type session struct {
 	ag               *agent.Session
 	tr               *transcript           // what the editor is sent, for the session file
 	model            *execv1.ModelSettings // the model the session talks to, for the words of its errors
+	hooked           *execv1.HookedEvents  // the hook events that do something in this session; nil: unknown, all
 	webSearchAsked   bool                  // the web search consent was decided in this session (turn goroutine only)
 	webSearchOK      bool
 
