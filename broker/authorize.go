@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/commands"
 	"github.com/garuda-dev/garuda/broker/fsops"
 	"github.com/garuda-dev/garuda/broker/permit"
 	"github.com/garuda-dev/garuda/policy"
@@ -118,6 +119,19 @@ func (s *Service) ask(c *call, req policy.Request, d policy.Decision, q *execv1.
 	q.Kind = string(req.Kind)
 	q.OutsideRoot = policy.Outside(req, s.callState(c))
 	q.OutsideSandbox = req.Kind == policy.KindCommand && !req.Sandboxed
+	// The server, the host and the consent's kind come from the decided request, never from the question's text:
+	// defends against a title worded to make garuda run's --allow-mcp, --allow-host or --allow-web-search match.
+	switch {
+	case req.Kind == policy.KindMCPTool:
+		q.Server = req.Server
+	case req.Kind == policy.KindConsent && req.ConsentKind == commands.ConsentMCPServer:
+		q.Server = req.ConsentName
+	case req.Kind == policy.KindNetwork:
+		q.Host, _ = policy.NormHost(req.Host) // the spelling rules match; Decide refused a host that has none
+	}
+	if req.Kind == policy.KindConsent {
+		q.ConsentKind = req.ConsentKind
+	}
 	if q.Preview == "" {
 		q.Preview = q.Title
 	}
@@ -210,7 +224,10 @@ func (s *Service) record(r audit.Record, commit bool) error {
 	return nil
 }
 
-// execution audits the end of an operation.
+// execution audits the end of an operation. The record is chained and written at once, its fsync grouped with the
+// next few milliseconds' (Note): what gates an action is its decision, answer or consent, each on disk before the
+// action goes ahead; the end of one that already happened holds nothing up (an mcp_start with no server paid an
+// fsync of its own at every prompt). A failed fsync still fails every later record, and so every later action.
 func (s *Service) execution(c *call, op *operation, input string, res *execv1.Result, started time.Time) error {
 	r := audit.Record{Session: c.sess.id, Event: audit.EventExecution, Op: op.name, Input: input,
 		Status: statusName(res.GetStatus()), DurationMS: time.Since(started).Milliseconds()}
@@ -218,7 +235,7 @@ func (s *Service) execution(c *call, op *operation, input string, res *execv1.Re
 		code := int(res.GetExitCode())
 		r.ExitCode = &code
 	}
-	return s.record(r, op.changes)
+	return s.record(r, false)
 }
 
 func statusName(st execv1.Status) string {

@@ -94,6 +94,27 @@ func hasHooks(sess *session, ev hookEvent) bool {
 	return len(t)+len(u)+len(p) > 0
 }
 
+// hookedEvents are the events the front end reports that do something in a session with these settings: those
+// with a hook (any matcher, any source, consent aside), and UserPromptSubmit when team policy could not be read
+// (blocked). The others are quiet (nothing runs, nothing is recorded), so the front end may leave them out.
+func hookedEvents(files policyFiles) *execv1.HookedEvents {
+	out := &execv1.HookedEvents{}
+	project := projectHooks(files)
+	for _, name := range frontEndEvents {
+		n := len(project[name])
+		if files.team != nil {
+			n += len(files.team.Hooks[name])
+		}
+		if files.user != nil {
+			n += len(files.user.Hooks[name])
+		}
+		if n > 0 || teamUnreadable(files, hookEvent{name: name}) {
+			out.Events = append(out.Events, name)
+		}
+	}
+	return out
+}
+
 // teamUnreadable reports whether team policy, which may hold hooks that guard prompts, could not be read for an
 // event that sends the user's words on: such a prompt is blocked (fail closed), as every action is.
 func teamUnreadable(files policyFiles, ev hookEvent) bool {

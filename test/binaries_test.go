@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
 	"github.com/garuda-dev/garuda/test/release"
 
 	"github.com/garuda-dev/garuda/internal/testproc"
@@ -33,6 +34,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if len(os.Args) > 2 && os.Args[1] == mcptest.Arg {
+		return mcptest.Serve(os.Args[2]) // the MCP tests' server, run by the broker in the sandbox
+	}
 	// Re-run as a tiny client: connect to a unix socket and exit 0 if the kernel let us.
 	if path := os.Getenv("GARUDA_TEST_CONNECT"); path != "" {
 		c, err := net.Dial("unix", path)

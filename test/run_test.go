@@ -26,6 +26,7 @@ type runEnv struct {
 	t          *testing.T
 	home, root string
 	provider   *fakeprovider.Server
+	env        []string // more of the run's environment
 }
 
 func newRunEnv(t *testing.T, turns ...fakeprovider.Turn) *runEnv {
@@ -48,7 +49,8 @@ func newRunEnv(t *testing.T, turns ...fakeprovider.Turn) *runEnv {
 func (e *runEnv) command(args ...string) *exec.Cmd {
 	cmd := exec.Command(bins.garuda, append([]string{"run"}, args...)...)
 	cmd.Dir = e.root
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + e.home, "HOME=" + e.home, "LOCAL_API_KEY=k", "TMPDIR=" + e.t.TempDir()}
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + e.home, "HOME=" + e.home, "LOCAL_API_KEY=k", "TMPDIR=" + e.t.TempDir()},
+		e.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	return cmd
 }
@@ -524,6 +526,77 @@ func TestRunAllowCommandsStopsAtTheSandbox(t *testing.T) {
 			if flag != "--allow-commands" && (err != nil || qs[0]["answer"] != "once") {
 				t.Fatalf("control: %s did not let the command run: %v %v", flag, qs, err)
 			}
+		})
+	}
+}
+
+// garuda run and garuda acp start their own broker (early, from the package initialisation) only when they are to
+// use one: not with --broker or GARUDA_BROKER. It never gets the provider keys of their environment (the control:
+// another variable reaches it). A broker that dies at start is named as the reason, whenever it dies.
+func TestRunStartsItsBroker(t *testing.T) {
+	needBins(t)
+	dir := t.TempDir()
+	data, err := os.ReadFile(bins.garuda)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "garuda"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, "started")
+	envFile := filepath.Join(dir, "env")
+	script := "#!/bin/sh\necho started >> " + marker + "\nenv > " + envFile + "\necho 'garuda-exec: cannot start' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "garuda-exec"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	none := "unix://" + filepath.Join(dir, "none.sock")
+	for _, c := range []struct {
+		name    string
+		args    []string
+		env     string
+		started bool
+		want    string
+	}{
+		{"own broker", []string{"hi"}, "", true, "exited unexpectedly"},
+		{"acp", nil, "", true, "exited unexpectedly"},
+		{"--broker", []string{"--broker", none, "hi"}, "", false, "cannot reach the broker"},
+		{"--broker=", []string{"hi", "--broker=" + none}, "", false, "cannot reach the broker"},
+		{"GARUDA_BROKER", []string{"hi"}, "GARUDA_BROKER=" + none, false, "cannot reach the broker"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			os.Remove(marker)
+			args, code := append([]string{"run"}, c.args...), 3
+			if c.name == "acp" {
+				args, code = []string{"acp"}, 1
+			}
+			cmd := exec.Command(filepath.Join(dir, "garuda"), args...)
+			cmd.Dir = dir
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + t.TempDir(), "HOME=" + dir, "LOCAL_API_KEY=sk-secret",
+				"GH_AUTH_TOKEN=gh-secret", "OTHER_SETTING=visible", c.env}
+			if c.name == "acp" {
+				// stdin stays open: garuda acp ends because its broker died, not because the editor left.
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
+				defer r.Close()
+				w.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
+				cmd.Stdin = r
+			}
+			out, err := cmd.CombinedOutput()
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.ExitCode() != code || !strings.Contains(string(out), c.want) || strings.Contains(string(out), "peer disconnected") {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if _, err := os.Stat(marker); (err == nil) != c.started {
+				t.Errorf("garuda-exec started: %v, want %v\n%s", err == nil, c.started, out)
+			}
+			if env, err := os.ReadFile(envFile); c.started && (err != nil || strings.Contains(string(env), "secret") ||
+				!strings.Contains(string(env), "OTHER_SETTING=visible")) {
+				t.Errorf("the broker's environment (%v):\n%s", err, env)
+			}
+			os.Remove(envFile)
 		})
 	}
 }

@@ -37,6 +37,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("v", false, "print each run's figures on stderr")
 	soakFor := fs.Duration("soak", 0, "instead of the runs: a soak of -sessions sessions in one garuda acp for this long")
 	sessions := fs.Int("sessions", 20, "sessions of a -soak")
+	compare := fs.String("compare", "", "also measure this ACP agent's spawn → initialize in each run, e.g. 'codex-acp' (split at spaces)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -75,12 +76,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "soak: no growth past the bounds")
 		return nil
 	}
-	if _, err := r.once(ctx, 0); err != nil {
+	var other []string // the agent of -compare, and its home
+	var otherHome *workspace
+	if *compare != "" {
+		if other, err = compareArgs(*compare); err != nil {
+			return err
+		}
+		if otherHome, err = newWorkspace("garuda-procbench-compare-", ""); err != nil {
+			return err
+		}
+		defer otherHome.remove()
+	}
+	// once is one run: garuda's, then the other agent's start right after it, so that both meet the same load.
+	once := func(i int) (sample, error) {
+		s, err := r.once(ctx, i)
+		if err == nil && other != nil {
+			s.otherInit, err = r.compareOnce(ctx, otherHome, other)
+		}
+		return s, err
+	}
+	if _, err := once(0); err != nil {
 		return fmt.Errorf("warm-up run: %w", err)
 	}
 	samples := make([]sample, 0, *n)
 	for i := 1; i <= *n; i++ {
-		s, err := r.once(ctx, i)
+		s, err := once(i)
 		if err != nil {
 			return fmt.Errorf("run %d of %d: %w", i, *n, err)
 		}
@@ -91,6 +111,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		samples = append(samples, s)
 	}
 	rep := report{Machine: describeMachine(), Runs: *n, Figures: figures(samples)}
+	if other != nil {
+		rep.Compared = strings.Join(other, " ")
+		rep.Figures = append(rep.Figures, compareFigures(samples, filepath.Base(other[0]))...)
+	}
 	for _, s := range samples {
 		rep.Questions += s.questions
 	}

@@ -28,6 +28,7 @@ type report struct {
 	Machine   machine  `json:"machine"`
 	Runs      int      `json:"runs"`
 	Questions int      `json:"permission_questions"` // asked by the agent over all runs; 0 expected
+	Compared  string   `json:"compared,omitempty"`   // -compare: the other ACP agent's command
 	Figures   []figure `json:"figures"`
 }
 
@@ -54,6 +55,20 @@ func figures(ss []sample) []figure {
 		newFigure("  peak memory, broker (garuda-exec)", "MiB", 0, col(func(s sample) float64 { return mib(s.memBroker) })),
 		newFigure("  anonymous memory now, both (RssAnon)", "MiB", 0, col(func(s sample) float64 { return mib(s.anon) })),
 		newFigure("exit after stdin closes", "ms", 1000, col(func(s sample) float64 { return ms(s.exit) })),
+	}
+}
+
+// compareFigures are the -compare rows: the other agent's spawn → initialize, and garuda's over it run by run (the
+// two measured one right after the other), against issue 19's goal of 0.25.
+func compareFigures(ss []sample, name string) []figure {
+	other, ratio := make([]float64, len(ss)), make([]float64, len(ss))
+	for i, s := range ss {
+		other[i] = ms(s.otherInit)
+		ratio[i] = float64(s.spawnInit) / float64(s.otherInit)
+	}
+	return []figure{
+		newFigure("spawn → initialize answered, "+name, "ms", 0, other),
+		newFigure("  garuda ÷ "+name+", run by run", "×", 0.25, ratio),
 	}
 }
 
@@ -89,7 +104,11 @@ func percentile(s []float64, p float64) float64 {
 func (r report) table(w io.Writer) {
 	m := r.Machine
 	fmt.Fprintf(w, "garuda whole-process figures: %d runs after 1 warm-up\n", r.Runs)
-	fmt.Fprintf(w, "machine: %d CPUs (%s), %d MiB RAM, Linux %s, %s %s\n\n", m.CPUs, m.CPU, m.MemMiB, m.Kernel, m.Go, m.Machine)
+	fmt.Fprintf(w, "machine: %d CPUs (%s), %d MiB RAM, Linux %s, %s %s\n", m.CPUs, m.CPU, m.MemMiB, m.Kernel, m.Go, m.Machine)
+	if r.Compared != "" {
+		fmt.Fprintf(w, "compared with: %s (its start measured right after garuda's in each run)\n", r.Compared)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "figure\tmedian\tp10\tp90\tmin\tmax\ttarget\tmedian under target\t")
 	for _, f := range r.Figures {

@@ -29,6 +29,7 @@ type sample struct {
 	exit           time.Duration // stdin closed until garuda and all its descendants are gone
 	questions      int           // permission questions the agent asked (none expected in build mode)
 	watched        int           // processes of the sleep watched after the cancel
+	otherInit      time.Duration // -compare: the other agent's spawn until its initialize response is read
 }
 
 // runner spawns the binaries; garuda and exec are absolute, symlink-free paths.

@@ -3,6 +3,7 @@ package acpagent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -34,6 +35,9 @@ const maxStopContinuations = 3
 // failure to report is logged and said nothing: the turn goes on (a team hook that must block fails closed in the
 // broker, which answers blocked).
 func (s *session) hook(ctx, uctx context.Context, ev *execv1.HookEvent) *execv1.HookOutcome {
+	if s.hooked != nil && !slices.Contains(s.hooked.GetEvents(), ev.GetEvent()) {
+		return &execv1.HookOutcome{} // the broker said it has no hook for it: a report would do nothing
+	}
 	res, err := s.runner.Call(ctx, &execv1.Start{Op: &execv1.Start_HookEvent{HookEvent: ev}}, nil)
 	if err != nil {
 		if ctx.Err() == nil {

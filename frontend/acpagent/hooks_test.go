@@ -153,3 +153,36 @@ func TestHookProjectConsentInTheEditor(t *testing.T) {
 		t.Error("the allowed project hook did not run")
 	}
 }
+
+// The front end reports only the hook events the broker listed at the session's open; a team policy that could not
+// be read is listed for UserPromptSubmit, so the prompt is still blocked (fail closed) and the model never asked.
+// The control: with a readable team policy, the same prompt reaches the model.
+func TestHookUnreadableTeamPolicyBlocksThePrompt(t *testing.T) {
+	for _, broken := range []bool{true, false} {
+		e := newEnv(t)
+		policy := `{"permissions": {"deny": ["bash(rm -rf /)"]}}`
+		if broken {
+			policy = `{"permissions": `
+		}
+		if err := os.WriteFile(filepath.Join(e.home, "policy.json"), []byte(policy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sid := e.newSession()
+		e.fake.Push(model.TextStep("answered"))
+		e.promptOK(sid, "hello")
+		ups, _ := e.ed.snapshot()
+		var text strings.Builder
+		for _, u := range ups {
+			if c := u.Update.AgentMessageChunk; c != nil && c.Content.Text != nil {
+				text.WriteString(c.Content.Text.Text)
+			}
+		}
+		asked := len(e.fake.Requests()) > 0
+		if broken && (asked || !strings.Contains(text.String(), "team policy could not be read")) {
+			t.Errorf("unreadable team policy: model asked %v, said %q", asked, text.String())
+		}
+		if !broken && !asked {
+			t.Errorf("control: a readable team policy blocked the prompt: %q", text.String())
+		}
+	}
+}

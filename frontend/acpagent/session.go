@@ -74,23 +74,44 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 		return acp.NewSessionResponse{}, invalidParams(fmt.Sprintf("cwd must be an absolute path to a folder, got %q", p.Cwd))
 	}
 	b := s.opts.Broker
-	prep, err := b.Prepare(ctx, &execv1.PrepareRequest{Model: s.opts.Model, EnvKeys: EnvKeys(s.opts.Getenv)})
-	if err != nil {
-		return acp.NewSessionResponse{}, requestError("prepare the session: " + statusMessage(err))
-	}
-	if msg := prep.GetAuthRequired(); msg != "" {
-		return acp.NewSessionResponse{}, authRequired(msg)
-	}
-	ms := prep.GetReady()
-	if ms == nil {
-		return acp.NewSessionResponse{}, requestError("prepare the session: the broker gave no model settings")
-	}
-	client, err := s.opts.NewModel(ms, s.apiKey(ms))
-	if err != nil {
-		return acp.NewSessionResponse{}, requestError(fmt.Sprintf("set up the model %s: %v", ms.GetName(), err))
-	}
+	// The configuration and the broker session do not depend on each other: both are asked at once, and a session
+	// opened for a configuration that turns out unusable is closed again.
 	servers, mcpNotices := mcpServers(p.McpServers)
-	open, err := b.OpenSession(ctx, &execv1.OpenSessionRequest{Root: filepath.Clean(p.Cwd), Mode: execv1.Mode_MODE_BUILD, McpServers: servers})
+	type opened struct {
+		res *execv1.OpenSessionResponse
+		err error
+	}
+	openc := make(chan opened, 1)
+	go func() {
+		res, err := b.OpenSession(ctx, &execv1.OpenSessionRequest{Root: filepath.Clean(p.Cwd), Mode: execv1.Mode_MODE_BUILD,
+			McpServers: servers})
+		openc <- opened{res, err}
+	}()
+	prep, err := b.Prepare(ctx, &execv1.PrepareRequest{Model: s.opts.Model, EnvKeys: EnvKeys(s.opts.Getenv)})
+	var client model.Client
+	var ms *execv1.ModelSettings
+	var fail error
+	switch {
+	case err != nil:
+		fail = requestError("prepare the session: " + statusMessage(err))
+	case prep.GetAuthRequired() != "":
+		fail = authRequired(prep.GetAuthRequired())
+	case prep.GetReady() == nil:
+		fail = requestError("prepare the session: the broker gave no model settings")
+	default:
+		ms = prep.GetReady()
+		if client, err = s.opts.NewModel(ms, s.apiKey(ms)); err != nil {
+			fail = requestError(fmt.Sprintf("set up the model %s: %v", ms.GetName(), err))
+		}
+	}
+	o := <-openc
+	open, err := o.res, o.err
+	if fail != nil {
+		if err == nil {
+			go b.CloseSession(context.WithoutCancel(ctx), &execv1.CloseSessionRequest{SessionId: open.GetSessionId()})
+		}
+		return acp.NewSessionResponse{}, fail
+	}
 	if err != nil {
 		if status.Code(err) == codes.InvalidArgument {
 			return acp.NewSessionResponse{}, invalidParams(statusMessage(err)) // the broker's one sentence names the folder
@@ -124,6 +145,7 @@ func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.Model
 		model:            ms,
 		records:          make(chan record, recordQueue),
 		recordsDone:      make(chan struct{}),
+		hooked:           open.GetHooked(),
 	}
 	sess.tr = &transcript{write: sess.record}
 	sess.notices = append(sess.notices, open.GetNotices()...)
@@ -206,6 +228,7 @@ type session struct {
 	ag               *agent.Session
 	tr               *transcript           // what the editor is sent, for the session file
 	model            *execv1.ModelSettings // the model the session talks to, for the words of its errors
+	hooked           *execv1.HookedEvents  // the hook events that do something in this session; nil: unknown, all
 	webSearchAsked   bool                  // the web search consent was decided in this session (turn goroutine only)
 	webSearchOK      bool
 

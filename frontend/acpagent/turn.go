@@ -179,15 +179,20 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 		return t.end(uctx, agent.StopDone, nil)
 	}
 	s.record("prompt", full)
-	s.loadAgents(tctx)
 	s.applyConfig()
+	// What the first model request needs from the broker, asked at once: the custom agents (the system prompt), the
+	// MCP servers and their tools, the web search consent. Each is its own broker call, and each may ask its own
+	// question.
+	var ready sync.WaitGroup
+	ready.Go(func() { s.loadAgents(tctx) })
 	if !mcpStarted {
-		s.startMCP(tctx, uctx)
+		ready.Go(func() { s.startMCP(tctx, uctx) })
 	}
+	ready.Go(func() { s.offerWebSearch(tctx) })
+	ready.Wait()
 	if tctx.Err() != nil {
 		return t.end(uctx, agent.StopCancelled, nil)
 	}
-	s.offerWebSearch(tctx)
 	stop, err := s.ag.RunTurn(tctx, full+added, t.emit)
 	// Stop hooks may keep the turn going (a block: its reason is the model's next prompt), a few times at most.
 	for i := 0; err == nil && stop == agent.StopDone && tctx.Err() == nil && i <= maxStopContinuations; i++ {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -16,11 +14,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/garuda-dev/garuda/frontend/brokerconn/spawn"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // ExecName is the broker's executable name.
-const ExecName = "garuda-exec"
+const ExecName = spawn.ExecName
 
 // Broker is a connection to the broker.
 type Broker struct {
@@ -29,10 +28,12 @@ type Broker struct {
 	Path string
 
 	conn *grpc.ClientConn
-	cmd  *exec.Cmd
+	own  bool        // this process starts (or started) the broker
+	proc *os.Process // the garuda-exec it started; set before spawned closes, nil when it could not start
 
-	once sync.Once
-	done chan struct{}
+	once    sync.Once
+	done    chan struct{}
+	spawned chan struct{} // closed once garuda-exec has started, or failed to (at once for a broker reached by Addr)
 
 	gateOnce sync.Once
 	gate     chan struct{}
@@ -66,8 +67,6 @@ type Options struct {
 	Addr string
 	// Exec overrides where garuda-exec is found.
 	Exec string
-	// Stderr receives the broker's log.
-	Stderr io.Writer
 	// OwnGroup starts garuda-exec in a process group of its own: a terminal's Ctrl-C, which signals the whole
 	// foreground group, then reaches only the front end, which cancels the turn (garuda run).
 	OwnGroup bool
@@ -75,22 +74,14 @@ type Options struct {
 
 // Find returns garuda-exec beside the running executable, else on PATH.
 func Find() (string, error) {
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), ExecName)
-		if isExecutable(p) {
-			return p, nil
-		}
+	if p, ok := spawn.Beside(); ok {
+		return p, nil
 	}
 	p, err := exec.LookPath(ExecName)
 	if err != nil {
 		return "", fmt.Errorf("%s was not found beside garuda nor on PATH; install both binaries together (make install)", ExecName)
 	}
 	return p, nil
-}
-
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // Connect starts or reaches the broker and checks that it answers.
@@ -109,10 +100,7 @@ func Connect(ctx context.Context, o Options) (*Broker, error) {
 // Start starts or reaches the broker without waiting for it: every call but Hello waits until Open, so that the
 // front end can answer the editor at once and confine itself before it asks the broker for anything.
 func Start(ctx context.Context, o Options) (*Broker, error) {
-	if o.Stderr == nil {
-		o.Stderr = os.Stderr
-	}
-	b := &Broker{done: make(chan struct{}), waited: make(chan struct{}), gate: make(chan struct{})}
+	b := &Broker{done: make(chan struct{}), waited: make(chan struct{}), gate: make(chan struct{}), spawned: make(chan struct{})}
 	var conn net.Conn
 	if o.Addr != "" {
 		path, ok := strings.CutPrefix(o.Addr, "unix://")
@@ -125,6 +113,7 @@ func Start(ctx context.Context, o Options) (*Broker, error) {
 		}
 		conn, b.Path = c, path
 		close(b.waited)
+		close(b.spawned)
 	} else {
 		c, err := b.start(o)
 		if err != nil {
@@ -155,6 +144,10 @@ func Start(ctx context.Context, o Options) (*Broker, error) {
 	b.Client = execv1.NewExecServiceClient(cc)
 	return b, nil
 }
+
+// Spawned is closed once the broker's process has started (its exec done: the front end may confine itself), or
+// failed to start; at once for a broker reached by its address.
+func (b *Broker) Spawned() <-chan struct{} { return b.spawned }
 
 // Open lets calls through.
 func (b *Broker) Open() { b.gateOnce.Do(func() { close(b.gate) }) }
@@ -211,30 +204,17 @@ func unwrapSyscall(err error) error {
 	return err
 }
 
-// brokerEnv is the front end's environment less the provider keys: the broker reads its own configuration, and
-// keys that are never in its environment cannot leak from it.
-func brokerEnv(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasSuffix(name, "_API_KEY") || strings.HasSuffix(name, "_AUTH_TOKEN") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
 // Close closes the connection; a broker this process started then ends every command and exits.
 func (b *Broker) Close() error {
 	if b.conn != nil {
 		b.conn.Close()
 	}
-	if b.cmd != nil {
+	if b.own {
+		<-b.spawned
 		select {
 		case <-b.waited:
 		case <-time.After(2 * time.Second):
-			b.cmd.Process.Kill()
+			b.proc.Kill()
 			<-b.waited
 		}
 	}

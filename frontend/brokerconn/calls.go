@@ -69,6 +69,7 @@ func (r *Runner) ReadOnly(name string) bool {
 // Run implements agent.Tools: it runs the call through the broker and returns its result. A call the broker could
 // not run ends failed with the reason; a cancelled ctx ends it cancelled.
 func (r *Runner) Run(ctx context.Context, call agent.ToolCall, progress func(line string)) agent.ToolResult {
+	defer r.toolRan()
 	start := r.mcpStart(call.ID, call.Name, call.Input)
 	var err error
 	if start == nil {

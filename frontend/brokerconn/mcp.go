@@ -22,7 +22,15 @@ type mcpTools struct {
 	specs   []model.ToolSpec
 	prompts []*execv1.CommandInfo
 	pending []string // notices of a refresh inside Specs, shown with the next RefreshMCP
+	// listed is when the broker's list was last taken; ran says that a tool call ran since. A step's several Specs
+	// calls (the system prompt's, the request's) share one list, taken again once a tool ran (it may have changed
+	// the server's tools) or when it is older than maxListAge.
+	listed time.Time
+	ran    bool
 }
+
+// maxListAge is how long a list of MCP tools is reused when no tool call ran since it was taken.
+const maxListAge = time.Second
 
 // MCPServers are the names of the servers whose tools or prompts the last refresh listed.
 func (r *Runner) MCPServers() []string {
@@ -73,6 +81,7 @@ func (r *Runner) refresh(ctx context.Context) []string {
 	}
 	r.mcp.mu.Lock()
 	defer r.mcp.mu.Unlock()
+	r.mcp.listed, r.mcp.ran = time.Now(), false
 	r.mcp.prompts = res.GetPrompts()
 	if res.GetGeneration() == r.mcp.gen && r.mcp.byName != nil {
 		return res.GetNotices()
@@ -95,10 +104,14 @@ func (r *Runner) refresh(ctx context.Context) []string {
 // mcpSpecs are the MCP tools' specs, refreshed from the broker once MCP started.
 func (r *Runner) mcpSpecs() []model.ToolSpec {
 	r.mcp.mu.Lock()
-	started := r.mcp.started
+	started, fresh := r.mcp.started, !r.mcp.ran && time.Since(r.mcp.listed) < maxListAge
+	specs := append([]model.ToolSpec(nil), r.mcp.specs...)
 	r.mcp.mu.Unlock()
 	if !started {
 		return nil
+	}
+	if fresh {
+		return specs
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), refreshWait)
 	notices := r.refresh(ctx)
@@ -107,6 +120,13 @@ func (r *Runner) mcpSpecs() []model.ToolSpec {
 	defer r.mcp.mu.Unlock()
 	r.mcp.pending = append(r.mcp.pending, notices...)
 	return append([]model.ToolSpec(nil), r.mcp.specs...)
+}
+
+// toolRan notes that a tool call ended: the next Specs lists the MCP tools again.
+func (r *Runner) toolRan() {
+	r.mcp.mu.Lock()
+	r.mcp.ran = true
+	r.mcp.mu.Unlock()
 }
 
 // mcpStart is the broker call of an MCP tool, or nil for a name that is not one.

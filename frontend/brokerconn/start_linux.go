@@ -5,15 +5,32 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/garuda-dev/garuda/frontend/brokerconn/spawn"
 )
 
-// start runs garuda-exec with one end of a socketpair as its fd 3.
+// start runs garuda-exec with one end of a socketpair as its fd 3, or takes the one package spawn started at
+// initialisation for garuda acp or run. A process started here is started in the background (its fork and exec take about
+// a millisecond that the front end need not wait for: an editor's initialize is answered meanwhile); Spawned closes
+// once it has started or failed to, and a failure is the broker's end (Done, Err).
 func (b *Broker) start(o Options) (net.Conn, error) {
+	if e := spawn.Take(); e != nil && o.Exec == "" && o.OwnGroup == e.OwnGroup {
+		c, err := net.FileConn(e.Conn)
+		e.Conn.Close()
+		if err == nil {
+			b.Path, b.proc, b.own = e.Path, e.Proc, true
+			close(b.spawned)
+			go b.reap()
+			return c, nil
+		}
+		e.Proc.Kill()
+		e.Proc.Wait()
+	} else if e != nil {
+		e.Conn.Close() // not the broker asked for
+		e.Proc.Kill()
+		e.Proc.Wait()
+	}
 	path := o.Exec
 	if path == "" {
 		p, err := Find()
@@ -21,47 +38,49 @@ func (b *Broker) start(o Options) (net.Conn, error) {
 			return nil, err
 		}
 		path = p
-	} else if !isExecutable(path) {
+	} else if !spawn.Executable(path) {
 		return nil, fmt.Errorf("%s is missing or not executable; reinstall garuda (make install)", path)
 	}
-	b.Path = path
+	b.Path, b.own = path, true
 	// The broker refuses a relative GARUDA_HOME and exits; said here, the user reads why instead of a reset socket.
 	if h := os.Getenv("GARUDA_HOME"); h != "" && !filepath.IsAbs(h) {
 		return nil, fmt.Errorf("GARUDA_HOME=%s must be an absolute path (it is where Garuda keeps its settings and keys)", h)
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	mine, theirs, err := spawn.Socketpair()
 	if err != nil {
 		return nil, fmt.Errorf("socketpair: %w", err)
 	}
-	mine := os.NewFile(uintptr(fds[0]), "broker")
-	theirs := os.NewFile(uintptr(fds[1]), "frontend")
-	defer theirs.Close()
-	cmd := exec.Command(path, "child")
-	cmd.Env = brokerEnv(os.Environ())
-	cmd.ExtraFiles = []*os.File{theirs}
-	cmd.Stdin = nil
-	cmd.Stdout = o.Stderr // never the protocol stream
-	cmd.Stderr = o.Stderr
-	// The broker also learns of the front end's death by EOF on its socket; this is a second signal.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: o.OwnGroup}
-	if err := cmd.Start(); err != nil {
-		mine.Close()
-		return nil, fmt.Errorf("start %s: %w", path, err)
-	}
-	b.cmd = cmd
-	go func() {
-		err := cmd.Wait()
-		if err == nil {
-			err = errors.New("it exited")
-		}
-		b.gone(fmt.Errorf("the broker (%s) exited unexpectedly: %v", filepath.Base(path), err))
-		close(b.waited)
-	}()
 	c, err := net.FileConn(mine)
 	mine.Close()
 	if err != nil {
-		cmd.Process.Kill()
+		theirs.Close()
 		return nil, fmt.Errorf("socketpair: %w", err)
 	}
+	go func() {
+		p, err := spawn.Start(path, theirs, o.OwnGroup)
+		theirs.Close()
+		b.proc = p
+		close(b.spawned)
+		if err != nil {
+			c.Close()
+			b.gone(fmt.Errorf("start %s: %w", path, err))
+			close(b.waited)
+			return
+		}
+		b.reap()
+	}()
 	return c, nil
+}
+
+// reap waits for the broker's process to end and reports it gone.
+func (b *Broker) reap() {
+	st, err := b.proc.Wait()
+	switch {
+	case err == nil && st.Success():
+		err = errors.New("it exited")
+	case err == nil:
+		err = errors.New(st.String())
+	}
+	b.gone(fmt.Errorf("the broker (%s) exited unexpectedly: %v", filepath.Base(b.Path), err))
+	close(b.waited)
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 
@@ -138,7 +139,7 @@ func brokerFlag(fs *flag.FlagSet) *string {
 }
 
 func connect(ctx context.Context, addr string) (*brokerconn.Broker, error) {
-	return brokerconn.Connect(ctx, brokerconn.Options{Addr: addr, Stderr: os.Stderr})
+	return brokerconn.Connect(ctx, brokerconn.Options{Addr: addr})
 }
 
 func acp(ctx context.Context, args []string) error {
@@ -160,12 +161,15 @@ func acp(ctx context.Context, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr, Stderr: os.Stderr})
+	// The broker's connection, its Hello and the confinement wait until the editor's first message is answered:
+	// the broker is not ready before that anyway, and the editor's initialize is answered sooner without them.
+	answered := &firstWrite{w: protocol, done: make(chan struct{})}
+	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr}, answered.done)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	err = acpagent.Serve(ctx, os.Stdin, protocol, acpagent.Options{
+	err = acpagent.Serve(ctx, os.Stdin, answered, acpagent.Options{
 		Broker:     b.Client,
 		BrokerDone: b.Done(),
 		Version:    Version,
@@ -184,25 +188,47 @@ func acp(ctx context.Context, args []string) error {
 	return nil
 }
 
-// startBroker starts (or reaches) the broker and, once it answered, confines the front end. The editor is answered
-// at once; every broker call waits until the broker answered and the front end has confined itself (loading the
-// TLS roots alone takes about 10 ms). The context returned ends, with the broker's error as its cause, when the
-// broker cannot be reached.
-func startBroker(ctx context.Context, o brokerconn.Options) (*brokerconn.Broker, context.Context, error) {
+// startBroker starts (or reaches) the broker, says Hello to it at once (the connection is then set up by the time
+// the broker serves), and confines the front end as soon as the broker's process has started, while the broker
+// initialises. The editor is answered at once; every other broker call waits until the front end has confined
+// itself (loading the TLS roots alone takes about 10 ms), and goes out beside the Hello, not after it. The context
+// returned ends, with the broker's error as its cause, when the broker does not answer the Hello.
+func startBroker(ctx context.Context, o brokerconn.Options, after <-chan struct{}) (*brokerconn.Broker, context.Context, error) {
 	b, err := brokerconn.Start(ctx, o)
 	if err != nil {
 		return nil, ctx, err
 	}
 	ctx, fail := context.WithCancelCause(ctx)
 	go func() {
+		if after != nil {
+			<-after
+		}
 		if err := b.Ready(ctx); err != nil {
 			fail(err)
-			return
+		}
+	}()
+	go func() {
+		<-b.Spawned() // garuda-exec is executed: the front end needs no more power to start it
+		if after != nil {
+			<-after
 		}
 		confineSelf()
 		b.Open()
 	}()
 	return b, ctx, nil
+}
+
+// firstWrite is a writer that says when it was first written to.
+type firstWrite struct {
+	w    io.Writer
+	once sync.Once
+	done chan struct{}
+}
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	f.once.Do(func() { close(f.done) })
+	return n, err
 }
 
 // doctor prints which broker answers and what it enforces.

@@ -37,6 +37,11 @@ flags:
   --quiet            no thoughts
   --allow-edits      allow writes and edits inside the project folder without asking
   --allow-commands   allow sandboxed commands that the policy asks about
+  --allow-mcp SERVER allow the MCP server SERVER: its consent (kept, pinned to the server's definition, as an
+                     answer is) and each call of its tools; repeat it for each server
+  --allow-host HOST  allow network access to exactly HOST (any port): web_fetch, and the connections of sandboxed
+                     commands through Garuda's proxy; no scheme, port or wildcard; repeat it for each host
+  --allow-web-search allow the provider's server-side web search (Anthropic's API) for the session
   --dangerously-allow-outside-sandbox
                      allow commands outside the sandbox and files outside the project folder
   --broker unix://PATH  a broker that runs as a service (default: start garuda-exec)
@@ -65,6 +70,22 @@ func run(ctx context.Context, args []string) error {
 	fs.BoolVar(&allow.Edits, "allow-edits", false, "")
 	fs.BoolVar(&allow.Commands, "allow-commands", false, "")
 	fs.BoolVar(&allow.OutsideSandbox, "dangerously-allow-outside-sandbox", false, "")
+	fs.BoolVar(&allow.WebSearch, "allow-web-search", false, "")
+	fs.Func("allow-mcp", "", func(v string) error { // repeatable, one server each
+		if strings.TrimSpace(v) == "" {
+			return errors.New("give the name of an MCP server")
+		}
+		allow.MCP = append(allow.MCP, v)
+		return nil
+	})
+	fs.Func("allow-host", "", func(v string) error { // repeatable, one host each
+		h, err := runner.NormHost(v)
+		if err != nil {
+			return err
+		}
+		allow.Hosts = append(allow.Hosts, h)
+		return nil
+	})
 	addr := brokerFlag(fs)
 	words, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -79,6 +100,8 @@ func run(ctx context.Context, args []string) error {
 		msg := err.Error()
 		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 			msg = "unknown flag --" + strings.TrimPrefix(name, "-")
+		} else if _, why, ok := strings.Cut(msg, " for flag -"); ok && strings.HasPrefix(msg, "invalid value ") {
+			msg = "--" + strings.TrimPrefix(why, "-") // "--allow-host: "x/y" is not a host name …"
 		}
 		return usageErr(msg)
 	}
@@ -142,7 +165,7 @@ func run(ctx context.Context, args []string) error {
 	}()
 	go watchPipeReader(stdout, closed) // a reader that went away is seen at once, not at the next write
 
-	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr, Stderr: os.Stderr, OwnGroup: true})
+	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr, OwnGroup: true}, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "garuda run:", err)
 		return exitError(runner.ExitSetup)
@@ -152,7 +175,7 @@ func run(ctx context.Context, args []string) error {
 		Prompt: prompt, Cwd: dir, Model: *model, Mode: *mode, Resume: *resume, Continue: *cont, MaxSteps: *maxSteps, JSON: *jsonOut, Quiet: *quiet,
 		Allow: allow, Stdout: stdout, Stderr: os.Stderr, Styled: isTerminal(2) && !*jsonOut,
 		Interrupt: interrupt, OutputClosed: outputClosed,
-		Broker: b.Client, BrokerDone: b.Done(), Version: Version, Getenv: os.Getenv,
+		Broker: b.Client, BrokerDone: b.Done(), BrokerErr: b.Err, Version: Version, Getenv: os.Getenv,
 	}
 	if tty != nil {
 		o.TTY = tty

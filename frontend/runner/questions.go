@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/netip"
+	"slices"
 	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -32,12 +34,48 @@ func (w *output) ask(ctx context.Context, sessionID string, q *execv1.Question) 
 	return 0, false
 }
 
+// consentWebSearch is the consent kind of the provider's server-side web search (policy.OpWebSearch).
+const consentWebSearch = "web_search"
+
+// NormHost returns the spelling of a host that --allow-host matches against the broker's Question.host (the
+// spelling network rules match: lower case, no trailing dot, an IP address canonical and unmapped), or an error
+// saying why s is no host. A host the broker spells otherwise is simply not matched: the question is denied.
+func NormHost(s string) (string, error) {
+	h := strings.TrimRight(strings.ToLower(strings.TrimSpace(s)), ".")
+	if inner, ok := strings.CutPrefix(h, "["); ok {
+		h, ok = strings.CutSuffix(inner, "]")
+		if !ok {
+			return "", fmt.Errorf("%q is not a host name or IP address", s)
+		}
+	}
+	if a, err := netip.ParseAddr(h); err == nil && a.Zone() == "" {
+		return a.Unmap().String(), nil
+	}
+	bad := h == "" || len(h) > 253 || strings.Contains(h, "..") || strings.Trim(h, "abcdefghijklmnopqrstuvwxyz0123456789-.") != ""
+	if bad {
+		return "", fmt.Errorf("%q is not a host name or IP address (give the host alone: no scheme, port, path or *)", s)
+	}
+	return h, nil
+}
+
 // coveringFlag names the flag that allows q, or "".
 func coveringFlag(q *execv1.Question, a Allow) string {
 	switch {
 	case q.GetOutsideSandbox() || q.GetOutsideRoot():
 		if a.OutsideSandbox {
 			return "--dangerously-allow-outside-sandbox"
+		}
+	case q.GetServer() != "":
+		if slices.Contains(a.MCP, q.GetServer()) {
+			return "--allow-mcp " + visible.OneLine(q.GetServer())
+		}
+	case q.GetHost() != "":
+		if h, err := NormHost(q.GetHost()); err == nil && slices.Contains(a.Hosts, h) {
+			return "--allow-host " + h
+		}
+	case q.GetConsentKind() == consentWebSearch:
+		if a.WebSearch {
+			return "--allow-web-search"
 		}
 	case q.GetConsent():
 	case q.GetKind() == "write" || q.GetKind() == "edit":
@@ -57,6 +95,12 @@ func hint(q *execv1.Question) string {
 	switch {
 	case q.GetOutsideSandbox() || q.GetOutsideRoot():
 		return " (--dangerously-allow-outside-sandbox would)"
+	case q.GetServer() != "":
+		return " (--allow-mcp " + visible.OneLine(q.GetServer()) + " would)"
+	case q.GetHost() != "":
+		return " (--allow-host " + visible.OneLine(q.GetHost()) + " would)"
+	case q.GetConsentKind() == consentWebSearch:
+		return " (--allow-web-search would)"
 	case q.GetConsent():
 		return ""
 	case q.GetKind() == "write" || q.GetKind() == "edit":
@@ -73,6 +117,15 @@ func (w *output) question(id, title string, q *execv1.Question, answer, by strin
 		e := event{"type": "question", "id": id, "title": title, "answer": answer, "by": by}
 		if q != nil {
 			e["kind"], e["outsideRoot"], e["outsideSandbox"] = q.GetKind(), q.GetOutsideRoot(), q.GetOutsideSandbox()
+			if q.GetServer() != "" {
+				e["server"] = q.GetServer()
+			}
+			if q.GetHost() != "" {
+				e["host"] = q.GetHost()
+			}
+			if q.GetConsentKind() != "" {
+				e["consentKind"] = q.GetConsentKind()
+			}
 		}
 		w.emit(e)
 		return

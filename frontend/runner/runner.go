@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/garuda-dev/garuda/frontend/acpagent"
+	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/frontend/tools"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -40,9 +43,12 @@ var stopCodes = map[acp.StopReason]int{
 
 // Allow is what the flags answer without asking.
 type Allow struct {
-	Edits          bool // --allow-edits: writes and edits inside the project folder
-	Commands       bool // --allow-commands: sandboxed commands the policy asks about
-	OutsideSandbox bool // --dangerously-allow-outside-sandbox: commands outside the sandbox, files outside the project
+	Edits          bool     // --allow-edits: writes and edits inside the project folder
+	Commands       bool     // --allow-commands: sandboxed commands the policy asks about
+	OutsideSandbox bool     // --dangerously-allow-outside-sandbox: commands outside the sandbox, files outside the project
+	MCP            []string // --allow-mcp SERVER: the server's consent and its tool calls
+	Hosts          []string // --allow-host HOST: network access to exactly that host (web_fetch, a command's connection); NormHost's spelling
+	WebSearch      bool     // --allow-web-search: the provider's server-side web search (a consent per session)
 }
 
 // Options is one run.
@@ -70,6 +76,7 @@ type Options struct {
 
 	Broker     execv1.ExecServiceClient
 	BrokerDone <-chan struct{}
+	BrokerErr  func() error // why the broker is gone, once BrokerDone is closed
 	Version    string
 	Getenv     func(string) string
 }
@@ -109,16 +116,29 @@ func Run(ctx context.Context, o Options) int {
 		return code
 	}
 
-	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersion(1)}); err != nil {
+	// A broker that could not be reached ends ctx with the reason, and one that is gone says why: that, not the
+	// agent's words for it, is said.
+	setupFailed := func(err error) int {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			err = cause
+		} else if o.BrokerErr != nil && o.BrokerErr() != nil {
+			err = o.BrokerErr()
+		}
 		out.fail(message(err))
 		return finish(ExitSetup)
+	}
+	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersion(1)}); err != nil {
+		return setupFailed(err)
 	}
 	id, err := openSession(ctx, conn, o)
 	if err != nil {
-		out.fail(message(err))
-		return finish(ExitSetup)
+		return setupFailed(err)
 	}
 	out.begin(string(id))
+	// While the first prompt's broker calls (hooks, MCP, agents) are waited for, what the first model request would
+	// build at first use is built already: the tools' schemas, the SDKs' encoders and decoders, the ACP update the
+	// answer streams in. Not earlier: until now the broker's start and the front end's own need both cores.
+	go warm(ctx)
 	if o.Mode != "" {
 		if _, err := conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: id, ModeId: acp.SessionModeId(o.Mode)}); err != nil {
 			out.fail(message(err))
@@ -175,6 +195,14 @@ func Run(ctx context.Context, o Options) int {
 			return finish(ExitModel)
 		}
 	}
+}
+
+// warm builds once, in memory, what the first model request and its first streamed update would build.
+func warm(ctx context.Context) {
+	model.Warm(ctx, tools.Specs())
+	b, _ := json.Marshal(acp.SessionNotification{SessionId: "warm", Update: acp.UpdateAgentMessageText("warm")})
+	var n acp.SessionNotification
+	json.Unmarshal(b, &n)
 }
 
 // openSession starts a new session, or continues an earlier one (from an editor or a run) without its replay.

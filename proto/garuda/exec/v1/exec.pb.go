@@ -939,8 +939,13 @@ type OpenSessionResponse struct {
 	Instructions     string         `protobuf:"bytes,4,opt,name=instructions,proto3" json:"instructions,omitempty"`
 	InstructionsFile string         `protobuf:"bytes,5,opt,name=instructions_file,json=instructionsFile,proto3" json:"instructions_file,omitempty"`
 	Commands         []*CommandInfo `protobuf:"bytes,6,rep,name=commands,proto3" json:"commands,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// hooked lists the hook events (HookEvent.event) for which the session's settings have hooks, or whose report
+	// would block (UserPromptSubmit when team policy could not be read); the front end need not report the others,
+	// whose hook_event would do nothing and record nothing. Settings are read once per session. Unset: not known
+	// (a broker from before this field), report every event.
+	Hooked        *HookedEvents `protobuf:"bytes,7,opt,name=hooked,proto3" json:"hooked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *OpenSessionResponse) Reset() {
@@ -1011,6 +1016,13 @@ func (x *OpenSessionResponse) GetInstructionsFile() string {
 func (x *OpenSessionResponse) GetCommands() []*CommandInfo {
 	if x != nil {
 		return x.Commands
+	}
+	return nil
+}
+
+func (x *OpenSessionResponse) GetHooked() *HookedEvents {
+	if x != nil {
+		return x.Hooked
 	}
 	return nil
 }
@@ -3221,8 +3233,15 @@ type Question struct {
 	Kind           string `protobuf:"bytes,10,opt,name=kind,proto3" json:"kind,omitempty"`
 	OutsideRoot    bool   `protobuf:"varint,11,opt,name=outside_root,json=outsideRoot,proto3" json:"outside_root,omitempty"`
 	OutsideSandbox bool   `protobuf:"varint,12,opt,name=outside_sandbox,json=outsideSandbox,proto3" json:"outside_sandbox,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// server is the MCP server a server's consent or a tool call is about; host is the network host a fetch or a
+	// command's connection is about (garuda run's --allow-mcp and --allow-host).
+	Server string `protobuf:"bytes,13,opt,name=server,proto3" json:"server,omitempty"`
+	Host   string `protobuf:"bytes,14,opt,name=host,proto3" json:"host,omitempty"`
+	// consent_kind is what a consent question is about: mcp_server, hook, command, skill, agent, web_search
+	// (garuda run's --allow-web-search).
+	ConsentKind   string `protobuf:"bytes,15,opt,name=consent_kind,json=consentKind,proto3" json:"consent_kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Question) Reset() {
@@ -3337,6 +3356,27 @@ func (x *Question) GetOutsideSandbox() bool {
 		return x.OutsideSandbox
 	}
 	return false
+}
+
+func (x *Question) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *Question) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *Question) GetConsentKind() string {
+	if x != nil {
+		return x.ConsentKind
+	}
+	return ""
 }
 
 // Diff is the change of a write or edit; absent above 1 MB of old and new text together.
@@ -5322,6 +5362,51 @@ func (x *McpTool) GetReadOnlyHint() bool {
 	return false
 }
 
+// HookedEvents are the hook events of a session that have hooks (OpenSessionResponse.hooked).
+type HookedEvents struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []string               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HookedEvents) Reset() {
+	*x = HookedEvents{}
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HookedEvents) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HookedEvents) ProtoMessage() {}
+
+func (x *HookedEvents) ProtoReflect() protoreflect.Message {
+	mi := &file_garuda_exec_v1_exec_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HookedEvents.ProtoReflect.Descriptor instead.
+func (*HookedEvents) Descriptor() ([]byte, []int) {
+	return file_garuda_exec_v1_exec_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *HookedEvents) GetEvents() []string {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 var File_garuda_exec_v1_exec_proto protoreflect.FileDescriptor
 
 const file_garuda_exec_v1_exec_proto_rawDesc = "" +
@@ -5376,7 +5461,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x04root\x18\x01 \x01(\tR\x04root\x12(\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x14.garuda.exec.v1.ModeR\x04mode\x12:\n" +
 	"\vmcp_servers\x18\x14 \x03(\v2\x19.garuda.exec.v1.McpServerR\n" +
-	"mcpServers\"\xec\x01\n" +
+	"mcpServers\"\xa2\x02\n" +
 	"\x13OpenSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -5384,7 +5469,8 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\anotices\x18\x03 \x03(\tR\anotices\x12\"\n" +
 	"\finstructions\x18\x04 \x01(\tR\finstructions\x12+\n" +
 	"\x11instructions_file\x18\x05 \x01(\tR\x10instructionsFile\x127\n" +
-	"\bcommands\x18\x06 \x03(\v2\x1b.garuda.exec.v1.CommandInfoR\bcommands\"\x85\x01\n" +
+	"\bcommands\x18\x06 \x03(\v2\x1b.garuda.exec.v1.CommandInfoR\bcommands\x124\n" +
+	"\x06hooked\x18\a \x01(\v2\x1c.garuda.exec.v1.HookedEventsR\x06hooked\"\x85\x01\n" +
 	"\x14ResumeSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -5538,7 +5624,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\rAttachMention\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\"\x1f\n" +
 	"\tLoadSkill\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xfc\x02\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xcb\x03\n" +
 	"\bQuestion\x12\x1f\n" +
 	"\vquestion_id\x18\x01 \x01(\tR\n" +
 	"questionId\x12\x17\n" +
@@ -5553,7 +5639,10 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x04kind\x18\n" +
 	" \x01(\tR\x04kind\x12!\n" +
 	"\foutside_root\x18\v \x01(\bR\voutsideRoot\x12'\n" +
-	"\x0foutside_sandbox\x18\f \x01(\bR\x0eoutsideSandbox\"k\n" +
+	"\x0foutside_sandbox\x18\f \x01(\bR\x0eoutsideSandbox\x12\x16\n" +
+	"\x06server\x18\r \x01(\tR\x06server\x12\x12\n" +
+	"\x04host\x18\x0e \x01(\tR\x04host\x12!\n" +
+	"\fconsent_kind\x18\x0f \x01(\tR\vconsentKind\"k\n" +
 	"\x04Diff\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
 	"\bold_text\x18\x02 \x01(\tR\aoldText\x12\x19\n" +
@@ -5699,7 +5788,9 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x04tool\x18\x03 \x01(\tR\x04tool\x12 \n" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x12*\n" +
 	"\x11input_schema_json\x18\x05 \x01(\tR\x0finputSchemaJson\x12$\n" +
-	"\x0eread_only_hint\x18\x06 \x01(\bR\freadOnlyHint*;\n" +
+	"\x0eread_only_hint\x18\x06 \x01(\bR\freadOnlyHint\"&\n" +
+	"\fHookedEvents\x12\x16\n" +
+	"\x06events\x18\x01 \x03(\tR\x06events*;\n" +
 	"\x04Mode\x12\x14\n" +
 	"\x10MODE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -5757,7 +5848,7 @@ func file_garuda_exec_v1_exec_proto_rawDescGZIP() []byte {
 }
 
 var file_garuda_exec_v1_exec_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_garuda_exec_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_garuda_exec_v1_exec_proto_goTypes = []any{
 	(Mode)(0),                     // 0: garuda.exec.v1.Mode
 	(ProcessAction)(0),            // 1: garuda.exec.v1.ProcessAction
@@ -5838,8 +5929,9 @@ var file_garuda_exec_v1_exec_proto_goTypes = []any{
 	(*McpToolsRequest)(nil),       // 76: garuda.exec.v1.McpToolsRequest
 	(*McpToolsResponse)(nil),      // 77: garuda.exec.v1.McpToolsResponse
 	(*McpTool)(nil),               // 78: garuda.exec.v1.McpTool
-	nil,                           // 79: garuda.exec.v1.McpServer.EnvEntry
-	nil,                           // 80: garuda.exec.v1.McpServer.HeadersEntry
+	(*HookedEvents)(nil),          // 79: garuda.exec.v1.HookedEvents
+	nil,                           // 80: garuda.exec.v1.McpServer.EnvEntry
+	nil,                           // 81: garuda.exec.v1.McpServer.HeadersEntry
 }
 var file_garuda_exec_v1_exec_proto_depIdxs = []int32{
 	7,  // 0: garuda.exec.v1.HelloResponse.sandbox:type_name -> garuda.exec.v1.Feature
@@ -5848,94 +5940,95 @@ var file_garuda_exec_v1_exec_proto_depIdxs = []int32{
 	0,  // 3: garuda.exec.v1.OpenSessionRequest.mode:type_name -> garuda.exec.v1.Mode
 	72, // 4: garuda.exec.v1.OpenSessionRequest.mcp_servers:type_name -> garuda.exec.v1.McpServer
 	54, // 5: garuda.exec.v1.OpenSessionResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	72, // 6: garuda.exec.v1.ResumeSessionRequest.mcp_servers:type_name -> garuda.exec.v1.McpServer
-	13, // 7: garuda.exec.v1.ResumeSessionResponse.opened:type_name -> garuda.exec.v1.OpenSessionResponse
-	16, // 8: garuda.exec.v1.ResumeSessionResponse.entries:type_name -> garuda.exec.v1.SessionEntries
-	17, // 9: garuda.exec.v1.SessionEntries.entries:type_name -> garuda.exec.v1.SessionEntry
-	20, // 10: garuda.exec.v1.ListSessionsResponse.sessions:type_name -> garuda.exec.v1.SessionSummary
-	0,  // 11: garuda.exec.v1.SetModeRequest.mode:type_name -> garuda.exec.v1.Mode
-	27, // 12: garuda.exec.v1.CallRequest.start:type_name -> garuda.exec.v1.Start
-	46, // 13: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
-	47, // 14: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
-	44, // 15: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
-	48, // 16: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
-	49, // 17: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
-	32, // 18: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
-	33, // 19: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
-	34, // 20: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
-	35, // 21: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
-	36, // 22: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
-	37, // 23: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
-	41, // 24: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
-	42, // 25: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
-	43, // 26: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
-	28, // 27: garuda.exec.v1.Start.hook_event:type_name -> garuda.exec.v1.HookEvent
-	30, // 28: garuda.exec.v1.Start.web_fetch:type_name -> garuda.exec.v1.WebFetch
-	40, // 29: garuda.exec.v1.Start.process_manager:type_name -> garuda.exec.v1.ProcessManager
-	38, // 30: garuda.exec.v1.Start.load_agent:type_name -> garuda.exec.v1.LoadAgent
-	74, // 31: garuda.exec.v1.Start.mcp_call:type_name -> garuda.exec.v1.McpCall
-	73, // 32: garuda.exec.v1.Start.mcp_start:type_name -> garuda.exec.v1.McpStart
-	31, // 33: garuda.exec.v1.Start.web_search_consent:type_name -> garuda.exec.v1.WebSearchConsent
-	75, // 34: garuda.exec.v1.Start.mcp_resource:type_name -> garuda.exec.v1.McpResource
-	0,  // 35: garuda.exec.v1.Start.mode:type_name -> garuda.exec.v1.Mode
-	1,  // 36: garuda.exec.v1.ProcessManager.action:type_name -> garuda.exec.v1.ProcessAction
-	45, // 37: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
-	2,  // 38: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
-	2,  // 39: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
-	3,  // 40: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
-	50, // 41: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
-	51, // 42: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
-	29, // 43: garuda.exec.v1.Result.hook:type_name -> garuda.exec.v1.HookOutcome
-	39, // 44: garuda.exec.v1.Result.agent:type_name -> garuda.exec.v1.AgentDefinition
-	4,  // 45: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
-	54, // 46: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	59, // 47: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
-	68, // 48: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
-	68, // 49: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
-	71, // 50: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
-	79, // 51: garuda.exec.v1.McpServer.env:type_name -> garuda.exec.v1.McpServer.EnvEntry
-	80, // 52: garuda.exec.v1.McpServer.headers:type_name -> garuda.exec.v1.McpServer.HeadersEntry
-	78, // 53: garuda.exec.v1.McpToolsResponse.tools:type_name -> garuda.exec.v1.McpTool
-	54, // 54: garuda.exec.v1.McpToolsResponse.prompts:type_name -> garuda.exec.v1.CommandInfo
-	5,  // 55: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
-	8,  // 56: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
-	12, // 57: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
-	14, // 58: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
-	18, // 59: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
-	21, // 60: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
-	23, // 61: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
-	25, // 62: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
-	52, // 63: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
-	55, // 64: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
-	57, // 65: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
-	60, // 66: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
-	62, // 67: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
-	64, // 68: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
-	66, // 69: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
-	69, // 70: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
-	76, // 71: garuda.exec.v1.ExecService.McpTools:input_type -> garuda.exec.v1.McpToolsRequest
-	6,  // 72: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
-	9,  // 73: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
-	13, // 74: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
-	15, // 75: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
-	19, // 76: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
-	22, // 77: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
-	24, // 78: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
-	26, // 79: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
-	53, // 80: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
-	56, // 81: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
-	58, // 82: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
-	61, // 83: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
-	63, // 84: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
-	65, // 85: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
-	67, // 86: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
-	70, // 87: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
-	77, // 88: garuda.exec.v1.ExecService.McpTools:output_type -> garuda.exec.v1.McpToolsResponse
-	72, // [72:89] is the sub-list for method output_type
-	55, // [55:72] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	79, // 6: garuda.exec.v1.OpenSessionResponse.hooked:type_name -> garuda.exec.v1.HookedEvents
+	72, // 7: garuda.exec.v1.ResumeSessionRequest.mcp_servers:type_name -> garuda.exec.v1.McpServer
+	13, // 8: garuda.exec.v1.ResumeSessionResponse.opened:type_name -> garuda.exec.v1.OpenSessionResponse
+	16, // 9: garuda.exec.v1.ResumeSessionResponse.entries:type_name -> garuda.exec.v1.SessionEntries
+	17, // 10: garuda.exec.v1.SessionEntries.entries:type_name -> garuda.exec.v1.SessionEntry
+	20, // 11: garuda.exec.v1.ListSessionsResponse.sessions:type_name -> garuda.exec.v1.SessionSummary
+	0,  // 12: garuda.exec.v1.SetModeRequest.mode:type_name -> garuda.exec.v1.Mode
+	27, // 13: garuda.exec.v1.CallRequest.start:type_name -> garuda.exec.v1.Start
+	46, // 14: garuda.exec.v1.CallRequest.answer:type_name -> garuda.exec.v1.Answer
+	47, // 15: garuda.exec.v1.CallRequest.cancel:type_name -> garuda.exec.v1.Cancel
+	44, // 16: garuda.exec.v1.CallResponse.question:type_name -> garuda.exec.v1.Question
+	48, // 17: garuda.exec.v1.CallResponse.progress:type_name -> garuda.exec.v1.Progress
+	49, // 18: garuda.exec.v1.CallResponse.result:type_name -> garuda.exec.v1.Result
+	32, // 19: garuda.exec.v1.Start.read_file:type_name -> garuda.exec.v1.ReadFile
+	33, // 20: garuda.exec.v1.Start.write_file:type_name -> garuda.exec.v1.WriteFile
+	34, // 21: garuda.exec.v1.Start.edit_file:type_name -> garuda.exec.v1.EditFile
+	35, // 22: garuda.exec.v1.Start.glob:type_name -> garuda.exec.v1.Glob
+	36, // 23: garuda.exec.v1.Start.grep:type_name -> garuda.exec.v1.Grep
+	37, // 24: garuda.exec.v1.Start.bash:type_name -> garuda.exec.v1.Bash
+	41, // 25: garuda.exec.v1.Start.resolve_command:type_name -> garuda.exec.v1.ResolveCommand
+	42, // 26: garuda.exec.v1.Start.attach_mention:type_name -> garuda.exec.v1.AttachMention
+	43, // 27: garuda.exec.v1.Start.load_skill:type_name -> garuda.exec.v1.LoadSkill
+	28, // 28: garuda.exec.v1.Start.hook_event:type_name -> garuda.exec.v1.HookEvent
+	30, // 29: garuda.exec.v1.Start.web_fetch:type_name -> garuda.exec.v1.WebFetch
+	40, // 30: garuda.exec.v1.Start.process_manager:type_name -> garuda.exec.v1.ProcessManager
+	38, // 31: garuda.exec.v1.Start.load_agent:type_name -> garuda.exec.v1.LoadAgent
+	74, // 32: garuda.exec.v1.Start.mcp_call:type_name -> garuda.exec.v1.McpCall
+	73, // 33: garuda.exec.v1.Start.mcp_start:type_name -> garuda.exec.v1.McpStart
+	31, // 34: garuda.exec.v1.Start.web_search_consent:type_name -> garuda.exec.v1.WebSearchConsent
+	75, // 35: garuda.exec.v1.Start.mcp_resource:type_name -> garuda.exec.v1.McpResource
+	0,  // 36: garuda.exec.v1.Start.mode:type_name -> garuda.exec.v1.Mode
+	1,  // 37: garuda.exec.v1.ProcessManager.action:type_name -> garuda.exec.v1.ProcessAction
+	45, // 38: garuda.exec.v1.Question.diff:type_name -> garuda.exec.v1.Diff
+	2,  // 39: garuda.exec.v1.Question.choices:type_name -> garuda.exec.v1.Choice
+	2,  // 40: garuda.exec.v1.Answer.choice:type_name -> garuda.exec.v1.Choice
+	3,  // 41: garuda.exec.v1.Result.status:type_name -> garuda.exec.v1.Status
+	50, // 42: garuda.exec.v1.Result.locations:type_name -> garuda.exec.v1.Location
+	51, // 43: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
+	29, // 44: garuda.exec.v1.Result.hook:type_name -> garuda.exec.v1.HookOutcome
+	39, // 45: garuda.exec.v1.Result.agent:type_name -> garuda.exec.v1.AgentDefinition
+	4,  // 46: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
+	54, // 47: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	59, // 48: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
+	68, // 49: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
+	68, // 50: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
+	71, // 51: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
+	80, // 52: garuda.exec.v1.McpServer.env:type_name -> garuda.exec.v1.McpServer.EnvEntry
+	81, // 53: garuda.exec.v1.McpServer.headers:type_name -> garuda.exec.v1.McpServer.HeadersEntry
+	78, // 54: garuda.exec.v1.McpToolsResponse.tools:type_name -> garuda.exec.v1.McpTool
+	54, // 55: garuda.exec.v1.McpToolsResponse.prompts:type_name -> garuda.exec.v1.CommandInfo
+	5,  // 56: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
+	8,  // 57: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
+	12, // 58: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
+	14, // 59: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
+	18, // 60: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
+	21, // 61: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
+	23, // 62: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
+	25, // 63: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
+	52, // 64: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
+	55, // 65: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
+	57, // 66: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
+	60, // 67: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
+	62, // 68: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
+	64, // 69: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
+	66, // 70: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
+	69, // 71: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
+	76, // 72: garuda.exec.v1.ExecService.McpTools:input_type -> garuda.exec.v1.McpToolsRequest
+	6,  // 73: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
+	9,  // 74: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
+	13, // 75: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
+	15, // 76: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
+	19, // 77: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
+	22, // 78: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
+	24, // 79: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
+	26, // 80: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
+	53, // 81: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
+	56, // 82: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
+	58, // 83: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
+	61, // 84: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
+	63, // 85: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
+	65, // 86: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
+	67, // 87: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
+	70, // 88: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
+	77, // 89: garuda.exec.v1.ExecService.McpTools:output_type -> garuda.exec.v1.McpToolsResponse
+	73, // [73:90] is the sub-list for method output_type
+	56, // [56:73] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_garuda_exec_v1_exec_proto_init() }
@@ -5986,7 +6079,7 @@ func file_garuda_exec_v1_exec_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_garuda_exec_v1_exec_proto_rawDesc), len(file_garuda_exec_v1_exec_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   76,
+			NumMessages:   77,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,63 @@
+// Package spawn starts garuda-exec: the front end's one way to start a process. For `garuda acp` and `garuda run` it
+// does so from its own package initialisation, before main: it imports only os, strings and syscall, so Go
+// initialises it right after os, before the model SDKs, grpc, protobuf and crypto (most of the front end's start),
+// and the broker starts beside them instead of after them. brokerconn takes that broker (Take), or starts one
+// itself. (Go initialises the first package, by import path, whose imports are initialised: an import such as
+// path/filepath, which sorts late, would hold it back.)
+package spawn
+
+import (
+	"os"
+	"strings"
+)
+
+// ExecName is the broker's executable name.
+const ExecName = "garuda-exec"
+
+// Early is the broker started at initialisation.
+type Early struct {
+	Path string
+	Proc *os.Process
+	Conn *os.File // the front end's end of the socketpair
+	// OwnGroup: started in a process group of its own.
+	OwnGroup bool
+}
+
+var early *Early
+
+// Take returns the broker started at initialisation, once, or nil.
+func Take() *Early {
+	e := early
+	early = nil
+	return e
+}
+
+// Beside returns garuda-exec beside the running executable, if it is there and executable.
+func Beside() (string, bool) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", false
+	}
+	p := self[:strings.LastIndexByte(self, os.PathSeparator)+1] + ExecName
+	return p, Executable(p)
+}
+
+// Executable reports whether p is a regular file someone may execute.
+func Executable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// BrokerEnv is the front end's environment less the provider keys: the broker reads its own configuration, and
+// keys that are never in its environment cannot leak from it.
+func BrokerEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasSuffix(name, "_API_KEY") || strings.HasSuffix(name, "_AUTH_TOKEN") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
