@@ -8,6 +8,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/model"
 	"github.com/garuda-dev/garuda/frontend/visible"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -209,7 +210,7 @@ func (s *session) pickModel(ctx context.Context, name string) error {
 	srv := s.srv
 	prep, err := srv.opts.Broker.Prepare(ctx, &execv1.PrepareRequest{Model: name, EnvKeys: EnvKeys(srv.opts.Getenv)})
 	if err != nil {
-		return requestError("prepare the model: " + statusMessage(err))
+		return requestError("prepare the model: " + brokerconn.Words(err).Error())
 	}
 	if msg := prep.GetAuthRequired(); msg != "" {
 		return authRequired(msg)

@@ -64,9 +64,6 @@ func requestError(msg string) *acp.RequestError {
 	return &acp.RequestError{Code: -32603, Message: msg, Data: map[string]any{"error": msg}}
 }
 
-// statusMessage is the message of a broker error, without gRPC's decoration.
-func statusMessage(err error) string { return brokerconn.Words(err).Error() }
-
 // NewSession reads the configuration afresh through the broker, opens a broker session on cwd and answers with the
 // modes; the / menu follows once the response is on the wire.
 func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
@@ -93,7 +90,7 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	var fail error
 	switch {
 	case err != nil:
-		fail = requestError("prepare the session: " + statusMessage(err))
+		fail = requestError("prepare the session: " + brokerconn.Words(err).Error())
 	case prep.GetAuthRequired() != "":
 		fail = authRequired(prep.GetAuthRequired())
 	case prep.GetReady() == nil:
@@ -114,9 +111,9 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 	}
 	if err != nil {
 		if status.Code(err) == codes.InvalidArgument {
-			return acp.NewSessionResponse{}, invalidParams(statusMessage(err)) // the broker's one sentence names the folder
+			return acp.NewSessionResponse{}, invalidParams(brokerconn.Words(err).Error()) // the broker's one sentence names the folder
 		}
-		return acp.NewSessionResponse{}, requestError("open the session: " + statusMessage(err))
+		return acp.NewSessionResponse{}, requestError("open the session: " + brokerconn.Words(err).Error())
 	}
 	sess := s.buildSession(open, ms, client, p.Cwd)
 	sess.setModel(ms, client, prep.GetModels())
@@ -394,7 +391,7 @@ func (s *session) setMode(ctx context.Context, mode string) error {
 	s.mu.Unlock()
 	res, err := s.srv.opts.Broker.SetMode(ctx, &execv1.SetModeRequest{SessionId: s.id, Mode: brokerMode(mode)})
 	if err != nil {
-		return requestError("set the mode: " + statusMessage(err))
+		return requestError("set the mode: " + brokerconn.Words(err).Error())
 	}
 	s.mu.Lock()
 	s.mode = mode

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/garuda-dev/garuda/frontend/agent"
+	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/model"
 	"github.com/garuda-dev/garuda/frontend/visible"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -212,7 +213,7 @@ func (s *server) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer
 	}
 	prep, err := b.Prepare(ctx, &execv1.PrepareRequest{Model: name, EnvKeys: EnvKeys(s.opts.Getenv)})
 	if err != nil {
-		return fail(requestError("prepare the session: " + statusMessage(err)))
+		return fail(requestError("prepare the session: " + brokerconn.Words(err).Error()))
 	}
 	if msg := prep.GetAuthRequired(); msg != "" {
 		return fail(authRequired(msg))
@@ -237,7 +238,7 @@ func (s *server) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer
 	if rest.mode == agent.ModePlan {
 		if _, err := b.SetMode(ctx, &execv1.SetModeRequest{SessionId: id, Mode: execv1.Mode_MODE_PLAN}); err != nil {
 			sess.closeRecords()
-			return fail(requestError("set the mode: " + statusMessage(err)))
+			return fail(requestError("set the mode: " + brokerconn.Words(err).Error()))
 		}
 		sess.mode = agent.ModePlan
 	}
@@ -288,7 +289,7 @@ func (s *server) resumeBroker(ctx context.Context, id, root string, servers []*e
 
 // sessionRPCError is the editor's error for a broker refusal of a session by id.
 func sessionRPCError(id string, err error) error {
-	msg := statusMessage(err)
+	msg := brokerconn.Words(err).Error()
 	switch status.Code(err) {
 	case codes.NotFound:
 		return invalidParams(fmt.Sprintf("unknown session %q: Garuda has no session file of that id", id))
@@ -454,9 +455,9 @@ func (s *server) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (a
 	res, err := s.opts.Broker.ListSessions(ctx, req)
 	if err != nil {
 		if status.Code(err) == codes.InvalidArgument {
-			return acp.ListSessionsResponse{}, invalidParams(statusMessage(err))
+			return acp.ListSessionsResponse{}, invalidParams(brokerconn.Words(err).Error())
 		}
-		return acp.ListSessionsResponse{}, requestError("list the sessions: " + statusMessage(err))
+		return acp.ListSessionsResponse{}, requestError("list the sessions: " + brokerconn.Words(err).Error())
 	}
 	out := acp.ListSessionsResponse{Sessions: []acp.SessionInfo{}}
 	for _, m := range res.GetSessions() {
@@ -487,7 +488,7 @@ func (s *server) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (a
 	sess.closeRecords()
 	sess.endHooks("other", sessionCloseWait)
 	if _, err := s.opts.Broker.CloseSession(context.WithoutCancel(ctx), &execv1.CloseSessionRequest{SessionId: id}); err != nil {
-		return acp.CloseSessionResponse{}, requestError("close the session: " + statusMessage(err))
+		return acp.CloseSessionResponse{}, requestError("close the session: " + brokerconn.Words(err).Error())
 	}
 	return acp.CloseSessionResponse{}, nil
 }
