@@ -13,6 +13,7 @@ import (
 
 	"github.com/garuda-dev/garuda/broker/homefile"
 	"github.com/garuda-dev/garuda/broker/sandbox"
+	"github.com/garuda-dev/garuda/internal/featuretable"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -102,13 +103,11 @@ func doctor(w io.Writer) error {
 	r := sandbox.Probe()
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "protection\tenforced\tdetail")
+	rows := make([]featuretable.Row, 0, len(r.Features))
 	for _, f := range r.Features {
-		yes := "no"
-		if f.Enforced {
-			yes = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, yes, f.Detail)
+		rows = append(rows, featuretable.Row(f))
 	}
+	featuretable.Write(tw, rows)
 	tw.Flush()
 	networkDoctor(w, r)
 	if m := r.Missing(); len(m) > 0 {

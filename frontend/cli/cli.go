@@ -18,6 +18,7 @@ import (
 	"github.com/garuda-dev/garuda/frontend/acpagent"
 	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/confine"
+	"github.com/garuda-dev/garuda/internal/featuretable"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -265,13 +266,11 @@ func doctor(ctx context.Context, args []string, w io.Writer) error {
 	fmt.Fprintf(tw, "broker answers\tyes: garuda-exec %s, API %s, pid %d, uid %d\n", h.BrokerVersion, h.ApiVersion, h.Pid, h.Uid)
 	fmt.Fprintf(tw, "GARUDA_HOME\t%s\n", h.Home)
 	fmt.Fprintln(tw, "\nsandbox\tenforced\tdetail")
+	rows := make([]featuretable.Row, 0, len(h.Sandbox))
 	for _, f := range h.Sandbox {
-		yes := "no"
-		if f.Enforced {
-			yes = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, yes, f.Detail)
+		rows = append(rows, featuretable.Row{Name: f.GetName(), Enforced: f.GetEnforced(), Detail: f.GetDetail()})
 	}
+	featuretable.Write(tw, rows)
 	if h.SandboxReady {
 		fmt.Fprintln(tw, "\ncommands\twill run in the sandbox")
 	} else {
