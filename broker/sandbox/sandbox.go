@@ -16,7 +16,8 @@ const (
 	MaxTimeout     = 10 * time.Minute
 	// KeepOutput is how many bytes of output Result.Output keeps (head and tail together).
 	KeepOutput = 30000
-	// TermGrace is how long a cancelled command has between SIGTERM and SIGKILL.
+	// TermGrace is how long a cancelled command has between SIGTERM and SIGKILL: the broker API's CancelGrace
+	// (broker TestCancelGraceIsTheAPIs keeps the two equal).
 	TermGrace = 2 * time.Second
 	// ProcessLimit is the most processes and threads one command may have at once, unless Limits say fewer or more.
 	ProcessLimit = 1024

@@ -167,6 +167,10 @@ type Session struct {
 	Record func(kind string, v any)
 	// BeforeCompact, if set, is called before older turns are summarised (the PreCompact hooks), with "auto".
 	BeforeCompact func(ctx context.Context, trigger string)
+	// Settle is how long a cancelled turn waits for a running tool call to report before it ends the call itself:
+	// against tools that never answer, which would hold the turn open. Longer than the tools' own wait for their
+	// cancel (brokerconn.Settle); zero means defaultSettle.
+	Settle time.Duration
 
 	// The usage of the last response covers History[:usageMark]; the estimate adds only what came after.
 	usage     model.Usage
@@ -208,10 +212,8 @@ type Compaction struct {
 	DroppedToolBytes int // bytes of tool output left out of the summary request
 }
 
-// settleDelay is how long a cancelled turn waits for a running tool call to report before it ends the call itself
-// (more than the broker's 2 s kill grace): against a broker that never answers, which would hold the turn open. A
-// variable so that tests of a stuck tool need not wait.
-var settleDelay = 3 * time.Second
+// defaultSettle is Session.Settle when it is zero.
+const defaultSettle = 5 * time.Second
 
 // turn is the state of one RunTurn.
 type turn struct {

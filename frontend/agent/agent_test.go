@@ -453,9 +453,6 @@ func TestCancelDuringToolCall(t *testing.T) {
 
 // A tool that ignores the cancel is ended by the loop after the settle delay, so that the turn ends.
 func TestCancelStuckToolCall(t *testing.T) {
-	old := settleDelay
-	settleDelay = time.Millisecond
-	t.Cleanup(func() { settleDelay = old })
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	ctx, cancel := context.WithCancel(t.Context())
@@ -467,6 +464,7 @@ func TestCancelStuckToolCall(t *testing.T) {
 	}}
 	f := newFake(t, answerCalls(use("b1", ToolBash, `{"command":"sleep 60"}`)))
 	s := newSession(f, tools)
+	s.Settle = time.Millisecond
 	stop, err := s.RunTurn(ctx, "run", nil)
 	if err != nil || stop != StopCancelled {
 		t.Fatalf("RunTurn = %q, %v", stop, err)

@@ -110,7 +110,7 @@ func resultBlock(c ToolCall, r ToolResult) model.Block {
 	return b
 }
 
-// runOne runs a call and emits its progress and result. After ctx is cancelled it waits settleDelay for the call to
+// runOne runs a call and emits its progress and result. After ctx is cancelled it waits Session.Settle for the call to
 // report, then ends it as cancelled itself, so that a stuck call cannot hold the turn open.
 func (t *turn) runOne(ctx context.Context, c ToolCall) *ToolResult {
 	over := false // progress that arrives after the call ended is dropped; guarded by t.mu
@@ -135,7 +135,11 @@ func (t *turn) runOne(ctx context.Context, c ToolCall) *ToolResult {
 	select {
 	case r = <-done:
 	case <-ctx.Done():
-		tm := time.NewTimer(settleDelay)
+		settle := t.s.Settle
+		if settle == 0 {
+			settle = defaultSettle
+		}
+		tm := time.NewTimer(settle)
 		select {
 		case r = <-done:
 		case <-tm.C:

@@ -112,9 +112,9 @@ func Result(callID string, res *execv1.Result) agent.ToolResult {
 	return out
 }
 
-// Settle is how long a cancelled call waits for the broker's Result: longer than the broker's 2 s grace between
-// SIGTERM and SIGKILL, so that when the call returns nothing of its command runs any more.
-const Settle = 3 * time.Second
+// Settle is how long a cancelled call waits for the broker's Result: longer than the broker's grace between SIGTERM
+// and SIGKILL (execv1.CancelGrace), so that when the call returns nothing of its command runs any more.
+const Settle = execv1.CancelGrace + time.Second
 
 // Call runs one broker Call: it sends start (with this runner's session id), answers each Question through the
 // Approver, reports Progress to progress (if not nil: first "" when the call goes ahead, then the tail of the output

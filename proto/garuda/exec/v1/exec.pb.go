@@ -3501,9 +3501,9 @@ func (x *Answer) GetChoice() Choice {
 }
 
 // Cancel is the user's stop of a running call, sent in place of ending the stream: the broker denies an open
-// question and ends the command's whole process tree (SIGTERM, SIGKILL after a 2 s grace), then still answers with
-// the Result (status cancelled), so that the front end knows when nothing of the call runs any more. Ending the
-// stream cancels too, without waiting.
+// question and ends the command's whole process tree (SIGTERM, then SIGKILL after the cancel grace of 2 s, the Go
+// constant execv1.CancelGrace), then still answers with the Result (status cancelled), so that the front end knows
+// when nothing of the call runs any more. Ending the stream cancels too, without waiting.
 type Cancel struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
