@@ -32,6 +32,7 @@ type helperSpec struct {
 	Env          []string
 	Unsandboxed  bool
 	NetNS        bool // a new network namespace exists (else the Landlock TCP + seccomp AF_UNIX fallback)
+	SharedNet    bool // the namespace is the session's (Spec.Network): its loopback is up already
 	Landlock     bool
 	Seccomp      bool
 	Nproc        uint64 // >0: set RLIMIT_NPROC (counted per user namespace, so only the command's processes)
@@ -59,6 +60,8 @@ func MaybeRunHelper() {
 		runInit()
 	case "probe":
 		runProbe()
+	case "holder":
+		runHolder()
 	}
 	fmt.Fprintf(os.Stderr, "garuda sandbox: unknown helper stage %q\n", os.Args[2])
 	os.Exit(126)
@@ -123,7 +126,7 @@ func runInit() {
 	}
 	if hs.ProxySocket != "" && hs.NetNS {
 		// pid 1 holds the forwarder for the command's lifetime; it dies with the namespace.
-		addr, _, err := Forward(hs.ProxySocket)
+		addr, _, err := Forward(hs.ProxySocket, hs.SharedNet)
 		if err != nil {
 			report(helperStatus{SetupError: err.Error()})
 		}
@@ -213,7 +216,7 @@ func setupNamespace(hs *helperSpec) error {
 	if err := unix.Mount("proc", "/proc", "proc", procFlags, ""); err != nil {
 		return fmt.Errorf("mount /proc for the pid namespace: %w", err)
 	}
-	if hs.NetNS {
+	if hs.NetNS && !hs.SharedNet {
 		if err := loopbackUp(); err != nil {
 			return err
 		}
