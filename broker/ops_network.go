@@ -47,6 +47,10 @@ func (sn *sessionNet) get() *sandbox.Network {
 	return sn.n
 }
 
+// warm makes the session's network ahead of its first command (in the background: a session is answered at once),
+// so that the first command does not wait for the holder's start.
+func (sn *sessionNet) warm() { go sn.get() }
+
 // close ends the session's network and everything still running in it.
 func (sn *sessionNet) close() {
 	sn.mu.Lock()

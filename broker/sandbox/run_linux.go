@@ -74,6 +74,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	lim := s.Limits.withDefaults()
 	cg, limNotices, err := commandLimits(s, hs, lim)
 	notices = append(notices, limNotices...)
+	if cg != nil && !cg.v2 {
+		hs.CgroupTasks = cg.tasksFiles() // pid 1 joins them itself (cgroup v1)
+	}
 	if err == nil {
 		err = h.handOver(hs, cg)
 	}
@@ -540,7 +543,8 @@ func (h *helper) fail(err error) error {
 	return err
 }
 
-// handOver sends the helper its spec, gives it the commands' OOM score, puts it in cg, and lets it start the command.
+// handOver sends the helper its spec, gives it the commands' OOM score, puts it in cg (cgroup v2; in cgroup v1 it
+// joins its groups itself: CgroupTasks), and lets it start the command.
 func (h *helper) handOver(hs *helperSpec, cg *commandCgroup) error {
 	// The spec goes first, so that the helper sets up its namespaces while it is being moved into its cgroup (a
 	// cgroup v1 move waits for an RCU grace period); the end of the pipe then lets it start the command.
@@ -554,7 +558,7 @@ func (h *helper) handOver(hs *helperSpec, cg *commandCgroup) error {
 	if err := os.WriteFile(adj, []byte(strconv.Itoa(commandOOMScoreAdj)), 0o644); err != nil {
 		return fmt.Errorf("set oom_score_adj of the sandbox helper: %w", err)
 	}
-	if cg != nil {
+	if cg != nil && cg.v2 {
 		if err := cg.add(h.pid); err != nil {
 			return err
 		}
