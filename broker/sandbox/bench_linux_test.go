@@ -58,6 +58,22 @@ func BenchmarkSessionNetwork(b *testing.B) {
 	}
 }
 
+// BenchmarkTrueSandboxedAfterPause is a command 50 ms after the last one ended (the timer stopped meanwhile), as
+// commands come in use: a lock that quick successions keep cheap (cgroup v1's move of a process) is paid again.
+func BenchmarkTrueSandboxedAfterPause(b *testing.B) {
+	root, tmp := benchFixture(b)
+	s := Spec{Command: "true", Root: root, Writable: []string{tmp}, Env: BaseEnv(tmp, tmp, nil),
+		ReadOnly: []string{filepath.Join(root, ".git")}, Hidden: []string{filepath.Join(tmp, "nothing")}}
+	for b.Loop() {
+		b.StopTimer()
+		time.Sleep(50 * time.Millisecond)
+		b.StartTimer()
+		if r, err := Run(context.Background(), s); err != nil || r.ExitCode != 0 {
+			b.Fatalf("%v %+v", err, r)
+		}
+	}
+}
+
 // BenchmarkTruePlainExec is bash -c true with no helper at all, for reference.
 func BenchmarkTruePlainExec(b *testing.B) {
 	for b.Loop() {

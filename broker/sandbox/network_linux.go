@@ -16,14 +16,13 @@ import (
 // Network is the network namespace of one session: its commands and background processes share its loopback (a
 // server one of them starts is reachable by the others on 127.0.0.1), each in pid and mount namespaces of its own.
 // A holder process keeps the namespace (and, for a broker that is not root, the user namespace that owns it)
-// and forks each command's pid 1 into it, since a multithreaded Go process can enter neither. The holder and
-// everything in the namespace end with Close, with the broker (its parent-death signal, and the end of its
-// socket), and with the holder itself. A Network is never shared by two sessions.
+// and forks each command's pid 1 into it, since a multithreaded Go process can enter neither. The holder ends at
+// the end of its socket: Close, or the broker's exit, however it exits (the kernel closes the broker's end); every
+// pid 1 it started dies with it. A Network is never shared by two sessions.
 type Network struct {
 	mu        sync.Mutex // one spawn at a time on the socket
-	conn      *os.File   // the broker's end of the holder's socket (SOCK_SEQPACKET)
+	conn      *os.File   // the broker's end of the holder's socket (SOCK_SEQPACKET, close-on-exec)
 	cmd       *exec.Cmd
-	dead      chan struct{} // closed when the holder has ended
 	closed    bool
 	closeOnce sync.Once
 }
@@ -43,12 +42,14 @@ func NewNetwork() (*Network, error) {
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.SysProcAttr = sysProcAttr(&helperSpec{NetNS: true})
 	cmd.SysProcAttr.Cloneflags &^= unix.CLONE_NEWPID | unix.CLONE_NEWNS // only the user and network namespaces
-	if err := onLastingThread(cmd.Start); err != nil {
+	// No parent-death signal: it follows the thread that forked, which the Go runtime may end while the broker
+	// runs; the end of the socket is the broker's end, whatever thread remains.
+	cmd.SysProcAttr.Pdeathsig = 0
+	if err := cmd.Start(); err != nil {
 		mine.Close()
 		return nil, fmt.Errorf("session network: start the holder (namespaces %s): %w", nsNames(cmd.SysProcAttr.Cloneflags), err)
 	}
-	n := &Network{conn: mine, cmd: cmd, dead: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(n.dead) }()
+	n := &Network{conn: mine, cmd: cmd}
 	var ready [64]byte
 	k, err := mine.Read(ready[:])
 	if err != nil || k != 1 || ready[0] != 0 {
@@ -65,7 +66,7 @@ func NewNetwork() (*Network, error) {
 func (n *Network) Close() {
 	n.closeOnce.Do(func() {
 		_ = n.cmd.Process.Kill() // first: a spawn under way then gets the end of the socket
-		<-n.dead
+		_ = n.cmd.Wait()
 		n.mu.Lock()
 		n.closed = true
 		n.conn.Close()
@@ -75,18 +76,15 @@ func (n *Network) Close() {
 
 // Alive reports whether the holder still runs (it can be killed from outside: the OOM killer, an administrator).
 func (n *Network) Alive() bool {
-	select {
-	case <-n.dead:
-		return false
-	default:
-		return !n.isClosed()
-	}
-}
-
-func (n *Network) isClosed() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.closed
+	if n.closed {
+		return false
+	}
+	var info unix.Siginfo
+	// WNOWAIT: only a look; Close reaps it.
+	err := unix.Waitid(unix.P_PID, n.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == nil && info.Signo == 0
 }
 
 // spawn asks the holder to start the helper stage in new pid and mount namespaces inside the network namespace,
@@ -234,26 +232,6 @@ func inOwnUserNS() bool {
 	var inside, outside, count uint64
 	_, err = fmt.Sscan(string(b), &inside, &outside, &count)
 	return err == nil && !(inside == 0 && outside == 0 && count == 4294967295)
-}
-
-// lastingThread runs the functions it is given on one OS thread that never ends: a child started there keeps
-// its parent-death signal for as long as the broker runs (the signal follows the thread that forked, and the Go
-// runtime ends a thread whose locked goroutine returns).
-var lastingThread = sync.OnceValue(func() chan func() {
-	ch := make(chan func())
-	go func() {
-		runtime.LockOSThread()
-		for f := range ch {
-			f()
-		}
-	}()
-	return ch
-})
-
-func onLastingThread(f func() error) error {
-	done := make(chan error, 1)
-	lastingThread() <- func() { done <- f() }
-	return <-done
 }
 
 // pidfdProc waits for and signals a process by its pidfd (a helper whose parent is the holder, not the broker).
