@@ -136,6 +136,7 @@ func (n *Network) spawn(stage string, files []*os.File) (int, int, error) {
 func runHolder() {
 	runtime.LockOSThread()
 	conn := 3
+	unix.CloseOnExec(conn) // the broker's socket is the holder's alone, never a pid 1's
 	if err := loopbackUp(); err != nil {
 		_, _ = unix.Write(conn, append([]byte{1}, err.Error()...))
 		os.Exit(1)
