@@ -248,6 +248,9 @@ func (s *Service) sandboxSpec(sess *session, st *policy.State, command string, t
 		AllowWeaker:  st.Team.WeakerSandboxAllowed(),
 		Limits:       commandLimits(st),
 	}
+	if !unsandboxed {
+		spec.Network = sess.net.get() // the session's commands share its loopback
+	}
 	return spec, nil
 }
 

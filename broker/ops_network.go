@@ -13,9 +13,54 @@ import (
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/netguard"
 	"github.com/garuda-dev/garuda/broker/netproxy"
+	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
+
+// sessionNet is a session's network namespace (sandbox.Network): its sandboxed commands, background processes,
+// hooks and MCP stdio servers share its loopback, each in pid and mount namespaces of its own. It is made at the
+// first of them and closed with the session (which ends everything in it). Where it cannot be made (the kernel
+// refuses a network namespace), commands run as before, each in its own namespace or in the fallback without one;
+// the failure is not retried. A holder killed from outside is replaced at the next command.
+type sessionNet struct {
+	mu     sync.Mutex
+	n      *sandbox.Network
+	err    error
+	closed bool
+}
+
+// get returns the session's network, made now if needed; nil where there is none.
+func (sn *sessionNet) get() *sandbox.Network {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if sn.closed || sn.err != nil {
+		return nil
+	}
+	if sn.n != nil && sn.n.Alive() {
+		return sn.n
+	}
+	if sn.n != nil {
+		sn.n.Close()
+	}
+	sn.n, sn.err = sandbox.NewNetwork()
+	return sn.n
+}
+
+// warm makes the session's network ahead of its first command (in the background: a session is answered at once),
+// so that the first command does not wait for the holder's start.
+func (sn *sessionNet) warm() { go sn.get() }
+
+// close ends the session's network and everything still running in it.
+func (sn *sessionNet) close() {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	sn.closed = true
+	if sn.n != nil {
+		sn.n.Close()
+		sn.n = nil
+	}
+}
 
 // commandProxy is the proxy of one running command: a unix socket in the session's folder (not writable by its
 // commands), which the sandbox's pid 1 forwards the command's 127.0.0.1:<port> to.

@@ -135,6 +135,7 @@ type session struct {
 	hooks   hookConsent // whether the project's hooks may run
 
 	procs procs // background processes: they end with the session
+	net   sessionNet
 }
 
 // begin counts a call of the session, unless the session is closing.
@@ -161,6 +162,7 @@ func (s *session) end(cause error) {
 // close releases what the session holds; its calls have ended (its context is cancelled first).
 func (s *session) close() {
 	s.closeMCP()
+	s.net.close() // the session's network namespace, and whatever still runs in it
 	s.fs.Close()
 	s.guard.Close()
 	s.log.Close()
@@ -272,6 +274,7 @@ func (s *Service) register(sess *session) {
 	s.mu.Lock()
 	s.sessions[sess.id] = sess
 	s.mu.Unlock()
+	sess.net.warm()
 	s.cfg.Log.Info("session opened", "session", sess.id, "root", sess.root, "uid", sess.owner.UID)
 }
 

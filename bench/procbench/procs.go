@@ -66,7 +66,8 @@ func pids() []int {
 	return out
 }
 
-// descendants returns every living process under root (not root itself).
+// descendants returns every living process under root (not root itself), but for sessions' network holders: a
+// holder lives as long as its session and is not a command's (the commands under it are listed).
 func descendants(root int) []proc {
 	children := map[int][]proc{}
 	for _, pid := range pids() {
@@ -80,12 +81,20 @@ func descendants(root int) []proc {
 	queue := []int{root}
 	for len(queue) > 0 {
 		for _, c := range children[queue[0]] {
-			out = append(out, c)
+			if !isHolder(c.pid) {
+				out = append(out, c)
+			}
 			queue = append(queue, c.pid)
 		}
 		queue = queue[1:]
 	}
 	return out
+}
+
+// isHolder reports whether pid is a session's network holder (the sandbox helper's "holder" stage).
+func isHolder(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	return err == nil && strings.Contains(string(b), "__garuda-sandbox-helper\x00holder")
 }
 
 // childWithExe returns the child of parent whose executable is exe (an absolute, resolved path).

@@ -435,8 +435,16 @@ func TestNoNetNSFallback(t *testing.T) {
 	}
 	udpAddr, udpGot := udpListener(t)
 	attacks := [][]string{{"tcp", l.Addr().String()}, {"unix", path}, {"abstract", abstract}, {"udp", udpAddr}, {"dns", udpAddr}}
-	for _, a := range attacks {
-		r := f.sandboxed(attackCmd(t, a...))
+	// A session's network given to the command changes nothing: where namespaces are refused, none is used.
+	sessNet, err := NewNetwork()
+	must(t, err)
+	defer sessNet.Close()
+	for i, a := range attacks {
+		s := f.spec(attackCmd(t, a...))
+		if i%2 == 0 {
+			s.Network = sessNet
+		}
+		r := f.run(s)
 		expectDenied(t, "fallback: "+a[0], r)
 		if len(r.Notices) == 0 || !strings.Contains(r.Notices[0], "no network namespace") {
 			t.Errorf("fallback without a notice: %v", r.Notices)

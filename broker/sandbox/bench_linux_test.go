@@ -21,10 +21,10 @@ func benchFixture(b *testing.B) (root, tmp string) {
 	return root, tmp
 }
 
-func benchTrue(b *testing.B, unsandboxed bool) {
+func benchTrue(b *testing.B, unsandboxed bool, net *Network) {
 	root, tmp := benchFixture(b)
 	s := Spec{Command: "true", Root: root, Writable: []string{tmp}, Env: BaseEnv(tmp, tmp, nil), Unsandboxed: unsandboxed,
-		ReadOnly: []string{filepath.Join(root, ".git")}, Hidden: []string{filepath.Join(tmp, "nothing")}}
+		ReadOnly: []string{filepath.Join(root, ".git")}, Hidden: []string{filepath.Join(tmp, "nothing")}, Network: net}
 	for b.Loop() {
 		r, err := Run(context.Background(), s)
 		if err != nil || r.ExitCode != 0 {
@@ -34,8 +34,45 @@ func benchTrue(b *testing.B, unsandboxed bool) {
 }
 
 // BenchmarkTrueSandboxed and BenchmarkTrueUnsandboxed: the sandbox's set-up overhead is their difference.
-func BenchmarkTrueSandboxed(b *testing.B)   { benchTrue(b, false) }
-func BenchmarkTrueUnsandboxed(b *testing.B) { benchTrue(b, true) }
+func BenchmarkTrueSandboxed(b *testing.B)   { benchTrue(b, false, nil) }
+func BenchmarkTrueUnsandboxed(b *testing.B) { benchTrue(b, true, nil) }
+
+// BenchmarkTrueSandboxedSession is a command of a session whose network namespace exists already (every command
+// but the session's first); BenchmarkSessionNetwork is what the first pays more: starting the holder.
+func BenchmarkTrueSandboxedSession(b *testing.B) {
+	n, err := NewNetwork()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.Close()
+	benchTrue(b, false, n)
+}
+
+func BenchmarkSessionNetwork(b *testing.B) {
+	for b.Loop() {
+		n, err := NewNetwork()
+		if err != nil {
+			b.Fatal(err)
+		}
+		n.Close()
+	}
+}
+
+// BenchmarkTrueSandboxedAfterPause is a command 50 ms after the last one ended (the timer stopped meanwhile), as
+// commands come in use: a lock that quick successions keep cheap (cgroup v1's move of a process) is paid again.
+func BenchmarkTrueSandboxedAfterPause(b *testing.B) {
+	root, tmp := benchFixture(b)
+	s := Spec{Command: "true", Root: root, Writable: []string{tmp}, Env: BaseEnv(tmp, tmp, nil),
+		ReadOnly: []string{filepath.Join(root, ".git")}, Hidden: []string{filepath.Join(tmp, "nothing")}}
+	for b.Loop() {
+		b.StopTimer()
+		time.Sleep(50 * time.Millisecond)
+		b.StartTimer()
+		if r, err := Run(context.Background(), s); err != nil || r.ExitCode != 0 {
+			b.Fatalf("%v %+v", err, r)
+		}
+	}
+}
 
 // BenchmarkTruePlainExec is bash -c true with no helper at all, for reference.
 func BenchmarkTruePlainExec(b *testing.B) {

@@ -453,6 +453,15 @@ func (c *commandCgroup) add(pid int) error {
 	return nil
 }
 
+// tasksFiles are the tasks files of the command's cgroup v1 groups.
+func (c *commandCgroup) tasksFiles() []string {
+	var out []string
+	for _, d := range c.dirs {
+		out = append(out, filepath.Join(d, "tasks"))
+	}
+	return out
+}
+
 // hit names, in words, the limits the command reached: a process the kernel killed for memory, a fork refused
 // at the process limit.
 func (c *commandCgroup) hit() []string {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -32,6 +33,7 @@ type helperSpec struct {
 	Env          []string
 	Unsandboxed  bool
 	NetNS        bool // a new network namespace exists (else the Landlock TCP + seccomp AF_UNIX fallback)
+	SharedNet    bool // the namespace is the session's (Spec.Network): its loopback is up already
 	Landlock     bool
 	Seccomp      bool
 	Nproc        uint64 // >0: set RLIMIT_NPROC (counted per user namespace, so only the command's processes)
@@ -39,6 +41,10 @@ type helperSpec struct {
 	PrivateShm   bool   // set by the init stage: /dev/shm is a private tmpfs the command may write
 	PrivatePts   bool   // set by the init stage: /dev/pts is a devpts instance of the sandbox's own
 	ProxySocket  string // the broker's proxy: pid 1 forwards the namespace's 127.0.0.1:<port> to it (Spec.Proxy)
+	// CgroupTasks are the tasks files of the command's cgroup v1 groups: pid 1's main thread, which forks the
+	// command, joins them itself (writing 0 moves the writing thread alone, with no wait for an RCU grace period;
+	// moving a process takes one, 3-12 ms here), so that the command is born in its groups.
+	CgroupTasks []string
 }
 
 // helperStatus is what the init stage reports to the broker on fd 4 when the command has ended.
@@ -59,6 +65,8 @@ func MaybeRunHelper() {
 		runInit()
 	case "probe":
 		runProbe()
+	case "holder":
+		runHolder()
 	}
 	fmt.Fprintf(os.Stderr, "garuda sandbox: unknown helper stage %q\n", os.Args[2])
 	os.Exit(126)
@@ -88,6 +96,8 @@ func waitGo(f *os.File) error {
 // (which confines itself, fork_linux.go), forwards SIGTERM to every process of the namespace, reaps orphans, and
 // exits with the command's status (the kernel then kills whatever the command left behind).
 func runInit() {
+	// Everything below runs on the main thread, which forks the command (and joins its cgroups first).
+	runtime.LockOSThread()
 	status := os.NewFile(4, "status")
 	report := func(st helperStatus) {
 		_ = json.NewEncoder(status).Encode(st)
@@ -118,12 +128,19 @@ func runInit() {
 	if err != nil {
 		report(helperStatus{SetupError: err.Error()})
 	}
+	for _, tasks := range hs.CgroupTasks {
+		// Before lockDown makes the cgroup file systems read-only in this namespace. Defends the limits: the
+		// command starts only from inside its groups.
+		if err := os.WriteFile(tasks, []byte("0"), 0); err != nil {
+			report(helperStatus{SetupError: fmt.Sprintf("join the command's cgroup: %v", err)})
+		}
+	}
 	if err := setupNamespace(hs); err != nil {
 		report(helperStatus{SetupError: err.Error()})
 	}
 	if hs.ProxySocket != "" && hs.NetNS {
 		// pid 1 holds the forwarder for the command's lifetime; it dies with the namespace.
-		addr, _, err := Forward(hs.ProxySocket)
+		addr, _, err := Forward(hs.ProxySocket, hs.SharedNet)
 		if err != nil {
 			report(helperStatus{SetupError: err.Error()})
 		}
@@ -213,7 +230,7 @@ func setupNamespace(hs *helperSpec) error {
 	if err := unix.Mount("proc", "/proc", "proc", procFlags, ""); err != nil {
 		return fmt.Errorf("mount /proc for the pid namespace: %w", err)
 	}
-	if hs.NetNS {
+	if hs.NetNS && !hs.SharedNet {
 		if err := loopbackUp(); err != nil {
 			return err
 		}

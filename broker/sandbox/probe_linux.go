@@ -136,7 +136,7 @@ func Probe() Report {
 		add("mount namespace", r.Mount == "", orDetail(r.Mount, "protected paths read-only, secrets hidden"))
 		switch {
 		case netns && r.Loopback == "":
-			add("network namespace", true, "only the command's own loopback")
+			add("network namespace", true, sessionNetworkDetail())
 		case netns:
 			add("network namespace", false, "loopback: "+r.Loopback)
 		default:
@@ -148,6 +148,18 @@ func Probe() Report {
 	}
 	limitFeatures(add, err == nil)
 	return Report{Features: fs}
+}
+
+// sessionNetworkDetail says how network namespaces are shared here: one per session where its holder starts
+// (NewNetwork), else one per command.
+func sessionNetworkDetail() string {
+	n, err := NewNetwork()
+	if err != nil {
+		return "one per command, only its own loopback (no namespace shared by a session: " + err.Error() + ")"
+	}
+	n.Close()
+	return "one per session, only its loopback: a session's commands and background processes share it (each with its own " +
+		"pid and mount namespaces and its own proxy), never another session's"
 }
 
 func orDetail(errText, ok string) string {

@@ -181,32 +181,65 @@ func TestTimeout(t *testing.T) {
 func TestBrokerKilled(t *testing.T) {
 	exe, err := os.Executable()
 	must(t, err)
-	m := marker()
-	f := newFixture(t)
-	c := exec.Command(exe, brokerArg, f.root, f.tmp, "echo started; sleep "+m)
-	stdout, _ := c.StdoutPipe()
-	must(t, c.Start())
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
-	if !strings.Contains(line, "started") || len(survivors(m)) == 0 {
-		t.Fatalf("broker child did not start the command: %q", line)
-	}
-	c.Process.Kill()
-	c.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(survivors(m)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if s := survivors(m); len(s) > 0 {
-		t.Fatalf("command survived its broker: %v", s)
+	for _, withNet := range []bool{false, true} {
+		m := marker()
+		f := newFixture(t)
+		args := []string{brokerArg, f.root, f.tmp, "echo started; sleep " + m}
+		if withNet {
+			args = append(args, "net") // the command in a session's network namespace: its holder must end too
+		}
+		c := exec.Command(exe, args...)
+		stdout, _ := c.StdoutPipe()
+		must(t, c.Start())
+		rd := bufio.NewReader(stdout)
+		holder := 0
+		if withNet {
+			hl, _ := rd.ReadString('\n')
+			holder, _ = strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(hl), "holder "))
+		}
+		line, _ := rd.ReadString('\n')
+		if !strings.Contains(line, "started") || len(survivors(m)) == 0 || withNet && !alive(holder) {
+			t.Fatalf("broker child did not start the command (holder %d): %q", holder, line)
+		}
+		c.Process.Kill()
+		c.Wait()
+		deadline := time.Now().Add(5 * time.Second)
+		for (len(survivors(m)) > 0 || withNet && alive(holder)) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if s := survivors(m); len(s) > 0 {
+			t.Fatalf("command survived its broker (session network %v): %v", withNet, s)
+		}
+		if withNet && alive(holder) {
+			t.Fatalf("the session network's holder %d survived its broker", holder)
+		}
 	}
 }
 
-// brokerArg makes the test binary a minimal broker: run one sandboxed command, print its output.
+// alive reports whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return pid > 0 && err == nil && !strings.Contains(string(st), ") Z ")
+}
+
+// brokerArg makes the test binary a minimal broker: run one sandboxed command, print its output; with a fourth
+// argument "net", in a session network whose holder's pid it prints first.
 const brokerArg = "__broker"
 
 func runBroker(args []string) int {
-	r, err := Run(context.Background(), Spec{Command: args[2], Root: args[0], Writable: []string{args[1]},
-		Env: BaseEnv(args[1], args[1], nil), OnOutput: func(b []byte) { os.Stdout.Write(b) }})
+	s := Spec{Command: args[2], Root: args[0], Writable: []string{args[1]},
+		Env: BaseEnv(args[1], args[1], nil), OnOutput: func(b []byte) { os.Stdout.Write(b) }}
+	if len(args) > 3 && args[3] == "net" {
+		n, err := NewNetwork()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer n.Close()
+		fmt.Printf("holder %d\n", n.cmd.Process.Pid)
+		s.Network = n
+	}
+	r, err := Run(context.Background(), s)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -43,11 +43,22 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if s.Proxy != "" && !s.Unsandboxed && !hs.NetNS {
 		notices = append(notices, noProxyNotice)
 	}
-	h, err := spawnHelper(hs, s.Stdin, s.Stdout)
+	var h *helper
+	if s.Network != nil && hs.NetNS && !s.Unsandboxed {
+		hs.SharedNet = true
+		if h, err = spawnHelper(hs, s.Stdin, s.Stdout, s.Network); err != nil {
+			// The session's holder is gone (killed from outside): this command gets a namespace of its own.
+			hs.SharedNet = false
+			notices = append(notices, "the session's network namespace is gone ("+err.Error()+"): this command has its own")
+		}
+	}
+	if h == nil {
+		h, err = spawnHelper(hs, s.Stdin, s.Stdout, nil)
+	}
 	if err != nil && hs.NetNS && !s.Unsandboxed {
 		// The kernel refused a network namespace: fall back to Landlock TCP rules and AF_UNIX-only sockets.
 		hs.NetNS = false
-		if h, err = spawnHelper(hs, s.Stdin, s.Stdout); err == nil {
+		if h, err = spawnHelper(hs, s.Stdin, s.Stdout, nil); err == nil {
 			notices = append(notices, noNetNSNotice)
 		}
 	}
@@ -63,6 +74,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	lim := s.Limits.withDefaults()
 	cg, limNotices, err := commandLimits(s, hs, lim)
 	notices = append(notices, limNotices...)
+	if cg != nil && !cg.v2 {
+		hs.CgroupTasks = cg.tasksFiles() // pid 1 joins them itself (cgroup v1)
+	}
 	if err == nil {
 		err = h.handOver(hs, cg)
 	}
@@ -91,7 +105,8 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	stDone := make(chan []byte, 1)
 	go func() { b, _ := io.ReadAll(h.status); h.status.Close(); stDone <- b }()
 	waitDone := make(chan error, 1)
-	go func() { waitDone <- h.cmd.Wait() }()
+	go func() { waitDone <- h.wait() }()
+	defer h.release()
 
 	tctx, cancel := context.WithTimeout(ctx, effectiveTimeout(s.Timeout))
 	if s.UntilCancelled {
@@ -210,17 +225,17 @@ const noNetNSNotice = "no network namespace here: IP sockets are refused (seccom
 // of the helper after TermGrace (or at once on shutdown); killing pid 1 makes the kernel kill the whole namespace.
 func stop(h *helper, waitDone <-chan error, now bool) error {
 	if now {
-		_ = h.cmd.Process.Signal(unix.SIGKILL)
+		_ = h.signal(unix.SIGKILL)
 		return <-waitDone
 	}
-	_ = h.cmd.Process.Signal(unix.SIGTERM)
+	_ = h.signal(unix.SIGTERM)
 	grace := time.NewTimer(TermGrace)
 	defer grace.Stop()
 	select {
 	case err := <-waitDone:
 		return err
 	case <-grace.C:
-		_ = h.cmd.Process.Signal(unix.SIGKILL)
+		_ = h.signal(unix.SIGKILL)
 		return <-waitDone
 	}
 }
@@ -406,19 +421,24 @@ func relativeSocketPaths(names map[string]string) []string {
 }
 
 type helper struct {
-	cmd        *exec.Cmd
-	out        *os.File
-	status     *os.File
-	spec       *os.File  // the write end of the spec pipe, closed by handOver
-	stdin      *os.File  // the write end of the command's stdin, when Spec.Stdin is set
-	stdout     *os.File  // the read end of the command's own stdout, when Spec.Stdout is set
-	stdinSrc   io.Reader // Spec.Stdin, copied into stdin once the helper is handed over
+	pid     int
+	signal  func(unix.Signal) error
+	wait    func() error // returns once the helper has ended
+	release func()       // after wait: no signal goes out after it
+	out     *os.File
+	status  *os.File
+	spec    *os.File // the write end of the spec pipe, closed by handOver
+	stdin   *os.File // the write end of the command's stdin, when Spec.Stdin is set
+	stdout  *os.File // the read end of the command's own stdout, when Spec.Stdout is set
+	// Spec.Stdin, copied into stdin once the helper is handed over.
+	stdinSrc   io.Reader
 	parentEnds []*os.File
 }
 
-// spawnHelper starts the init stage in new namespaces; it waits for handOver. With stdin or stdout set, the command
-// gets a pipe of its own for each (copied by Run); otherwise /dev/null and the output pipe.
-func spawnHelper(hs *helperSpec, stdin io.Reader, stdout io.Writer) (*helper, error) {
+// spawnHelper starts the init stage in new namespaces, or through net's holder in its network namespace; it waits
+// for handOver. With stdin or stdout set, the command gets a pipe of its own for each (copied by Run); otherwise
+// /dev/null and the output pipe.
+func spawnHelper(hs *helperSpec, stdin io.Reader, stdout io.Writer, net *Network) (*helper, error) {
 	var parentEnds, childEnds []*os.File
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
@@ -470,6 +490,12 @@ func spawnHelper(hs *helperSpec, stdin io.Reader, stdout io.Writer) (*helper, er
 		cmd.Stdout, h.stdout = soW, soR
 	}
 	h.parentEnds = parentEnds
+	if net != nil {
+		if err := h.startIn(net, cmd, childEnds, specR, stW); err != nil {
+			return nil, err
+		}
+		return h, nil
+	}
 	cmd.ExtraFiles = []*os.File{specR, stW}
 	cmd.SysProcAttr = sysProcAttr(hs)
 	err = cmd.Start()
@@ -478,11 +504,47 @@ func spawnHelper(hs *helperSpec, stdin io.Reader, stdout io.Writer) (*helper, er
 		closeAll(parentEnds)
 		return nil, fmt.Errorf("start sandbox helper (namespaces %s): %w", nsNames(cmd.SysProcAttr.Cloneflags), err)
 	}
-	h.cmd = cmd
+	h.pid = cmd.Process.Pid
+	h.signal = func(sig unix.Signal) error { return cmd.Process.Signal(sig) }
+	h.wait = cmd.Wait
+	h.release = func() {}
 	return h, nil
 }
 
-// handOver sends the helper its spec, gives it the commands' OOM score, puts it in cg, and lets it start the command.
+// startIn has net's holder start the helper, with the descriptors cmd would have given it.
+func (h *helper) startIn(net *Network, cmd *exec.Cmd, childEnds []*os.File, specR, stW *os.File) error {
+	defer func() {
+		for _, f := range childEnds {
+			f.Close()
+		}
+	}()
+	in, _ := cmd.Stdin.(*os.File)
+	if in == nil {
+		var err error
+		if in, err = os.Open(os.DevNull); err != nil {
+			return h.fail(fmt.Errorf("open %s: %w", os.DevNull, err))
+		}
+		defer in.Close()
+	}
+	pid, pidfd, err := net.spawn("init", []*os.File{in, cmd.Stdout.(*os.File), cmd.Stderr.(*os.File), specR, stW})
+	if err != nil {
+		return h.fail(err)
+	}
+	p := &pidfdProc{fd: pidfd}
+	h.pid, h.signal, h.wait, h.release = pid, p.signal, p.wait, p.release
+	return nil
+}
+
+// fail closes the broker's ends of a helper that could not start.
+func (h *helper) fail(err error) error {
+	for _, f := range h.parentEnds {
+		f.Close()
+	}
+	return err
+}
+
+// handOver sends the helper its spec, gives it the commands' OOM score, puts it in cg (cgroup v2; in cgroup v1 it
+// joins its groups itself: CgroupTasks), and lets it start the command.
 func (h *helper) handOver(hs *helperSpec, cg *commandCgroup) error {
 	// The spec goes first, so that the helper sets up its namespaces while it is being moved into its cgroup (a
 	// cgroup v1 move waits for an RCU grace period); the end of the pipe then lets it start the command.
@@ -492,12 +554,12 @@ func (h *helper) handOver(hs *helperSpec, cg *commandCgroup) error {
 	// The kernel's OOM killer takes a command's processes before anything else (the broker, the editor): defends
 	// against a memory flood taking them down. Written by a root broker, it is also the floor the command cannot
 	// go below; its /proc is read-only besides.
-	adj := fmt.Sprintf("/proc/%d/oom_score_adj", h.cmd.Process.Pid)
+	adj := fmt.Sprintf("/proc/%d/oom_score_adj", h.pid)
 	if err := os.WriteFile(adj, []byte(strconv.Itoa(commandOOMScoreAdj)), 0o644); err != nil {
 		return fmt.Errorf("set oom_score_adj of the sandbox helper: %w", err)
 	}
-	if cg != nil {
-		if err := cg.add(h.cmd.Process.Pid); err != nil {
+	if cg != nil && cg.v2 {
+		if err := cg.add(h.pid); err != nil {
 			return err
 		}
 	}
@@ -510,8 +572,9 @@ func (h *helper) handOver(hs *helperSpec, cg *commandCgroup) error {
 
 // abandon kills a helper that was never handed over, and closes its pipes.
 func (h *helper) abandon() {
-	_ = h.cmd.Process.Kill()
-	_ = h.cmd.Wait()
+	_ = h.signal(unix.SIGKILL)
+	_ = h.wait()
+	h.release()
 	for _, f := range h.parentEnds {
 		f.Close()
 	}

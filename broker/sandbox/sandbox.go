@@ -86,6 +86,10 @@ type Spec struct {
 	// stream, a hook's answer); the output, OnOutput and OutputFile then hold standard error only. It must not block
 	// for ever: Run returns only once everything the command wrote has been taken.
 	Stdout io.Writer
+	// Network, when set, is the session's network namespace (NewNetwork): the command runs inside it, in pid and
+	// mount namespaces of its own still, and reaches what the session's other commands listen on in its loopback.
+	// nil: a network namespace of the command's own. Not used for Unsandboxed.
+	Network *Network
 	// UntilCancelled lifts the wall-clock limit: the command runs until it ends or ctx is cancelled (background
 	// processes, MCP servers). Cancelling still gives it TermGrace between SIGTERM and SIGKILL.
 	UntilCancelled bool
