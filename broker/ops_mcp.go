@@ -415,6 +415,11 @@ func checkMCPCall(s *Service, c *call) (*request, error) {
 		policy: policy.Request{Kind: policy.KindMCPTool, Tool: name, Server: server, MCPTool: tool},
 		input:  server + "/" + tool + " " + cut(args, 4096),
 		run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+			// Only a tool the model is offered is called (none left out for its schema or a limit, by its raw name
+			// either), and nobody is asked about one that is not.
+			if err := s.mcpOffered(c.sess, server, tool); err != nil {
+				return failed(err), nil
+			}
 			var pretty bytes.Buffer
 			if json.Indent(&pretty, []byte(args), "", "  ") != nil {
 				pretty.Reset()
@@ -428,6 +433,17 @@ func checkMCPCall(s *Service, c *call) (*request, error) {
 			return s.mcpCall(ctx, c, server, tool, json.RawMessage(args))
 		},
 	}, nil
+}
+
+// mcpOffered checks that server runs in the session and offers tool to the model.
+func (s *Service) mcpOffered(sess *session, server, tool string) error {
+	sess.mcp.mu.Lock()
+	h := sess.mcp.host
+	sess.mcp.mu.Unlock()
+	if h == nil {
+		return fmt.Errorf("MCP server %q: %w", server, mcphost.ErrNotRunning)
+	}
+	return h.Offered(server, tool)
 }
 
 // mcpCall calls the tool and gives the model its result as head and tail, the whole saved like command output.

@@ -66,7 +66,8 @@ type Host struct {
 	mu      sync.Mutex
 	servers map[string]*server
 	notices []string
-	gen     uint64
+	gen     uint64 // the generation of the tool list: it changes when a server starts, stops or changes its tools
+	offered *offer // the tools offered for a generation (offerLocked)
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -443,67 +444,109 @@ func (h *Host) Close() {
 	h.wg.Wait()
 }
 
-// Tools returns the tools of the running servers (checked, named for the model), the notices since the last call
-// (failed schemas, restarts, changes), and the list's generation.
-func (h *Host) Tools() ([]Tool, []string, uint64) {
-	h.mu.Lock()
+// offer is what the model is offered for one generation of the list: the checked tools and, for each server,
+// which of its own tool names they are. A call may name only these: a tool the list left out (an invalid schema,
+// past a limit) is not called by its raw name either.
+type offer struct {
+	gen     uint64
+	tools   []Tool
+	named   map[string]map[string]bool   // server → its tools offered
+	leftOut map[string]map[string]string // server → tool → why it is not offered
+}
+
+// offerLocked returns the offer of the list's generation, made when the list changed; the notices of what it left
+// out are queued once, with it. h.mu is held.
+func (h *Host) offerLocked() *offer {
+	if h.offered != nil && h.offered.gen == h.gen {
+		return h.offered
+	}
+	o := &offer{gen: h.gen, named: map[string]map[string]bool{}, leftOut: map[string]map[string]string{}}
 	var names []string
 	for n := range h.servers {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	type entry struct {
-		server string
-		tools  []*mcp.Tool
-	}
-	var all []entry
-	for _, n := range names {
-		all = append(all, entry{n, h.servers[n].tools})
-	}
-	notices := h.notices
-	h.notices = nil
-	gen := h.gen
-	h.mu.Unlock()
-
-	var out []Tool
 	taken := map[string]bool{}
-	for _, e := range all {
-		if len(e.tools) > MaxToolsPerServer {
-			notices = append(notices, fmt.Sprintf("MCP server %q offers more than %d tools; only the first %d are used",
-				e.server, MaxToolsPerServer, MaxToolsPerServer))
-			e.tools = e.tools[:MaxToolsPerServer]
+	leave := func(server string, t *mcp.Tool, why string) {
+		if t == nil {
+			return
 		}
-		for _, t := range e.tools {
-			if len(out) >= MaxTools {
-				notices = append(notices, fmt.Sprintf("the MCP servers offer more than %d tools together; the rest are left out", MaxTools))
-				return out, notices, gen
-			}
-			tool, err := checkTool(e.server, t)
-			if err != nil {
-				notices = append(notices, fmt.Sprintf("MCP server %q: tool %q is left out: %v", e.server, printable(t.Name, 64), err))
+		if o.leftOut[server] == nil {
+			o.leftOut[server] = map[string]string{}
+		}
+		o.leftOut[server][t.Name] = why
+	}
+	full := false
+	for _, server := range names {
+		o.named[server] = map[string]bool{}
+		tools := h.servers[server].tools
+		if len(tools) > MaxToolsPerServer {
+			h.notices = append(h.notices, fmt.Sprintf("MCP server %q offers more than %d tools; only the first %d are used",
+				server, MaxToolsPerServer, MaxToolsPerServer))
+		}
+		for i, t := range tools {
+			if i >= MaxToolsPerServer {
+				leave(server, t, fmt.Sprintf("only the server's first %d tools are used", MaxToolsPerServer))
 				continue
 			}
-			tool.Name = uniqueName(modelName(e.server, t.Name), taken)
-			out = append(out, tool)
+			if len(o.tools) >= MaxTools {
+				if !full {
+					h.notices = append(h.notices, fmt.Sprintf("the MCP servers offer more than %d tools together; the rest are left out",
+						MaxTools))
+					full = true
+				}
+				leave(server, t, fmt.Sprintf("the MCP servers offer more than %d tools together", MaxTools))
+				continue
+			}
+			tool, err := checkTool(server, t)
+			if err != nil {
+				h.notices = append(h.notices, fmt.Sprintf("MCP server %q: tool %q is left out: %v", server, printable(t.Name, 64), err))
+				leave(server, t, err.Error())
+				continue
+			}
+			tool.Name = uniqueName(modelName(server, t.Name), taken)
+			o.tools = append(o.tools, tool)
+			o.named[server][t.Name] = true
 		}
 	}
-	return out, notices, gen
+	h.offered = o
+	return o
 }
 
-// Lookup finds a running server's tool by the server's own names.
-func (h *Host) has(server, tool string) (*server, bool) {
+// Tools returns the tools of the running servers (checked, named for the model), the notices since the last call
+// (failed schemas, restarts, changes), and the list's generation.
+func (h *Host) Tools() ([]Tool, []string, uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	o := h.offerLocked()
+	notices := h.notices
+	h.notices = nil
+	return slices.Clone(o.tools), notices, o.gen
+}
+
+// has finds a running server and checks that tool (the server's own name) is one the model is offered.
+func (h *Host) has(server, tool string) (*server, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	srv := h.servers[server]
 	if srv == nil {
-		return nil, false
+		return nil, fmt.Errorf("%s: %w", server, ErrNotRunning)
 	}
-	for _, t := range srv.tools {
-		if t.Name == tool {
-			return srv, true
-		}
+	o := h.offerLocked()
+	if o.named[server][tool] {
+		return srv, nil
 	}
-	return srv, false
+	if why, ok := o.leftOut[server][tool]; ok {
+		return nil, fmt.Errorf("MCP server %q: tool %q: %w (%s)", server, printable(tool, 64), ErrNotOffered, why)
+	}
+	return nil, fmt.Errorf("MCP server %q: tool %q: %w", server, printable(tool, 64), ErrNotOffered)
+}
+
+// Offered checks, without calling anything, that a call of tool on server may be made: the server runs and the
+// tool is one the model is offered (ErrNotRunning or ErrNotOffered otherwise).
+func (h *Host) Offered(server, tool string) error {
+	_, err := h.has(server, tool)
+	return err
 }
 
 // headerTransport adds a server's configured headers (they stay in the broker) and bounds what a response body

@@ -3,6 +3,7 @@ package mcphost
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -251,6 +252,39 @@ func TestManyToolsHiddenNamesBadSchema(t *testing.T) {
 	}
 	if tools[0].Name != "mcp__raw__hid_den_" || tools[0].Tool != "hid\u200bden\u202e" {
 		t.Errorf("first tool %q (%q)", tools[0].Name, tools[0].Tool)
+	}
+}
+
+// A tool left out of the model's list (an invalid schema, past the limit) is not called by its raw name either, nor
+// is a name the server does not list; the server never hears of such a call. Control: a tool of the list is called.
+func TestToolsNotOfferedAreNotCalled(t *testing.T) {
+	h, _ := newHost(t, 20*time.Second)
+	if n := h.Start(context.Background(), []config.MCPServer{stdioServer(t, "raw", mcptest.Many)}); len(n) > 0 {
+		t.Fatal(n)
+	}
+	if _, n, _ := h.Tools(); len(n) != 2 {
+		t.Fatalf("notices: %q", n)
+	}
+	if res, err := call(t, h, "raw", "t00001", `{}`); err != nil || res.IsError {
+		t.Fatalf("control: a tool of the list: %+v %v", res, err)
+	}
+	for tool, why := range map[string]string{
+		"badschema": `its input schema's type is not "object"`,
+		"t00098":    "only the server's first 100 tools are used", // the 101st it listed
+		"t05000":    "",                                            // past what the host read of its list
+		"nosuch":    "",
+	} {
+		_, err := call(t, h, "raw", tool, `{}`)
+		if !errors.Is(err, ErrNotOffered) || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), `MCP server "raw"`) {
+			t.Errorf("%s: %v, want %v (%s)", tool, err, ErrNotOffered, why)
+		}
+		if err := h.Offered("raw", tool); !errors.Is(err, ErrNotOffered) {
+			t.Errorf("Offered(%s): %v", tool, err)
+		}
+	}
+	// The notices of what was left out come once, not with every list.
+	if _, n, _ := h.Tools(); len(n) > 0 {
+		t.Errorf("the notices came again: %q", n)
 	}
 }
 

@@ -10,13 +10,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
+	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/model"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // mcpJSON is a .mcp.json with the test binary as the stdio server name, in mode, with extra args and env.
@@ -482,5 +485,57 @@ func TestMCPPlanModeRestartsReadOnly(t *testing.T) {
 	}
 	if !strings.Contains(messages(e.ed.updatesCopy()), "plan mode") {
 		t.Errorf("no notice of the restart:\n%s", messages(e.ed.updatesCopy()))
+	}
+}
+
+// askCounter answers every question of a broker call with its choice, and counts them.
+type askCounter struct {
+	choice execv1.Choice
+	n      atomic.Int32
+}
+
+func (a *askCounter) Ask(context.Context, *execv1.Question) execv1.Choice {
+	a.n.Add(1)
+	return a.choice
+}
+
+// A tool the model is not offered — its input schema is invalid, or the server lists no such tool — is refused by
+// the broker when a front end calls it by its raw name, with a clear message and no question; the server never
+// hears of it. Control: a tool of the list is asked about and called.
+func TestMCPToolNotOfferedIsRefused(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "raw", mcptest.Many, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	asks := &askCounter{choice: execv1.Choice_CHOICE_ONCE}
+	r := &brokerconn.Runner{Client: e.broker, SessionID: sid, Approver: asks}
+	ctx := e.ctx()
+	if _, err := r.Call(ctx, &execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	callTool := func(tool string) *execv1.Result {
+		t.Helper()
+		res, err := r.Call(ctx, &execv1.Start{Op: &execv1.Start_McpCall{McpCall: &execv1.McpCall{Server: "raw", Tool: tool,
+			ArgumentsJson: `{}`}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := callTool("t00001"); res.GetStatus() != execv1.Status_STATUS_COMPLETED || asks.n.Load() != 1 {
+		t.Fatalf("control: a tool of the list: %v %q, %d questions", res.GetStatus(), res.GetContent(), asks.n.Load())
+	}
+	for tool, want := range map[string]string{
+		"badschema": `tool "badschema": it is not one of the tools offered to the model, so it cannot be called (its input schema`,
+		"nosuch":    `tool "nosuch": it is not one of the tools offered to the model`,
+	} {
+		res := callTool(tool)
+		if res.GetStatus() != execv1.Status_STATUS_FAILED || !strings.Contains(res.GetContent(), want) {
+			t.Errorf("%s: %v %q, want failed with %q", tool, res.GetStatus(), res.GetContent(), want)
+		}
+	}
+	if n := asks.n.Load(); n != 1 {
+		t.Errorf("%d questions; a call of a tool not offered was asked about", n)
 	}
 }
