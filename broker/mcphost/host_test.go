@@ -271,7 +271,7 @@ func TestToolsNotOfferedAreNotCalled(t *testing.T) {
 	for tool, why := range map[string]string{
 		"badschema": `its input schema's type is not "object"`,
 		"t00098":    "only the server's first 100 tools are used", // the 101st it listed
-		"t05000":    "",                                            // past what the host read of its list
+		"t05000":    "",                                           // past what the host read of its list
 		"nosuch":    "",
 	} {
 		_, err := call(t, h, "raw", tool, `{}`)
