@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -537,5 +538,95 @@ func TestMCPToolNotOfferedIsRefused(t *testing.T) {
 	}
 	if n := asks.n.Load(); n != 1 {
 		t.Errorf("%d questions; a call of a tool not offered was asked about", n)
+	}
+}
+
+// processesWith counts the processes whose command line holds arg as one of its words.
+func processesWith(arg string) int {
+	n := 0
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && slices.Contains(strings.Split(string(b), "\x00"), arg) {
+			n++
+		}
+	}
+	return n
+}
+
+// session/cancel during a running MCP tool call, end to end through a real broker and a sandboxed stdio server: the
+// server receives notifications/cancelled (its handler ends what it started and says so), the tool call ends
+// failed with the line the spec gives a call the stop ended, the prompt answers cancelled, and the server itself
+// runs on for the session's next call; at session/close nothing of it is left.
+func TestMCPCancelDuringACall(t *testing.T) {
+	e := newEnv(t)
+	mark := fmt.Sprintf("--mark-%d", time.Now().UnixNano())
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil, mark)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secs := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000)
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_s", "mcp__test__sleep", fmt.Sprintf(`{"secs":%q}`, secs)), model.TextStep("never"))
+	done := make(chan acp.PromptResponse, 1)
+	go func() {
+		r, err := e.prompt(sid, acp.TextBlock("sleep"))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	deadline := time.Now().Add(waitLimit)
+	for sleepers(secs) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("negative control: the tool's work never ran:\n%s", e.ed.dump())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := processesWith(mark); n == 0 {
+		t.Fatal("negative control: no process of the server found")
+	}
+	if err := e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.StopReason != acp.StopReasonCancelled {
+			t.Errorf("stop %q, want cancelled", r.StopReason)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the prompt did not answer after session/cancel")
+	}
+	ups, _ := e.ed.snapshot()
+	if _, st, _ := toolCall(ups, "toolu_s"); st != acp.ToolCallStatusFailed {
+		t.Errorf("the tool call ended %q, want failed", st)
+	}
+	if !strings.Contains(messages(ups), "Garuda: test/sleep cancelled.") {
+		t.Errorf("no line names the cancelled call: %q", messages(ups))
+	}
+	// notifications/cancelled reached the server: its handler's context ended, it stopped its work and said so.
+	for e.read("cancelled") == "" || sleepers(secs) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not hear the cancel: file %q, %d sleeps running", e.read("cancelled"), sleepers(secs))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The call was cancelled, not the server: it answers the next prompt's call without a restart.
+	e.fake = resetFake(e, tool("toolu_e", "mcp__test__echo", `{"text":"still here"}`), model.TextStep("done"))
+	e.promptOK(sid, "echo")
+	if _, st, texts := toolCall(e.ed.updatesCopy(), "toolu_e"); st != acp.ToolCallStatusCompleted ||
+		!strings.Contains(strings.Join(texts, "\n"), "echo: still here") {
+		t.Errorf("after the cancel: %s %q", st, texts)
+	}
+	if m := messages(e.ed.updatesCopy()); strings.Contains(m, "restarted") || strings.Contains(m, "stopped") {
+		t.Errorf("the server was stopped by the cancel: %q", m)
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	for processesWith(mark) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the server outlived its session")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -123,8 +123,17 @@ func NewServer() *mcp.Server {
 		c.Close()
 		return text("connected to " + in.Addr), nil, nil
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Wait until cancelled; then leave a file 'cancelled' in the working folder."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Wait until cancelled, with `sleep secs` running when secs is given; " +
+		"then end it and leave a file 'cancelled' in the working folder."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in secsIn) (*mcp.CallToolResult, any, error) {
+			if in.Secs != "" {
+				// Ended with the call's context: what a well-behaved server does on notifications/cancelled.
+				cmd := exec.CommandContext(ctx, "sleep", in.Secs)
+				if err := cmd.Start(); err != nil {
+					return failure(err.Error()), nil, nil
+				}
+				defer cmd.Wait()
+			}
 			<-ctx.Done()
 			os.WriteFile("cancelled", []byte("notifications/cancelled arrived\n"), 0o644)
 			return text("cancelled"), nil, nil
