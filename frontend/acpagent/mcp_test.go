@@ -21,6 +21,7 @@ import (
 	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+	"github.com/garuda-dev/garuda/test/nobody"
 )
 
 // mcpJSON is a .mcp.json with the test binary as the stdio server name, in mode, with extra args and env.
@@ -263,6 +264,14 @@ func TestMCPProcessTreeDiesWithTheSession(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestMCPSandboxAsNobody reruns the tests of a stdio server's sandbox as the unprivileged user nobody, where the
+// sandbox runs in a user namespace: it cannot write outside the root, reach a 127.0.0.1 listener or write
+// .git/hooks, and its setsid grandchild dies with the session.
+func TestMCPSandboxAsNobody(t *testing.T) {
+	nobody.Rerun(t, "^TestMCP(ServerIsSandboxed|ProcessTreeDiesWithTheSession)$", "TestMCPServerIsSandboxed",
+		"TestMCPProcessTreeDiesWithTheSession")
 }
 
 // sleepers counts the processes running `sleep secs`.
