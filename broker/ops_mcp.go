@@ -280,7 +280,8 @@ func (s *Service) mcpHost(sess *session) *mcphost.Host {
 		return nil
 	}
 	if sess.mcp.host == nil {
-		sess.mcp.host = mcphost.New(mcphost.Options{Root: sess.root, Launch: s.mcpLaunch(sess), Log: s.cfg.Log})
+		sess.mcp.host = mcphost.New(mcphost.Options{Root: sess.root, Launch: s.mcpLaunch(sess), Log: s.cfg.Log,
+			SaveDir: sess.outputDir})
 	}
 	return sess.mcp.host
 }

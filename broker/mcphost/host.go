@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -45,6 +46,8 @@ type Options struct {
 	InitTimeout time.Duration
 	HTTP        *http.Client // the base client of HTTP and SSE servers; nil: a clone of the default transport
 	Log         *slog.Logger
+	// SaveDir is where a text cut while it is read (over 1 MiB) is saved whole; "" cuts without saving.
+	SaveDir string
 }
 
 // Tool is one tool of a running server, as the model is offered it.
@@ -229,10 +232,11 @@ func (h *Host) connect(sctx, ictx context.Context, srv *server) (*mcp.ClientSess
 			outW.CloseWithError(errExited)
 			close(srv.done)
 		}()
-		// The transport's reader is bounded: a line over MaxMessage ends the connection, it is never held whole.
-		t = &mcp.IOTransport{Reader: outR, Writer: inW, MaxLineLength: MaxMessage}
+		// The transport's reader is bounded: long texts are cut as they are read, and a line still over MaxMessage
+		// ends the connection; it is never held whole.
+		t = &mcp.IOTransport{Reader: newCutReader(outR, h.saver()), Writer: inW, MaxLineLength: MaxMessage}
 	case config.MCPHTTP, config.MCPSSE:
-		rt := &headerTransport{base: h.baseTransport(), headers: d.Headers}
+		rt := &headerTransport{base: h.baseTransport(), headers: d.Headers, save: h.saver()}
 		hc := &http.Client{Transport: rt, Timeout: 0}
 		srv.lastErr = nil
 		if d.Type == config.MCPHTTP {
@@ -549,11 +553,26 @@ func (h *Host) Offered(server, tool string) error {
 	return err
 }
 
+// saver opens the file a text cut while it is read is saved to, or is nil without SaveDir.
+func (h *Host) saver() func() (*os.File, error) {
+	if h.opts.SaveDir == "" {
+		return nil
+	}
+	return func() (*os.File, error) {
+		if err := os.MkdirAll(h.opts.SaveDir, 0o700); err != nil {
+			return nil, err
+		}
+		return os.CreateTemp(h.opts.SaveDir, time.Now().UTC().Format("20060102T150405")+"-mcp-*.txt")
+	}
+}
+
 // headerTransport adds a server's configured headers (they stay in the broker) and bounds what a response body
-// gives: a JSON body over MaxMessage fails (an event stream is bounded per event by the SDK).
+// gives: long texts are cut as they are read, and a JSON body still over MaxMessage fails (an event stream is
+// bounded per event by the SDK).
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	save    func() (*os.File, error)
 
 	mu   sync.Mutex
 	last int
@@ -573,6 +592,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.last = resp.StatusCode
 	}
 	t.mu.Unlock()
+	resp.Body = newCutReader(resp.Body, t.save)
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		resp.Body = &limitedBody{r: resp.Body, left: MaxMessage}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -310,7 +311,41 @@ func TestModelNames(t *testing.T) {
 	}
 }
 
-// A 100 MB answer is refused while it is read: the call fails clearly and the broker never holds it.
+// A 50 MB text is cut while it is read: the call gets its head and tail around a note, the whole is saved, and the
+// broker never holds it.
+func TestLongTextIsCutWhileRead(t *testing.T) {
+	dir := t.TempDir()
+	save := filepath.Join(dir, "out")
+	h := New(Options{Root: dir, Launch: launchPlain(dir), SaveDir: save})
+	t.Cleanup(h.Close)
+	if n := h.Start(context.Background(), []config.MCPServer{stdioServer(t, "big", mcptest.Good)}); len(n) > 0 {
+		t.Fatal(n)
+	}
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const size = 50_000_000
+	res, err := call(t, h, "big", "big", fmt.Sprintf(`{"bytes":%d}`, size))
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if err != nil || !strings.HasPrefix(res.Text, "BEGINxxx") || !strings.HasSuffix(res.Text, "xxxEND") || len(res.Text) > 2*keepText+300 {
+		t.Fatalf("%d bytes, %v", len(res.Text), err)
+	}
+	if grown := int64(after.TotalAlloc - before.TotalAlloc); grown > 64<<20 {
+		t.Errorf("reading the 50 MB result allocated %d MiB", grown>>20)
+	}
+	i := strings.Index(res.Text, "the whole result is in ") + len("the whole result is in ")
+	path := res.Text[i : i+strings.Index(res.Text[i:], " ...")]
+	if fi, err := os.Stat(path); err != nil || fi.Size() != size+8 || filepath.Dir(path) != save || fi.Mode().Perm() != 0o600 {
+		t.Errorf("saved: %s %v %v", path, fi, err)
+	}
+	if res, err := call(t, h, "big", "echo", `{"text":"after"}`); err != nil || res.Text != "echo: after" {
+		t.Errorf("the next call: %+v %v", res, err)
+	}
+}
+
+// A 100 MB answer that no cut makes small is refused while it is read: the call fails clearly and the broker never
+// holds it.
 func TestFloodIsBounded(t *testing.T) {
 	h, _ := newHost(t, 20*time.Second)
 	if n := h.Start(context.Background(), []config.MCPServer{stdioServer(t, "flood", mcptest.Flood)}); len(n) > 0 {

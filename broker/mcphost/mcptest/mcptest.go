@@ -29,7 +29,7 @@ const (
 	Garbage = "garbage" // prints a line that is not JSON, then waits
 	Silent  = "silent"  // reads and never answers
 	Many    = "many"    // 10,000 tools, one with hidden characters, one with a bad schema
-	Flood   = "flood"   // answers every tools/call with a 100 MB line
+	Flood   = "flood"   // answers every tools/call with a 100 MB line of short texts
 	// Probe speaks protocol 2025-06-18 and, once initialized, asks the client for roots/list,
 	// sampling/createMessage and elicitation/create; its tool probe answers with what came back.
 	Probe = "probe"
@@ -80,6 +80,9 @@ type empty struct{}
 type secsIn struct {
 	Secs string `json:"secs"`
 }
+type sleepIn struct {
+	Secs string `json:"secs,omitempty"`
+}
 
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -125,7 +128,7 @@ func NewServer() *mcp.Server {
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Wait until cancelled, with `sleep secs` running when secs is given; " +
 		"then end it and leave a file 'cancelled' in the working folder."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in secsIn) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
 			if in.Secs != "" {
 				// Ended with the call's context: what a well-behaved server does on notifications/cancelled.
 				cmd := exec.CommandContext(ctx, "sleep", in.Secs)
@@ -257,12 +260,16 @@ func raw(mode string) int {
 			result = map[string]any{"tools": tools}
 		case "tools/call":
 			if mode == Flood {
-				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, req.ID)
-				chunk := strings.Repeat("y", 1<<20)
-				for range 100 {
-					out.WriteString(chunk)
+				// 100 MB in 100,000 short texts: no one text is long enough to be cut, the message is too large.
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[`, req.ID)
+				block := `{"type":"text","text":"` + strings.Repeat("y", 1000) + `"}`
+				for i := range 100_000 {
+					if i > 0 {
+						out.WriteByte(',')
+					}
+					out.WriteString(block)
 				}
-				out.WriteString("\"}]}}\n")
+				out.WriteString("]}}\n")
 				out.Flush()
 				continue
 			}
