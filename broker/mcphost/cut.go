@@ -34,9 +34,9 @@ type cutReader struct {
 	save        func() (*os.File, error) // where a cut text is saved whole; nil: not saved
 	limit, keep int                      // maxText and keepText (smaller in tests)
 	buf         []byte
-	out  []byte // what is to be read
-	obuf []byte // out's whole buffer
-	err  error
+	out         []byte // what is to be read
+	obuf        []byte // out's whole buffer
+	err         error
 
 	// The structure around the bytes read.
 	stack   []byte // '{' and '[' of the open values
@@ -136,7 +136,9 @@ func (c *cutReader) structure(b []byte) []byte {
 	return nil
 }
 
-func (c *cutReader) inObject() bool { return c.deep == 0 && len(c.stack) > 0 && c.stack[len(c.stack)-1] == '{' }
+func (c *cutReader) inObject() bool {
+	return c.deep == 0 && len(c.stack) > 0 && c.stack[len(c.stack)-1] == '{'
+}
 
 func (c *cutReader) startString() {
 	switch {
