@@ -71,8 +71,11 @@ type Host struct {
 	notices []string
 	gen     uint64 // the generation of the tool list: it changes when a server starts, stops or changes its tools
 	offered *offer // the tools offered for a generation (offerLocked)
-	closed  bool
-	wg      sync.WaitGroup
+	// stdioEpoch counts StopStdio calls: a stdio server that was starting during one does not join (it started
+	// under the mode before).
+	stdioEpoch uint64
+	closed     bool
+	wg         sync.WaitGroup
 }
 
 // server is one started server.
@@ -175,13 +178,17 @@ func (h *Host) startOne(ctx context.Context, d config.MCPServer, restarts int) e
 		}
 	})
 	defer stopInit()
+	h.mu.Lock()
+	epoch := h.stdioEpoch
+	h.mu.Unlock()
 	cs, err := h.connect(sctx, ictx, srv)
 	if err == nil {
 		srv.cs = cs
+		// Tools and prompts are listed at once: two round trips in the time of one.
+		var lists sync.WaitGroup
+		lists.Go(func() { srv.prompts = listPrompts(ictx, cs) })
 		srv.tools, err = listTools(ictx, cs)
-		if err == nil {
-			srv.prompts = listPrompts(ictx, cs)
-		}
+		lists.Wait()
 	}
 	if err != nil {
 		end()
@@ -195,12 +202,16 @@ func (h *Host) startOne(ctx context.Context, d config.MCPServer, restarts int) e
 		return explain(err, srv)
 	}
 	h.mu.Lock()
-	if h.closed {
+	if h.closed || d.Type == config.MCPStdio && h.stdioEpoch != epoch {
+		why := "the session closed"
+		if !h.closed {
+			why = "the mode changed while it started; it starts again with the next prompt"
+		}
 		h.mu.Unlock()
 		end()
 		cs.Close()
 		<-srv.done
-		return errors.New("the session closed")
+		return errors.New(why)
 	}
 	h.servers[d.Name] = srv
 	h.gen++
@@ -412,6 +423,7 @@ func (h *Host) Stop(name string) {
 // with a notice that says why, and names them.
 func (h *Host) StopStdio(why string) []string {
 	h.mu.Lock()
+	h.stdioEpoch++
 	var names []string
 	for n, s := range h.servers {
 		if s.def.Type == config.MCPStdio {

@@ -176,6 +176,37 @@ func TestToolListChanged(t *testing.T) {
 	t.Fatal("the new tool never appeared")
 }
 
+// A stdio server still starting when StopStdio runs (a mode change) does not join: it started under the mode
+// before. Control: the same start without StopStdio joins.
+func TestStopStdioDuringAStart(t *testing.T) {
+	for _, stop := range []bool{false, true} {
+		dir := t.TempDir()
+		gate, launched := make(chan struct{}), make(chan struct{})
+		plain := launchPlain(dir)
+		h := New(Options{Root: dir, InitTimeout: 20 * time.Second, Launch: func(ctx context.Context, srv config.MCPServer,
+			stdin io.Reader, stdout io.Writer) error {
+			close(launched)
+			<-gate
+			return plain(ctx, srv, stdin, stdout)
+		}})
+		done := make(chan []string, 1)
+		go func() { done <- h.Start(context.Background(), []config.MCPServer{stdioServer(t, "test", mcptest.Good)}) }()
+		<-launched
+		if stop {
+			h.StopStdio("plan mode")
+		}
+		close(gate)
+		notices := <-done
+		if stop && (h.Running("test") || len(notices) != 1 || !strings.Contains(notices[0], "the mode changed while it started")) {
+			t.Errorf("a server that started during StopStdio: running %v, notices %q", h.Running("test"), notices)
+		}
+		if !stop && (!h.Running("test") || len(notices) > 0) {
+			t.Errorf("control: running %v, notices %q", h.Running("test"), notices)
+		}
+		h.Close()
+	}
+}
+
 // A server that exits mid-call fails the call with a clear message, is restarted once with a notice, and after a
 // second crash stays stopped.
 func TestCrashRestartsOnce(t *testing.T) {
