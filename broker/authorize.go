@@ -210,15 +210,15 @@ func (s *Service) record(r audit.Record, commit bool) error {
 	return nil
 }
 
-// execution audits the end of an operation.
-func (s *Service) execution(c *call, op *operation, input string, res *execv1.Result, started time.Time) error {
+// execution audits the end of an operation; with commit, the record is on disk before the result is sent.
+func (s *Service) execution(c *call, op *operation, input string, res *execv1.Result, started time.Time, commit bool) error {
 	r := audit.Record{Session: c.sess.id, Event: audit.EventExecution, Op: op.name, Input: input,
 		Status: statusName(res.GetStatus()), DurationMS: time.Since(started).Milliseconds()}
 	if op.kind == policy.KindCommand {
 		code := int(res.GetExitCode())
 		r.ExitCode = &code
 	}
-	return s.record(r, op.changes)
+	return s.record(r, commit)
 }
 
 func statusName(st execv1.Status) string {

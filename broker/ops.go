@@ -34,6 +34,9 @@ type request struct {
 	policy policy.Request // what the policy decides; a zero Kind means the operation decides inside run (see below)
 	input  string         // what the audit log keeps of it: never file contents or keys
 	quiet  bool           // nothing was done and nothing is recorded (a hook event with no hooks)
+	// unchanged, set by run, says that it changed nothing after all (an mcp_start with every server running): its
+	// execution record goes to disk with the next group, not at once.
+	unchanged bool
 	// run carries the operation out once the decision is not a deny. It may open, read or match its target only
 	// through g's permit, and asks through g.confirm.
 	run func(ctx context.Context, g *grant) (*execv1.Result, error)
@@ -113,7 +116,7 @@ func (s *Service) do(ctx context.Context, c *call) (*execv1.Result, error) {
 	if res.Status == execv1.Status_STATUS_UNSPECIFIED {
 		res.Status = execv1.Status_STATUS_COMPLETED
 	}
-	if err := s.execution(c, op, r.input, res, started); err != nil {
+	if err := s.execution(c, op, r.input, res, started, op.changes && !r.unchanged); err != nil {
 		return nil, err
 	}
 	return res, nil

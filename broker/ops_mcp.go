@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,12 +32,43 @@ type mcpState struct {
 	editor  []config.MCPServer
 	denied  map[string]string // server → the hash of the definition denied in this session
 	host    *mcphost.Host
-	watches map[string]*guard.Watch // stdio server → the guard's scan before it started
+	watches map[string]*mcpWatch // stdio server → the guard's watch it started under
+	batch   *mcpBatch            // the servers an mcp_start is starting now
 	closed  bool
 
-	checking map[string]bool // stdio servers whose guard check runs now
-	again    map[string]bool // calls came during the check: check again when mcpCheckEvery has passed
-	checks   sync.WaitGroup  // the checks running, which end before the session's guard closes
+	checks sync.WaitGroup // the guard's checks running, which end before the session's guard closes
+}
+
+// mcpBatch is what the stdio servers of one mcp_start share, as they start together: the sandbox's spec and the
+// guard's scan before them, taken once instead of once a server.
+type mcpBatch struct {
+	once  sync.Once
+	spec  sandbox.Spec
+	watch *mcpWatch
+	err   error
+}
+
+// mcpWatch is the guard's watch of stdio servers that started together. Its checks are shared: one that began
+// after a server ended (or after a call of it) saw everything it left, so no other is needed for it.
+type mcpWatch struct {
+	w     *guard.Watch
+	names []string // its servers, for the audit record (under mcpState.mu)
+
+	mu    sync.Mutex // one check at a time
+	began time.Time  // when the last check began
+
+	checking, again bool // a periodic check runs; calls came during it (under mcpState.mu)
+}
+
+// check takes the guard's check of what the servers left, unless one began after since.
+func (m *mcpWatch) check(s *Service, sessID, label string, since time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.began.After(since) {
+		return
+	}
+	m.began = time.Now()
+	_, _ = s.guardAfter(sessID, policy.OpMCPStart, label, m.w)
 }
 
 // maxMCPArgs bounds the arguments of one MCP call (as JSON).
@@ -117,29 +149,43 @@ func (s *Service) mcpServers(sess *session) ([]config.MCPServer, []string) {
 }
 
 func checkMCPStart(s *Service, c *call) (*request, error) {
-	return &request{input: "start the session's MCP servers", run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
-		return s.mcpStart(ctx, g)
-	}}, nil
+	r := &request{input: "start the session's MCP servers"}
+	r.run = func(ctx context.Context, g *grant) (*execv1.Result, error) {
+		res, changed, err := s.mcpStart(ctx, g)
+		// The audit log names what started (the server, and the program it runs or the address it reaches) and
+		// what stopped.
+		if len(changed) > 0 {
+			r.input += ": " + cut(strings.Join(changed, "; "), 4096)
+		} else {
+			r.unchanged = true
+		}
+		return res, err
+	}
+	return r, nil
 }
 
 // mcpStart starts the servers that are not running: each after team policy and, for a project's or the editor's,
-// the user's consent (pinned to its definition's hash; a deny holds for the session).
-func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, error) {
+// the user's consent (pinned to its definition's hash; a deny holds for the session). It returns what changed: the
+// servers it started, each with what it runs or reaches, and those it stopped.
+func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, []string, error) {
 	sess := g.c.sess
 	defs, notices := s.mcpServers(sess)
 	host := s.mcpHost(sess)
 	if host == nil {
-		return &execv1.Result{Status: execv1.Status_STATUS_FAILED, Content: "the session is closing"}, nil
+		return &execv1.Result{Status: execv1.Status_STATUS_FAILED, Content: "the session is closing"}, nil, nil
 	}
 	var start []config.MCPServer
+	var changed []string
+	wasRunning := map[string]bool{}
 	for _, d := range defs {
 		if host.RunningAs(d.Name, d.Hash()) {
 			start = append(start, d) // consented when it started; Start leaves it as it is
+			wasRunning[d.Name] = true
 			continue
 		}
 		ok, note, err := s.mcpConsent(g, d)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if note != "" {
 			notices = append(notices, note)
@@ -157,20 +203,38 @@ func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, error
 		if !keep {
 			host.Stop(n)
 			notices = append(notices, fmt.Sprintf("MCP server %q was stopped: it is no longer configured or allowed.", n))
+			changed = append(changed, n+" stopped")
 		}
 	}
+	// The stdio servers that start now share the guard's scan before them (mcpPrepare).
+	batch := &mcpBatch{}
+	sess.mcp.mu.Lock()
+	sess.mcp.batch = batch
+	sess.mcp.mu.Unlock()
 	notices = append(notices, host.Start(ctx, start)...)
+	sess.mcp.mu.Lock()
+	if sess.mcp.batch == batch {
+		sess.mcp.batch = nil
+	}
+	sess.mcp.mu.Unlock()
 	var running []string
 	for _, d := range start {
 		if host.Running(d.Name) {
 			running = append(running, d.Name)
+			if !wasRunning[d.Name] {
+				what := d.URL
+				if d.Type == config.MCPStdio {
+					what = d.CommandLine()
+				}
+				changed = append(changed, fmt.Sprintf("%s (%s) %s", d.Name, d.Where(), what))
+			}
 		}
 	}
 	content := "No MCP server is running."
 	if len(running) > 0 {
 		content = "MCP servers running: " + strings.Join(running, ", ") + "."
 	}
-	return &execv1.Result{Content: content, Notices: notices}, nil
+	return &execv1.Result{Content: content, Notices: notices}, changed, nil
 }
 
 // mcpConsent decides whether a server may start: team policy (its mcp_servers lists and its rules), then, for a
@@ -288,12 +352,11 @@ func (s *Service) mcpHost(sess *session) *mcphost.Host {
 
 // mcpLaunch runs a stdio server's program like a bash command of the session: in the command sandbox (the network
 // only through the broker's proxy, by rules: a server asks no question), the protected paths read-only, under the
-// guard.
+// guard, which checks what it left after its calls and at its end.
 func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 	return func(ctx context.Context, srv config.MCPServer, stdin io.Reader, stdout io.Writer) error {
-		st := s.state(sess)
 		cmd := srv.CommandLine()
-		spec, watch, err := s.prepareRun(sess, st, &execv1.Bash{Command: cmd})
+		spec, watch, err := s.mcpPrepare(sess, cmd)
 		if err != nil {
 			return err
 		}
@@ -313,18 +376,23 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		key := srv.Name
 		sess.mcp.mu.Lock()
 		if sess.mcp.watches == nil {
-			sess.mcp.watches = map[string]*guard.Watch{}
+			sess.mcp.watches = map[string]*mcpWatch{}
 		}
 		sess.mcp.watches[key] = watch
+		if watch != nil {
+			watch.names = append(watch.names, key)
+		}
 		sess.mcp.mu.Unlock()
 		res, err := sandbox.Run(ctx, spec)
+		ended := time.Now()
 		sess.mcp.mu.Lock()
 		if sess.mcp.watches[key] == watch {
 			delete(sess.mcp.watches, key)
 		}
 		sess.mcp.mu.Unlock()
 		if watch != nil {
-			_, _ = s.guardAfter(sess.id, policy.OpMCPStart, cmd, watch)
+			// Its end is checked, unless a check began after it (a server of its batch that ended with it).
+			watch.check(s, sess.id, cmd, ended)
 		}
 		switch {
 		case err != nil:
@@ -336,6 +404,28 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		}
 		return nil
 	}
+}
+
+// mcpPrepare builds a stdio server's sandbox spec and takes the guard's scan before it (prepareRun): once for the
+// servers of an mcp_start, which start together, and for each server that starts alone (a restart).
+func (s *Service) mcpPrepare(sess *session, cmd string) (sandbox.Spec, *mcpWatch, error) {
+	sess.mcp.mu.Lock()
+	b := sess.mcp.batch
+	sess.mcp.mu.Unlock()
+	prepare := func() (sandbox.Spec, *mcpWatch, error) {
+		spec, w, err := s.prepareRun(sess, s.state(sess), &execv1.Bash{Command: cmd})
+		if err != nil || w == nil {
+			return spec, nil, err
+		}
+		return spec, &mcpWatch{w: w}, nil
+	}
+	if b == nil {
+		return prepare()
+	}
+	b.once.Do(func() { b.spec, b.watch, b.err = prepare() })
+	spec := b.spec
+	spec.Command, spec.Env = cmd, slices.Clone(spec.Env)
+	return spec, b.watch, b.err
 }
 
 // closeMCP ends the session's servers and waits until their programs are gone.
@@ -484,13 +574,14 @@ func (s *Service) mcpCall(ctx context.Context, c *call, server, tool string, arg
 	return out, nil
 }
 
-// mcpCheckEvery is the most often a stdio server's guard check runs after its calls.
+// mcpCheckEvery is the most often the guard checks what a stdio server left after its calls.
 const mcpCheckEvery = 2 * time.Second
 
 // mcpGuard checks, after a call, what a stdio server left for programs that run later outside the sandbox (the
 // guard undoes it, as after a command). The check runs beside the result, and calls that come quicker than
-// mcpCheckEvery share one: the walk is most of a call's cost, the server runs on between calls anyway, and the
-// protected paths are read-only to it in any case. Its end is checked too (mcpLaunch).
+// mcpCheckEvery share one, as do the servers that started together: the walk is most of a call's cost, the server
+// runs on between calls anyway, and the protected paths are read-only to it in any case. Its end is checked too
+// (mcpLaunch).
 func (s *Service) mcpGuard(sess *session, server string) {
 	m := &sess.mcp
 	m.mu.Lock()
@@ -499,17 +590,18 @@ func (s *Service) mcpGuard(sess *session, server string) {
 	if w == nil || m.closed {
 		return
 	}
-	if m.checking[server] {
-		m.again[server] = true
+	if w.checking {
+		w.again = true
 		return
 	}
-	if m.checking == nil {
-		m.checking, m.again = map[string]bool{}, map[string]bool{}
-	}
-	m.checking[server] = true
+	w.checking = true
+	since := time.Now()
 	m.checks.Go(func() {
 		for {
-			_, _ = s.guardAfter(sess.id, policy.OpMCPStart, "MCP server "+server, w)
+			m.mu.Lock()
+			label := "MCP servers " + strings.Join(w.names, ", ")
+			m.mu.Unlock()
+			w.check(s, sess.id, label, since)
 			t := time.NewTimer(mcpCheckEvery)
 			select {
 			case <-t.C:
@@ -517,12 +609,12 @@ func (s *Service) mcpGuard(sess *session, server string) {
 				t.Stop()
 			}
 			m.mu.Lock()
-			if !m.again[server] || m.closed || sess.ctx.Err() != nil {
-				delete(m.checking, server)
+			if !w.again || m.closed || sess.ctx.Err() != nil {
+				w.checking = false
 				m.mu.Unlock()
 				return
 			}
-			m.again[server] = false
+			w.again, since = false, time.Now()
 			m.mu.Unlock()
 		}
 	})

@@ -122,6 +122,17 @@ func TestMCPProjectServerEndToEnd(t *testing.T) {
 	if !strings.Contains(string(cons), `"kind": "mcp_server"`) {
 		t.Errorf("consents.json: %s", cons)
 	}
+	// The audit log names the server that started and what it runs.
+	logs, _ := filepath.Glob(filepath.Join(e.home, "audit", "*.jsonl"))
+	var audit []byte
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		audit = append(audit, b...)
+	}
+	if !strings.Contains(string(audit), `"op":"mcp_start","input":"start the session's MCP servers: test (`) ||
+		!strings.Contains(string(audit), mcptest.Arg+" good") {
+		t.Errorf("the audit log does not name the server started:\n%s", audit)
+	}
 
 	// A new session: the pinned consent holds.
 	sid2 := e.newSession()
@@ -637,5 +648,88 @@ func TestMCPCancelDuringACall(t *testing.T) {
 			t.Fatal("the server outlived its session")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// gitAsUser runs git in dir as the user does afterwards: outside any sandbox, with no global or system config. It
+// returns what git printed on its standard output.
+func gitAsUser(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+	out, _ := cmd.Output()
+	return string(out)
+}
+
+// plantFSMonitor makes a repository in dir whose git status runs a program that leaves dir/PWNED.
+func plantFSMonitor(dir string) string {
+	return `printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > fsm && chmod +x fsm && git init -q ` + dir + ` && git -C ` + dir +
+		` config core.fsmonitor "$PWD/fsm"`
+}
+
+// What stdio servers leave for git to run later is undone by the command guard, as after a command: after a call
+// (the check beside the result), and at a server's end for what it left after its last check. The two servers
+// start together and share one guard scan before them. Control: outside the sandbox the same planting makes the
+// user's git status run the program.
+func TestMCPGuardUndoesWhatServersLeave(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	control := t.TempDir()
+	if out, err := exec.Command("sh", "-c", "cd "+control+" && "+plantFSMonitor("nested")).CombinedOutput(); err != nil {
+		t.Fatalf("control: %v %s", err, out)
+	}
+	gitAsUser(t, filepath.Join(control, "nested"), "status")
+	if _, err := os.Stat(filepath.Join(control, "nested", "PWNED")); err != nil {
+		t.Fatal("control: the planted fsmonitor did not run outside the sandbox")
+	}
+
+	e := newEnv(t)
+	both, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"a": json.RawMessage(mcpDef(t, mcptest.Good)), "b": json.RawMessage(mcpDef(t, mcptest.Good))}})
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), both, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	fsmonitor := func(dir string) string {
+		return strings.TrimSpace(gitAsUser(t, filepath.Join(e.root, dir), "config", "--local", "core.fsmonitor"))
+	}
+	// After a call.
+	e.fake.Push(tool("toolu_a", "mcp__a__sh", fmt.Sprintf(`{"text":%q}`, plantFSMonitor("nested"))), model.TextStep("done"))
+	e.promptOK(sid, "plant")
+	if _, st, texts := toolCall(e.ed.updatesCopy(), "toolu_a"); st != acp.ToolCallStatusCompleted {
+		t.Fatalf("the planting call: %s %q", st, texts)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for fsmonitor("nested") != "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the fsmonitor a server planted was not undone after its call")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	gitAsUser(t, filepath.Join(e.root, "nested"), "status")
+	if e.read("nested/PWNED") != "" {
+		t.Error("the fsmonitor a server planted ran in the user's git status")
+	}
+	// At its end: planted after the check that followed its last call, undone when the session closes it.
+	late := "(sleep 0.5; " + plantFSMonitor("later") + ") >/dev/null 2>&1 &"
+	e.fake.Push(tool("toolu_b", "mcp__b__sh", fmt.Sprintf(`{"text":%q}`, late)), model.TextStep("done"))
+	e.promptOK(sid, "plant later")
+	for fsmonitor("later") == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the late planting never happened")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	if fsmonitor("later") != "" {
+		t.Error("what a server left after its last check was not undone at its end")
+	}
+	gitAsUser(t, filepath.Join(e.root, "later"), "status")
+	if e.read("later/PWNED") != "" {
+		t.Error("the fsmonitor a server planted before its end ran in the user's git status")
 	}
 }

@@ -94,7 +94,7 @@ func failure(s string) *mcp.CallToolResult {
 	return r
 }
 
-// NewServer is the well-behaved server: echo, big, image, write, dial, sleep, spawn, crash, grow.
+// NewServer is the well-behaved server: echo, big, image, write, dial, sleep, spawn, sh, crash, grow.
 func NewServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text."}, func(_ context.Context, _ *mcp.CallToolRequest,
@@ -152,6 +152,14 @@ func NewServer() *mcp.Server {
 			// The pid as the host sees it cannot be known from inside a pid namespace: leave a marker in its
 			// command line instead (the test looks for the process by it).
 			return text(fmt.Sprintf("started %d in %s", cmd.Process.Pid, filepath.Base(wd))), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "sh", Description: "Run a shell command in the working folder; what it prints is the answer."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			out, err := exec.Command("sh", "-c", in.Text).CombinedOutput()
+			if err != nil {
+				return failure(fmt.Sprintf("%s: %v", out, err)), nil, nil
+			}
+			return text(string(out)), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit in the middle of the call."}, func(_ context.Context,
 		_ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
