@@ -190,7 +190,9 @@ func TestStopStdioDuringAStart(t *testing.T) {
 			return plain(ctx, srv, stdin, stdout)
 		}})
 		done := make(chan []string, 1)
-		go func() { done <- h.Start(context.Background(), []config.MCPServer{stdioServer(t, "test", mcptest.Good)}) }()
+		go func() {
+			done <- h.Start(context.Background(), []config.MCPServer{stdioServer(t, "test", mcptest.Good)})
+		}()
 		<-launched
 		if stop {
 			h.StopStdio("plan mode")
