@@ -733,3 +733,23 @@ func TestMCPGuardUndoesWhatServersLeave(t *testing.T) {
 		t.Error("the fsmonitor a server planted before its end ran in the user's git status")
 	}
 }
+
+// A server's tools/list_changed reaches the model from its next step: a call that adds a tool (the server says so
+// before it answers), and the very next model request offers it.
+func TestMCPToolListChangedReachesTheNextStep(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_g", "mcp__test__grow", `{}`), tool("toolu_a", "mcp__test__added", `{}`), model.TextStep("done"))
+	e.promptOK(sid, "grow")
+	reqs := e.fake.Requests()
+	if len(reqs) != 3 || offered(reqs[0], "mcp__test__added") || !offered(reqs[1], "mcp__test__added") {
+		t.Fatalf("the new tool was not offered at the next step: %d requests", len(reqs))
+	}
+	if _, st, texts := toolCall(e.ed.updatesCopy(), "toolu_a"); st != acp.ToolCallStatusCompleted ||
+		!strings.Contains(strings.Join(texts, "\n"), "added works") {
+		t.Errorf("the new tool: %s %q", st, texts)
+	}
+}

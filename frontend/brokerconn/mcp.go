@@ -17,6 +17,7 @@ import (
 type mcpTools struct {
 	mu      sync.Mutex
 	started bool
+	fresh   bool // RefreshMCP just listed them: the turn's first step takes that list
 	gen     uint64
 	byName  map[string]*execv1.McpTool
 	specs   []model.ToolSpec
@@ -63,7 +64,11 @@ func (r *Runner) RefreshMCP(ctx context.Context) []string {
 	pending := r.mcp.pending
 	r.mcp.pending = nil
 	r.mcp.mu.Unlock()
-	return append(pending, r.refresh(ctx)...)
+	notices := r.refresh(ctx)
+	r.mcp.mu.Lock()
+	r.mcp.fresh = true
+	r.mcp.mu.Unlock()
+	return append(pending, notices...)
 }
 
 func (r *Runner) refresh(ctx context.Context) []string {
@@ -92,13 +97,19 @@ func (r *Runner) refresh(ctx context.Context) []string {
 	return res.GetNotices()
 }
 
-// mcpSpecs are the MCP tools' specs, refreshed from the broker once MCP started.
+// mcpSpecs are the MCP tools' specs, refreshed from the broker once MCP started (but for the step right after
+// RefreshMCP, which listed them a moment ago).
 func (r *Runner) mcpSpecs() []model.ToolSpec {
 	r.mcp.mu.Lock()
-	started := r.mcp.started
+	started, fresh := r.mcp.started, r.mcp.fresh
+	r.mcp.fresh = false
+	specs := r.mcp.specs
 	r.mcp.mu.Unlock()
 	if !started {
 		return nil
+	}
+	if fresh {
+		return append([]model.ToolSpec(nil), specs...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), refreshWait)
 	notices := r.refresh(ctx)

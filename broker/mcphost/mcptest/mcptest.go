@@ -172,6 +172,9 @@ func NewServer() *mcp.Server {
 			_ empty) (*mcp.CallToolResult, any, error) {
 			return text("added works"), nil, nil
 		})
+		// The SDK sends tools/list_changed 10 ms after the change: the answer waits for it, as a server does that
+		// says its tools changed before it answers.
+		time.Sleep(50 * time.Millisecond)
 		return text("grown"), nil, nil
 	})
 	s.AddResource(&mcp.Resource{URI: "mem://notes", Name: "notes", MIMEType: "text/plain"},
