@@ -128,3 +128,65 @@ func TestProcessMCP50MBResultMemory(t *testing.T) {
 		t.Errorf("the whole result %s: %v %v", saved, fi, err)
 	}
 }
+
+// BenchmarkProcessMCPFirstPromptFiveServers is BenchmarkMCPFirstPromptFiveServers with the built binaries, as an
+// editor runs them: the sandbox's helper is garuda-exec itself (static, linking only the broker), where in process
+// it is the test binary, whose start initialises every package the tests link. The difference from
+// BenchmarkProcessMCPFirstPromptNoServers is what listing the tools of 5 servers adds (target: under 50 ms).
+func BenchmarkProcessMCPFirstPromptFiveServers(b *testing.B) { benchProcessFirstPrompt(b, 5) }
+
+func BenchmarkProcessMCPFirstPromptOneServer(b *testing.B) { benchProcessFirstPrompt(b, 1) }
+
+func BenchmarkProcessMCPFirstPromptNoServers(b *testing.B) { benchProcessFirstPrompt(b, 0) }
+
+func benchProcessFirstPrompt(b *testing.B, n int) {
+	server := mcpTestServer(b)
+	m := &fakeOpenAI{}
+	srv := httptest.NewServer(m)
+	b.Cleanup(srv.Close)
+	base := b.TempDir()
+	home := filepath.Join(base, "garuda-home")
+	os.MkdirAll(home, 0o755)
+	servers := map[string]any{}
+	for i := range n {
+		servers[fmt.Sprintf("s%d", i)] = map[string]any{"command": server, "args": []string{"good"}}
+	}
+	def, _ := json.Marshal(map[string]any{"mcpServers": servers})
+	if err := os.WriteFile(filepath.Join(home, "mcp.json"), def, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	models := fmt.Sprintf(`{"default":"fake","providers":{"local":{"type":"openai","base_url":%q,"api_key_env":"LOCAL_API_KEY"}},`+
+		`"models":{"fake":{"provider":"local","id":"fake-model"}}}`, srv.URL+"/v1")
+	p := startGarudaIn(b, base, models)
+	ctx := p.ctx(b)
+	if _, err := p.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		ns, err := p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.mu.Lock()
+		m.answers = append(m.answers, textAnswer("ok"))
+		m.mu.Unlock()
+		b.StartTimer()
+		res, err := p.conn.Prompt(ctx, acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("hi")}})
+		b.StopTimer()
+		if err != nil || res.StopReason != acp.StopReasonEndTurn {
+			b.Fatal(res, err)
+		}
+		m.mu.Lock()
+		body := m.bodies[len(m.bodies)-1]
+		m.mu.Unlock()
+		if n > 0 && !strings.Contains(body, fmt.Sprintf("mcp__s%d__echo", n-1)) {
+			b.Fatal("the servers' tools were not offered")
+		}
+		if _, err := p.conn.CloseSession(ctx, acp.CloseSessionRequest{SessionId: ns.SessionId}); err != nil {
+			b.Fatal(err)
+		}
+		settle()
+		b.StartTimer()
+	}
+}
