@@ -82,7 +82,7 @@ func TestStdioServerToolsAndCalls(t *testing.T) {
 	for _, tl := range tools {
 		names[tl.Name] = tl
 	}
-	if tl, ok := names["mcp__test__echo"]; !ok || tl.Tool != "echo" || !strings.Contains(string(tl.Schema), `"text"`) {
+	if tl, ok := names["mcp__test__echo"]; !ok || tl.Tool != "echo" || !strings.Contains(string(tl.Schema), `"text"`) || !tl.ReadOnlyHint {
 		t.Fatalf("tools: %+v", tools)
 	}
 	res, err := call(t, h, "test", "echo", `{"text":"hi"}`)

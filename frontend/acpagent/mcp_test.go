@@ -116,7 +116,7 @@ func TestMCPProjectServerEndToEnd(t *testing.T) {
 		asked = asked || string(p.ToolCall.ToolCallId) == "toolu_m" && strings.Contains(permText(p), "through the broker")
 	}
 	if !asked {
-		t.Error("the MCP call was not asked about with its arguments")
+		t.Error("the MCP call was not asked about with its arguments (echo's readOnlyHint must loosen nothing)")
 	}
 	cons, _ := os.ReadFile(filepath.Join(e.home, "consents.json"))
 	if !strings.Contains(string(cons), `"kind": "mcp_server"`) {
@@ -751,5 +751,87 @@ func TestMCPToolListChangedReachesTheNextStep(t *testing.T) {
 	if _, st, texts := toolCall(e.ed.updatesCopy(), "toolu_a"); st != acp.ToolCallStatusCompleted ||
 		!strings.Contains(strings.Join(texts, "\n"), "added works") {
 		t.Errorf("the new tool: %s %q", st, texts)
+	}
+}
+
+// A malformed mcp.json is a notice naming the file and the line, and the servers of the other files still start:
+// here the project's .garuda/mcp.json, which asks first like .mcp.json.
+func TestMCPMalformedFileOthersStillStart(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte("{\"mcpServers\": {\n  \"x\": {\"command\": 1}\n}}"),
+		0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.write(".garuda/mcp.json", mcpJSON(t, "gar", mcptest.Good, nil))
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_g", "mcp__gar__echo", `{"text":"from .garuda"}`), model.TextStep("done"))
+	e.promptOK(sid, "go")
+	ups, perms := e.ed.snapshot()
+	if m := messages(ups); !strings.Contains(m, filepath.Join(e.home, "mcp.json")+": line 2") {
+		t.Errorf("no notice naming the file and line:\n%s", m)
+	}
+	if qs := consentQuestions(perms); len(qs) != 1 || !strings.Contains(permText(qs[0]), filepath.Join(".garuda", "mcp.json")) {
+		t.Errorf("the .garuda/mcp.json server was not asked about: %d questions", len(qs))
+	}
+	if _, st, texts := toolCall(ups, "toolu_g"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, "\n"),
+		"echo: from .garuda") {
+		t.Errorf("the .garuda/mcp.json server's call: %s %q", st, texts)
+	}
+}
+
+// Bad servers through the broker: one that prints garbage, one that advertises 10,000 tools with hidden characters,
+// one whose tool floods 100 MB and one that exits mid-call. The session goes on (the good server answers), each
+// failure is a clear notice or a failed call, nothing of what they sent reaches the editor raw, and no process of
+// theirs is left once the session is closed.
+func TestMCPBadServersAreContained(t *testing.T) {
+	e := newEnv(t)
+	mark := fmt.Sprintf("--mark-%d", time.Now().UnixNano())
+	def := func(mode string) json.RawMessage {
+		exe, _ := os.Executable()
+		b, _ := json.Marshal(map[string]any{"command": exe, "args": []string{mcptest.Arg, mode, mark}})
+		return b
+	}
+	all, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"garbage": def(mcptest.Garbage), "many": def(mcptest.Many),
+		"flood": def(mcptest.Flood), "crash": def(mcptest.Good), "good": def(mcptest.Good)}})
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), all, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_f", "mcp__flood__t00000", `{}`), tool("toolu_c", "mcp__crash__crash", `{}`),
+		tool("toolu_e", "mcp__good__echo", `{"text":"still fine"}`), model.TextStep("done"))
+	e.promptOK(sid, "go")
+	ups, _ := e.ed.snapshot()
+	m := messages(ups)
+	for _, want := range []string{`MCP server "garbage"`, "wrote something other than MCP messages", `"many" offers more than 100 tools`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("no notice %q:\n%s", want, m)
+		}
+	}
+	for id, want := range map[string]string{"toolu_f": "over 8 MiB", "toolu_c": `MCP server "crash"`} {
+		if _, st, texts := toolCall(ups, id); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, "\n"), want) {
+			t.Errorf("%s: %s %q, want failed with %q", id, st, texts, want)
+		}
+	}
+	if _, st, texts := toolCall(ups, "toolu_e"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, "\n"),
+		"echo: still fine") {
+		t.Errorf("the good server after the others failed: %s %q", st, texts)
+	}
+	for _, l := range e.lines() {
+		if strings.Contains(l, "hello, this is not JSON-RPC") || strings.ContainsAny(l, "\u200b\u202e") || len(l) > 1<<20 {
+			t.Errorf("raw server output reached the editor: %.200q", l)
+		}
+	}
+	if n := processesWith(mark); n == 0 {
+		t.Fatal("negative control: no process of the servers found while the session runs")
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for processesWith(mark) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes of the servers outlived the session", processesWith(mark))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

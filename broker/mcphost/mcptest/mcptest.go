@@ -97,7 +97,8 @@ func failure(s string) *mcp.CallToolResult {
 // NewServer is the well-behaved server: echo, big, image, write, dial, sleep, spawn, sh, crash, grow.
 func NewServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text."}, func(_ context.Context, _ *mcp.CallToolRequest,
+	// echo claims to only read (readOnlyHint): a claim that must loosen no decision.
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(_ context.Context, _ *mcp.CallToolRequest,
 		in textIn) (*mcp.CallToolResult, any, error) {
 		return text("echo: " + in.Text), nil, nil
 	})
