@@ -377,6 +377,29 @@ func TestLongTextIsCutWhileRead(t *testing.T) {
 	}
 }
 
+// Over HTTP too, a long text is cut while it is read (the streamable transport's event stream, and the older SSE
+// one's).
+func TestLongTextIsCutOverHTTP(t *testing.T) {
+	for _, typ := range []string{config.MCPHTTP, config.MCPSSE} {
+		handler := mcptest.Handler("")
+		if typ == config.MCPSSE {
+			handler = mcptest.SSEHandler()
+		}
+		srv := httptest.NewServer(handler)
+		h, _ := newHost(t, 20*time.Second)
+		if n := h.Start(context.Background(), []config.MCPServer{{Name: "web", Type: typ, URL: srv.URL, File: "test"}}); len(n) > 0 {
+			t.Fatal(n)
+		}
+		res, err := call(t, h, "web", "big", `{"bytes":20000000}`)
+		if err != nil || !strings.HasPrefix(res.Text, "BEGINxxx") || !strings.HasSuffix(res.Text, "xxxEND") ||
+			!strings.Contains(res.Text, "bytes cut") || len(res.Text) > 2*keepText+300 {
+			t.Errorf("%s: %d bytes, %v", typ, len(res.Text), err)
+		}
+		h.Close()
+		srv.Close()
+	}
+}
+
 // A 100 MB answer that no cut makes small is refused while it is read: the call fails clearly and the broker never
 // holds it.
 func TestFloodIsBounded(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -30,6 +31,36 @@ func BenchmarkMCPFirstPromptFiveServers(b *testing.B) { benchFirstPrompt(b, 5) }
 func BenchmarkMCPFirstPromptNoServers(b *testing.B) { benchFirstPrompt(b, 0) }
 
 func BenchmarkMCPFirstPromptOneServer(b *testing.B) { benchFirstPrompt(b, 1) }
+
+// BenchmarkMCPFirstPromptFiveServersBigProject is the first prompt with 5 servers in a project of 20,000 files in
+// 1,000 folders and 3 repositories, where the command guard's scan before the servers is no longer free: the
+// session's first scan walks the whole project (issue 18's BenchmarkScanCold20k), and each further scan re-reads
+// what changed. BenchmarkMCPFirstPromptNoServersBigProject is the same prompt without servers (no scan at all).
+func BenchmarkMCPFirstPromptFiveServersBigProject(b *testing.B) { benchFirstPrompt(b, 5, bigProject) }
+
+func BenchmarkMCPFirstPromptNoServersBigProject(b *testing.B) { benchFirstPrompt(b, 0, bigProject) }
+
+// bigProject fills root with 20,000 files in 1,000 folders, a repository at its top and two nested ones.
+func bigProject(b *testing.B, root string) {
+	for i := range 50 {
+		for j := range 20 {
+			d := filepath.Join(root, fmt.Sprintf("pkg%02d", i), fmt.Sprintf("sub%02d", j))
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			for k := range 20 {
+				os.WriteFile(filepath.Join(d, fmt.Sprintf("f%02d.go", k)), nil, 0o644)
+			}
+		}
+	}
+	for _, d := range []string{".", "pkg01/sub01", "pkg02"} {
+		cmd := exec.Command("git", "init", "-q", d)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Skipf("git init: %v %s", err, out)
+		}
+	}
+}
 
 var (
 	serverOnce  sync.Once
@@ -64,9 +95,12 @@ func mcpTestServer(b testing.TB) string {
 // by a kernel worker after the processes are gone), so that the next first prompt is not measured beside it.
 func settle() { time.Sleep(150 * time.Millisecond) }
 
-func benchFirstPrompt(b *testing.B, n int) {
+func benchFirstPrompt(b *testing.B, n int, project ...func(*testing.B, string)) {
 	server := mcpTestServer(b) // before newEnv changes HOME, and with it the build cache
 	e := newEnv(b)
+	for _, fill := range project {
+		fill(b, e.root)
+	}
 	servers := map[string]any{}
 	for i := range n {
 		servers[fmt.Sprintf("s%d", i)] = map[string]any{"command": server, "args": []string{mcptest.Good}}
