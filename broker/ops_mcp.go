@@ -46,6 +46,9 @@ type mcpBatch struct {
 	spec  sandbox.Spec
 	watch *mcpWatch
 	err   error
+
+	audited  chan struct{} // closed once the servers' records are on disk
+	auditErr error
 }
 
 // mcpWatch is the guard's watch of stdio servers that started together. Its checks are shared: one that began
@@ -152,13 +155,12 @@ func checkMCPStart(s *Service, c *call) (*request, error) {
 	r := &request{input: "start the session's MCP servers"}
 	r.run = func(ctx context.Context, g *grant) (*execv1.Result, error) {
 		res, changed, err := s.mcpStart(ctx, g)
-		// The audit log names what started (the server, and the program it runs or the address it reaches) and
-		// what stopped.
+		// The execution record names what started (the server, and the program it runs or the address it reaches)
+		// and what stopped. Each start was on disk before it ran (mcpStart): this record need not be at once.
 		if len(changed) > 0 {
 			r.input += ": " + cut(strings.Join(changed, "; "), 4096)
-		} else {
-			r.unchanged = true
 		}
+		r.unchanged = true
 		return res, err
 	}
 	return r, nil
@@ -206,8 +208,37 @@ func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, []str
 			changed = append(changed, n+" stopped")
 		}
 	}
+	// Each server is on disk in the audit log before it runs: the records are written while the stdio servers'
+	// sandbox is prepared (mcpPrepare waits for them), an HTTP server's before it is connected.
+	batch := &mcpBatch{audited: make(chan struct{})}
+	var recs []audit.Record
+	web := false
+	for _, d := range start {
+		if wasRunning[d.Name] {
+			continue
+		}
+		web = web || d.Type != config.MCPStdio
+		rule := "consent (" + commands.ConsentMCPServer + ")"
+		if d.Source == config.MCPSourceUser {
+			rule = "the user's mcp.json"
+		}
+		recs = append(recs, audit.Record{Session: sess.id, Event: audit.EventDecision, Op: policy.OpMCPStart, Input: mcpStarts(d),
+			Verdict: policy.Allow.String(), Rule: rule})
+	}
+	go func() {
+		for i, r := range recs {
+			if batch.auditErr = s.record(r, i == len(recs)-1); batch.auditErr != nil {
+				break
+			}
+		}
+		close(batch.audited)
+	}()
+	if web {
+		if <-batch.audited; batch.auditErr != nil {
+			return nil, nil, batch.auditErr
+		}
+	}
 	// The stdio servers that start now share the guard's scan before them (mcpPrepare).
-	batch := &mcpBatch{}
 	sess.mcp.mu.Lock()
 	sess.mcp.batch = batch
 	sess.mcp.mu.Unlock()
@@ -222,19 +253,29 @@ func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, []str
 		if host.Running(d.Name) {
 			running = append(running, d.Name)
 			if !wasRunning[d.Name] {
-				what := d.URL
-				if d.Type == config.MCPStdio {
-					what = d.CommandLine()
-				}
-				changed = append(changed, fmt.Sprintf("%s (%s) %s", d.Name, d.Where(), what))
+				changed = append(changed, mcpStarts(d))
 			}
 		}
+	}
+	<-batch.audited
+	if batch.auditErr != nil {
+		return nil, nil, batch.auditErr
 	}
 	content := "No MCP server is running."
 	if len(running) > 0 {
 		content = "MCP servers running: " + strings.Join(running, ", ") + "."
 	}
 	return &execv1.Result{Content: content, Notices: notices}, changed, nil
+}
+
+// mcpStarts says what starting d does, for the audit log: its name, where it is configured, the program it runs or
+// the address it reaches.
+func mcpStarts(d config.MCPServer) string {
+	what := d.URL
+	if d.Type == config.MCPStdio {
+		what = d.CommandLine()
+	}
+	return fmt.Sprintf("%s (%s) %s", d.Name, d.Where(), what)
 }
 
 // mcpConsent decides whether a server may start: team policy (its mcp_servers lists and its rules), then, for a
@@ -420,9 +461,17 @@ func (s *Service) mcpPrepare(sess *session, cmd string) (sandbox.Spec, *mcpWatch
 		return spec, &mcpWatch{w: w}, nil
 	}
 	if b == nil {
+		// A server that starts alone (a restart after it stopped) is on disk in the audit log before it runs.
+		if err := s.record(audit.Record{Session: sess.id, Event: audit.EventDecision, Op: policy.OpMCPStart, Input: cmd,
+			Verdict: policy.Allow.String(), Rule: "restart"}, true); err != nil {
+			return sandbox.Spec{}, nil, err
+		}
 		return prepare()
 	}
 	b.once.Do(func() { b.spec, b.watch, b.err = prepare() })
+	if <-b.audited; b.auditErr != nil {
+		return sandbox.Spec{}, nil, b.auditErr
+	}
 	spec := b.spec
 	spec.Command, spec.Env = cmd, slices.Clone(spec.Env)
 	return spec, b.watch, b.err

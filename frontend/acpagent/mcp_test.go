@@ -130,6 +130,7 @@ func TestMCPProjectServerEndToEnd(t *testing.T) {
 		audit = append(audit, b...)
 	}
 	if !strings.Contains(string(audit), `"op":"mcp_start","input":"start the session's MCP servers: test (`) ||
+		!strings.Contains(string(audit), `"event":"decision","op":"mcp_start","input":"test (`) ||
 		!strings.Contains(string(audit), mcptest.Arg+" good") {
 		t.Errorf("the audit log does not name the server started:\n%s", audit)
 	}
