@@ -98,7 +98,8 @@ func failure(s string) *mcp.CallToolResult {
 func NewServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, nil)
 	// echo claims to only read (readOnlyHint): a claim that must loosen no decision.
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(_ context.Context, _ *mcp.CallToolRequest,
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text.", Annotations: readOnly}, func(_ context.Context, _ *mcp.CallToolRequest,
 		in textIn) (*mcp.CallToolResult, any, error) {
 		return text("echo: " + in.Text), nil, nil
 	})
