@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,12 +32,46 @@ type mcpState struct {
 	editor  []config.MCPServer
 	denied  map[string]string // server → the hash of the definition denied in this session
 	host    *mcphost.Host
-	watches map[string]*guard.Watch // stdio server → the guard's scan before it started
+	watches map[string]*mcpWatch // stdio server → the guard's watch it started under
+	batch   *mcpBatch            // the servers an mcp_start is starting now
 	closed  bool
 
-	checking map[string]bool // stdio servers whose guard check runs now
-	again    map[string]bool // calls came during the check: check again when mcpCheckEvery has passed
-	checks   sync.WaitGroup  // the checks running, which end before the session's guard closes
+	checks sync.WaitGroup // the guard's checks running, which end before the session's guard closes
+}
+
+// mcpBatch is what the stdio servers of one mcp_start share, as they start together: the sandbox's spec and the
+// guard's scan before them, taken once instead of once a server.
+type mcpBatch struct {
+	once  sync.Once
+	spec  sandbox.Spec
+	watch *mcpWatch
+	err   error
+
+	audited  chan struct{} // closed once the servers' records are on disk
+	auditErr error
+}
+
+// mcpWatch is the guard's watch of stdio servers that started together. Its checks are shared: one that began
+// after a server ended (or after a call of it) saw everything it left, so no other is needed for it.
+type mcpWatch struct {
+	w     *guard.Watch
+	names []string // its servers, for the audit record (under mcpState.mu)
+
+	mu    sync.Mutex // one check at a time
+	began time.Time  // when the last check began
+
+	checking, again bool // a periodic check runs; calls came during it (under mcpState.mu)
+}
+
+// check takes the guard's check of what the servers left, unless one began after since.
+func (m *mcpWatch) check(s *Service, sessID, label string, since time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.began.After(since) {
+		return
+	}
+	m.began = time.Now()
+	_, _ = s.guardAfter(sessID, policy.OpMCPStart, label, m.w)
 }
 
 // maxMCPArgs bounds the arguments of one MCP call (as JSON).
@@ -117,29 +152,41 @@ func (s *Service) mcpServers(sess *session) ([]config.MCPServer, []string) {
 }
 
 func checkMCPStart(s *Service, c *call) (*request, error) {
-	return &request{input: "start the session's MCP servers", run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
-		return s.mcpStart(ctx, g)
-	}}, nil
+	r := &request{input: "start the session's MCP servers"}
+	r.run = func(ctx context.Context, g *grant) (*execv1.Result, error) {
+		res, changed, err := s.mcpStart(ctx, g)
+		// The execution record names what started (the server, and the program it runs or the address it reaches)
+		// and what stopped. Each start was on disk before it ran (mcpStart).
+		if len(changed) > 0 {
+			r.input += ": " + cut(strings.Join(changed, "; "), 4096)
+		}
+		return res, err
+	}
+	return r, nil
 }
 
 // mcpStart starts the servers that are not running: each after team policy and, for a project's or the editor's,
-// the user's consent (pinned to its definition's hash; a deny holds for the session).
-func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, error) {
+// the user's consent (pinned to its definition's hash; a deny holds for the session). It returns what changed: the
+// servers it started, each with what it runs or reaches, and those it stopped.
+func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, []string, error) {
 	sess := g.c.sess
 	defs, notices := s.mcpServers(sess)
 	host := s.mcpHost(sess)
 	if host == nil {
-		return &execv1.Result{Status: execv1.Status_STATUS_FAILED, Content: "the session is closing"}, nil
+		return &execv1.Result{Status: execv1.Status_STATUS_FAILED, Content: "the session is closing"}, nil, nil
 	}
 	var start []config.MCPServer
+	var changed []string
+	wasRunning := map[string]bool{}
 	for _, d := range defs {
 		if host.RunningAs(d.Name, d.Hash()) {
 			start = append(start, d) // consented when it started; Start leaves it as it is
+			wasRunning[d.Name] = true
 			continue
 		}
 		ok, note, err := s.mcpConsent(g, d)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if note != "" {
 			notices = append(notices, note)
@@ -157,20 +204,77 @@ func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, error
 		if !keep {
 			host.Stop(n)
 			notices = append(notices, fmt.Sprintf("MCP server %q was stopped: it is no longer configured or allowed.", n))
+			changed = append(changed, n+" stopped")
 		}
 	}
+	// Each server is on disk in the audit log before it runs: the records are written while the stdio servers'
+	// sandbox is prepared (mcpPrepare waits for them), an HTTP server's before it is connected.
+	batch := &mcpBatch{audited: make(chan struct{})}
+	var recs []audit.Record
+	web := false
+	for _, d := range start {
+		if wasRunning[d.Name] {
+			continue
+		}
+		web = web || d.Type != config.MCPStdio
+		rule := "consent (" + commands.ConsentMCPServer + ")"
+		if d.Source == config.MCPSourceUser {
+			rule = "the user's mcp.json"
+		}
+		recs = append(recs, audit.Record{Session: sess.id, Event: audit.EventDecision, Op: policy.OpMCPStart, Input: mcpStarts(d),
+			Verdict: policy.Allow.String(), Rule: rule})
+	}
+	go func() {
+		for i, r := range recs {
+			if batch.auditErr = s.record(r, i == len(recs)-1); batch.auditErr != nil {
+				break
+			}
+		}
+		close(batch.audited)
+	}()
+	if web {
+		if <-batch.audited; batch.auditErr != nil {
+			return nil, nil, batch.auditErr
+		}
+	}
+	// The stdio servers that start now share the guard's scan before them (mcpPrepare).
+	sess.mcp.mu.Lock()
+	sess.mcp.batch = batch
+	sess.mcp.mu.Unlock()
 	notices = append(notices, host.Start(ctx, start)...)
+	sess.mcp.mu.Lock()
+	if sess.mcp.batch == batch {
+		sess.mcp.batch = nil
+	}
+	sess.mcp.mu.Unlock()
 	var running []string
 	for _, d := range start {
 		if host.Running(d.Name) {
 			running = append(running, d.Name)
+			if !wasRunning[d.Name] {
+				changed = append(changed, mcpStarts(d))
+			}
 		}
+	}
+	<-batch.audited
+	if batch.auditErr != nil {
+		return nil, nil, batch.auditErr
 	}
 	content := "No MCP server is running."
 	if len(running) > 0 {
 		content = "MCP servers running: " + strings.Join(running, ", ") + "."
 	}
-	return &execv1.Result{Content: content, Notices: notices}, nil
+	return &execv1.Result{Content: content, Notices: notices}, changed, nil
+}
+
+// mcpStarts says what starting d does, for the audit log: its name, where it is configured, the program it runs or
+// the address it reaches.
+func mcpStarts(d config.MCPServer) string {
+	what := d.URL
+	if d.Type == config.MCPStdio {
+		what = d.CommandLine()
+	}
+	return fmt.Sprintf("%s (%s) %s", d.Name, d.Where(), what)
 }
 
 // mcpConsent decides whether a server may start: team policy (its mcp_servers lists and its rules), then, for a
@@ -280,19 +384,19 @@ func (s *Service) mcpHost(sess *session) *mcphost.Host {
 		return nil
 	}
 	if sess.mcp.host == nil {
-		sess.mcp.host = mcphost.New(mcphost.Options{Root: sess.root, Launch: s.mcpLaunch(sess), Log: s.cfg.Log})
+		sess.mcp.host = mcphost.New(mcphost.Options{Root: sess.root, Launch: s.mcpLaunch(sess), Log: s.cfg.Log,
+			SaveDir: sess.outputDir})
 	}
 	return sess.mcp.host
 }
 
 // mcpLaunch runs a stdio server's program like a bash command of the session: in the command sandbox (the network
 // only through the broker's proxy, by rules: a server asks no question), the protected paths read-only, under the
-// guard.
+// guard, which checks what it left after its calls and at its end.
 func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 	return func(ctx context.Context, srv config.MCPServer, stdin io.Reader, stdout io.Writer) error {
-		st := s.state(sess)
 		cmd := srv.CommandLine()
-		spec, watch, err := s.prepareRun(sess, st, &execv1.Bash{Command: cmd})
+		spec, watch, err := s.mcpPrepare(sess, cmd)
 		if err != nil {
 			return err
 		}
@@ -312,18 +416,23 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		key := srv.Name
 		sess.mcp.mu.Lock()
 		if sess.mcp.watches == nil {
-			sess.mcp.watches = map[string]*guard.Watch{}
+			sess.mcp.watches = map[string]*mcpWatch{}
 		}
 		sess.mcp.watches[key] = watch
+		if watch != nil {
+			watch.names = append(watch.names, key)
+		}
 		sess.mcp.mu.Unlock()
 		res, err := sandbox.Run(ctx, spec)
+		ended := time.Now()
 		sess.mcp.mu.Lock()
 		if sess.mcp.watches[key] == watch {
 			delete(sess.mcp.watches, key)
 		}
 		sess.mcp.mu.Unlock()
 		if watch != nil {
-			_, _ = s.guardAfter(sess.id, policy.OpMCPStart, cmd, watch)
+			// Its end is checked, unless a check began after it (a server of its batch that ended with it).
+			watch.check(s, sess.id, cmd, ended)
 		}
 		switch {
 		case err != nil:
@@ -335,6 +444,36 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		}
 		return nil
 	}
+}
+
+// mcpPrepare builds a stdio server's sandbox spec and takes the guard's scan before it (prepareRun): once for the
+// servers of an mcp_start, which start together, and for each server that starts alone (a restart).
+func (s *Service) mcpPrepare(sess *session, cmd string) (sandbox.Spec, *mcpWatch, error) {
+	sess.mcp.mu.Lock()
+	b := sess.mcp.batch
+	sess.mcp.mu.Unlock()
+	prepare := func() (sandbox.Spec, *mcpWatch, error) {
+		spec, w, err := s.prepareRun(sess, s.state(sess), &execv1.Bash{Command: cmd})
+		if err != nil || w == nil {
+			return spec, nil, err
+		}
+		return spec, &mcpWatch{w: w}, nil
+	}
+	if b == nil {
+		// A server that starts alone (a restart after it stopped) is on disk in the audit log before it runs.
+		if err := s.record(audit.Record{Session: sess.id, Event: audit.EventDecision, Op: policy.OpMCPStart, Input: cmd,
+			Verdict: policy.Allow.String(), Rule: "restart"}, true); err != nil {
+			return sandbox.Spec{}, nil, err
+		}
+		return prepare()
+	}
+	b.once.Do(func() { b.spec, b.watch, b.err = prepare() })
+	if <-b.audited; b.auditErr != nil {
+		return sandbox.Spec{}, nil, b.auditErr
+	}
+	spec := b.spec
+	spec.Command, spec.Env = cmd, slices.Clone(spec.Env)
+	return spec, b.watch, b.err
 }
 
 // closeMCP ends the session's servers and waits until their programs are gone.
@@ -415,6 +554,11 @@ func checkMCPCall(s *Service, c *call) (*request, error) {
 		policy: policy.Request{Kind: policy.KindMCPTool, Tool: name, Server: server, MCPTool: tool},
 		input:  server + "/" + tool + " " + cut(args, 4096),
 		run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
+			// Only a tool the model is offered is called (none left out for its schema or a limit, by its raw name
+			// either), and nobody is asked about one that is not.
+			if err := s.mcpOffered(c.sess, server, tool); err != nil {
+				return failed(err), nil
+			}
 			var pretty bytes.Buffer
 			if json.Indent(&pretty, []byte(args), "", "  ") != nil {
 				pretty.Reset()
@@ -428,6 +572,17 @@ func checkMCPCall(s *Service, c *call) (*request, error) {
 			return s.mcpCall(ctx, c, server, tool, json.RawMessage(args))
 		},
 	}, nil
+}
+
+// mcpOffered checks that server runs in the session and offers tool to the model.
+func (s *Service) mcpOffered(sess *session, server, tool string) error {
+	sess.mcp.mu.Lock()
+	h := sess.mcp.host
+	sess.mcp.mu.Unlock()
+	if h == nil {
+		return fmt.Errorf("MCP server %q: %w", server, mcphost.ErrNotRunning)
+	}
+	return h.Offered(server, tool)
 }
 
 // mcpCall calls the tool and gives the model its result as head and tail, the whole saved like command output.
@@ -467,13 +622,14 @@ func (s *Service) mcpCall(ctx context.Context, c *call, server, tool string, arg
 	return out, nil
 }
 
-// mcpCheckEvery is the most often a stdio server's guard check runs after its calls.
+// mcpCheckEvery is the most often the guard checks what a stdio server left after its calls.
 const mcpCheckEvery = 2 * time.Second
 
 // mcpGuard checks, after a call, what a stdio server left for programs that run later outside the sandbox (the
 // guard undoes it, as after a command). The check runs beside the result, and calls that come quicker than
-// mcpCheckEvery share one: the walk is most of a call's cost, the server runs on between calls anyway, and the
-// protected paths are read-only to it in any case. Its end is checked too (mcpLaunch).
+// mcpCheckEvery share one, as do the servers that started together: the walk is most of a call's cost, the server
+// runs on between calls anyway, and the protected paths are read-only to it in any case. Its end is checked too
+// (mcpLaunch).
 func (s *Service) mcpGuard(sess *session, server string) {
 	m := &sess.mcp
 	m.mu.Lock()
@@ -482,17 +638,18 @@ func (s *Service) mcpGuard(sess *session, server string) {
 	if w == nil || m.closed {
 		return
 	}
-	if m.checking[server] {
-		m.again[server] = true
+	if w.checking {
+		w.again = true
 		return
 	}
-	if m.checking == nil {
-		m.checking, m.again = map[string]bool{}, map[string]bool{}
-	}
-	m.checking[server] = true
+	w.checking = true
+	since := time.Now()
 	m.checks.Go(func() {
 		for {
-			_, _ = s.guardAfter(sess.id, policy.OpMCPStart, "MCP server "+server, w)
+			m.mu.Lock()
+			label := "MCP servers " + strings.Join(w.names, ", ")
+			m.mu.Unlock()
+			w.check(s, sess.id, label, since)
 			t := time.NewTimer(mcpCheckEvery)
 			select {
 			case <-t.C:
@@ -500,12 +657,12 @@ func (s *Service) mcpGuard(sess *session, server string) {
 				t.Stop()
 			}
 			m.mu.Lock()
-			if !m.again[server] || m.closed || sess.ctx.Err() != nil {
-				delete(m.checking, server)
+			if !w.again || m.closed || sess.ctx.Err() != nil {
+				w.checking = false
 				m.mu.Unlock()
 				return
 			}
-			m.again[server] = false
+			w.again, since = false, time.Now()
 			m.mu.Unlock()
 		}
 	})

@@ -19,18 +19,16 @@ type Result struct {
 // ErrNotRunning is a call to a server that is not running (never started, denied, or stopped).
 var ErrNotRunning = errors.New("the MCP server is not running")
 
-// ErrNoTool is a call to a tool the server does not offer.
-var ErrNoTool = errors.New("the MCP server has no such tool")
+// ErrNotOffered is a call to a tool the model is not offered: one the server does not list, or one left out of
+// the list (an invalid input schema, past a limit), which is not called by its raw name either.
+var ErrNotOffered = errors.New("it is not one of the tools offered to the model, so it cannot be called")
 
 // Call calls a tool with arguments (a JSON object). Cancelling ctx cancels the request: the SDK sends the server
 // notifications/cancelled and the call returns at once.
 func (h *Host) Call(ctx context.Context, server, tool string, args json.RawMessage) (*Result, error) {
-	srv, ok := h.has(server, tool)
-	switch {
-	case srv == nil:
-		return nil, fmt.Errorf("%s: %w", server, ErrNotRunning)
-	case !ok:
-		return nil, fmt.Errorf("%s/%s: %w", server, tool, ErrNoTool)
+	srv, err := h.has(server, tool)
+	if err != nil {
+		return nil, err
 	}
 	var argv map[string]any
 	if len(args) > 0 {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -45,6 +46,8 @@ type Options struct {
 	InitTimeout time.Duration
 	HTTP        *http.Client // the base client of HTTP and SSE servers; nil: a clone of the default transport
 	Log         *slog.Logger
+	// SaveDir is where a text cut while it is read (over 1 MiB) is saved whole; "" cuts without saving.
+	SaveDir string
 }
 
 // Tool is one tool of a running server, as the model is offered it.
@@ -66,9 +69,13 @@ type Host struct {
 	mu      sync.Mutex
 	servers map[string]*server
 	notices []string
-	gen     uint64
-	closed  bool
-	wg      sync.WaitGroup
+	gen     uint64 // the generation of the tool list: it changes when a server starts, stops or changes its tools
+	offered *offer // the tools offered for a generation (offerLocked)
+	// stdioEpoch counts StopStdio calls: a stdio server that was starting during one does not join (it started
+	// under the mode before).
+	stdioEpoch uint64
+	closed     bool
+	wg         sync.WaitGroup
 }
 
 // server is one started server.
@@ -171,13 +178,17 @@ func (h *Host) startOne(ctx context.Context, d config.MCPServer, restarts int) e
 		}
 	})
 	defer stopInit()
+	h.mu.Lock()
+	epoch := h.stdioEpoch
+	h.mu.Unlock()
 	cs, err := h.connect(sctx, ictx, srv)
 	if err == nil {
 		srv.cs = cs
+		// Tools and prompts are listed at once: two round trips in the time of one.
+		var lists sync.WaitGroup
+		lists.Go(func() { srv.prompts = listPrompts(ictx, cs) })
 		srv.tools, err = listTools(ictx, cs)
-		if err == nil {
-			srv.prompts = listPrompts(ictx, cs)
-		}
+		lists.Wait()
 	}
 	if err != nil {
 		end()
@@ -191,12 +202,16 @@ func (h *Host) startOne(ctx context.Context, d config.MCPServer, restarts int) e
 		return explain(err, srv)
 	}
 	h.mu.Lock()
-	if h.closed {
+	if h.closed || d.Type == config.MCPStdio && h.stdioEpoch != epoch {
+		why := "the session closed"
+		if !h.closed {
+			why = "the mode changed while it started; it starts again with the next prompt"
+		}
 		h.mu.Unlock()
 		end()
 		cs.Close()
 		<-srv.done
-		return errors.New("the session closed")
+		return errors.New(why)
 	}
 	h.servers[d.Name] = srv
 	h.gen++
@@ -228,10 +243,11 @@ func (h *Host) connect(sctx, ictx context.Context, srv *server) (*mcp.ClientSess
 			outW.CloseWithError(errExited)
 			close(srv.done)
 		}()
-		// The transport's reader is bounded: a line over MaxMessage ends the connection, it is never held whole.
-		t = &mcp.IOTransport{Reader: outR, Writer: inW, MaxLineLength: MaxMessage}
+		// The transport's reader is bounded: long texts are cut as they are read, and a line still over MaxMessage
+		// ends the connection; it is never held whole.
+		t = &mcp.IOTransport{Reader: newCutReader(outR, h.saver()), Writer: inW, MaxLineLength: MaxMessage}
 	case config.MCPHTTP, config.MCPSSE:
-		rt := &headerTransport{base: h.baseTransport(), headers: d.Headers}
+		rt := &headerTransport{base: h.baseTransport(), headers: d.Headers, save: h.saver()}
 		hc := &http.Client{Transport: rt, Timeout: 0}
 		srv.lastErr = nil
 		if d.Type == config.MCPHTTP {
@@ -407,6 +423,7 @@ func (h *Host) Stop(name string) {
 // with a notice that says why, and names them.
 func (h *Host) StopStdio(why string) []string {
 	h.mu.Lock()
+	h.stdioEpoch++
 	var names []string
 	for n, s := range h.servers {
 		if s.def.Type == config.MCPStdio {
@@ -443,74 +460,131 @@ func (h *Host) Close() {
 	h.wg.Wait()
 }
 
-// Tools returns the tools of the running servers (checked, named for the model), the notices since the last call
-// (failed schemas, restarts, changes), and the list's generation.
-func (h *Host) Tools() ([]Tool, []string, uint64) {
-	h.mu.Lock()
+// offer is what the model is offered for one generation of the list: the checked tools and, for each server,
+// which of its own tool names they are. A call may name only these: a tool the list left out (an invalid schema,
+// past a limit) is not called by its raw name either.
+type offer struct {
+	gen     uint64
+	tools   []Tool
+	named   map[string]map[string]bool   // server → its tools offered
+	leftOut map[string]map[string]string // server → tool → why it is not offered
+}
+
+// offerLocked returns the offer of the list's generation, made when the list changed; the notices of what it left
+// out are queued once, with it. h.mu is held.
+func (h *Host) offerLocked() *offer {
+	if h.offered != nil && h.offered.gen == h.gen {
+		return h.offered
+	}
+	o := &offer{gen: h.gen, named: map[string]map[string]bool{}, leftOut: map[string]map[string]string{}}
 	var names []string
 	for n := range h.servers {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	type entry struct {
-		server string
-		tools  []*mcp.Tool
-	}
-	var all []entry
-	for _, n := range names {
-		all = append(all, entry{n, h.servers[n].tools})
-	}
-	notices := h.notices
-	h.notices = nil
-	gen := h.gen
-	h.mu.Unlock()
-
-	var out []Tool
 	taken := map[string]bool{}
-	for _, e := range all {
-		if len(e.tools) > MaxToolsPerServer {
-			notices = append(notices, fmt.Sprintf("MCP server %q offers more than %d tools; only the first %d are used",
-				e.server, MaxToolsPerServer, MaxToolsPerServer))
-			e.tools = e.tools[:MaxToolsPerServer]
+	leave := func(server string, t *mcp.Tool, why string) {
+		if t == nil {
+			return
 		}
-		for _, t := range e.tools {
-			if len(out) >= MaxTools {
-				notices = append(notices, fmt.Sprintf("the MCP servers offer more than %d tools together; the rest are left out", MaxTools))
-				return out, notices, gen
-			}
-			tool, err := checkTool(e.server, t)
-			if err != nil {
-				notices = append(notices, fmt.Sprintf("MCP server %q: tool %q is left out: %v", e.server, printable(t.Name, 64), err))
+		if o.leftOut[server] == nil {
+			o.leftOut[server] = map[string]string{}
+		}
+		o.leftOut[server][t.Name] = why
+	}
+	full := false
+	for _, server := range names {
+		o.named[server] = map[string]bool{}
+		tools := h.servers[server].tools
+		if len(tools) > MaxToolsPerServer {
+			h.notices = append(h.notices, fmt.Sprintf("MCP server %q offers more than %d tools; only the first %d are used",
+				server, MaxToolsPerServer, MaxToolsPerServer))
+		}
+		for i, t := range tools {
+			if i >= MaxToolsPerServer {
+				leave(server, t, fmt.Sprintf("only the server's first %d tools are used", MaxToolsPerServer))
 				continue
 			}
-			tool.Name = uniqueName(modelName(e.server, t.Name), taken)
-			out = append(out, tool)
+			if len(o.tools) >= MaxTools {
+				if !full {
+					h.notices = append(h.notices, fmt.Sprintf("the MCP servers offer more than %d tools together; the rest are left out",
+						MaxTools))
+					full = true
+				}
+				leave(server, t, fmt.Sprintf("the MCP servers offer more than %d tools together", MaxTools))
+				continue
+			}
+			tool, err := checkTool(server, t)
+			if err != nil {
+				h.notices = append(h.notices, fmt.Sprintf("MCP server %q: tool %q is left out: %v", server, printable(t.Name, 64), err))
+				leave(server, t, err.Error())
+				continue
+			}
+			tool.Name = uniqueName(modelName(server, t.Name), taken)
+			o.tools = append(o.tools, tool)
+			o.named[server][t.Name] = true
 		}
 	}
-	return out, notices, gen
+	h.offered = o
+	return o
 }
 
-// Lookup finds a running server's tool by the server's own names.
-func (h *Host) has(server, tool string) (*server, bool) {
+// Tools returns the tools of the running servers (checked, named for the model), the notices since the last call
+// (failed schemas, restarts, changes), and the list's generation.
+func (h *Host) Tools() ([]Tool, []string, uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	o := h.offerLocked()
+	notices := h.notices
+	h.notices = nil
+	return slices.Clone(o.tools), notices, o.gen
+}
+
+// has finds a running server and checks that tool (the server's own name) is one the model is offered.
+func (h *Host) has(server, tool string) (*server, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	srv := h.servers[server]
 	if srv == nil {
-		return nil, false
+		return nil, fmt.Errorf("%s: %w", server, ErrNotRunning)
 	}
-	for _, t := range srv.tools {
-		if t.Name == tool {
-			return srv, true
+	o := h.offerLocked()
+	if o.named[server][tool] {
+		return srv, nil
+	}
+	if why, ok := o.leftOut[server][tool]; ok {
+		return nil, fmt.Errorf("MCP server %q: tool %q: %w (%s)", server, printable(tool, 64), ErrNotOffered, why)
+	}
+	return nil, fmt.Errorf("MCP server %q: tool %q: %w", server, printable(tool, 64), ErrNotOffered)
+}
+
+// Offered checks, without calling anything, that a call of tool on server may be made: the server runs and the
+// tool is one the model is offered (ErrNotRunning or ErrNotOffered otherwise).
+func (h *Host) Offered(server, tool string) error {
+	_, err := h.has(server, tool)
+	return err
+}
+
+// saver opens the file a text cut while it is read is saved to, or is nil without SaveDir.
+func (h *Host) saver() func() (*os.File, error) {
+	if h.opts.SaveDir == "" {
+		return nil
+	}
+	return func() (*os.File, error) {
+		if err := os.MkdirAll(h.opts.SaveDir, 0o700); err != nil {
+			return nil, err
 		}
+		return os.CreateTemp(h.opts.SaveDir, time.Now().UTC().Format("20060102T150405")+"-mcp-*.txt")
 	}
-	return srv, false
 }
 
 // headerTransport adds a server's configured headers (they stay in the broker) and bounds what a response body
-// gives: a JSON body over MaxMessage fails (an event stream is bounded per event by the SDK).
+// gives: long texts are cut as they are read, and a JSON body still over MaxMessage fails (an event stream is
+// bounded per event by the SDK).
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	save    func() (*os.File, error)
 
 	mu   sync.Mutex
 	last int
@@ -530,6 +604,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.last = resp.StatusCode
 	}
 	t.mu.Unlock()
+	resp.Body = newCutReader(resp.Body, t.save)
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		resp.Body = &limitedBody{r: resp.Body, left: MaxMessage}
 	}

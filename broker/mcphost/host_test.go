@@ -3,6 +3,8 @@ package mcphost
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -80,7 +82,7 @@ func TestStdioServerToolsAndCalls(t *testing.T) {
 	for _, tl := range tools {
 		names[tl.Name] = tl
 	}
-	if tl, ok := names["mcp__test__echo"]; !ok || tl.Tool != "echo" || !strings.Contains(string(tl.Schema), `"text"`) {
+	if tl, ok := names["mcp__test__echo"]; !ok || tl.Tool != "echo" || !strings.Contains(string(tl.Schema), `"text"`) || !tl.ReadOnlyHint {
 		t.Fatalf("tools: %+v", tools)
 	}
 	res, err := call(t, h, "test", "echo", `{"text":"hi"}`)
@@ -174,6 +176,39 @@ func TestToolListChanged(t *testing.T) {
 	t.Fatal("the new tool never appeared")
 }
 
+// A stdio server still starting when StopStdio runs (a mode change) does not join: it started under the mode
+// before. Control: the same start without StopStdio joins.
+func TestStopStdioDuringAStart(t *testing.T) {
+	for _, stop := range []bool{false, true} {
+		dir := t.TempDir()
+		gate, launched := make(chan struct{}), make(chan struct{})
+		plain := launchPlain(dir)
+		h := New(Options{Root: dir, InitTimeout: 20 * time.Second, Launch: func(ctx context.Context, srv config.MCPServer,
+			stdin io.Reader, stdout io.Writer) error {
+			close(launched)
+			<-gate
+			return plain(ctx, srv, stdin, stdout)
+		}})
+		done := make(chan []string, 1)
+		go func() {
+			done <- h.Start(context.Background(), []config.MCPServer{stdioServer(t, "test", mcptest.Good)})
+		}()
+		<-launched
+		if stop {
+			h.StopStdio("plan mode")
+		}
+		close(gate)
+		notices := <-done
+		if stop && (h.Running("test") || len(notices) != 1 || !strings.Contains(notices[0], "the mode changed while it started")) {
+			t.Errorf("a server that started during StopStdio: running %v, notices %q", h.Running("test"), notices)
+		}
+		if !stop && (!h.Running("test") || len(notices) > 0) {
+			t.Errorf("control: running %v, notices %q", h.Running("test"), notices)
+		}
+		h.Close()
+	}
+}
+
 // A server that exits mid-call fails the call with a clear message, is restarted once with a notice, and after a
 // second crash stays stopped.
 func TestCrashRestartsOnce(t *testing.T) {
@@ -254,6 +289,39 @@ func TestManyToolsHiddenNamesBadSchema(t *testing.T) {
 	}
 }
 
+// A tool left out of the model's list (an invalid schema, past the limit) is not called by its raw name either, nor
+// is a name the server does not list; the server never hears of such a call. Control: a tool of the list is called.
+func TestToolsNotOfferedAreNotCalled(t *testing.T) {
+	h, _ := newHost(t, 20*time.Second)
+	if n := h.Start(context.Background(), []config.MCPServer{stdioServer(t, "raw", mcptest.Many)}); len(n) > 0 {
+		t.Fatal(n)
+	}
+	if _, n, _ := h.Tools(); len(n) != 2 {
+		t.Fatalf("notices: %q", n)
+	}
+	if res, err := call(t, h, "raw", "t00001", `{}`); err != nil || res.IsError {
+		t.Fatalf("control: a tool of the list: %+v %v", res, err)
+	}
+	for tool, why := range map[string]string{
+		"badschema": `its input schema's type is not "object"`,
+		"t00098":    "only the server's first 100 tools are used", // the 101st it listed
+		"t05000":    "",                                           // past what the host read of its list
+		"nosuch":    "",
+	} {
+		_, err := call(t, h, "raw", tool, `{}`)
+		if !errors.Is(err, ErrNotOffered) || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), `MCP server "raw"`) {
+			t.Errorf("%s: %v, want %v (%s)", tool, err, ErrNotOffered, why)
+		}
+		if err := h.Offered("raw", tool); !errors.Is(err, ErrNotOffered) {
+			t.Errorf("Offered(%s): %v", tool, err)
+		}
+	}
+	// The notices of what was left out come once, not with every list.
+	if _, n, _ := h.Tools(); len(n) > 0 {
+		t.Errorf("the notices came again: %q", n)
+	}
+}
+
 func validName(n string) bool {
 	if n == "" || len(n) > 64 {
 		return false
@@ -276,7 +344,64 @@ func TestModelNames(t *testing.T) {
 	}
 }
 
-// A 100 MB answer is refused while it is read: the call fails clearly and the broker never holds it.
+// A 50 MB text is cut while it is read: the call gets its head and tail around a note, the whole is saved, and the
+// broker never holds it.
+func TestLongTextIsCutWhileRead(t *testing.T) {
+	dir := t.TempDir()
+	save := filepath.Join(dir, "out")
+	h := New(Options{Root: dir, Launch: launchPlain(dir), SaveDir: save})
+	t.Cleanup(h.Close)
+	if n := h.Start(context.Background(), []config.MCPServer{stdioServer(t, "big", mcptest.Good)}); len(n) > 0 {
+		t.Fatal(n)
+	}
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const size = 50_000_000
+	res, err := call(t, h, "big", "big", fmt.Sprintf(`{"bytes":%d}`, size))
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if err != nil || !strings.HasPrefix(res.Text, "BEGINxxx") || !strings.HasSuffix(res.Text, "xxxEND") || len(res.Text) > 2*keepText+300 {
+		t.Fatalf("%d bytes, %v", len(res.Text), err)
+	}
+	if grown := int64(after.TotalAlloc - before.TotalAlloc); grown > 64<<20 {
+		t.Errorf("reading the 50 MB result allocated %d MiB", grown>>20)
+	}
+	i := strings.Index(res.Text, "the whole result is in ") + len("the whole result is in ")
+	path := res.Text[i : i+strings.Index(res.Text[i:], " ...")]
+	if fi, err := os.Stat(path); err != nil || fi.Size() != size+8 || filepath.Dir(path) != save || fi.Mode().Perm() != 0o600 {
+		t.Errorf("saved: %s %v %v", path, fi, err)
+	}
+	if res, err := call(t, h, "big", "echo", `{"text":"after"}`); err != nil || res.Text != "echo: after" {
+		t.Errorf("the next call: %+v %v", res, err)
+	}
+}
+
+// Over HTTP too, a long text is cut while it is read (the streamable transport's event stream, and the older SSE
+// one's).
+func TestLongTextIsCutOverHTTP(t *testing.T) {
+	for _, typ := range []string{config.MCPHTTP, config.MCPSSE} {
+		handler := mcptest.Handler("")
+		if typ == config.MCPSSE {
+			handler = mcptest.SSEHandler()
+		}
+		srv := httptest.NewServer(handler)
+		h, _ := newHost(t, 20*time.Second)
+		if n := h.Start(context.Background(), []config.MCPServer{{Name: "web", Type: typ, URL: srv.URL, File: "test"}}); len(n) > 0 {
+			t.Fatal(n)
+		}
+		res, err := call(t, h, "web", "big", `{"bytes":20000000}`)
+		if err != nil || !strings.HasPrefix(res.Text, "BEGINxxx") || !strings.HasSuffix(res.Text, "xxxEND") ||
+			!strings.Contains(res.Text, "bytes cut") || len(res.Text) > 2*keepText+300 {
+			t.Errorf("%s: %d bytes, %v", typ, len(res.Text), err)
+		}
+		h.Close()
+		srv.Close()
+	}
+}
+
+// A 100 MB answer that no cut makes small is refused while it is read: the call fails clearly and the broker never
+// holds it.
 func TestFloodIsBounded(t *testing.T) {
 	h, _ := newHost(t, 20*time.Second)
 	if n := h.Start(context.Background(), []config.MCPServer{stdioServer(t, "flood", mcptest.Flood)}); len(n) > 0 {

@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 	if binDir != "" {
 		os.RemoveAll(binDir) // the binaries the process tests built
 	}
+	if serverBin != "" {
+		os.RemoveAll(filepath.Dir(serverBin)) // the MCP benchmarks' server
+	}
 	os.Exit(code)
 }
 

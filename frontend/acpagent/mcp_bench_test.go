@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -14,24 +17,93 @@ import (
 	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+	"github.com/garuda-dev/garuda/test/release"
 )
 
 // BenchmarkMCPFirstPromptFiveServers is a session's first prompt with 5 of the user's stdio servers: each started
 // in the sandbox and its tools listed, in parallel, before the model's first request (the fake model answers at
 // once). BenchmarkMCPFirstPromptNoServers is the same prompt without them: the difference is what listing the
-// tools of 5 servers adds (target: under 50 ms).
+// tools of 5 servers adds (target: under 50 ms). The server is mcptest's, built as a small binary of its own
+// (mcptestserver), whose start is what a small real server's would be; the test binary would add its own start,
+// about 4 ms of CPU a server (the init of every package the tests link).
 func BenchmarkMCPFirstPromptFiveServers(b *testing.B) { benchFirstPrompt(b, 5) }
 
 func BenchmarkMCPFirstPromptNoServers(b *testing.B) { benchFirstPrompt(b, 0) }
 
 func BenchmarkMCPFirstPromptOneServer(b *testing.B) { benchFirstPrompt(b, 1) }
 
-func benchFirstPrompt(b *testing.B, n int) {
+// BenchmarkMCPFirstPromptFiveServersBigProject is the first prompt with 5 servers in a project of 20,000 files in
+// 1,000 folders and 3 repositories, where the command guard's scan before the servers is no longer free: the
+// session's first scan walks the whole project (issue 18's BenchmarkScanCold20k), and each further scan re-reads
+// what changed. BenchmarkMCPFirstPromptNoServersBigProject is the same prompt without servers (no scan at all).
+func BenchmarkMCPFirstPromptFiveServersBigProject(b *testing.B) { benchFirstPrompt(b, 5, bigProject) }
+
+func BenchmarkMCPFirstPromptNoServersBigProject(b *testing.B) { benchFirstPrompt(b, 0, bigProject) }
+
+// bigProject fills root with 20,000 files in 1,000 folders, a repository at its top and two nested ones.
+func bigProject(b *testing.B, root string) {
+	for i := range 50 {
+		for j := range 20 {
+			d := filepath.Join(root, fmt.Sprintf("pkg%02d", i), fmt.Sprintf("sub%02d", j))
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			for k := range 20 {
+				os.WriteFile(filepath.Join(d, fmt.Sprintf("f%02d.go", k)), nil, 0o644)
+			}
+		}
+	}
+	for _, d := range []string{".", "pkg01/sub01", "pkg02"} {
+		cmd := exec.Command("git", "init", "-q", d)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Skipf("git init: %v %s", err, out)
+		}
+	}
+}
+
+var (
+	serverOnce  sync.Once
+	serverBin   string
+	serverBuild error
+)
+
+// mcpTestServer builds mcptest's server as a binary of its own, once per run of the tests (or takes the one
+// $MCPTEST_SERVER names, built before: a profile of the benchmark then holds no build).
+func mcpTestServer(b testing.TB) string {
+	if p := os.Getenv("MCPTEST_SERVER"); p != "" {
+		return p
+	}
+	serverOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcptestserver")
+		if err != nil {
+			serverBuild = err
+			return
+		}
+		serverBin = filepath.Join(dir, "mcptestserver")
+		if out, err := release.Command("../..", "", serverBin, "./broker/mcphost/mcptest/mcptestserver").CombinedOutput(); err != nil {
+			serverBuild = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if serverBuild != nil {
+		b.Fatal(serverBuild)
+	}
+	return serverBin
+}
+
+// settle lets the kernel finish tearing down the closed session's sandboxes (their network namespaces are freed
+// by a kernel worker after the processes are gone), so that the next first prompt is not measured beside it.
+func settle() { time.Sleep(150 * time.Millisecond) }
+
+func benchFirstPrompt(b *testing.B, n int, project ...func(*testing.B, string)) {
+	server := mcpTestServer(b) // before newEnv changes HOME, and with it the build cache
 	e := newEnv(b)
-	exe, _ := os.Executable()
+	for _, fill := range project {
+		fill(b, e.root)
+	}
 	servers := map[string]any{}
 	for i := range n {
-		servers[fmt.Sprintf("s%d", i)] = map[string]any{"command": exe, "args": []string{mcptest.Arg, mcptest.Good}}
+		servers[fmt.Sprintf("s%d", i)] = map[string]any{"command": server, "args": []string{mcptest.Good}}
 	}
 	def, _ := json.Marshal(map[string]any{"mcpServers": servers})
 	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), def, 0o600); err != nil {
@@ -50,6 +122,7 @@ func benchFirstPrompt(b *testing.B, n int) {
 			b.Fatal("the servers' tools were not offered")
 		}
 		e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)})
+		settle()
 		b.StartTimer()
 	}
 }

@@ -9,16 +9,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
+	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/model"
-
 	"github.com/garuda-dev/garuda/internal/testproc"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+	"github.com/garuda-dev/garuda/test/nobody"
 )
 
 // mcpJSON is a .mcp.json with the test binary as the stdio server name, in mode, with extra args and env.
@@ -113,11 +117,23 @@ func TestMCPProjectServerEndToEnd(t *testing.T) {
 		asked = asked || string(p.ToolCall.ToolCallId) == "toolu_m" && strings.Contains(permText(p), "through the broker")
 	}
 	if !asked {
-		t.Error("the MCP call was not asked about with its arguments")
+		t.Error("the MCP call was not asked about with its arguments (echo's readOnlyHint must loosen nothing)")
 	}
 	cons, _ := os.ReadFile(filepath.Join(e.home, "consents.json"))
 	if !strings.Contains(string(cons), `"kind": "mcp_server"`) {
 		t.Errorf("consents.json: %s", cons)
+	}
+	// The audit log names the server that started and what it runs.
+	logs, _ := filepath.Glob(filepath.Join(e.home, "audit", "*.jsonl"))
+	var audit []byte
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		audit = append(audit, b...)
+	}
+	if !strings.Contains(string(audit), `"op":"mcp_start","input":"start the session's MCP servers: test (`) ||
+		!strings.Contains(string(audit), `"event":"decision","op":"mcp_start","input":"test (`) ||
+		!strings.Contains(string(audit), mcptest.Arg+" good") {
+		t.Errorf("the audit log does not name the server started:\n%s", audit)
 	}
 
 	// A new session: the pinned consent holds.
@@ -261,6 +277,14 @@ func TestMCPProcessTreeDiesWithTheSession(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestMCPSandboxAsNobody reruns the tests of a stdio server's sandbox as the unprivileged user nobody, where the
+// sandbox runs in a user namespace: it cannot write outside the root, reach a 127.0.0.1 listener or write
+// .git/hooks, and its setsid grandchild dies with the session.
+func TestMCPSandboxAsNobody(t *testing.T) {
+	nobody.Rerun(t, "^TestMCP(ServerIsSandboxed|ProcessTreeDiesWithTheSession)$", "TestMCPServerIsSandboxed",
+		"TestMCPProcessTreeDiesWithTheSession")
 }
 
 // sleepers counts the processes running `sleep secs`.
@@ -482,5 +506,332 @@ func TestMCPPlanModeRestartsReadOnly(t *testing.T) {
 	}
 	if !strings.Contains(messages(e.ed.updatesCopy()), "plan mode") {
 		t.Errorf("no notice of the restart:\n%s", messages(e.ed.updatesCopy()))
+	}
+}
+
+// askCounter answers every question of a broker call with its choice, and counts them.
+type askCounter struct {
+	choice execv1.Choice
+	n      atomic.Int32
+}
+
+func (a *askCounter) Ask(context.Context, *execv1.Question) execv1.Choice {
+	a.n.Add(1)
+	return a.choice
+}
+
+// A tool the model is not offered — its input schema is invalid, or the server lists no such tool — is refused by
+// the broker when a front end calls it by its raw name, with a clear message and no question; the server never
+// hears of it. Control: a tool of the list is asked about and called.
+func TestMCPToolNotOfferedIsRefused(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "raw", mcptest.Many, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	asks := &askCounter{choice: execv1.Choice_CHOICE_ONCE}
+	r := &brokerconn.Runner{Client: e.broker, SessionID: sid, Approver: asks}
+	ctx := e.ctx()
+	if _, err := r.Call(ctx, &execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	callTool := func(tool string) *execv1.Result {
+		t.Helper()
+		res, err := r.Call(ctx, &execv1.Start{Op: &execv1.Start_McpCall{McpCall: &execv1.McpCall{Server: "raw", Tool: tool,
+			ArgumentsJson: `{}`}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := callTool("t00001"); res.GetStatus() != execv1.Status_STATUS_COMPLETED || asks.n.Load() != 1 {
+		t.Fatalf("control: a tool of the list: %v %q, %d questions", res.GetStatus(), res.GetContent(), asks.n.Load())
+	}
+	for tool, want := range map[string]string{
+		"badschema": `tool "badschema": it is not one of the tools offered to the model, so it cannot be called (its input schema`,
+		"nosuch":    `tool "nosuch": it is not one of the tools offered to the model`,
+	} {
+		res := callTool(tool)
+		if res.GetStatus() != execv1.Status_STATUS_FAILED || !strings.Contains(res.GetContent(), want) {
+			t.Errorf("%s: %v %q, want failed with %q", tool, res.GetStatus(), res.GetContent(), want)
+		}
+	}
+	if n := asks.n.Load(); n != 1 {
+		t.Errorf("%d questions; a call of a tool not offered was asked about", n)
+	}
+}
+
+// processesWith counts the processes whose command line holds arg as one of its words.
+func processesWith(arg string) int {
+	n := 0
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && slices.Contains(strings.Split(string(b), "\x00"), arg) {
+			n++
+		}
+	}
+	return n
+}
+
+// session/cancel during a running MCP tool call, end to end through a real broker and a sandboxed stdio server: the
+// server receives notifications/cancelled (its handler ends what it started and says so), the tool call ends
+// failed with the line the spec gives a call the stop ended, the prompt answers cancelled, and the server itself
+// runs on for the session's next call; at session/close nothing of it is left.
+func TestMCPCancelDuringACall(t *testing.T) {
+	e := newEnv(t)
+	mark := fmt.Sprintf("--mark-%d", time.Now().UnixNano())
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil, mark)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secs := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000)
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_s", "mcp__test__sleep", fmt.Sprintf(`{"secs":%q}`, secs)), model.TextStep("never"))
+	done := make(chan acp.PromptResponse, 1)
+	go func() {
+		r, err := e.prompt(sid, acp.TextBlock("sleep"))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	deadline := time.Now().Add(waitLimit)
+	for sleepers(secs) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("negative control: the tool's work never ran:\n%s", e.ed.dump())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := processesWith(mark); n == 0 {
+		t.Fatal("negative control: no process of the server found")
+	}
+	if err := e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.StopReason != acp.StopReasonCancelled {
+			t.Errorf("stop %q, want cancelled", r.StopReason)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the prompt did not answer after session/cancel")
+	}
+	ups, _ := e.ed.snapshot()
+	if _, st, _ := toolCall(ups, "toolu_s"); st != acp.ToolCallStatusFailed {
+		t.Errorf("the tool call ended %q, want failed", st)
+	}
+	if !strings.Contains(messages(ups), "Garuda: test/sleep cancelled.") {
+		t.Errorf("no line names the cancelled call: %q", messages(ups))
+	}
+	// notifications/cancelled reached the server: its handler's context ended, it stopped its work and said so.
+	for e.read("cancelled") == "" || sleepers(secs) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not hear the cancel: file %q, %d sleeps running", e.read("cancelled"), sleepers(secs))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The call was cancelled, not the server: it answers the next prompt's call without a restart.
+	e.fake = resetFake(e, tool("toolu_e", "mcp__test__echo", `{"text":"still here"}`), model.TextStep("done"))
+	e.promptOK(sid, "echo")
+	if _, st, texts := toolCall(e.ed.updatesCopy(), "toolu_e"); st != acp.ToolCallStatusCompleted ||
+		!strings.Contains(strings.Join(texts, "\n"), "echo: still here") {
+		t.Errorf("after the cancel: %s %q", st, texts)
+	}
+	if m := messages(e.ed.updatesCopy()); strings.Contains(m, "restarted") || strings.Contains(m, "stopped") {
+		t.Errorf("the server was stopped by the cancel: %q", m)
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	for processesWith(mark) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the server outlived its session")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// gitAsUser runs git in dir as the user does afterwards: outside any sandbox, with no global or system config. It
+// returns what git printed on its standard output.
+func gitAsUser(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+	out, _ := cmd.Output()
+	return string(out)
+}
+
+// plantFSMonitor makes a repository in dir whose git status runs a program that leaves dir/PWNED.
+func plantFSMonitor(dir string) string {
+	return `printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > fsm && chmod +x fsm && git init -q ` + dir + ` && git -C ` + dir +
+		` config core.fsmonitor "$PWD/fsm"`
+}
+
+// What stdio servers leave for git to run later is undone by the command guard, as after a command: after a call
+// (the check beside the result), and at a server's end for what it left after its last check. The two servers
+// start together and share one guard scan before them. Control: outside the sandbox the same planting makes the
+// user's git status run the program.
+func TestMCPGuardUndoesWhatServersLeave(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	control := t.TempDir()
+	if out, err := exec.Command("sh", "-c", "cd "+control+" && "+plantFSMonitor("nested")).CombinedOutput(); err != nil {
+		t.Fatalf("control: %v %s", err, out)
+	}
+	gitAsUser(t, filepath.Join(control, "nested"), "status")
+	if _, err := os.Stat(filepath.Join(control, "nested", "PWNED")); err != nil {
+		t.Fatal("control: the planted fsmonitor did not run outside the sandbox")
+	}
+
+	e := newEnv(t)
+	both, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"a": json.RawMessage(mcpDef(t, mcptest.Good)), "b": json.RawMessage(mcpDef(t, mcptest.Good))}})
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), both, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	fsmonitor := func(dir string) string {
+		return strings.TrimSpace(gitAsUser(t, filepath.Join(e.root, dir), "config", "--local", "core.fsmonitor"))
+	}
+	// After a call.
+	e.fake.Push(tool("toolu_a", "mcp__a__sh", fmt.Sprintf(`{"text":%q}`, plantFSMonitor("nested"))), model.TextStep("done"))
+	e.promptOK(sid, "plant")
+	if _, st, texts := toolCall(e.ed.updatesCopy(), "toolu_a"); st != acp.ToolCallStatusCompleted {
+		t.Fatalf("the planting call: %s %q", st, texts)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for fsmonitor("nested") != "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the fsmonitor a server planted was not undone after its call")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	gitAsUser(t, filepath.Join(e.root, "nested"), "status")
+	if e.read("nested/PWNED") != "" {
+		t.Error("the fsmonitor a server planted ran in the user's git status")
+	}
+	// At its end: planted after the check that followed its last call, undone when the session closes it.
+	late := "(sleep 0.5; " + plantFSMonitor("later") + ") >/dev/null 2>&1 &"
+	e.fake.Push(tool("toolu_b", "mcp__b__sh", fmt.Sprintf(`{"text":%q}`, late)), model.TextStep("done"))
+	e.promptOK(sid, "plant later")
+	for fsmonitor("later") == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the late planting never happened")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	if fsmonitor("later") != "" {
+		t.Error("what a server left after its last check was not undone at its end")
+	}
+	gitAsUser(t, filepath.Join(e.root, "later"), "status")
+	if e.read("later/PWNED") != "" {
+		t.Error("the fsmonitor a server planted before its end ran in the user's git status")
+	}
+}
+
+// A server's tools/list_changed reaches the model from its next step: a call that adds a tool (the server says so
+// before it answers), and the very next model request offers it.
+func TestMCPToolListChangedReachesTheNextStep(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_g", "mcp__test__grow", `{}`), tool("toolu_a", "mcp__test__added", `{}`), model.TextStep("done"))
+	e.promptOK(sid, "grow")
+	reqs := e.fake.Requests()
+	if len(reqs) != 3 || offered(reqs[0], "mcp__test__added") || !offered(reqs[1], "mcp__test__added") {
+		t.Fatalf("the new tool was not offered at the next step: %d requests", len(reqs))
+	}
+	if _, st, texts := toolCall(e.ed.updatesCopy(), "toolu_a"); st != acp.ToolCallStatusCompleted ||
+		!strings.Contains(strings.Join(texts, "\n"), "added works") {
+		t.Errorf("the new tool: %s %q", st, texts)
+	}
+}
+
+// A malformed mcp.json is a notice naming the file and the line, and the servers of the other files still start:
+// here the project's .garuda/mcp.json, which asks first like .mcp.json.
+func TestMCPMalformedFileOthersStillStart(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte("{\"mcpServers\": {\n  \"x\": {\"command\": 1}\n}}"),
+		0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.write(".garuda/mcp.json", mcpJSON(t, "gar", mcptest.Good, nil))
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_g", "mcp__gar__echo", `{"text":"from .garuda"}`), model.TextStep("done"))
+	e.promptOK(sid, "go")
+	ups, perms := e.ed.snapshot()
+	if m := messages(ups); !strings.Contains(m, filepath.Join(e.home, "mcp.json")+": line 2") {
+		t.Errorf("no notice naming the file and line:\n%s", m)
+	}
+	if qs := consentQuestions(perms); len(qs) != 1 || !strings.Contains(permText(qs[0]), filepath.Join(".garuda", "mcp.json")) {
+		t.Errorf("the .garuda/mcp.json server was not asked about: %d questions", len(qs))
+	}
+	if _, st, texts := toolCall(ups, "toolu_g"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, "\n"),
+		"echo: from .garuda") {
+		t.Errorf("the .garuda/mcp.json server's call: %s %q", st, texts)
+	}
+}
+
+// Bad servers through the broker: one that prints garbage, one that advertises 10,000 tools with hidden characters,
+// one whose tool floods 100 MB and one that exits mid-call. The session goes on (the good server answers), each
+// failure is a clear notice or a failed call, nothing of what they sent reaches the editor raw, and no process of
+// theirs is left once the session is closed.
+func TestMCPBadServersAreContained(t *testing.T) {
+	e := newEnv(t)
+	mark := fmt.Sprintf("--mark-%d", time.Now().UnixNano())
+	def := func(mode string) json.RawMessage {
+		exe, _ := os.Executable()
+		b, _ := json.Marshal(map[string]any{"command": exe, "args": []string{mcptest.Arg, mode, mark}})
+		return b
+	}
+	all, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"garbage": def(mcptest.Garbage), "many": def(mcptest.Many),
+		"flood": def(mcptest.Flood), "crash": def(mcptest.Good), "good": def(mcptest.Good)}})
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), all, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.newSession()
+	e.fake.Push(tool("toolu_f", "mcp__flood__t00000", `{}`), tool("toolu_c", "mcp__crash__crash", `{}`),
+		tool("toolu_e", "mcp__good__echo", `{"text":"still fine"}`), model.TextStep("done"))
+	e.promptOK(sid, "go")
+	ups, _ := e.ed.snapshot()
+	m := messages(ups)
+	for _, want := range []string{`MCP server "garbage"`, "wrote something other than MCP messages", `"many" offers more than 100 tools`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("no notice %q:\n%s", want, m)
+		}
+	}
+	for id, want := range map[string]string{"toolu_f": "over 8 MiB", "toolu_c": `MCP server "crash"`} {
+		if _, st, texts := toolCall(ups, id); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, "\n"), want) {
+			t.Errorf("%s: %s %q, want failed with %q", id, st, texts, want)
+		}
+	}
+	if _, st, texts := toolCall(ups, "toolu_e"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, "\n"),
+		"echo: still fine") {
+		t.Errorf("the good server after the others failed: %s %q", st, texts)
+	}
+	for _, l := range e.lines() {
+		if strings.Contains(l, "hello, this is not JSON-RPC") || strings.ContainsAny(l, "\u200b\u202e") || len(l) > 1<<20 {
+			t.Errorf("raw server output reached the editor: %.200q", l)
+		}
+	}
+	if n := processesWith(mark); n == 0 {
+		t.Fatal("negative control: no process of the servers found while the session runs")
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for processesWith(mark) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes of the servers outlived the session", processesWith(mark))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

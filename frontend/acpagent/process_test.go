@@ -127,7 +127,7 @@ func startGaruda(t *testing.T, model *fakeOpenAI) *proc {
 
 // startGarudaIn starts `garuda acp` in base/proj with base/garuda-home as GARUDA_HOME and models as its
 // models.json: a second start in the same base is a restart.
-func startGarudaIn(t *testing.T, base, models string) *proc {
+func startGarudaIn(t testing.TB, base, models string) *proc {
 	t.Helper()
 	bin := binaries(t)
 	home := filepath.Join(base, "garuda-home")
@@ -181,14 +181,14 @@ func startGarudaIn(t *testing.T, base, models string) *proc {
 	return p
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Logf("garuda stderr: %s", strings.TrimRight(string(b), "\n"))
 	return len(b), nil
 }
 
-func (p *proc) ctx(t *testing.T) context.Context {
+func (p *proc) ctx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	t.Cleanup(cancel)
 	return ctx

@@ -1,8 +1,6 @@
 package attacks
 
 import (
-	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +9,7 @@ import (
 	"testing"
 
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+	"github.com/garuda-dev/garuda/test/nobody"
 )
 
 // Deferred execution (issue 18): nothing a sandboxed command leaves behind runs later, outside the sandbox, when
@@ -261,49 +260,10 @@ func TestDeferredAsNobody(t *testing.T) {
 		"TestDeferredGitRunsNothingACommandLeft", "TestDeferredByABackgroundProcess")
 }
 
-// rerunAsNobody reruns the tests that run matches as the unprivileged user nobody, and fails unless they pass and
-// each of wantPass is among them.
+// rerunAsNobody reruns the tests that run matches as the unprivileged user nobody (nobody.Rerun).
 func rerunAsNobody(t *testing.T, run string, wantPass ...string) {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("already unprivileged")
-	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv not installed")
-	}
-	dir, err := os.MkdirTemp("", "gdn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	tmp := filepath.Join(dir, "t") // short: the harness binds a unix socket below it
-	os.Mkdir(tmp, 0o777)
-	os.Chmod(tmp, 0o1777)
-	exe, _ := os.Executable()
-	bin := filepath.Join(dir, "attacks.test")
-	src, err := os.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst, _ := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-	io.Copy(dst, src)
-	src.Close()
-	dst.Close()
-	cmd := exec.CommandContext(context.Background(), "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-		bin, "-test.run", run, "-test.count=1", "-test.v", "-test.short="+strconv.FormatBool(testing.Short()))
-	// The toolchains some tests run (go, npm) are found where nobody can reach them, whatever the caller's PATH.
-	cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("as nobody: %v\n%s", err, out)
-	}
-	for _, w := range wantPass {
-		if !strings.Contains(string(out), "--- PASS: "+w) {
-			t.Fatalf("%s did not run as nobody:\n%s", w, out)
-		}
-	}
+	nobody.Rerun(t, run, wantPass...)
 }
 
 // TestDeferredFileToolsAskForWhatGitIsPointedAt: the file tools ask for what the repository points git at (its

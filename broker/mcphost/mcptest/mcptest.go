@@ -29,7 +29,7 @@ const (
 	Garbage = "garbage" // prints a line that is not JSON, then waits
 	Silent  = "silent"  // reads and never answers
 	Many    = "many"    // 10,000 tools, one with hidden characters, one with a bad schema
-	Flood   = "flood"   // answers every tools/call with a 100 MB line
+	Flood   = "flood"   // answers every tools/call with a 100 MB line of short texts
 	// Probe speaks protocol 2025-06-18 and, once initialized, asks the client for roots/list,
 	// sampling/createMessage and elicitation/create; its tool probe answers with what came back.
 	Probe = "probe"
@@ -80,6 +80,9 @@ type empty struct{}
 type secsIn struct {
 	Secs string `json:"secs"`
 }
+type sleepIn struct {
+	Secs string `json:"secs,omitempty"`
+}
 
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -91,10 +94,12 @@ func failure(s string) *mcp.CallToolResult {
 	return r
 }
 
-// NewServer is the well-behaved server: echo, big, image, write, dial, sleep, spawn, crash, grow.
+// NewServer is the well-behaved server: echo, big, image, write, dial, sleep, spawn, sh, crash, grow.
 func NewServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text."}, func(_ context.Context, _ *mcp.CallToolRequest,
+	// echo claims to only read (readOnlyHint): a claim that must loosen no decision.
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text.", Annotations: readOnly}, func(_ context.Context, _ *mcp.CallToolRequest,
 		in textIn) (*mcp.CallToolResult, any, error) {
 		return text("echo: " + in.Text), nil, nil
 	})
@@ -123,8 +128,17 @@ func NewServer() *mcp.Server {
 		c.Close()
 		return text("connected to " + in.Addr), nil, nil
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Wait until cancelled; then leave a file 'cancelled' in the working folder."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Wait until cancelled, with `sleep secs` running when secs is given; " +
+		"then end it and leave a file 'cancelled' in the working folder."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+			if in.Secs != "" {
+				// Ended with the call's context: what a well-behaved server does on notifications/cancelled.
+				cmd := exec.CommandContext(ctx, "sleep", in.Secs)
+				if err := cmd.Start(); err != nil {
+					return failure(err.Error()), nil, nil
+				}
+				defer cmd.Wait()
+			}
 			<-ctx.Done()
 			os.WriteFile("cancelled", []byte("notifications/cancelled arrived\n"), 0o644)
 			return text("cancelled"), nil, nil
@@ -141,6 +155,14 @@ func NewServer() *mcp.Server {
 			// command line instead (the test looks for the process by it).
 			return text(fmt.Sprintf("started %d in %s", cmd.Process.Pid, filepath.Base(wd))), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "sh", Description: "Run a shell command in the working folder; what it prints is the answer."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			out, err := exec.Command("sh", "-c", in.Text).CombinedOutput()
+			if err != nil {
+				return failure(fmt.Sprintf("%s: %v", out, err)), nil, nil
+			}
+			return text(string(out)), nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit in the middle of the call."}, func(_ context.Context,
 		_ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
 		os.Exit(3)
@@ -152,6 +174,9 @@ func NewServer() *mcp.Server {
 			_ empty) (*mcp.CallToolResult, any, error) {
 			return text("added works"), nil, nil
 		})
+		// The SDK sends tools/list_changed 10 ms after the change: the answer waits for it, as a server does that
+		// says its tools changed before it answers.
+		time.Sleep(50 * time.Millisecond)
 		return text("grown"), nil, nil
 	})
 	s.AddResource(&mcp.Resource{URI: "mem://notes", Name: "notes", MIMEType: "text/plain"},
@@ -248,12 +273,16 @@ func raw(mode string) int {
 			result = map[string]any{"tools": tools}
 		case "tools/call":
 			if mode == Flood {
-				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, req.ID)
-				chunk := strings.Repeat("y", 1<<20)
-				for range 100 {
-					out.WriteString(chunk)
+				// 100 MB in 100,000 short texts: no one text is long enough to be cut, the message is too large.
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[`, req.ID)
+				block := `{"type":"text","text":"` + strings.Repeat("y", 1000) + `"}`
+				for i := range 100_000 {
+					if i > 0 {
+						out.WriteByte(',')
+					}
+					out.WriteString(block)
 				}
-				out.WriteString("\"}]}}\n")
+				out.WriteString("]}}\n")
 				out.Flush()
 				continue
 			}
