@@ -161,7 +161,7 @@ func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.Model
 		MaxOutputTokens: int(ms.GetMaxOutputTokens()),
 		Limits:          agent.Limits{MaxSteps: cmp.Or(s.opts.MaxSteps, int(ms.GetMaxSteps())), MaxTokens: int(ms.GetMaxTurnTokens())},
 		Record:          sess.recordAgent,
-		Settle:          settle,
+		Settle:          turnSettle,
 		BeforeCompact: func(ctx context.Context, trigger string) {
 			sess.hook(ctx, s.base, &execv1.HookEvent{Event: hookPreCompact, Subject: trigger})
 		},
@@ -170,8 +170,8 @@ func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.Model
 	return sess
 }
 
-// settle is how long a cancelled turn waits for a tool call: the broker's Result comes within brokerconn.Settle.
-const settle = brokerconn.Settle + time.Second
+// turnSettle is how long a cancelled turn waits for a tool call: the broker's Result comes within brokerconn.Settle.
+const turnSettle = brokerconn.Settle + time.Second
 
 // register makes a built session reachable; when the agent is shutting down its broker session is closed instead.
 func (s *server) register(ctx context.Context, sess *session) error {

@@ -164,7 +164,7 @@ func (s *session) runSubagent(ctx context.Context, call agent.ToolCall, progress
 		MaxOutputTokens: m.maxOutputToks,
 		ContextWindow:   m.contextWindow,
 		Limits:          agent.Limits{MaxSteps: subagentMaxSteps, MaxTokens: subagentMaxTokens},
-		Settle:          settle,
+		Settle:          turnSettle,
 		System: func() string {
 			info := agent.PromptInfo{Root: s.root, Mode: mode, Date: time.Now().Format("2006-01-02"),
 				Tools: specs, ToolRules: tools.Rules(specs), Instructions: s.instructions, InstructionsFile: s.instructionsFile}
