@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // The units and the AppArmor profile of deploy/ (docs/deploy.md), checked as far as this machine allows.
@@ -111,10 +113,7 @@ func execStart(t *testing.T, vals map[string][]string, spec *strings.Replacer) (
 // prints nothing (it reports unknown or misspelled keys as warnings and still exits 0).
 func TestDeployUnitsVerify(t *testing.T) {
 	needBins(t)
-	sa, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("systemd-analyze is not installed here: the units are not verified")
-	}
+	sa := testenv.NeedCommand(t, "systemd-analyze", "systemd")
 	for _, u := range deployUnits {
 		t.Run(u.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -278,9 +277,7 @@ func TestDeployHardeningKeepsSandbox(t *testing.T) {
 		t.Skip("needs root to build the units' mount namespace and switch to uid 65534")
 	}
 	for _, tool := range []string{"unshare", "setpriv"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed here", tool)
-		}
+		testenv.NeedCommand(t, tool, "util-linux")
 	}
 	for k, v := range map[string]string{"NoNewPrivileges": "yes", "CapabilityBoundingSet": "", "PrivateNetwork": "yes",
 		"ProtectSystem": "strict"} {
@@ -333,17 +330,7 @@ func TestDeployHardeningKeepsSandbox(t *testing.T) {
 // parser (Debian 12) does not know the AppArmor 4 lines (abi 4.0, userns), so they are left out there and the
 // test says so.
 func TestDeployAppArmorProfileParses(t *testing.T) {
-	ap, err := exec.LookPath("apparmor_parser")
-	if err != nil {
-		for _, p := range []string{"/usr/sbin/apparmor_parser", "/sbin/apparmor_parser"} {
-			if _, err := os.Stat(p); err == nil {
-				ap = p
-			}
-		}
-	}
-	if ap == "" {
-		t.Skip("apparmor_parser is not installed here (apt-get install apparmor): the profile is not parsed")
-	}
+	ap := testenv.NeedCommand(t, "apparmor_parser", "apparmor")
 	data, err := os.ReadFile("../deploy/apparmor/garuda-exec")
 	if err != nil {
 		t.Fatal(err)
@@ -467,10 +454,7 @@ func TestDeployLeftOutLines(t *testing.T) {
 	home := openDir(t)
 	os.Chmod(home, 0o777)
 	env := []string{"GARUDA_HOME=" + filepath.Join(home, "garuda")}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("setpriv is not installed here")
-	}
+	setpriv := testenv.NeedCommand(t, "setpriv", "util-linux")
 	asNobody := []string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bins.exec, "doctor"}
 
 	// MemoryDenyWriteExecute=yes: harmless to Go and the sandbox, fatal to a JIT such as node's.
@@ -481,10 +465,7 @@ func TestDeployLeftOutLines(t *testing.T) {
 		if out, status := restricted(t, "mdwe", env, asNobody...); status != "exit status 0" || !strings.Contains(out, "full sandbox") {
 			t.Errorf("garuda-exec doctor under MemoryDenyWriteExecute: %s\n%s", status, out)
 		}
-		node, err := exec.LookPath("node")
-		if err != nil {
-			t.Skip("node is not installed here: the JIT case is not shown")
-		}
+		node := testenv.NeedCommand(t, "node", "nodejs")
 		code := `let s = 0; for (let i = 0; i < 1e6; i++) s += i; console.log("jit ok", s)`
 		if out, err := exec.Command(node, "-e", code).CombinedOutput(); err != nil || !strings.Contains(string(out), "jit ok") {
 			t.Fatalf("control: node does not run even unrestricted: %v\n%s", err, out)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 func writeFile(t *testing.T, path, content string, mode os.FileMode) {
@@ -223,10 +225,7 @@ func TestCredentialsModeNegativeControl(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to switch to nobody")
 	}
-	runuser, err := exec.LookPath("runuser")
-	if err != nil {
-		t.Skip("no runuser")
-	}
+	runuser := testenv.NeedCommand(t, "runuser", "util-linux")
 	home := t.TempDir()
 	for _, d := range []string{filepath.Dir(home), home} {
 		if err := os.Chmod(d, 0o755); err != nil {

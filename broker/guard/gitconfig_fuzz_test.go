@@ -2,19 +2,18 @@ package guard
 
 import (
 	"bytes"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // FuzzNeutralizeConfig cuts the program-running keys out of a fuzzed git config and checks the result as git
 // itself reads it: git finds none of those keys in it, the parser reads the input as git does wherever both read
 // it, and the cut is stable (cutting again removes nothing).
 func FuzzNeutralizeConfig(f *testing.F) {
-	if _, err := exec.LookPath("git"); err != nil {
-		f.Skip("git not installed: it is the oracle")
-	}
+	testenv.NeedCommand(f, "git", "git") // the oracle
 	for _, c := range trickyConfigs {
 		f.Add([]byte(c))
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // gitList is git's own reading of a config file (`git config --file F --list`), the oracle of these tests.
@@ -78,9 +80,7 @@ var trickyConfigs = []string{
 }
 
 func TestParseConfigReadsLikeGit(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
+	testenv.NeedCommand(t, "git", "git")
 	compared := 0
 	defer func() {
 		if compared < 20 {
@@ -107,9 +107,7 @@ func TestParseConfigReadsLikeGit(t *testing.T) {
 // TestNeutralizeConfigAsGitSeesIt: after the cut, git itself finds none of the keys that run programs, and keeps
 // the others. Control: before the cut git finds them.
 func TestNeutralizeConfigAsGitSeesIt(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
+	testenv.NeedCommand(t, "git", "git")
 	evil := []string{
 		"[core]\n\tfsmonitor = /tmp/x\n\thooksPath = .githooks\n\tsshCommand = x\n\tpager = x\n\teditor = x\n\taskPass = x\n" +
 			"\tgitProxy = x\n",

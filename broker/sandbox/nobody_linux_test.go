@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // TestAsNobody reruns the attack and process tests as the unprivileged user nobody (uid 65534), where the sandbox
@@ -17,9 +19,7 @@ func TestAsNobody(t *testing.T) {
 	if !isRoot() {
 		t.Skip("already unprivileged")
 	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv not installed")
-	}
+	testenv.NeedCommand(t, "setpriv", "util-linux")
 	dir, err := os.MkdirTemp("", "garuda-sandbox-nobody-")
 	must(t, err)
 	defer os.RemoveAll(dir)

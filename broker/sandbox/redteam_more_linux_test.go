@@ -18,6 +18,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // moreAttackArg makes the test binary the attack tool of this file: $TESTBIN __attack_more NAME ARGS...
@@ -671,9 +673,7 @@ func TestAttackMoreIPv6Loopback(t *testing.T) {
 // expect work) but never the host's: a pty opened outside is not there to read or write, by its name or through the
 // host's /dev/ptmx.
 func TestAttackMoreHostTerminals(t *testing.T) {
-	if _, err := exec.LookPath("script"); err != nil {
-		t.Skip("script(1) is not installed")
-	}
+	testenv.NeedCommand(t, "script", "bsdutils")
 	f := newFixture(t)
 	if r := f.sandboxed("script -qc tty /dev/null"); !strings.HasPrefix(out(r), "/dev/pts/") {
 		t.Fatalf("a terminal of the sandbox's own: exit %d %q", r.ExitCode, r.Output)

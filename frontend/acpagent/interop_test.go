@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // TestInteropTypeScriptSDK has the official TypeScript SDK (npm @agentclientprotocol/sdk, pinned in
@@ -16,14 +18,8 @@ import (
 // session/close. The SDK validates every message with its schemas.
 func TestInteropTypeScriptSDK(t *testing.T) {
 	bin := binaries(t)
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("npm is not installed")
-	}
+	node := testenv.NeedCommand(t, "node", "nodejs")
+	npm := testenv.NeedCommand(t, "npm", "npm")
 	dir := t.TempDir()
 	for _, f := range []string{"package.json", "client.mjs"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "interop", f))
@@ -38,10 +34,7 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 	install.Dir = dir
 	install.Env = append(os.Environ(), "npm_config_update_notifier=false")
 	if out, err := install.CombinedOutput(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("npm install failed in CI, which reaches the npm registry: %v\n%s", err, out)
-		}
-		t.Skipf("npm install failed (no registry?): %v\n%s", err, out)
+		t.Fatalf("npm install of the ACP TypeScript SDK failed (it needs the npm registry): %v\n%s", err, out)
 	}
 
 	m := &fakeOpenAI{answers: [][]string{

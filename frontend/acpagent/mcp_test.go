@@ -23,6 +23,8 @@ import (
 	"github.com/garuda-dev/garuda/internal/testproc"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 	"github.com/garuda-dev/garuda/test/nobody"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // mcpJSON is a .mcp.json with the test binary as the stdio server name, in mode, with extra args and env.
@@ -673,9 +675,7 @@ func plantFSMonitor(dir string) string {
 // start together and share one guard scan before them. Control: outside the sandbox the same planting makes the
 // user's git status run the program.
 func TestMCPGuardUndoesWhatServersLeave(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
+	testenv.NeedCommand(t, "git", "git")
 	control := t.TempDir()
 	if out, err := exec.Command("sh", "-c", "cd "+control+" && "+plantFSMonitor("nested")).CombinedOutput(); err != nil {
 		t.Fatalf("control: %v %s", err, out)

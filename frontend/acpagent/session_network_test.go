@@ -53,7 +53,7 @@ func holdersOfThisProcess() []string {
 // session/close, and the session's network namespace with it. When the editor closes stdin, no holder is left.
 func TestSessionNetworkSharedByItsCommands(t *testing.T) {
 	if _, err := os.Stat(python3); err != nil {
-		t.Skip("python3 is not installed")
+		t.Fatalf("%s is not there: install the Debian package python3-minimal (.ci/run does)", python3)
 	}
 	e := newEnv(t)
 	a, b := e.newSession(), e.newSession()

@@ -1,13 +1,14 @@
 package attacks
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // pm runs one process_manager call and returns its result.
@@ -24,9 +25,7 @@ func pm(t *testing.T, c execv1.ExecServiceClient, sid string, p *execv1.ProcessM
 // What a background process leaves for git to run later is undone when it ends, as after a command. Control: the
 // same command outside the sandbox leaves a repository whose git status runs the planted program.
 func TestDeferredByABackgroundProcess(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
+	testenv.NeedCommand(t, "git", "git")
 	attack := planter("fsm") + `git init -q nested && git -C nested config core.fsmonitor "$PWD/fsm"`
 	e := newEnv(t)
 	c := e.client()

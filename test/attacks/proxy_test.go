@@ -12,13 +12,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // internet is a server standing in for a host of the internet: on 127.0.0.2 of the broker's network namespace,
@@ -185,9 +186,7 @@ func goProxy(t *testing.T, ip string) string {
 
 // A sandboxed `go mod download` fetches a module from a registry once its host is allowed, and fails before.
 func TestProxyGoModDownload(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go on PATH")
-	}
+	testenv.NeedCommand(t, "go", "golang (or Go from go.dev)")
 	ip := hostAddress(t)
 	registry := goProxy(t, ip)
 	e := newEnv(t)
@@ -250,9 +249,7 @@ func npmRegistry(t *testing.T, ip string) string {
 
 // A sandboxed `npm install` gets a package from a registry once its host is allowed, and fails before.
 func TestProxyNpmInstall(t *testing.T) {
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("no npm on PATH")
-	}
+	testenv.NeedCommand(t, "npm", "npm")
 	ip := hostAddress(t)
 	registry := npmRegistry(t, ip)
 	e := newEnv(t)
