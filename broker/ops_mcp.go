@@ -154,6 +154,10 @@ func (s *Service) mcpServers(sess *session) ([]config.MCPServer, []string) {
 func checkMCPStart(s *Service, c *call) (*request, error) {
 	r := &request{input: "start the session's MCP servers"}
 	r.run = func(ctx context.Context, g *grant) (*execv1.Result, error) {
+		// A prompt began (the front end sends mcp_start before the model's first request): the session's network
+		// is made now, beside the model's answer, not at its first command, and not for a session that is only
+		// opened (a holder process for each of up to 1024 open sessions).
+		c.sess.net.warm()
 		res, changed, err := s.mcpStart(ctx, g)
 		// The execution record names what started (the server, and the program it runs or the address it reaches)
 		// and what stopped. Each start was on disk before it ran (mcpStart).

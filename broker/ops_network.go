@@ -47,8 +47,8 @@ func (sn *sessionNet) get() *sandbox.Network {
 	return sn.n
 }
 
-// warm makes the session's network ahead of its first command (in the background: a session is answered at once),
-// so that the first command does not wait for the holder's start.
+// warm makes the session's network ahead of its first command, in the background, so that the first command does
+// not wait for the holder's start: at each prompt (mcp_start), where it costs nothing once the network is there.
 func (sn *sessionNet) warm() { go sn.get() }
 
 // close ends the session's network and everything still running in it.

@@ -274,7 +274,6 @@ func (s *Service) register(sess *session) {
 	s.mu.Lock()
 	s.sessions[sess.id] = sess
 	s.mu.Unlock()
-	sess.net.warm()
 	s.cfg.Log.Info("session opened", "session", sess.id, "root", sess.root, "uid", sess.owner.UID)
 }
 
