@@ -14,6 +14,7 @@ import (
 
 	"github.com/garuda-dev/garuda/broker/guard"
 	"github.com/garuda-dev/garuda/broker/sandbox"
+	"github.com/garuda-dev/garuda/internal/pathglob"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -307,10 +308,11 @@ func (s *Service) secrets(st *policy.State) []string {
 	}
 	walkRoot := false
 	for _, p := range policy.ReadDenyPatterns(st) {
+		rel, inRoot := pathglob.Within(st.Root, p)
 		switch {
 		case !strings.ContainsAny(p, "*?["):
 			out = append(out, p)
-		case strings.HasPrefix(p, st.Root+"/"):
+		case inRoot && rel != "":
 			walkRoot = true // "**" and friends: the walk below asks the policy itself, so its semantics hold
 		default:
 			matches, _ := filepath.Glob(p)

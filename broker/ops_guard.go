@@ -9,6 +9,7 @@ import (
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/guard"
 	"github.com/garuda-dev/garuda/broker/sandbox"
+	"github.com/garuda-dev/garuda/internal/pathglob"
 	"github.com/garuda-dev/garuda/policy"
 )
 
@@ -18,8 +19,8 @@ func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec)
 	maxEntries, skip := policy.GuardWalk(st)
 	// What the sandbox hides (read-denied folders) a command can neither see nor write: the walk leaves it out.
 	for _, h := range spec.Hidden {
-		if rel, err := filepath.Rel(sess.fs.Real(), h); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-			skip = append(skip, filepath.ToSlash(rel))
+		if rel, in := pathglob.Within(sess.fs.Real(), filepath.Clean(h)); in && rel != "" {
+			skip = append(skip, rel)
 		}
 	}
 	sess.guard.Configure(guard.Options{MaxEntries: maxEntries, Skip: skip, Writable: spec.Writable})

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/garuda-dev/garuda/internal/pathglob"
 	"golang.org/x/sys/unix"
 )
 
@@ -345,7 +346,7 @@ func mountPointsBelow(dir string, mounts []mountEntry) []string {
 	}
 	var out []string
 	for _, m := range mounts {
-		if m.point != dir && within(m.point, dir) {
+		if rel, in := pathglob.Within(dir, m.point); in && rel != "" {
 			out = append(out, m.point)
 		}
 	}
@@ -368,20 +369,20 @@ func withOtherNames(paths []string, mounts []mountEntry) []string {
 		// The mount p is on: the deepest mount point above it, the last one mounted there.
 		at := -1
 		for i, m := range mounts {
-			if beneath(resolved, m.point) && (at < 0 || len(m.point) >= len(mounts[at].point)) {
+			if _, in := pathglob.Within(m.point, resolved); in && (at < 0 || len(m.point) >= len(mounts[at].point)) {
 				at = i
 			}
 		}
 		if at < 0 {
 			continue
 		}
-		rel, _ := filepath.Rel(mounts[at].point, resolved)
+		rel, _ := pathglob.Within(mounts[at].point, resolved)
 		inFS := filepath.Join(mounts[at].root, rel)
 		for _, m := range mounts {
-			if m.dev != mounts[at].dev || !beneath(inFS, m.root) {
+			rest, in := pathglob.Within(m.root, inFS)
+			if m.dev != mounts[at].dev || !in {
 				continue
 			}
-			rest, _ := filepath.Rel(m.root, inFS)
 			other := filepath.Join(m.point, rest)
 			var ost unix.Stat_t
 			if other != resolved && !slices.Contains(out, other) && unix.Stat(other, &ost) == nil && ost.Dev == st.Dev && ost.Ino == st.Ino {
@@ -411,15 +412,6 @@ func unescapeMountinfo(s string) string {
 	return b.String()
 }
 
-func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, dir+"/")
-}
-
-// beneath is within, where dir may be "/".
-func beneath(p, dir string) bool {
-	return dir == "/" || within(p, dir)
-}
-
 // protectPaths makes protected paths read-only and hides secrets and outside unix sockets.
 func protectPaths(hs *helperSpec, mounts []mountEntry) error {
 	writable := writablePlaces(hs)
@@ -435,10 +427,13 @@ func protectPaths(hs *helperSpec, mounts []mountEntry) error {
 	anc := map[string]bool{}
 	for _, p := range slices.Concat(hs.ReadOnly, hs.Hidden, hs.Sockets) {
 		for _, w := range writable {
-			if !within(p, w) || p == w {
+			if rel, in := pathglob.Within(w, p); !in || rel == "" {
 				continue
 			}
-			for a := filepath.Dir(p); a != w && within(a, w); a = filepath.Dir(a) {
+			for a := filepath.Dir(p); ; a = filepath.Dir(a) {
+				if rel, in := pathglob.Within(w, a); !in || rel == "" {
+					break
+				}
 				if fi, err := os.Lstat(a); err == nil && fi.IsDir() {
 					anc[a] = true
 				}
