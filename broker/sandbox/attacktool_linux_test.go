@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,8 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// attackArg makes the test binary an attack tool inside the sandbox: $TESTBIN __attack NAME ARGS...
-// It prints "OK ..." and exits 0 when the attack worked, "DENIED ..." and exits 1 when it did not.
+// attackArg makes the test binary an attack tool inside the sandbox, or a minimal broker outside it: $TESTBIN __attack
+// NAME ARGS... It is the one helper process of this package's tests (TestMain dispatches it). An attack prints
+// "OK ..." and exits 0 when it worked, "DENIED ..." and exits 1 when it did not.
 const attackArg = "__attack"
 
 func runAttack(args []string) int {
@@ -146,6 +148,65 @@ func runAttack(args []string) int {
 			return ok("all %d started", n)
 		}
 		return denied(err)
+	case "vsock-bind": // bind PORT on every vsock CID: EADDRINUSE means the port space is the host's
+		port, _ := strconv.Atoi(args[1])
+		fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM, 0)
+		if err != nil {
+			return denied(fmt.Errorf("socket(AF_VSOCK): %w", err))
+		}
+		defer unix.Close(fd)
+		err = unix.Bind(fd, &unix.SockaddrVM{CID: unix.VMADDR_CID_ANY, Port: uint32(port)})
+		if errors.Is(err, unix.EADDRINUSE) {
+			return ok("vsock port %d is the host's (in use)", port)
+		}
+		if err != nil {
+			return denied(err)
+		}
+		return ok("bound vsock port %d", port)
+	case "socket": // socket(FAMILY, TYPE, 0)
+		fam, _ := strconv.Atoi(args[1])
+		typ, _ := strconv.Atoi(args[2])
+		fd, err := unix.Socket(fam, typ, 0)
+		if err != nil {
+			return denied(err)
+		}
+		unix.Close(fd)
+		return ok("socket family %d created", fam)
+	case "unix-listen": // listen on the unix socket PATH (relative: from the working folder) until killed
+		l, err := net.Listen("unix", args[1])
+		if err != nil {
+			return denied(err)
+		}
+		fmt.Println("listening")
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return denied(err)
+			}
+			c.Close()
+		}
+	case "open-read": // open PATH read-only
+		f, err := os.Open(args[1])
+		if err != nil {
+			return denied(err)
+		}
+		f.Close()
+		return ok("opened %s", args[1])
+	case "syscall": // make the named syscall with harmless arguments; print its errno
+		errno := kernelCall(args[1])
+		fmt.Printf("ERRNO %d %v\n", int(errno), errno)
+		if errno == 0 {
+			return ok("%s worked", args[1])
+		}
+		return denied(errno)
+	case "setxattr": // set the extended attribute user.garuda on PATH
+		if err := unix.Setxattr(args[1], "user.garuda", []byte("pwned"), 0); err != nil {
+			return denied(err)
+		}
+		return ok("xattr set on %s", args[1])
+	case "broker": // run COMMAND in ROOT with TMP writable, its output printed as it comes; then any of: net (in a
+		// session network, whose holder's pid is printed first), unsandboxed, hidden=A,B,..., readonly=A,B,...
+		return runBroker(args[1], args[2], args[3], args[4:])
 	}
 	fmt.Fprintf(os.Stderr, "unknown attack %v\n", args)
 	return 2
@@ -168,4 +229,45 @@ func allocate(mib int) [][]byte {
 		keep = append(keep, b)
 	}
 	return keep
+}
+
+// runBroker runs one command as the broker would: sandboxed (or not) in root, with tmp writable, and prints its output
+// as it comes; it exits with the command's exit code.
+func runBroker(root, tmp, command string, opts []string) int {
+	s := Spec{Command: command, Root: root, Writable: []string{tmp}, Env: BaseEnv(tmp, tmp, nil),
+		OnOutput: func(b []byte) { os.Stdout.Write(b) }}
+	var sessionNet bool
+	for _, o := range opts {
+		k, v, _ := strings.Cut(o, "=")
+		switch k {
+		case "net":
+			sessionNet = true
+		case "unsandboxed":
+			s.Unsandboxed = true
+		case "hidden":
+			s.Hidden = splitList(v)
+		case "readonly":
+			s.ReadOnly = splitList(v)
+		case "":
+		default:
+			fmt.Fprintf(os.Stderr, "unknown broker option %q\n", o)
+			return 2
+		}
+	}
+	if sessionNet {
+		n, err := NewNetwork()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer n.Close()
+		fmt.Printf("holder %d\n", n.cmd.Process.Pid)
+		s.Network = n
+	}
+	r, err := Run(context.Background(), s)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return r.ExitCode
 }

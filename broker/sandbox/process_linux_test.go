@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 var markerSeq atomic.Int64
@@ -23,26 +25,6 @@ var markerSeq atomic.Int64
 // marker is a sleep duration unique to this test run: processes carrying it in argv are the test's.
 func marker() string {
 	return fmt.Sprintf("%d.%d%d", 900+markerSeq.Add(1), os.Getpid()%1000, markerSeq.Load())
-}
-
-// survivors lists host pids whose argv contains m.
-func survivors(m string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && bytes.Contains(b, []byte(m)) {
-			if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && strings.Contains(string(st), ") Z ") {
-				continue // a zombie is already dead
-			}
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // startedRun runs s in the background and returns once the command has printed "started".
@@ -85,7 +67,7 @@ func TestCancelKillsEverything(t *testing.T) {
 	m := marker()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := startedRun(t, ctx, f.spec(setsidEscape(m)))
-	if n := len(survivors(m)); n < 4 {
+	if n := len(testproc.Live(m)); n < 4 {
 		t.Fatalf("only %d marked processes running before cancel", n)
 	}
 	cancel()
@@ -93,7 +75,7 @@ func TestCancelKillsEverything(t *testing.T) {
 	if !r.Cancelled || !r.Signaled {
 		t.Errorf("result after cancel: %+v", r)
 	}
-	if s := survivors(m); len(s) > 0 {
+	if s := testproc.Live(m); len(s) > 0 {
 		t.Fatalf("processes survived cancel: %v", s)
 	}
 }
@@ -109,9 +91,9 @@ func TestProcessGroupKillLeavesSurvivors(t *testing.T) {
 	syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 	c.Wait()
 	time.Sleep(50 * time.Millisecond)
-	s := survivors(m)
-	for _, pid := range s {
-		syscall.Kill(pid, syscall.SIGKILL) // clean up the processes this test started, by pid
+	s := testproc.Live(m)
+	for _, p := range s {
+		syscall.Kill(p.PID, syscall.SIGKILL) // clean up the processes this test started, by pid
 	}
 	if len(s) == 0 {
 		t.Fatal("negative control: the process-group kill left no survivor, so TestCancelKillsEverything proves nothing")
@@ -125,7 +107,7 @@ func TestCommandEndKillsBackground(t *testing.T) {
 	if r.ExitCode != 0 || out(r) != "done" {
 		t.Fatalf("exit %d %q", r.ExitCode, r.Output)
 	}
-	if s := survivors(m); len(s) > 0 {
+	if s := testproc.Live(m); len(s) > 0 {
 		t.Fatalf("background processes outlived the command: %v", s)
 	}
 }
@@ -140,7 +122,7 @@ func TestCancelGraceThenKill(t *testing.T) {
 	if !r.Cancelled || !r.Signaled || r.ExitCode != 128+9 {
 		t.Errorf("a SIGTERM-ignoring command after cancel: %+v", r)
 	}
-	if s := survivors(m); len(s) > 0 {
+	if s := testproc.Live(m); len(s) > 0 {
 		t.Fatalf("survivors: %v", s)
 	}
 }
@@ -158,7 +140,7 @@ func TestShutdownKillsAtOnce(t *testing.T) {
 		t.Errorf("shutdown result: %+v", r)
 	}
 	t.Logf("shutdown kill took %v (grace is %v)", r.Duration, TermGrace)
-	if s := survivors(m); len(s) > 0 {
+	if s := testproc.Live(m); len(s) > 0 {
 		t.Fatalf("survivors: %v", s)
 	}
 }
@@ -172,7 +154,7 @@ func TestTimeout(t *testing.T) {
 	if !r.TimedOut || r.Cancelled || !r.Signaled {
 		t.Errorf("timeout result: %+v", r)
 	}
-	if sv := survivors(m); len(sv) > 0 {
+	if sv := testproc.Live(m); len(sv) > 0 {
 		t.Fatalf("survivors: %v", sv)
 	}
 }
@@ -184,7 +166,7 @@ func TestBrokerKilled(t *testing.T) {
 	for _, withNet := range []bool{false, true} {
 		m := marker()
 		f := newFixture(t)
-		args := []string{brokerArg, f.root, f.tmp, "echo started; sleep " + m}
+		args := []string{attackArg, "broker", f.root, f.tmp, "echo started; sleep " + m}
 		if withNet {
 			args = append(args, "net") // the command in a session's network namespace: its holder must end too
 		}
@@ -198,16 +180,16 @@ func TestBrokerKilled(t *testing.T) {
 			holder, _ = strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(hl), "holder "))
 		}
 		line, _ := rd.ReadString('\n')
-		if !strings.Contains(line, "started") || len(survivors(m)) == 0 || withNet && !alive(holder) {
+		if !strings.Contains(line, "started") || len(testproc.Live(m)) == 0 || withNet && !alive(holder) {
 			t.Fatalf("broker child did not start the command (holder %d): %q", holder, line)
 		}
 		c.Process.Kill()
 		c.Wait()
 		deadline := time.Now().Add(5 * time.Second)
-		for (len(survivors(m)) > 0 || withNet && alive(holder)) && time.Now().Before(deadline) {
+		for (len(testproc.Live(m)) > 0 || withNet && alive(holder)) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		if s := survivors(m); len(s) > 0 {
+		if s := testproc.Live(m); len(s) > 0 {
 			t.Fatalf("command survived its broker (session network %v): %v", withNet, s)
 		}
 		if withNet && alive(holder) {
@@ -220,31 +202,6 @@ func TestBrokerKilled(t *testing.T) {
 func alive(pid int) bool {
 	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	return pid > 0 && err == nil && !strings.Contains(string(st), ") Z ")
-}
-
-// brokerArg makes the test binary a minimal broker: run one sandboxed command, print its output; with a fourth
-// argument "net", in a session network whose holder's pid it prints first.
-const brokerArg = "__broker"
-
-func runBroker(args []string) int {
-	s := Spec{Command: args[2], Root: args[0], Writable: []string{args[1]},
-		Env: BaseEnv(args[1], args[1], nil), OnOutput: func(b []byte) { os.Stdout.Write(b) }}
-	if len(args) > 3 && args[3] == "net" {
-		n, err := NewNetwork()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer n.Close()
-		fmt.Printf("holder %d\n", n.cmd.Process.Pid)
-		s.Network = n
-	}
-	r, err := Run(context.Background(), s)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return r.ExitCode
 }
 
 func TestProcessLimit(t *testing.T) {
@@ -286,7 +243,7 @@ func TestForkBomb(t *testing.T) {
 		t.Errorf("fork bomb: cancelled %v (timed out %v), exit %d, output %q", r.Cancelled, r.TimedOut, r.ExitCode,
 			r.Output[:min(200, len(r.Output))])
 	}
-	if sv := survivors(m); len(sv) > 0 { // Run returns once the whole tree is gone
+	if sv := testproc.Live(m); len(sv) > 0 { // Run returns once the whole tree is gone
 		t.Fatalf("%d fork bomb processes survived", len(sv))
 	}
 	// No negative control: an unbounded fork bomb would take down this shared machine; TestProcessLimit shows

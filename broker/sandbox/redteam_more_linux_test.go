@@ -2,8 +2,6 @@ package sandbox
 
 import (
 	"bufio"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,91 +17,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// moreAttackArg makes the test binary the attack tool of this file: $TESTBIN __attack_more NAME ARGS...
-// Like runAttack it prints "OK ..." and exits 0 when the attack worked, "DENIED ..." and exits 1 when it did not.
-const moreAttackArg = "__attack_more"
-
-func init() {
-	if len(os.Args) > 2 && os.Args[1] == moreAttackArg {
-		os.Exit(runMoreAttack(os.Args[2:]))
-	}
-}
-
-func runMoreAttack(args []string) int {
-	ok := func(f string, a ...any) int { fmt.Printf("OK "+f+"\n", a...); return 0 }
-	denied := func(err error) int { fmt.Printf("DENIED %v\n", err); return 1 }
-	switch args[0] {
-	case "vsock-bind": // bind PORT on every vsock CID: EADDRINUSE means the port space is the host's
-		port, _ := strconv.Atoi(args[1])
-		fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM, 0)
-		if err != nil {
-			return denied(fmt.Errorf("socket(AF_VSOCK): %w", err))
-		}
-		defer unix.Close(fd)
-		err = unix.Bind(fd, &unix.SockaddrVM{CID: unix.VMADDR_CID_ANY, Port: uint32(port)})
-		if errors.Is(err, unix.EADDRINUSE) {
-			return ok("vsock port %d is the host's (in use)", port)
-		}
-		if err != nil {
-			return denied(err)
-		}
-		return ok("bound vsock port %d", port)
-	case "socket": // socket(FAMILY, TYPE, 0)
-		fam, _ := strconv.Atoi(args[1])
-		typ, _ := strconv.Atoi(args[2])
-		fd, err := unix.Socket(fam, typ, 0)
-		if err != nil {
-			return denied(err)
-		}
-		unix.Close(fd)
-		return ok("socket family %d created", fam)
-	case "unix-listen": // listen on the unix socket PATH (relative: from the working folder) until killed
-		l, err := net.Listen("unix", args[1])
-		if err != nil {
-			return denied(err)
-		}
-		fmt.Println("listening")
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return denied(err)
-			}
-			c.Close()
-		}
-	case "open-read": // open PATH read-only
-		f, err := os.Open(args[1])
-		if err != nil {
-			return denied(err)
-		}
-		f.Close()
-		return ok("opened %s", args[1])
-	case "broker": // run COMMAND sandboxed (or not: UNSANDBOXED=1) in ROOT with TMP, HIDDEN and READONLY (comma lists)
-		s := Spec{Command: args[6], Root: args[1], Writable: []string{args[2]}, Hidden: splitList(args[3]),
-			ReadOnly: splitList(args[4]), Unsandboxed: args[5] == "1", Env: BaseEnv(args[2], args[2], nil)}
-		r, err := Run(context.Background(), s)
-		if err != nil {
-			fmt.Println(err)
-			return 2
-		}
-		os.Stdout.Write(r.Output)
-		return r.ExitCode
-	case "syscall": // make the named syscall with harmless arguments; print its errno
-		errno := kernelCall(args[1])
-		fmt.Printf("ERRNO %d %v\n", int(errno), errno)
-		if errno == 0 {
-			return ok("%s worked", args[1])
-		}
-		return denied(errno)
-	case "setxattr": // set the extended attribute user.garuda on PATH
-		if err := unix.Setxattr(args[1], "user.garuda", []byte("pwned"), 0); err != nil {
-			return denied(err)
-		}
-		return ok("xattr set on %s", args[1])
-	}
-	fmt.Fprintf(os.Stderr, "unknown attack %v\n", args)
-	return 2
-}
 
 // kernelCall makes a syscall of the kernel's attack surface with arguments that change nothing outside the process.
 func kernelCall(name string) unix.Errno {
@@ -176,11 +89,6 @@ func splitList(s string) []string {
 	return strings.Split(s, ",")
 }
 
-func moreAttackCmd(t *testing.T, args ...string) string {
-	t.Helper()
-	return strings.Replace(attackCmd(t, args...), attackArg, moreAttackArg, 1)
-}
-
 // inNewNetNS wraps argv to run in a network namespace of its own (with a user namespace when not root): what a
 // network namespace alone gives, without the rest of the sandbox.
 func inNewNetNS(argv ...string) *exec.Cmd {
@@ -213,9 +121,9 @@ func TestAttackMoreVsock(t *testing.T) {
 	f := newFixture(t)
 	exe, err := os.Executable()
 	must(t, err)
-	expectDenied(t, "vsock from the sandbox", f.sandboxed(moreAttackCmd(t, "vsock-bind", strconv.Itoa(port))))
+	expectDenied(t, "vsock from the sandbox", f.sandboxed(attackCmd(t, "vsock-bind", strconv.Itoa(port))))
 	// Negative control: a network namespace alone shares the host's vsock ports.
-	o, err := inNewNetNS(exe, moreAttackArg, "vsock-bind", strconv.Itoa(port)).CombinedOutput()
+	o, err := inNewNetNS(exe, attackArg, "vsock-bind", strconv.Itoa(port)).CombinedOutput()
 	if err != nil || !strings.Contains(string(o), "in use") {
 		t.Errorf("negative control: vsock in a bare network namespace: %v %q", err, o)
 	}
@@ -225,14 +133,14 @@ func TestAttackMoreVsock(t *testing.T) {
 func TestAttackMoreSocketFamilies(t *testing.T) {
 	f := newFixture(t)
 	for _, fam := range []int{unix.AF_VSOCK, unix.AF_ALG, unix.AF_TIPC, unix.AF_RDS, unix.AF_KCM, unix.AF_QIPCRTR, unix.AF_XDP} {
-		r := f.sandboxed(moreAttackCmd(t, "socket", strconv.Itoa(fam), strconv.Itoa(unix.SOCK_SEQPACKET)))
+		r := f.sandboxed(attackCmd(t, "socket", strconv.Itoa(fam), strconv.Itoa(unix.SOCK_SEQPACKET)))
 		if !strings.Contains(out(r), "DENIED operation not permitted") {
 			t.Errorf("socket family %d in the sandbox: not refused by seccomp: %q", fam, r.Output)
 		}
 	}
 	// Everyday families still work: unix, IPv4, IPv6, netlink (ip, getaddrinfo).
 	for _, c := range [][2]int{{unix.AF_UNIX, unix.SOCK_STREAM}, {unix.AF_INET, unix.SOCK_STREAM}, {unix.AF_INET6, unix.SOCK_DGRAM}, {unix.AF_NETLINK, unix.SOCK_RAW}} {
-		r := f.sandboxed(moreAttackCmd(t, "socket", strconv.Itoa(c[0]), strconv.Itoa(c[1])))
+		r := f.sandboxed(attackCmd(t, "socket", strconv.Itoa(c[0]), strconv.Itoa(c[1])))
 		if r.ExitCode != 0 {
 			t.Errorf("socket family %d in the sandbox: %q", c[0], r.Output)
 		}
@@ -240,7 +148,7 @@ func TestAttackMoreSocketFamilies(t *testing.T) {
 	// Negative control: without the filter the kernel creates an AF_VSOCK socket.
 	if fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM, 0); err == nil {
 		unix.Close(fd)
-		expectWorked(t, "AF_VSOCK socket", f.unsandboxed(moreAttackCmd(t, "socket", strconv.Itoa(unix.AF_VSOCK), strconv.Itoa(unix.SOCK_STREAM))))
+		expectWorked(t, "AF_VSOCK socket", f.unsandboxed(attackCmd(t, "socket", strconv.Itoa(unix.AF_VSOCK), strconv.Itoa(unix.SOCK_STREAM))))
 	}
 }
 
@@ -277,7 +185,7 @@ func TestAttackMoreMetadataOutsideRoot(t *testing.T) {
 		"chmod a folder":    "chmod 0777 " + shq(f.outside),
 		"chmod the home":    "chmod 0777 " + shq(f.home),
 		"set times":         "touch -d 2001-01-01 " + shq(victim),
-		"set an xattr":      moreAttackCmd(t, "setxattr", victim),
+		"set an xattr":      attackCmd(t, "setxattr", victim),
 		"chmod in /tmp":     "chmod 0777 " + shq(f.base),
 		"chmod in the root": "chmod 0700 . && chmod 0755 .", // the root itself stays writable
 	}
@@ -325,8 +233,8 @@ func TestAttackMoreDeviceNodes(t *testing.T) {
 		// A node outside /dev (as in a container's root file system), of a device that is not on the list.
 		node := filepath.Join(f.outside, "vcs")
 		must(t, unix.Mknod(node, unix.S_IFCHR|0o600, int(unix.Mkdev(7, 0))))
-		expectDenied(t, "open a planted device node", f.sandboxed(moreAttackCmd(t, "open-read", node)))
-		expectWorked(t, "open a planted device node", f.unsandboxed(moreAttackCmd(t, "open-read", node)))
+		expectDenied(t, "open a planted device node", f.sandboxed(attackCmd(t, "open-read", node)))
+		expectWorked(t, "open a planted device node", f.unsandboxed(attackCmd(t, "open-read", node)))
 	}
 	// Host devices this user may open: the console's screen for root, a terminal or a disk for a user in tty or disk.
 	tried := 0
@@ -334,11 +242,11 @@ func TestAttackMoreDeviceNodes(t *testing.T) {
 		if unix.Access(dev, unix.R_OK) != nil {
 			continue
 		}
-		if r := f.unsandboxed(moreAttackCmd(t, "open-read", dev)); r.ExitCode != 0 {
+		if r := f.unsandboxed(attackCmd(t, "open-read", dev)); r.ExitCode != 0 {
 			continue // the kernel refuses it anyway (a busy disk, dmesg_restrict)
 		}
 		tried++
-		expectDenied(t, "open "+dev, f.sandboxed(moreAttackCmd(t, "open-read", dev)))
+		expectDenied(t, "open "+dev, f.sandboxed(attackCmd(t, "open-read", dev)))
 	}
 	t.Logf("%d host devices opened without the sandbox and tried in it", tried)
 }
@@ -396,7 +304,7 @@ func unixListener(t *testing.T, dir, path string, wrap func(argv ...string) *exe
 	t.Helper()
 	exe, err := os.Executable()
 	must(t, err)
-	c := wrap(exe, moreAttackArg, "unix-listen", path)
+	c := wrap(exe, attackArg, "unix-listen", path)
 	c.Dir = dir
 	stdout, err := c.StdoutPipe()
 	must(t, err)
@@ -477,10 +385,10 @@ func TestAttackMoreSecretsThroughAnotherMount(t *testing.T) {
 		shq(second(hook)), shq(second(filepath.Join(f.root, ".git", "config"))))
 	exe, err := os.Executable()
 	must(t, err)
-	run := func(unsandboxed string) string {
+	run := func(unsandboxed string) string { // "unsandboxed", or "" for a sandboxed run
 		c := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", `mount --bind "$1" "$2" && shift 2 && exec "$@"`,
-			"sh", f.base, alias, exe, moreAttackArg, "broker", f.root, f.tmp, strings.Join(f.spec("").Hidden, ","),
-			strings.Join(append(s.ReadOnly, s.EnsureDirs...), ","), unsandboxed, cmd)
+			"sh", f.base, alias, exe, attackArg, "broker", f.root, f.tmp, cmd, "hidden="+strings.Join(f.spec("").Hidden, ","),
+			"readonly="+strings.Join(append(s.ReadOnly, s.EnsureDirs...), ","), unsandboxed)
 		o, err := c.CombinedOutput()
 		if err != nil {
 			t.Fatalf("broker in a mount namespace with a second mount: %v %q", err, o)
@@ -488,7 +396,7 @@ func TestAttackMoreSecretsThroughAnotherMount(t *testing.T) {
 		return string(o)
 	}
 	cfg, _ := os.ReadFile(filepath.Join(f.root, ".git", "config"))
-	if o := run("0"); strings.Contains(o, "SECRET") {
+	if o := run(""); strings.Contains(o, "SECRET") {
 		t.Errorf("secrets read through a second mount: %q", o)
 	}
 	if _, err := os.Stat(hook); err == nil {
@@ -498,7 +406,7 @@ func TestAttackMoreSecretsThroughAnotherMount(t *testing.T) {
 		t.Errorf(".git/config changed through a second mount")
 	}
 	// Negative control: without the sandbox the second mount shows and writes them.
-	if o := run("1"); !strings.Contains(o, "SECRET-SSH-KEY") || !strings.Contains(o, "SECRET-CREDENTIALS") {
+	if o := run("unsandboxed"); !strings.Contains(o, "SECRET-SSH-KEY") || !strings.Contains(o, "SECRET-CREDENTIALS") {
 		t.Errorf("negative control: the second mount did not show the secrets: %q", o)
 	}
 	if _, err := os.Stat(hook); err != nil {
@@ -602,11 +510,11 @@ func TestEnsureDirsRaceWithSymlinkSwap(t *testing.T) {
 func TestAttackMoreKernelSurface(t *testing.T) {
 	f := newFixture(t)
 	for _, name := range []string{"userfaultfd", "perf_event_open", "bpf", "keyctl", "add_key", "process_vm_readv", "open_by_handle_at", "setns", "mount", "unshare-userns"} {
-		r := f.sandboxed(moreAttackCmd(t, "syscall", name))
+		r := f.sandboxed(attackCmd(t, "syscall", name))
 		if !strings.Contains(out(r), fmt.Sprintf("ERRNO %d ", unix.EPERM)) {
 			t.Errorf("%s in the sandbox: %q", name, r.Output)
 		}
-		if u := out(f.unsandboxed(moreAttackCmd(t, "syscall", name))); strings.Contains(u, fmt.Sprintf("ERRNO %d ", unix.EPERM)) {
+		if u := out(f.unsandboxed(attackCmd(t, "syscall", name))); strings.Contains(u, fmt.Sprintf("ERRNO %d ", unix.EPERM)) {
 			t.Logf("no negative control for %s: the kernel refuses it here without the filter too (%q)", name, u)
 		} else {
 			t.Logf("negative control %s: %s", name, strings.SplitN(u, "\n", 2)[0])
@@ -687,7 +595,7 @@ func TestAttackMoreHostTerminals(t *testing.T) {
 	n, err := unix.IoctlGetInt(master, unix.TIOCGPTN)
 	must(t, err)
 	host := fmt.Sprintf("/dev/pts/%d", n)
-	expectDenied(t, "open the host's "+host, f.sandboxed(moreAttackCmd(t, "open-read", host)))
+	expectDenied(t, "open the host's "+host, f.sandboxed(attackCmd(t, "open-read", host)))
 	// Negative control: outside the sandbox this user opens it.
-	expectWorked(t, "open the host's "+host, f.unsandboxed(moreAttackCmd(t, "open-read", host)))
+	expectWorked(t, "open the host's "+host, f.unsandboxed(attackCmd(t, "open-read", host)))
 }
