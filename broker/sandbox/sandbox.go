@@ -142,10 +142,10 @@ func shutdownRequested(ctx context.Context) bool {
 	return errors.Is(context.Cause(ctx), ErrShutdown)
 }
 
-// SystemSecrets are hidden from every sandboxed command besides Spec.Hidden: a command run by a root broker keeps
+// systemSecretGlobs are hidden from every sandboxed command besides Spec.Hidden: a command run by a root broker keeps
 // uid 0 (without capabilities), so it would otherwise read root-owned secrets such as password hashes and host
 // keys. Glob patterns are expanded at each run.
-var SystemSecrets = []string{
+var systemSecretGlobs = []string{
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
 	"/etc/ssh/ssh_host_*_key", "/etc/ssl/private", "/root/.ssh", "/root/.aws", "/root/.docker", "/root/.netrc",
 	"/root/.config/gh", "/root/.garuda", "/var/lib/docker", "/run/secrets",

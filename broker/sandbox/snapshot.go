@@ -70,10 +70,10 @@ func EnsureProtectedDirs(root string, dirs []string) error {
 	return nil
 }
 
-// systemSecrets expands SystemSecrets to the paths that exist.
+// systemSecrets expands systemSecretGlobs to the paths that exist.
 func systemSecrets() []string {
 	var out []string
-	for _, pat := range SystemSecrets {
+	for _, pat := range systemSecretGlobs {
 		m, _ := filepath.Glob(pat)
 		out = append(out, m...)
 	}
