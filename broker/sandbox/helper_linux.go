@@ -19,6 +19,7 @@ type helperSpec struct {
 	Writable     []string
 	ReadOnly     []string
 	Hidden       []string
+	Reveal       []string // folders inside Hidden ones bound back read-only (Spec.Reveal)
 	Sockets      []string // pathname unix sockets bound in the broker's network namespace, hidden from the command
 	Env          []string
 	Unsandboxed  bool

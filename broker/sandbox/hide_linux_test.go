@@ -3,12 +3,16 @@
 package sandbox
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAttackReadSecrets(t *testing.T) {
@@ -118,5 +122,114 @@ func TestAttackHiddenParentRenamed(t *testing.T) {
 	expectWorked(t, "rename", f.unsandboxed("rm -rf x conf2; mv conf conf2"))
 	if r := f.run(spec(read)); !strings.Contains(string(r.Output), "SECRET-ENV") {
 		t.Errorf("negative control: renamed hidden file not read: %q", r.Output)
+	}
+}
+
+// TestAttackHiddenFolderGrowsDuringTheRun: a folder hidden whole with a folder of it revealed ($GARUDA_HOME with its
+// hooks/, as hooks run) shows the revealed folder read-only and nothing else of it, not even a file that appears at
+// its top while the command runs (credentials `garuda setup` writes then). The command waits until the test has
+// written the file, then tries to read it. Control: the same folder hidden entry by entry (each entry that exists
+// when the command starts, hooks/ excepted) shows the new file.
+func TestAttackHiddenFolderGrowsDuringTheRun(t *testing.T) {
+	f := newFixture(t)
+	hooks := filepath.Join(f.garuda, "hooks")
+	must(t, os.MkdirAll(hooks, 0o755))
+	must(t, os.WriteFile(filepath.Join(hooks, "lib.sh"), []byte("echo from-lib\n"), 0o755))
+	late := filepath.Join(f.garuda, "late.txt")
+	cmd := fmt.Sprintf(`touch started; for i in $(seq 1000); do [ -e written ] && break; sleep 0.02; done; `+
+		`cat %[1]s/late.txt %[1]s/credentials; %[1]s/hooks/lib.sh; echo x > %[1]s/hooks/new || echo hooks-read-only`, shq(f.garuda))
+	run := func(s Spec) string {
+		t.Helper()
+		for _, p := range []string{filepath.Join(f.root, "started"), filepath.Join(f.root, "written"), late} {
+			os.Remove(p)
+		}
+		done := make(chan *Result, 1)
+		go func() {
+			r, err := Run(context.Background(), s)
+			if err != nil {
+				t.Error(err)
+				r = &Result{}
+			}
+			done <- r
+		}()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(f.root, "started")); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the command never started")
+			}
+		}
+		must(t, os.WriteFile(late, []byte("LATE-SECRET\n"), 0o644))
+		must(t, os.WriteFile(filepath.Join(f.root, "written"), nil, 0o644))
+		return string((<-done).Output)
+	}
+	s := f.spec(cmd)
+	s.Reveal = []string{hooks}
+	o := run(s)
+	if strings.Contains(o, "SECRET") || !strings.Contains(o, "from-lib") || !strings.Contains(o, "hooks-read-only") {
+		t.Errorf("a folder hidden whole with hooks/ revealed: %q", o)
+	}
+	if _, err := os.Stat(filepath.Join(hooks, "new")); err == nil {
+		t.Error("the revealed folder was written from the sandbox")
+	}
+	// Negative control: the entry-by-entry cover hides what existed at the start and not what came after.
+	old := f.spec(cmd)
+	old.Hidden = slices.DeleteFunc(old.Hidden, func(p string) bool { return p == f.garuda })
+	entries, err := os.ReadDir(f.garuda)
+	must(t, err)
+	for _, e := range entries {
+		if e.Name() != "hooks" && e.Name() != "late.txt" {
+			old.Hidden = append(old.Hidden, filepath.Join(f.garuda, e.Name()))
+		}
+	}
+	if o := run(old); !strings.Contains(o, "LATE-SECRET") || strings.Contains(o, "SECRET-CREDENTIALS") || !strings.Contains(o, "from-lib") {
+		t.Errorf("negative control: the entry-by-entry cover did not show the new file: %q", o)
+	}
+}
+
+// TestAttackRevealedFolderIsALink: a revealed folder that is a symbolic link (to ~/.ssh here) would bind its target
+// back into view; the run is refused. Control: the link reaches the key outside the sandbox.
+func TestAttackRevealedFolderIsALink(t *testing.T) {
+	f := newFixture(t)
+	hooks := filepath.Join(f.garuda, "hooks")
+	must(t, os.Symlink(filepath.Join(f.home, ".ssh"), hooks))
+	s := f.spec("cat " + shq(filepath.Join(hooks, "id_ed25519")))
+	s.Reveal = []string{hooks}
+	r, err := Run(context.Background(), s)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("a revealed folder that is a link: %v %+v", err, r)
+	}
+	if r != nil && strings.Contains(string(r.Output), "SECRET") {
+		t.Errorf("the key was read through the revealed link: %q", r.Output)
+	}
+	if r := f.unsandboxed(s.Command); !strings.Contains(string(r.Output), "SECRET-SSH-KEY") {
+		t.Errorf("negative control: the link did not reach the key: %q", r.Output)
+	}
+}
+
+// A revealed folder that does not exist leaves its hidden folder empty; a folder hidden twice (root's /root/.garuda
+// is among the system's secrets, and may be $GARUDA_HOME too) still shows what it reveals; a revealed path outside
+// every hidden folder is refused.
+func TestRevealEdges(t *testing.T) {
+	f := newFixture(t)
+	hooks := filepath.Join(f.garuda, "hooks")
+	s := f.spec("ls -A " + shq(f.garuda) + "; echo listed")
+	s.Reveal = []string{hooks}
+	if r := f.run(s); out(r) != "listed" {
+		t.Errorf("a missing revealed folder: %q", r.Output)
+	}
+	must(t, os.MkdirAll(hooks, 0o755))
+	must(t, os.WriteFile(filepath.Join(hooks, "lib.sh"), []byte("echo from-lib\n"), 0o755))
+	s = f.spec(shq(filepath.Join(hooks, "lib.sh")))
+	s.Hidden = append(s.Hidden, f.garuda+"/")
+	s.Reveal = []string{hooks}
+	if r := f.run(s); out(r) != "from-lib" {
+		t.Errorf("a folder hidden twice: %q", r.Output)
+	}
+	s = f.spec("true")
+	s.Reveal = []string{filepath.Join(f.outside, "x")}
+	if _, err := Run(context.Background(), s); err == nil || !strings.Contains(err.Error(), "not inside a hidden folder") {
+		t.Errorf("a revealed path outside the hidden folders: %v", err)
 	}
 }

@@ -6,7 +6,10 @@ package sandbox
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/garuda-dev/garuda/internal/pathglob"
 )
 
 // plan checks s and what the kernel offers, and builds what the helper needs.
@@ -53,6 +56,14 @@ func plan(s Spec) (*helperSpec, []string, error) {
 	}
 	if !s.Unsandboxed {
 		hs.Hidden = append(hs.Hidden, systemSecrets()...)
+	}
+	if hs.Reveal, err = clean("revealed", s.Reveal); err != nil {
+		return nil, nil, err
+	}
+	for _, r := range hs.Reveal {
+		if !slices.ContainsFunc(hs.Hidden, func(h string) bool { rel, in := pathglob.Within(h, r); return in && rel != "" }) {
+			return nil, nil, fmt.Errorf("sandbox revealed path %q is not inside a hidden folder", r)
+		}
 	}
 	if s.Unsandboxed {
 		return hs, nil, nil

@@ -80,8 +80,8 @@ func protectPaths(hs *helperSpec, mounts []mountEntry) error {
 			return fmt.Errorf("hide %s: %w", h, err)
 		}
 		if fi.IsDir() {
-			if err := unix.Mount("tmpfs", h, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555"); err != nil {
-				return fmt.Errorf("hide folder %s: %w", h, err)
+			if err := hideFolder(h, revealedIn(h, hs.Reveal)); err != nil {
+				return err
 			}
 			continue
 		}

@@ -67,6 +67,7 @@ type Spec struct {
 	ReadOnly     []string      // protected paths (files or folders) made read-only; missing ones are skipped
 	EnsureDirs   []string      // protected folders created empty if missing, then made read-only
 	Hidden       []string      // secrets replaced by an empty read-only tmpfs (folders) or /dev/null (files)
+	Reveal       []string      // folders inside Hidden ones shown read-only, the rest hidden whole (hideFolder)
 	Env          []string      // the command's exact environment (see BaseEnv)
 	Timeout      time.Duration // 0: DefaultTimeout; capped at MaxTimeout
 	Unsandboxed  bool          // sandbox:false: scrubbed env and own pid namespace, no other confinement
