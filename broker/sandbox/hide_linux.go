@@ -37,8 +37,9 @@ func revealedIn(dir string, reveal []string) []string {
 // back on top of it, read-only. Covering the folder whole, instead of each entry it holds when the command starts,
 // defends against reading what appears in it during the run (credentials `garuda setup` writes, a new settings
 // file) and anything not listed; each revealed folder is opened below dir through no symbolic link and cloned
-// before the cover goes on, so that nothing can be swapped in between to reveal something else. A revealed folder
-// that does not exist stays hidden; anything else that cannot be done fails the set-up (closed).
+// before the cover goes on, so that nothing can be swapped in between to reveal something else. A revealed path
+// that does not exist, or is not a folder, stays hidden; one that is a symbolic link, and anything else that cannot
+// be done, fails the set-up (closed).
 func hideFolder(dir string, reveal []string) error {
 	if len(reveal) == 0 {
 		flags := uintptr(unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
@@ -64,18 +65,30 @@ func hideFolder(dir string, reveal []string) error {
 		}
 	}()
 	for _, rel := range reveal {
+		// O_PATH with O_NOFOLLOW opens a link itself, so that what is opened is known by its type.
 		fd, err := unix.Openat2(dfd, rel, &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 		})
-		if errors.Is(err, unix.ENOENT) {
-			continue // nothing to show: it stays hidden
-		}
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			return fail("show "+rel, fmt.Errorf("not a folder of its own (a symbolic link?): %w", err))
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			continue // no folder to show: it stays hidden
 		}
 		if err != nil {
+			return fail("show "+rel, err) // ELOOP: a link on the way
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
 			return fail("show "+rel, err)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+		case unix.S_IFLNK:
+			unix.Close(fd)
+			return fail("show "+rel, errors.New("it is a symbolic link, which could point anywhere; keep a folder there"))
+		default:
+			unix.Close(fd)
+			continue // not a folder: it stays hidden
 		}
 		tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
 		unix.Close(fd)

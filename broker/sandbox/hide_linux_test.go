@@ -208,9 +208,9 @@ func TestAttackRevealedFolderIsALink(t *testing.T) {
 	}
 }
 
-// A revealed folder that does not exist leaves its hidden folder empty; a folder hidden twice (root's /root/.garuda
-// is among the system's secrets, and may be $GARUDA_HOME too) still shows what it reveals; a revealed path outside
-// every hidden folder is refused.
+// A revealed folder that does not exist, or a file in its place, leaves its hidden folder empty; a folder hidden
+// twice (root's /root/.garuda is among the system's secrets, and may be $GARUDA_HOME too) still shows what it
+// reveals; a revealed path outside every hidden folder is refused.
 func TestRevealEdges(t *testing.T) {
 	f := newFixture(t)
 	hooks := filepath.Join(f.garuda, "hooks")
@@ -219,6 +219,11 @@ func TestRevealEdges(t *testing.T) {
 	if r := f.run(s); out(r) != "listed" {
 		t.Errorf("a missing revealed folder: %q", r.Output)
 	}
+	must(t, os.WriteFile(hooks, []byte("SECRET-FILE"), 0o644))
+	if r := f.run(s); out(r) != "listed" {
+		t.Errorf("a file where the revealed folder would be: %q", r.Output)
+	}
+	must(t, os.Remove(hooks))
 	must(t, os.MkdirAll(hooks, 0o755))
 	must(t, os.WriteFile(filepath.Join(hooks, "lib.sh"), []byte("echo from-lib\n"), 0o755))
 	s = f.spec(shq(filepath.Join(hooks, "lib.sh")))
