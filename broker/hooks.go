@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -306,7 +306,7 @@ func (s *Service) runHook(ctx context.Context, c *call, st *policy.State, h poli
 	}
 	var a hookAnswer
 	if err == nil {
-		spec.Hidden = s.hookHidden(spec.Hidden)
+		spec.Reveal = s.hookReveal(spec.Hidden)
 		spec.Env = append(spec.Env, "CLAUDE_PROJECT_DIR="+c.sess.root, "GARUDA_PROJECT_DIR="+c.sess.root)
 		spec.Stdin = bytes.NewReader(stdin)
 		stdout := &boundedBuffer{max: maxHookStdout}
@@ -360,41 +360,16 @@ func nonEmpty(s string) []string {
 	return []string{s}
 }
 
-// hookHidden is what a hook may not see: what a command may not, except $GARUDA_HOME/hooks/, where users keep their
-// hook scripts. The rest of $GARUDA_HOME (keys, trust, sessions, audit) is hidden entry by entry; nothing of it is
-// writable in the sandbox.
-func (s *Service) hookHidden(hidden []string) []string {
-	out := make([]string, 0, len(hidden))
-	home := false
-	for _, h := range hidden {
-		if h == s.cfg.Home {
-			home = true
-			continue
-		}
-		out = append(out, h)
+// hookReveal is what a hook sees of what a command may not: $GARUDA_HOME/hooks/, where users keep their hook
+// scripts, read-only. The rest of $GARUDA_HOME (keys, trust, sessions, audit, and whatever appears in it while the
+// hook runs, credentials `garuda setup` writes then included) stays hidden whole: the sandbox covers the folder and
+// binds hooks/ back (sandbox.Spec.Reveal).
+func (s *Service) hookReveal(hidden []string) []string {
+	if !slices.Contains(hidden, s.cfg.Home) {
+		return nil // not there to hide: nothing to reveal either
 	}
-	if !home {
-		return hidden
-	}
-	// The folders the broker fills while a hook may run (the session files, the audit log) are made first, so that
-	// they are hidden whole, with whatever is written in them during the run.
-	for _, d := range homeFolders {
-		os.MkdirAll(filepath.Join(s.cfg.Home, d), 0o700)
-	}
-	entries, err := os.ReadDir(s.cfg.Home)
-	if err != nil {
-		return append(out, s.cfg.Home)
-	}
-	for _, e := range entries {
-		if e.Name() != "hooks" {
-			out = append(out, filepath.Join(s.cfg.Home, e.Name()))
-		}
-	}
-	return out
+	return []string{filepath.Join(s.cfg.Home, "hooks")}
 }
-
-// homeFolders are the folders of $GARUDA_HOME the broker writes in during a session.
-var homeFolders = []string{"sessions", "audit", "undo"}
 
 // boundedBuffer keeps the first max bytes written to it and drops the rest, never blocking the writer.
 type boundedBuffer struct {

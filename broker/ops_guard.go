@@ -1,6 +1,10 @@
+// The command guard around a sandboxed run: the scan before (what is protected is made read-only), the run, and the
+// scan after, which undoes what the command left for programs that run later outside the sandbox.
+
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -9,6 +13,7 @@ import (
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/guard"
 	"github.com/garuda-dev/garuda/broker/sandbox"
+	"github.com/garuda-dev/garuda/internal/pathglob"
 	"github.com/garuda-dev/garuda/policy"
 )
 
@@ -18,8 +23,8 @@ func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec)
 	maxEntries, skip := policy.GuardWalk(st)
 	// What the sandbox hides (read-denied folders) a command can neither see nor write: the walk leaves it out.
 	for _, h := range spec.Hidden {
-		if rel, err := filepath.Rel(sess.fs.Real(), h); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-			skip = append(skip, filepath.ToSlash(rel))
+		if rel, in := pathglob.Within(sess.fs.Real(), filepath.Clean(h)); in && rel != "" {
+			skip = append(skip, rel)
 		}
 	}
 	sess.guard.Configure(guard.Options{MaxEntries: maxEntries, Skip: skip, Writable: spec.Writable})
@@ -61,4 +66,65 @@ func (s *Service) guardAfter(sessID, op, command string, w *guard.Watch) ([]stri
 	return lines, s.record(audit.Record{Session: sessID, Event: audit.EventGuardUndone, Op: op, Input: command,
 		Detail: map[string]string{"undone": strings.Join(rep.Undone, "\n"), "changed": strings.Join(rep.Changed, " "),
 			"errors": strings.Join(rep.Errors, "\n")}}, true)
+}
+
+// runFailure is a sandboxed run that could not start or could not be checked: the call fails with its reason.
+type runFailure struct{ err error }
+
+func (f *runFailure) Error() string { return f.err.Error() }
+
+func (f *runFailure) Unwrap() error { return f.err }
+
+// runGuarded runs spec in the sandbox under the command guard, the one way the broker runs a command to its end (a
+// bash call, a hook): the guard's scan before (what is protected is made read-only for the command), the run, and
+// the scan after, which undoes what the command left for programs that run later outside the sandbox. It returns
+// the guard's lines about what it undid; op names the run in the guard's audit record (bash, hook). A *runFailure
+// error means nothing ran, or its result cannot be trusted; any other error (the audit log) ends the call.
+func (s *Service) runGuarded(ctx context.Context, c *call, st *policy.State, op string,
+	spec sandbox.Spec) (*sandbox.Result, []string, error) {
+	watch, err := s.guardBefore(c.sess, st, &spec)
+	if err != nil {
+		return nil, nil, &runFailure{err}
+	}
+	res, err := sandbox.Run(ctx, spec)
+	if err != nil {
+		return nil, nil, &runFailure{runError(err)}
+	}
+	if watch == nil {
+		return res, nil, nil
+	}
+	undone, err := s.guardAfter(c.sess.id, op, spec.Command, watch)
+	return res, undone, err
+}
+
+// guardBefore takes the guard's scan before a sandboxed command (what is protected now is made read-only for it, and
+// what to compare with after); nil for a command outside the sandbox. A background process takes it too, and the
+// scan after when it ends.
+func (s *Service) guardBefore(sess *session, st *policy.State, spec *sandbox.Spec) (*guard.Watch, error) {
+	var watch *guard.Watch
+	if !spec.Unsandboxed {
+		var err error
+		if watch, err = s.guardBegin(sess, st, *spec); err != nil {
+			return nil, err
+		}
+		spec.ReadOnly, spec.EnsureDirs = watch.Before().ReadOnly(), watch.Before().EnsureDirs()
+		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
+		if err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs); err != nil {
+			return nil, fmt.Errorf("prepare the protected folders: %w", err)
+		}
+	}
+	// A second name for a protected file would carry writes past its read-only mount: refuse to run.
+	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {
+		return nil, fmt.Errorf("protected files have another hard link, through which a command could change them: %s; "+
+			"remove the other links and try again", strings.Join(linked, ", "))
+	}
+	return watch, nil
+}
+
+// runError is a failure of sandbox.Run, in words.
+func runError(err error) error {
+	if errors.Is(err, sandbox.ErrUnavailable) {
+		return fmt.Errorf("%w; run `garuda-exec doctor` to see what this machine lacks", err)
+	}
+	return fmt.Errorf("run the command: %w", err)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/broker/sessionlog"
 	"github.com/garuda-dev/garuda/broker/undo"
+	"github.com/garuda-dev/garuda/internal/pathglob"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -279,7 +280,8 @@ func (s *Service) register(sess *session) {
 
 // noProject reports whether dir is / or $GARUDA_HOME or below it.
 func (s *Service) noProject(dir string) bool {
-	return dir == "/" || dir == s.cfg.Home || strings.HasPrefix(dir, s.cfg.Home+string(filepath.Separator))
+	_, in := pathglob.Within(s.cfg.Home, dir)
+	return dir == "/" || in
 }
 
 // checkRoot accepts an absolute path of an existing folder.

@@ -1,5 +1,7 @@
 package policy
 
+import "github.com/garuda-dev/garuda/internal/pathglob"
+
 // The operations the broker decides, by name: the op of their audit records and, for the model's tools, the tool
 // names of the settings grammar. This is the one list; the broker's operation table uses these names.
 const (
@@ -48,7 +50,7 @@ func Outside(req Request, st *State) bool {
 // inRoot reports whether p is below the project folder under either of its names (not the folder itself).
 func inRoot(p string, st *State) bool {
 	for _, root := range []string{st.Root, st.RealRoot} {
-		if rel, in := within(root, p); in && rel != "" {
+		if rel, in := pathglob.Within(root, p); in && rel != "" {
 			return true
 		}
 	}

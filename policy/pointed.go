@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/garuda-dev/garuda/internal/pathglob"
 )
 
 // GitRepo is what the broker read of one repository below the root, for GitPointed. Paths are root-relative and
@@ -130,7 +132,7 @@ func pointed(rel string, st *State) bool {
 	rel = strings.Trim(foldName(rel), "/")
 	for _, p := range st.Pointed {
 		p = foldName(p)
-		if rel == p || strings.HasPrefix(rel, p+"/") {
+		if _, in := pathglob.Within(p, rel); in {
 			return true
 		}
 	}

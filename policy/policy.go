@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/garuda-dev/garuda/internal/pathglob"
 )
 
 // Mode is a session's agent mode.
@@ -158,9 +160,9 @@ func decideUnderBothRoots(req Request, st *State) Decision {
 	}
 	alt := *st
 	alt.RealRoot = ""
-	if rel, in := within(st.Root, req.Path); in {
+	if rel, in := pathglob.Within(st.Root, req.Path); in {
 		alt.Root, req.Path = st.RealRoot, filepath.Join(st.RealRoot, rel)
-	} else if rel, in := within(st.RealRoot, req.Path); in {
+	} else if rel, in := pathglob.Within(st.RealRoot, req.Path); in {
 		req.Path = filepath.Join(st.Root, rel)
 	} else {
 		return d
@@ -338,7 +340,7 @@ func builtinDeny(req *Request, st *State) (Decision, bool) {
 	switch req.Kind {
 	case KindRead, KindSearch:
 		if st.OutputDir != "" {
-			if _, in := within(st.OutputDir, req.Path); in {
+			if _, in := pathglob.Within(st.OutputDir, req.Path); in {
 				return Decision{}, false
 			}
 		}
@@ -361,7 +363,7 @@ func builtinDeny(req *Request, st *State) (Decision, bool) {
 // inFolded reports whether p is dir or lies under it, ignoring case, so that a case-insensitive file system
 // cannot be used to reach Garuda's own folders under another spelling.
 func inFolded(dir, p string) bool {
-	_, in := within(foldName(dir), foldName(p))
+	_, in := pathglob.Within(foldName(dir), foldName(p))
 	return in
 }
 
@@ -524,11 +526,11 @@ func defaults(req *Request, st *State, cmd *command) Decision {
 	_, session := sessionRuleFor(req, st, cmd)
 	switch req.Kind {
 	case KindRead, KindSearch:
-		if _, in := within(st.Root, req.Path); in {
+		if _, in := pathglob.Within(st.Root, req.Path); in {
 			return Decision{Verdict: Allow, Rule: "default", Reason: "reads in the project folder are allowed"}
 		}
 		if st.OutputDir != "" {
-			if _, in := within(st.OutputDir, req.Path); in {
+			if _, in := pathglob.Within(st.OutputDir, req.Path); in {
 				return Decision{Verdict: Allow, Rule: "default", Reason: "reads of the session's own output folder are allowed"}
 			}
 		}
@@ -540,7 +542,7 @@ func defaults(req *Request, st *State, cmd *command) Decision {
 			return ask("default", "commands outside the sandbox always ask first", warning(req, st), session)
 		}
 		if req.Dir != "" {
-			if _, in := within(st.Root, req.Dir); !in {
+			if _, in := pathglob.Within(st.Root, req.Dir); !in {
 				return ask("default", "sandboxed commands outside the project folder ask first", warning(req, st), false)
 			}
 		}
@@ -569,16 +571,16 @@ func warning(req *Request, st *State) string {
 			return "Outside the sandbox: this command can read, change and send anything you can."
 		}
 		if req.Dir != "" {
-			if _, in := within(st.Root, req.Dir); !in {
+			if _, in := pathglob.Within(st.Root, req.Dir); !in {
 				return "The working folder " + req.Dir + " is outside the project folder."
 			}
 		}
 	case KindRead, KindSearch:
-		if _, in := within(st.Root, req.Path); !in {
+		if _, in := pathglob.Within(st.Root, req.Path); !in {
 			return req.Path + " is outside the project folder."
 		}
 	case KindWrite, KindEdit:
-		if _, in := within(st.Root, req.Path); !in {
+		if _, in := pathglob.Within(st.Root, req.Path); !in {
 			return "Outside the project folder: " + req.Path
 		}
 	}
@@ -588,14 +590,14 @@ func warning(req *Request, st *State) string {
 // protectedAbs applies Protected to an absolute path: relative to the root inside it, else the whole path
 // (so that ~/.bashrc is protected when the root is elsewhere).
 func protectedAbs(p string, st *State) bool {
-	if rel, in := within(st.Root, p); in {
+	if rel, in := pathglob.Within(st.Root, p); in {
 		return Protected(rel) || pointed(rel, st)
 	}
 	return Protected(strings.TrimPrefix(p, "/"))
 }
 
 func displayPath(p string, st *State) string {
-	if rel, in := within(st.Root, p); in && rel != "" {
+	if rel, in := pathglob.Within(st.Root, p); in && rel != "" {
 		return rel
 	}
 	return p
@@ -631,7 +633,7 @@ func sessionRuleFor(req *Request, st *State, cmd *command) (Rule, bool) {
 	var text string
 	switch req.Kind {
 	case KindWrite, KindEdit:
-		if _, in := within(st.Root, req.Path); !in {
+		if _, in := pathglob.Within(st.Root, req.Path); !in {
 			return Rule{}, false
 		}
 		text = "edit_file(/**)"
@@ -684,7 +686,7 @@ func sessionRuleFor(req *Request, st *State, cmd *command) (Rule, bool) {
 
 // inOrEqual reports whether base is dir or lies under dir.
 func inOrEqual(dir, base string) bool {
-	_, in := within(dir, base)
+	_, in := pathglob.Within(dir, base)
 	return in
 }
 

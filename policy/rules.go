@@ -363,17 +363,17 @@ func (pp *pathPattern) match(abs string, st *State, fold bool) bool {
 	var ok bool
 	switch pp.base {
 	case baseAbs:
-		rel, ok = within("/", abs)
+		rel, ok = pathglob.Within("/", abs)
 	case baseHome:
 		if st.UserHome == "" {
 			return false
 		}
-		rel, ok = within(st.UserHome, abs)
+		rel, ok = pathglob.Within(st.UserHome, abs)
 	case baseRoot:
-		rel, ok = within(st.Root, abs)
+		rel, ok = pathglob.Within(st.Root, abs)
 	case baseAny:
-		if rel, ok = within(st.Root, abs); !ok {
-			rel, ok = within("/", abs)
+		if rel, ok = pathglob.Within(st.Root, abs); !ok {
+			rel, ok = pathglob.Within("/", abs)
 		}
 	}
 	if !ok {
@@ -393,21 +393,4 @@ func (pp *pathPattern) match(abs string, st *State, fold bool) bool {
 	}
 	// A pattern that matches a folder above the path covers it.
 	return pathglob.Pattern(pat).Covers(segs)
-}
-
-// within returns p relative to base when p is base or lies under it.
-func within(base, p string) (string, bool) {
-	if base == "" {
-		return "", false
-	}
-	if p == base {
-		return "", true
-	}
-	if base == "/" {
-		return strings.TrimPrefix(p, "/"), strings.HasPrefix(p, "/")
-	}
-	if rest, ok := strings.CutPrefix(p, base+"/"); ok {
-		return rest, true
-	}
-	return "", false
 }

@@ -70,7 +70,7 @@ func (n *ignoreNode) ignored(rel string, isDir bool) bool {
 		sub := rel
 		if n.dir != "" {
 			var below bool
-			if sub, below = strings.CutPrefix(rel, n.dir+"/"); !below {
+			if sub, below = pathglob.Within(n.dir, rel); !below || sub == "" {
 				continue
 			}
 		}

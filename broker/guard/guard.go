@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/garuda-dev/garuda/internal/pathglob"
 	"github.com/garuda-dev/garuda/policy"
 )
 
@@ -209,7 +210,7 @@ func (g *Guard) snapshot() *Snapshot {
 // under reports whether p is below one of the sorted paths in list.
 func under(p string, list []string) bool {
 	for _, q := range list {
-		if strings.HasPrefix(p, q+"/") {
+		if rel, in := pathglob.Within(q, p); in && rel != "" {
 			return true
 		}
 	}
@@ -270,14 +271,7 @@ func (g *Guard) rel(dir, p string) (string, bool) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(g.abs(dir), p)
 	}
-	r, err := filepath.Rel(g.root, filepath.Clean(p))
-	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
-		return "", false
-	}
-	if r == "." {
-		return "", true
-	}
-	return filepath.ToSlash(r), true
+	return pathglob.Within(g.root, filepath.Clean(p))
 }
 
 // maxConfig bounds what is read of a config file or an included one.

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/garuda-dev/garuda/internal/pathglob"
 	"github.com/garuda-dev/garuda/policy"
 )
 
@@ -136,7 +137,7 @@ func parent(rel string) string {
 // drop forgets a folder and everything below it.
 func (t *tree) drop(rel string) {
 	for r, nd := range t.nodes {
-		if r == rel || rel == "" || strings.HasPrefix(r, rel+"/") {
+		if _, in := pathglob.Within(rel, r); in || rel == "" {
 			t.count -= nd.count
 			if nd.wd >= 0 {
 				t.n.unwatch(nd.wd)

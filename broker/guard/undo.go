@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/garuda-dev/garuda/internal/pathglob"
 )
 
 // Report is what the guard found and undid after a command.
@@ -108,7 +110,7 @@ func (g *Guard) undo(before, after *Snapshot) *Report {
 	// Protected files and folders the run created, outside git folders (which are neutralised, not removed).
 	inRepo := func(p string) bool {
 		for dir := range after.repos {
-			if p == dir || strings.HasPrefix(p, dir+"/") {
+			if _, in := pathglob.Within(dir, p); in {
 				return true
 			}
 		}
@@ -172,7 +174,7 @@ func sortedKeys(m map[string]bool) []string {
 
 func (g *Guard) outsideWritable(abs string) bool {
 	for _, w := range g.opts.Writable {
-		if abs == w || strings.HasPrefix(abs, w+"/") {
+		if _, in := pathglob.Within(w, abs); in {
 			return true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/garuda-dev/garuda/internal/pathglob"
 	"golang.org/x/sys/unix"
 )
 
@@ -148,13 +149,11 @@ func readCgroupMounts() []cgroupMount {
 // folder is where the cgroup at path (as /proc/self/cgroup names it) is in this mount, or false when the mount
 // does not show it.
 func (m cgroupMount) folder(path string) (string, bool) {
-	if m.root == "/" {
-		return filepath.Join(m.point, path), true
-	}
-	if !within(path, m.root) {
+	rel, in := pathglob.Within(m.root, path)
+	if !in {
 		return "", false
 	}
-	return filepath.Join(m.point, strings.TrimPrefix(path, m.root)), true
+	return filepath.Join(m.point, rel), true
 }
 
 // v1Dir is the folder of this process's cgroup in the v1 hierarchy of controller.

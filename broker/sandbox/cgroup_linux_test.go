@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -123,5 +124,23 @@ func TestCgroupV1ConcurrentCommands(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatalf("a command's cgroup set-up failed while others ended: %v", err)
 		}
+	}
+}
+
+// TestAttackCgroupEscape: a root command cannot move itself out of its pids cgroup or raise its pids.max.
+// Found by red team.
+func TestAttackCgroupEscape(t *testing.T) {
+	if !isRoot() {
+		t.Skip("the pids cgroup is used only by a root broker")
+	}
+	f := newFixture(t)
+	cmd := `g=$(sed -n 's/^[0-9]*:pids://p' /proc/self/cgroup); echo 100000 > /sys/fs/cgroup/pids$g/pids.max; echo $$ > /sys/fs/cgroup/pids/cgroup.procs; sed -n 's/^[0-9]*:pids://p' /proc/self/cgroup`
+	r := f.sandboxed(cmd)
+	if !strings.Contains(out(r), "/garuda/") || strings.Count(out(r), "Read-only file system")+strings.Count(out(r), "Permission denied") < 2 {
+		t.Errorf("cgroup escape from the sandbox: %q", r.Output)
+	}
+	// Negative control: without the sandbox, uid 0 moves a process of its own to the root pids cgroup.
+	if r := f.unsandboxed(`echo $$ > /sys/fs/cgroup/pids/cgroup.procs && sed -n 's/^[0-9]*:pids://p' /proc/self/cgroup`); out(r) != "/" {
+		t.Errorf("negative control: %q", r.Output)
 	}
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 // TestMemoryLimit: a command over its memory limit fails with the limit named; the same command under a higher
@@ -163,4 +167,50 @@ func TestMemoryLimitSharedByCommands(t *testing.T) {
 			t.Errorf("two commands of 700 MiB under %d MiB: limits hit %q", c.limit>>20, hits)
 		}
 	}
+}
+
+func TestProcessLimit(t *testing.T) {
+	f := newFixture(t)
+	r := f.sandboxed(attackCmd(t, "procs", strconv.Itoa(ProcessLimit+100)))
+	if r.ExitCode == 0 {
+		t.Errorf("started %d processes past the limit: %q", ProcessLimit+100, r.Output)
+	}
+	t.Logf("sandboxed: %s", out(r))
+	if r := f.unsandboxed(attackCmd(t, "procs", strconv.Itoa(ProcessLimit+100))); r.ExitCode != 0 {
+		t.Errorf("negative control: could not start %d processes without the sandbox: %q", ProcessLimit+100, r.Output)
+	}
+}
+
+func TestForkBomb(t *testing.T) {
+	f := newFixture(t)
+	m := marker()
+	s := f.spec(": " + m + "; b(){ b | b & }; b; sleep 60")
+	// The bomb is stopped once a fork has failed (the limit held), not after a fixed time: on a loaded machine
+	// the shell can take seconds to reach the limit.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var seen bytes.Buffer
+	var mu sync.Mutex
+	s.OnOutput = func(b []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen.Write(b)
+		if bytes.Contains(seen.Bytes(), []byte("fork")) {
+			cancel()
+		}
+	}
+	s.Timeout = 45 * time.Second
+	r, err := Run(ctx, s) // returning at all shows the broker stayed responsive
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Cancelled || !bytes.Contains(r.Output, []byte("fork")) {
+		t.Errorf("fork bomb: cancelled %v (timed out %v), exit %d, output %q", r.Cancelled, r.TimedOut, r.ExitCode,
+			r.Output[:min(200, len(r.Output))])
+	}
+	if sv := testproc.Live(m); len(sv) > 0 { // Run returns once the whole tree is gone
+		t.Fatalf("%d fork bomb processes survived", len(sv))
+	}
+	// No negative control: an unbounded fork bomb would take down this shared machine; TestProcessLimit shows
+	// the limit is what stops it.
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 const python = "/usr/bin/python3"
@@ -79,7 +81,7 @@ func TestSharedNetwork(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the background server outlived the session's network")
 	}
-	if left := survivors(m); len(left) > 0 {
+	if left := testproc.Live(m); len(left) > 0 {
 		t.Errorf("processes left after the session's network closed: %v", left)
 	}
 	if sess.Alive() {

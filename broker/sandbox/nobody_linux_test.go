@@ -39,7 +39,7 @@ func TestAsNobody(t *testing.T) {
 	src.Close()
 	must(t, dst.Close())
 	run := "^Test(Attack|Everyday|LocalServer|PlanMode|Cancel|CommandEnd|Shutdown|Timeout|BrokerKilled|ProcessLimit|ForkBomb|RunEcho|" +
-		"Probe|HugeOutput|MemoryLimit|OOMScoreAdj|DataLimit|SignalState|SharedNetwork)"
+		"Probe|HugeOutput|MemoryLimit|OOMScoreAdj|DataLimit|SignalState|SharedNetwork|Reveal)"
 	cmd := exec.CommandContext(context.Background(), "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
 		bin, "-test.run", run, "-test.count=1", "-test.v", "-test.short="+strconv.FormatBool(testing.Short()))
 	cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}

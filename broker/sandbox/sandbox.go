@@ -67,6 +67,7 @@ type Spec struct {
 	ReadOnly     []string      // protected paths (files or folders) made read-only; missing ones are skipped
 	EnsureDirs   []string      // protected folders created empty if missing, then made read-only
 	Hidden       []string      // secrets replaced by an empty read-only tmpfs (folders) or /dev/null (files)
+	Reveal       []string      // folders inside Hidden ones shown read-only, the rest hidden whole (hideFolder)
 	Env          []string      // the command's exact environment (see BaseEnv)
 	Timeout      time.Duration // 0: DefaultTimeout; capped at MaxTimeout
 	Unsandboxed  bool          // sandbox:false: scrubbed env and own pid namespace, no other confinement
@@ -142,10 +143,10 @@ func shutdownRequested(ctx context.Context) bool {
 	return errors.Is(context.Cause(ctx), ErrShutdown)
 }
 
-// SystemSecrets are hidden from every sandboxed command besides Spec.Hidden: a command run by a root broker keeps
+// systemSecretGlobs are hidden from every sandboxed command besides Spec.Hidden: a command run by a root broker keeps
 // uid 0 (without capabilities), so it would otherwise read root-owned secrets such as password hashes and host
 // keys. Glob patterns are expanded at each run.
-var SystemSecrets = []string{
+var systemSecretGlobs = []string{
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
 	"/etc/ssh/ssh_host_*_key", "/etc/ssl/private", "/root/.ssh", "/root/.aws", "/root/.docker", "/root/.netrc",
 	"/root/.config/gh", "/root/.garuda", "/var/lib/docker", "/run/secrets",

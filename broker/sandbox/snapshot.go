@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/garuda-dev/garuda/internal/pathglob"
 )
 
 // SnapshotPaths fingerprints each path without following symlinks: absent (or an empty folder), a symlink and its
@@ -43,8 +45,8 @@ func EnsureProtectedDirs(root string, dirs []string) error {
 	defer r.Close()
 	for _, d := range dirs {
 		d = filepath.Clean(d)
-		rel, err := filepath.Rel(root, d)
-		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+		rel, in := pathglob.Within(root, d)
+		if !in || rel == "" {
 			return fmt.Errorf("create protected folder %s: not below the root %s", d, root)
 		}
 		p, inRoot := root, "."
@@ -68,10 +70,10 @@ func EnsureProtectedDirs(root string, dirs []string) error {
 	return nil
 }
 
-// systemSecrets expands SystemSecrets to the paths that exist.
+// systemSecrets expands systemSecretGlobs to the paths that exist.
 func systemSecrets() []string {
 	var out []string
-	for _, pat := range SystemSecrets {
+	for _, pat := range systemSecretGlobs {
 		m, _ := filepath.Glob(pat)
 		out = append(out, m...)
 	}

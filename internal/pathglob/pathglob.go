@@ -1,6 +1,6 @@
 // Package pathglob matches slash-separated paths against glob patterns whose names are matched with path.Match and
 // whose "**" stands for any number of names (none included): the one matcher of the permission rules and of the
-// glob, grep and gitignore patterns of the file operations.
+// glob, grep and gitignore patterns of the file operations, and the one test of a path lying within a folder.
 package pathglob
 
 import (
@@ -107,4 +107,26 @@ func (p Pattern) MayHold(dir []string) bool {
 		}
 	}
 	return len(p) > len(dir)
+}
+
+// Within returns p relative to base ("" when p is base itself) and true when p is base or lies below it; otherwise
+// "" and false. Both are slash-separated and clean (filepath.Clean), both absolute or both relative; base "/" holds
+// every absolute path, and an empty base holds nothing. A name that merely starts like base ("/ab" for "/a") is not
+// within it.
+func Within(base, p string) (string, bool) {
+	switch {
+	case base == "":
+		return "", false
+	case p == base:
+		return "", true
+	case base == "/":
+		if rest, ok := strings.CutPrefix(p, "/"); ok {
+			return rest, true
+		}
+		return "", false
+	}
+	if rest, ok := strings.CutPrefix(p, base+"/"); ok {
+		return rest, true
+	}
+	return "", false
 }

@@ -77,3 +77,34 @@ func TestManyDoubleStarsAreLinear(t *testing.T) {
 		t.Error("matched")
 	}
 }
+
+func TestWithin(t *testing.T) {
+	cases := []struct {
+		base, p string
+		rel     string
+		in      bool
+	}{
+		{"/a", "/a", "", true},
+		{"/a", "/a/b", "b", true},
+		{"/a", "/a/b/c", "b/c", true},
+		{"/a", "/ab", "", false}, // a sibling whose name starts like the folder's
+		{"/a", "/ab/c", "", false},
+		{"/a/b", "/a", "", false}, // the folder above
+		{"/a", "/", "", false},
+		{"/", "/", "", true},
+		{"/", "/x", "x", true},
+		{"/", "/x/y", "x/y", true},
+		{"/", "x", "", false}, // a relative path is in no absolute folder
+		{"a", "a/b", "b", true},
+		{"a", "a", "", true},
+		{"a", "ab", "", false},
+		{"", "/a", "", false}, // no folder holds nothing
+		{"", "", "", false},
+	}
+	for _, c := range cases {
+		rel, in := Within(c.base, c.p)
+		if rel != c.rel || in != c.in {
+			t.Errorf("Within(%q, %q) = %q, %v; want %q, %v", c.base, c.p, rel, in, c.rel, c.in)
+		}
+	}
+}

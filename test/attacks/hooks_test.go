@@ -402,14 +402,17 @@ func TestHookAsNobody(t *testing.T) {
 	rerunAsNobody(t, "^TestHook(Sandboxed|BadHooks|PreToolUseBlocksWithExit2|DoesNotSeeWhatTheBrokerWritesDuringItsRun)$", "TestHookSandboxed")
 }
 
-// What the broker writes in $GARUDA_HOME's own folders while a hook runs (a session file, the audit log) stays
-// hidden from it: those folders are made, and hidden whole, before it starts. Control: a file that appears at the
-// top of $GARUDA_HOME during the run is seen (the known limit in security.md), so the hook did look in time.
+// Nothing written in $GARUDA_HOME while a hook runs is seen by it: neither a session file in a folder made during
+// the run nor a file that appears at the top of $GARUDA_HOME (credentials `garuda setup` writes then): the sandbox
+// hides the folder whole and binds hooks/ back. The hook waits until the test has written them, then tries to read
+// them. Control: a file written in the project at the same moment is read, so the hook did look in time; the
+// entry-by-entry cover hooks had before shows the top-level file (TestAttackHiddenFolderGrowsDuringTheRun
+// [broker/sandbox], and this test fails on it).
 func TestHookDoesNotSeeWhatTheBrokerWritesDuringItsRun(t *testing.T) {
 	e := newEnv(t)
 	probe := e.script(t, "late.sh", fmt.Sprintf(`cat >/dev/null; touch "$CLAUDE_PROJECT_DIR/started"
-for i in $(seq 200); do [ -e "$CLAUDE_PROJECT_DIR/written" ] && break; sleep 0.05; done
-cat %[1]s/sessions/late.jsonl %[1]s/late-top.txt 2>/dev/null; exit 0`, e.home))
+for i in $(seq 200); do [ -s "$CLAUDE_PROJECT_DIR/written" ] && break; sleep 0.05; done
+cat %[1]s/sessions/late.jsonl %[1]s/late-top.txt "$CLAUDE_PROJECT_DIR/written" 2>/dev/null; exit 0`, e.home))
 	e.settings(t, hooksJSON("UserPromptSubmit", "", probe, ""))
 	c := e.client()
 	sid := e.open(c)
@@ -431,14 +434,14 @@ cat %[1]s/sessions/late.jsonl %[1]s/late-top.txt 2>/dev/null; exit 0`, e.home))
 	os.MkdirAll(filepath.Join(e.home, "sessions"), 0o700)
 	os.WriteFile(filepath.Join(e.home, "sessions", "late.jsonl"), []byte("conversation-secret\n"), 0o644)
 	os.WriteFile(filepath.Join(e.home, "late-top.txt"), []byte("top-level-file\n"), 0o644)
-	os.WriteFile(filepath.Join(e.root, "written"), nil, 0o644)
+	os.WriteFile(filepath.Join(e.root, "written"), []byte("written-in-time\n"), 0o644)
 	res := <-done
 	out := res.GetHook().GetContext()
-	if strings.Contains(out, "conversation-secret") {
-		t.Fatalf("the hook read a session file written during its run: %q", out)
+	if strings.Contains(out, "conversation-secret") || strings.Contains(out, "top-level-file") {
+		t.Fatalf("the hook read what was written in GARUDA_HOME during its run: %q", out)
 	}
-	if !strings.Contains(out, "top-level-file") {
-		t.Fatalf("control: the hook did not see a file written at the top of GARUDA_HOME during its run: %q %v", out, res.Notices)
+	if !strings.Contains(out, "written-in-time") {
+		t.Fatalf("control: the hook did not read the project's file written at the same moment: %q %v", out, res.Notices)
 	}
 }
 

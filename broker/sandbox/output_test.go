@@ -1,0 +1,25 @@
+// The head and tail of a command's output.
+
+package sandbox
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestOutputSinkHeadTail(t *testing.T) {
+	s, err := newOutputSink("", nil)
+	must(t, err)
+	s.write(bytes.Repeat([]byte("h"), headCap))
+	s.write(bytes.Repeat([]byte("m"), 100000))
+	s.write(bytes.Repeat([]byte("t"), tailCap))
+	out, trunc, _ := s.finish("")
+	if !trunc || !bytes.HasPrefix(out, bytes.Repeat([]byte("h"), headCap)) || !bytes.HasSuffix(out, bytes.Repeat([]byte("t"), tailCap)) || !bytes.Contains(out, []byte("[... 100000 bytes cut ...]")) {
+		t.Fatalf("bad head/tail (%d bytes)", len(out))
+	}
+	s, _ = newOutputSink("", nil)
+	s.write([]byte("short"))
+	if out, trunc, _ := s.finish(""); trunc || string(out) != "short" {
+		t.Fatalf("short output: %q %v", out, trunc)
+	}
+}

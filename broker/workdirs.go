@@ -1,0 +1,43 @@
+// A session's private temp and cache folders, writable by its commands, outside $GARUDA_HOME.
+
+package broker
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+type workDirs struct{ tmp, cache string }
+
+// workBase holds every session's private folders of this user.
+func workBase() string { return filepath.Join(os.TempDir(), fmt.Sprintf("garuda-%d", os.Getuid())) }
+
+// workDirs are the session's private temp and cache folders, writable by its commands: outside $GARUDA_HOME,
+// which commands cannot see.
+func (s *Service) workDirs(sess *session) (workDirs, error) {
+	base := workBase()
+	if err := privateFolder(base); err != nil {
+		return workDirs{}, err
+	}
+	w := workDirs{tmp: filepath.Join(base, sess.id, "tmp"), cache: filepath.Join(base, sess.id, "cache")}
+	for _, d := range []string{w.tmp, w.cache} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return workDirs{}, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	return w, nil
+}
+
+// privateFolder makes dir (0700) if it is missing and checks that it is this user's alone: defends against another
+// user who made the folder first to watch or plant files in it.
+func privateFolder(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || !ownedByMe(fi) {
+		return fmt.Errorf("%s is not a private folder of this user; remove it", dir)
+	}
+	return nil
+}
