@@ -414,6 +414,9 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		for _, k := range srv.EnvNames() {
 			spec.Env = append(spec.Env, k+"="+srv.Env[k])
 		}
+		// The server's program and arguments as the file gives them, without a shell (nothing expanded or split);
+		// cmd, the same quoted for a shell, names it in questions, notices and the audit log.
+		spec.Argv = append([]string{srv.Command}, srv.Args...)
 		spec.Stdin, spec.Stdout, spec.UntilCancelled = stdin, stdout, true
 		// Its standard error is the server's log, saved like a command's output.
 		spec.OutputFile = filepath.Join(sess.outputDir, fmt.Sprintf("mcp-%s-%s.log", srv.Name, time.Now().UTC().Format("20060102T150405")))

@@ -13,6 +13,7 @@ import (
 // helperSpec is what the broker sends the helper on fd 3 (never argv or env, which the command could read).
 type helperSpec struct {
 	Command      string
+	Argv         []string // Spec.Argv: run without a shell
 	Dir          string
 	Root         string
 	ReadOnlyRoot bool

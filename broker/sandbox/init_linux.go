@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -75,11 +77,11 @@ func runInit() {
 			report(helperStatus{SetupError: fmt.Sprintf("set RLIMIT_NPROC %d: %v", hs.Nproc, err)})
 		}
 	}
-	shell := "/bin/bash"
-	if _, err := os.Stat(shell); err != nil {
-		shell = "/bin/sh"
+	argv, err := commandArgv(hs)
+	if err != nil {
+		report(helperStatus{SetupError: err.Error()})
 	}
-	fs, err := prepareFork(hs, []string{shell, "-c", hs.Command}, false)
+	fs, err := prepareFork(hs, argv, false)
 	if err != nil {
 		report(helperStatus{SetupError: err.Error()})
 	}
@@ -159,4 +161,36 @@ func setupNamespace(hs *helperSpec) error {
 		}
 	}
 	return nil
+}
+
+// commandArgv is what pid 1 execs: bash -c Command (/bin/sh where there is no bash), or Argv with its program found
+// as a shell finds it, on the PATH of the command's environment, in the sandbox's own view of the files.
+func commandArgv(hs *helperSpec) ([]string, error) {
+	if len(hs.Argv) == 0 {
+		shell := "/bin/bash"
+		if _, err := os.Stat(shell); err != nil {
+			shell = "/bin/sh"
+		}
+		return []string{shell, "-c", hs.Command}, nil
+	}
+	prog := hs.Argv[0]
+	if strings.Contains(prog, "/") {
+		return append([]string{prog}, hs.Argv[1:]...), nil
+	}
+	path := ""
+	for _, kv := range hs.Env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // a relative PATH entry would be looked up in the project: a planted program
+		}
+		p := filepath.Join(dir, prog)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return append([]string{p}, hs.Argv[1:]...), nil
+		}
+	}
+	return nil, fmt.Errorf("run %s: not found on the command's PATH (%s)", prog, path)
 }

@@ -15,7 +15,7 @@ import (
 // plan checks s and what the kernel offers, and builds what the helper needs.
 func plan(s Spec) (*helperSpec, []string, error) {
 	hs := &helperSpec{
-		Command: s.Command, Dir: s.Dir, Root: s.Root, ReadOnlyRoot: s.ReadOnlyRoot, Env: s.Env,
+		Command: s.Command, Argv: s.Argv, Dir: s.Dir, Root: s.Root, ReadOnlyRoot: s.ReadOnlyRoot, Env: s.Env,
 		Unsandboxed: s.Unsandboxed, NetNS: !s.Unsandboxed && !testNoNetNS,
 	}
 	if hs.Env == nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -207,6 +208,32 @@ func TestBrokerKilled(t *testing.T) {
 		}
 		if withNet && alive(holder) {
 			t.Fatalf("the session network's holder %d survived its broker", holder)
+		}
+	}
+}
+
+// Argv runs a program without a shell: found on the command's PATH, its arguments passed as they are (a quote, a
+// space, a $ and a glob reach it unchanged), confined as a shell command is (the control: the hidden credentials
+// stay hidden from it). A program that is not on PATH, or only on a relative PATH entry, is a set-up error.
+func TestRunArgv(t *testing.T) {
+	f := newFixture(t)
+	s := f.spec("printf argv")
+	s.Argv = []string{"printf", "[%s]\n", "it's", "a b", "$HOME", "*", filepath.Join(f.garuda, "credentials")}
+	r := f.run(s)
+	if got := out(r); got != "[it's]\n[a b]\n[$HOME]\n[*]\n["+filepath.Join(f.garuda, "credentials")+"]" || r.ExitCode != 0 {
+		t.Errorf("printf through Argv: exit %d, %q", r.ExitCode, got)
+	}
+	s.Argv = []string{"cat", filepath.Join(f.garuda, "credentials")}
+	if r := f.run(s); strings.Contains(out(r), "SECRET") || r.ExitCode == 0 {
+		t.Errorf("a program run through Argv read a hidden secret: %q", out(r))
+	}
+	for _, argv := range [][]string{{"garuda-no-such-program"}, {"planted"}} {
+		s := f.spec("argv")
+		s.Argv = argv
+		s.Env = append(s.Env, "PATH=.:bin")
+		must(t, os.WriteFile(filepath.Join(f.root, "planted"), []byte("#!/bin/sh\necho ran\n"), 0o755))
+		if _, err := Run(context.Background(), s); err == nil || !strings.Contains(err.Error(), "not found on the command's PATH") {
+			t.Errorf("%v: err %v", argv, err)
 		}
 	}
 }

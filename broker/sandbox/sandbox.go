@@ -59,7 +59,10 @@ var (
 
 // Spec says what to run and how to confine it. The caller decides policy; the sandbox only enforces it.
 type Spec struct {
-	Command      string        // run as: bash -c Command (/bin/sh when /bin/bash is absent)
+	Command string // run as: bash -c Command (/bin/sh when /bin/bash is absent)
+	// Argv, when set, is run instead of bash -c Command: its program found on the command's PATH (Env) as a shell
+	// finds it, with these arguments as they are (no shell: nothing is expanded or split). Command still names it.
+	Argv         []string
 	Dir          string        // working folder (the project root or below)
 	Root         string        // project root: writable unless ReadOnlyRoot
 	ReadOnlyRoot bool          // plan mode: the root is read-only too
