@@ -84,6 +84,7 @@ type server struct {
 	cs       *mcp.ClientSession
 	end      context.CancelFunc // ends its connection and its program
 	done     chan struct{}      // closed when its program (stdio) or connection is gone
+	ready    chan struct{}      // closed when it is registered, with cs and its first lists set
 	tools    []*mcp.Tool
 	prompts  []*mcp.Prompt
 	restarts int
@@ -169,7 +170,7 @@ func (h *Host) Start(ctx context.Context, defs []config.MCPServer) []string {
 // startOne starts one server and lists its tools; restarts counts the restarts before this start.
 func (h *Host) startOne(ctx context.Context, d config.MCPServer, restarts int) error {
 	sctx, end := context.WithCancel(h.ctx)
-	srv := &server{def: d, end: end, done: make(chan struct{}), restarts: restarts}
+	srv := &server{def: d, end: end, done: make(chan struct{}), ready: make(chan struct{}), restarts: restarts}
 	ictx, cancel := context.WithTimeout(ctx, h.opts.InitTimeout)
 	defer cancel()
 	stopInit := context.AfterFunc(ictx, func() {
@@ -215,6 +216,7 @@ func (h *Host) startOne(ctx context.Context, d config.MCPServer, restarts int) e
 	}
 	h.servers[d.Name] = srv
 	h.gen++
+	close(srv.ready)
 	h.mu.Unlock()
 	h.wg.Go(func() { h.watch(srv) })
 	return nil
@@ -343,8 +345,14 @@ func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) 
 	return out, nil
 }
 
-// refresh lists a server's tools again after it said they changed: the next Tools returns the new list.
+// refresh lists a server's tools again after it said they changed: the next Tools returns the new list. A change
+// said while the server still starts is listed again once it is registered, so that neither list is lost.
 func (h *Host) refresh(srv *server) {
+	select {
+	case <-srv.ready:
+	case <-srv.done:
+		return
+	}
 	ctx, cancel := context.WithTimeout(h.ctx, h.opts.InitTimeout)
 	defer cancel()
 	tools, err := listTools(ctx, srv.cs)
