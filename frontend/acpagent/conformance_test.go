@@ -13,6 +13,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // These tests check what an editor relies on where the first tests did not look: each failed before its fix.
@@ -101,7 +102,7 @@ func TestCancelRightAfterThePromptStopsIt(t *testing.T) {
 // sends it when the context of an outgoing request ends.
 func TestCancelDuringAQuestionSendsNoUnstableMethod(t *testing.T) {
 	e := newEnv(t)
-	e.ed.answer = waitingAnswer
+	e.ed.Answer = waitingAnswer
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_w", "write_file", `{"path":"a.txt","content":"x"}`))
 	done := make(chan acp.PromptResponse, 1)
@@ -112,7 +113,7 @@ func TestCancelDuringAQuestionSendsNoUnstableMethod(t *testing.T) {
 		}
 		done <- r
 	}()
-	e.ed.waitFor(t, "the question", func(ed *editor) bool { return len(ed.perms) == 1 })
+	e.ed.WaitFor(t, "the question", func(ed *editor.Editor) bool { return len(ed.Perms) == 1 })
 	e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)})
 	if r := <-done; r.StopReason != acp.StopReasonCancelled {
 		t.Fatalf("stop %q, want cancelled", r.StopReason)
@@ -136,12 +137,12 @@ func TestResultNoticesAreGarudaLines(t *testing.T) {
 	if stop := e.promptOK(sid, "run"); stop != acp.StopReasonEndTurn {
 		t.Fatalf("stop %q", stop)
 	}
-	ups, _ := e.ed.snapshot()
-	_, st, texts := toolCall(ups, "toolu_b")
+	ups, _ := e.ed.Snapshot()
+	_, st, texts := editor.ToolCall(ups, "toolu_b")
 	if st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, ""), "sub/.zed") {
 		t.Fatalf("negative control: the command's output lacks the warning: %q %q", st, texts)
 	}
-	if m := messages(ups); !strings.Contains(m, "Garuda: Undone after the command") {
+	if m := editor.Messages(ups); !strings.Contains(m, "Garuda: Undone after the command") {
 		t.Errorf("the warning is not a Garuda line: messages %q", m)
 	}
 }
