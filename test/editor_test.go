@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -205,16 +204,6 @@ func (a *agent) wait() int {
 		a.t.Fatalf("garuda acp did not exit\nstderr:\n%s", a.stderr)
 	}
 	return a.cmd.ProcessState.ExitCode()
-}
-
-// reqErr returns the JSON-RPC error of err.
-func reqErr(t testing.TB, err error) *acp.RequestError {
-	t.Helper()
-	var re *acp.RequestError
-	if !errors.As(err, &re) {
-		t.Fatalf("error %v (%T) is not a JSON-RPC error", err, err)
-	}
-	return re
 }
 
 // syncBuffer is a strings.Builder that a process may write while a test reads it.

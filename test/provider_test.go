@@ -11,6 +11,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // The confined front end (Landlock: reads only the DNS files and the CA certificates; a static binary with Go's own
@@ -99,7 +100,7 @@ func TestAcpProviderFaults(t *testing.T) {
 		var errObj *acp.RequestError
 		errMsg := ""
 		if err != nil {
-			errObj = reqErr(t, err)
+			errObj = editor.RequestError(t, err)
 			errMsg = errObj.Message
 		}
 		got := agentText(e.lines()[seen:]) + errMsg

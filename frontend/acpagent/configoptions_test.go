@@ -77,7 +77,7 @@ func TestConfigOptions(t *testing.T) {
 		{"temperature", "1", "model, thought_level, mode"},
 	} {
 		_, err := setOption(e, sid, c.id, c.value)
-		if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, c.allowed) {
+		if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, c.allowed) {
 			t.Errorf("%s=%s: %d %q, want -32602 naming %q", c.id, c.value, re.Code, re.Message, c.allowed)
 		}
 	}

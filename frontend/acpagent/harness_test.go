@@ -3,7 +3,8 @@ package acpagent
 import (
 	"bufio"
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -22,6 +23,7 @@ import (
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/internal/testproc"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 	"github.com/garuda-dev/garuda/test/editor"
 )
@@ -257,16 +259,73 @@ func (e *env) lines() []string {
 	return append([]string(nil), e.tap...)
 }
 
-// reqErr returns the JSON-RPC error of err.
-func reqErr(t testing.TB, err error) *acp.RequestError {
-	t.Helper()
-	var re *acp.RequestError
-	if !errors.As(err, &re) {
-		t.Fatalf("error %v (%T) is not a JSON-RPC error", err, err)
-	}
-	return re
-}
-
 func tool(id, name, input string) model.Step {
 	return model.ToolStep("", model.ToolCall{ID: id, Name: name, Input: input})
+}
+
+// waitingAnswer blocks until the request's context ends, like an editor whose user never answers.
+func waitingAnswer(ctx context.Context, _ acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	<-ctx.Done()
+	return acp.RequestPermissionResponse{}, ctx.Err()
+}
+
+// resetFake replaces the scripted answers left: a cancelled turn leaves its unused steps behind.
+func resetFake(e *env, steps ...model.Step) *model.FakeClient {
+	for e.fake.Remaining() > 0 {
+		e.fake.Stream(context.Background(), model.Request{}, discard{})
+	}
+	e.fake.Push(steps...)
+	return e.fake
+}
+
+type discard struct{}
+
+func (discard) Delta(model.DeltaKind, string) {}
+
+// sleeperAlive reports whether a process runs "sleep <arg>".
+func sleeperAlive(arg string) bool { return len(testproc.Live("sleep "+arg)) > 0 }
+
+// raw writes lines to the agent's stdin in one write, in order, as an editor that sends them back to back. An agent
+// that stopped reading fails the test instead of hanging it.
+func (e *env) raw(lines ...string) {
+	e.t.Helper()
+	done := make(chan struct{})
+	go func() {
+		e.stdin.Write([]byte(strings.Join(lines, "\n") + "\n"))
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(waitLimit):
+		e.t.Errorf("the agent did not read a message within %v", waitLimit)
+	}
+}
+
+// rawResponse waits (at most d) for the response to the request with the string id, and returns it decoded.
+func (e *env) rawResponse(id string, d time.Duration) (map[string]any, bool) {
+	marker := fmt.Sprintf(`"id":%q`, id)
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for _, l := range e.lines() {
+			if strings.Contains(l, marker) {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(l), &m); err != nil {
+					e.t.Fatalf("response %s is not JSON: %v", l, err)
+				}
+				return m, true
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil, false
+}
+
+func promptLine(id, sid, text string) string {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+		"params": map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": text}}}})
+	return string(b)
+}
+
+func cancelLine(sid string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, sid)
 }

@@ -837,3 +837,18 @@ func TestMCPBadServersAreContained(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestEditorMCPServersGetANoticeAtTheFirstPrompt(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession(acp.McpServer{Stdio: &acp.McpServerStdio{Name: "fs-server", Command: "/bin/false", Args: []string{}, Env: []acp.EnvVariable{}}})
+	ups, _ := e.ed.Snapshot()
+	if m := editor.Messages(ups); m != "" {
+		t.Errorf("a message before any prompt: %q", m)
+	}
+	e.fake.Push(model.TextStep("ok"))
+	e.promptOK(sid, "hi")
+	ups, _ = e.ed.Snapshot()
+	if m := editor.Messages(ups); !strings.Contains(m, "Garuda:") || !strings.Contains(m, "fs-server") {
+		t.Errorf("no notice naming the editor's MCP server: %q", m)
+	}
+}

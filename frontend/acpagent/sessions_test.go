@@ -127,7 +127,7 @@ func TestLoadReplaysWhatTheEditorSaw(t *testing.T) {
 	}
 	// A second load of the open session is refused.
 	_, err = e2.conn.LoadSession(e2.ctx(), editor.LoadRequest(sid, e2.root))
-	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "open already") {
+	if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, "open already") {
 		t.Errorf("second load: %v", err)
 	}
 }
@@ -167,7 +167,7 @@ func TestLoadRefusesBadInput(t *testing.T) {
 			t.Errorf("%s: loaded", c.name)
 			continue
 		}
-		if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, c.want) {
+		if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, c.want) {
 			t.Errorf("%s: %d %q, want -32602 with %q", c.name, re.Code, re.Message, c.want)
 		}
 	}
@@ -180,7 +180,7 @@ func TestLoadRefusesBadInput(t *testing.T) {
 		if err == nil {
 			t.Fatalf("a hand-edited file loaded")
 		}
-		if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "session") {
+		if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, "session") {
 			t.Errorf("hand-edited file: %d %q", re.Code, re.Message)
 		}
 		if b, _ := os.ReadFile(path); string(b) != edited {
@@ -191,7 +191,7 @@ func TestLoadRefusesBadInput(t *testing.T) {
 	// A foreign file: another user's header.
 	foreign := strings.Replace(string(orig), fmt.Sprintf(`"uid":%d`, os.Getuid()), `"uid":4242`, 1)
 	os.WriteFile(path, []byte(foreign), 0o600)
-	if re := reqErr(t, load(sid, e2.root)); re.Code != -32602 || !strings.Contains(re.Message, "another user") {
+	if re := editor.RequestError(t, load(sid, e2.root)); re.Code != -32602 || !strings.Contains(re.Message, "another user") {
 		t.Errorf("foreign file: %d %q", re.Code, re.Message)
 	}
 	os.WriteFile(path, orig, 0o600)
@@ -304,7 +304,7 @@ func TestResumeListClose(t *testing.T) {
 		t.Errorf("broker sessions %d after close, want %d", n, before)
 	}
 	_, err = e2.conn.CloseSession(e2.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(first)})
-	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "unknown session") {
+	if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, "unknown session") {
 		t.Errorf("second close: %v", err)
 	}
 	if _, err := e2.prompt(first, acp.TextBlock("after close")); err == nil {
@@ -358,13 +358,13 @@ func TestLoadRefusesASessionOpenElsewhere(t *testing.T) {
 	other := newEnvIn(t, base) // a second agent and broker, the same user, home and project
 	req := editor.LoadRequest(sid, other.root)
 	_, err := other.conn.LoadSession(other.ctx(), req)
-	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "open in another garuda acp") {
+	if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, "open in another garuda acp") {
 		t.Errorf("load of a session open elsewhere: %d %q", re.Code, re.Message)
 	} else {
 		t.Logf("the editor reads: %s", re.Message)
 	}
 	_, err = other.conn.ResumeSession(other.ctx(), acp.ResumeSessionRequest{SessionId: acp.SessionId(sid), Cwd: other.root})
-	if re := reqErr(t, err); !strings.Contains(re.Message, "open in another garuda acp") {
+	if re := editor.RequestError(t, err); !strings.Contains(re.Message, "open in another garuda acp") {
 		t.Errorf("resume of a session open elsewhere: %q", re.Message)
 	}
 	if n := openSessions(t, other); n != 0 {
@@ -416,7 +416,7 @@ func TestListPagesPast100(t *testing.T) {
 		}
 	}
 	_, err := e.conn.ListSessions(e.ctx(), acp.ListSessionsRequest{Cwd: acp.Ptr(e.root), Cursor: acp.Ptr("made-up")})
-	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "cursor") {
+	if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, "cursor") {
 		t.Errorf("a made-up cursor: %d %q", re.Code, re.Message)
 	}
 }
@@ -486,7 +486,7 @@ func TestTwoLoadsAtOnce(t *testing.T) {
 	if len(failed) != 1 {
 		t.Fatalf("%d of two loads failed: %v", len(failed), failed)
 	}
-	if re := reqErr(t, failed[0]); re.Code != -32602 || !strings.Contains(re.Message, sid) {
+	if re := editor.RequestError(t, failed[0]); re.Code != -32602 || !strings.Contains(re.Message, sid) {
 		t.Errorf("the second load: %d %q", re.Code, re.Message)
 	}
 	if n := openSessions(t, e2); n != 1 {

@@ -212,3 +212,13 @@ func UserChunk(text string) string {
 func LoadRequest(sid, cwd string) acp.LoadSessionRequest {
 	return acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: cwd, McpServers: []acp.McpServer{}}
 }
+
+// RequestError is the JSON-RPC error of err, or fails t.
+func RequestError(t testing.TB, err error) *acp.RequestError {
+	t.Helper()
+	var re *acp.RequestError
+	if !errors.As(err, &re) {
+		t.Fatalf("error %v (%T) is not a JSON-RPC error", err, err)
+	}
+	return re
+}
