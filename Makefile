@@ -38,10 +38,11 @@ cross:
 # The packages whose tests run longest go first: go test starts packages in the order given, so these run beside
 # the compiles of the rest instead of after them. -p 4: these tests mostly wait (on the release's builds, on
 # sandboxed commands, on the built binaries), and at the default of one package a core two of them would hold up
-# every compile.
-SLOWTESTS := ./tools/release ./broker/sandbox ./test ./test/attacks ./broker ./frontend/acpagent
+# every compile. -ldflags=-w: the test binaries carry no DWARF (no test reads it; a debugger is the only user),
+# which halves each of their links.
+SLOWTESTS := ./tools/release ./broker/sandbox ./test/attacks ./test ./broker ./frontend/acpagent
 unit:
-	$(GO) test -race -vet=all -count=1 -p 4 -timeout 20m $(SLOWTESTS) ./...
+	$(GO) test -race -vet=all -ldflags=-w -count=1 -p 4 -timeout 20m $(SLOWTESTS) ./...
 
 # make release VERSION=x.y.z: the archives of every platform, SHA256SUMS and the ACP Registry entry, in dist/
 # (replaced as a whole; tools/release says how). No VERSION on the command line or in the environment is an error,
