@@ -53,8 +53,9 @@ release:
 
 tools: $(BUF)
 
+BUFPKG  := @bufbuild/buf@1.75.0
 .tools/node_modules/.bin/buf:
-	mkdir -p .tools && cd .tools && npm install --silent --no-audit --no-fund @bufbuild/buf@1.75.0
+	mkdir -p .tools && cd .tools && npm install --silent --no-audit --no-fund $(BUFPKG)
 
 generate: tools
 	$(BUF) generate
