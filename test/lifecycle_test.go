@@ -1,6 +1,8 @@
 package test
 
 import (
+	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,67 +12,62 @@ import (
 	"testing"
 	"time"
 
+	acp "github.com/coder/acp-go-sdk"
 	"github.com/garuda-dev/garuda/internal/testproc"
+	"github.com/garuda-dev/garuda/test/editor"
 )
-
-func initParams() map[string]any {
-	return map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}
-}
 
 // An editor starts garuda acp, initializes and closes stdin: exit 0, nothing left running.
 func TestAcpInitializeAndCloseStdin(t *testing.T) {
 	home := t.TempDir()
 	e := startEditor(t, home)
-	res := e.request("initialize", initParams())
-	r, _ := res["result"].(map[string]any)
-	if r == nil || r["protocolVersion"] != float64(1) {
-		t.Fatalf("initialize answered %v", res)
+	r := e.initialize()
+	if r.ProtocolVersion != 1 {
+		t.Fatalf("initialize answered %+v", r)
 	}
-	if info, _ := r["agentInfo"].(map[string]any); info["name"] != "garuda" {
-		t.Errorf("agentInfo = %v", r["agentInfo"])
+	if r.AgentInfo == nil || r.AgentInfo.Name != "garuda" {
+		t.Errorf("agentInfo = %+v", r.AgentInfo)
 	}
 	code, _ := e.closeAndWait()
 	if code != 0 {
 		t.Fatalf("exit code %d after stdin closed, want 0\nstderr:\n%s", code, e.stderr)
 	}
-	waitGone(t, bins.exec, 5*time.Second)
+	testproc.WaitExeGone(t, 5*time.Second, bins.exec)
 }
 
 // SIGTERM is a clean shutdown too.
 func TestAcpSigterm(t *testing.T) {
 	e := startEditor(t, t.TempDir())
-	e.request("initialize", initParams())
+	e.initialize()
 	e.cmd.Process.Signal(syscall.SIGTERM)
-	err := e.cmd.Wait()
-	if code := e.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("exit after SIGTERM: %v (code %d)\nstderr:\n%s", err, code, e.stderr)
+	if code := e.wait(); code != 0 {
+		t.Fatalf("exit after SIGTERM: code %d\nstderr:\n%s", code, e.stderr)
 	}
-	waitGone(t, bins.exec, 5*time.Second)
+	testproc.WaitExeGone(t, 5*time.Second, bins.exec)
 }
 
 // The front end killed with SIGKILL: the broker notices (EOF on its socket) and exits.
 func TestBrokerDiesWithFrontEnd(t *testing.T) {
 	e := startEditor(t, t.TempDir())
-	e.request("initialize", initParams())
+	e.initialize()
 	if len(testproc.OfExe(bins.exec)) == 0 {
 		t.Fatal("no broker runs beside garuda acp")
 	}
 	e.cmd.Process.Kill()
-	e.cmd.Wait()
-	waitGone(t, bins.exec, 5*time.Second)
+	e.wait()
+	testproc.WaitExeGone(t, 5*time.Second, bins.exec)
 }
 
 // The broker killed: the front end exits non-zero with a one-line reason on stderr.
 func TestFrontEndReportsBrokerDeath(t *testing.T) {
 	e := startEditor(t, t.TempDir())
-	e.request("initialize", initParams())
+	e.initialize()
 	for _, pid := range testproc.OfExe(bins.exec) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	done := make(chan struct{})
-	go func() { e.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case err := <-e.waited:
+		e.waited <- err
 	case <-time.After(10 * time.Second):
 		t.Fatal("garuda acp kept running after its broker died")
 	}
@@ -163,7 +160,7 @@ func TestServePeerCredentials(t *testing.T) {
 // forbids it to write or execute; the confinement itself is tested in frontend/confine.
 func TestAcpRunsConfined(t *testing.T) {
 	e := startEditor(t, t.TempDir())
-	e.request("initialize", initParams())
+	e.initialize()
 	status := filepath.Join("/proc", strconv.Itoa(e.cmd.Process.Pid), "status")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -185,4 +182,77 @@ func TestAcpRunsConfined(t *testing.T) {
 		t.Skip("the test runs with no_new_privs already set; the check shows nothing here")
 	}
 	e.closeAndWait()
+}
+
+// The built binaries, as an editor runs them, through a turn with a command that writes to stdout and stderr:
+// stdout carries only JSON-RPC, and at stdin's close garuda exits 0 with no broker left.
+func TestProcessStdoutOnlyProtocolAndCleanExit(t *testing.T) {
+	m := &fakeOpenAI{answers: [][]string{bashAnswer("call_1", "echo hello; echo to-stdout; echo to-stderr >&2"), textAnswer("done")}}
+	p := startGaruda(t, m)
+	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("say hello")}})
+	if err != nil || res.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v %v", res, err)
+	}
+	ups, _ := p.ed.Snapshot()
+	if _, st, texts := editor.ToolCall(ups, "call_1"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, ""), "hello") {
+		t.Errorf("bash call %q %q", st, texts)
+	}
+	if len(testproc.OfExe(bins.exec)) == 0 {
+		t.Fatal("negative control: no garuda-exec process found while garuda runs")
+	}
+	p.stdin.Close()
+	select {
+	case err := <-p.waited:
+		if err != nil {
+			t.Errorf("garuda acp exited with %v after stdin closed, want 0", err)
+		}
+		p.waited <- err
+	case <-time.After(waitLimit):
+		t.Fatal("garuda acp did not exit after stdin closed")
+	}
+	lines := p.lines()
+	if len(lines) == 0 {
+		t.Fatal("no stdout at all")
+	}
+	for _, l := range lines {
+		var msg struct {
+			JSONRPC string `json:"jsonrpc"`
+		}
+		if err := json.Unmarshal([]byte(l), &msg); err != nil || msg.JSONRPC != "2.0" {
+			t.Errorf("stdout line is not JSON-RPC: %q", l)
+		}
+	}
+	testproc.WaitExeGone(t, waitLimit, bins.exec)
+}
+
+// BenchmarkProcessSpawnInitialize measures spawning `garuda acp` (which starts garuda-exec) until its initialize
+// answer is read (target: under 10 ms median); the exit after stdin closes is not counted.
+func BenchmarkProcessSpawnInitialize(b *testing.B) {
+	needBins(b)
+	home := b.TempDir()
+	line := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
+	for b.Loop() {
+		cmd := exec.Command(bins.garuda, "acp")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GARUDA_HOME=" + home, "TMPDIR=" + home}
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		in.Write(line)
+		if _, err := bufio.NewReader(out).ReadBytes('\n'); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer() // the exit is not part of the figure
+		in.Close()
+		cmd.Wait()
+		b.StartTimer()
+	}
 }

@@ -1,8 +1,18 @@
 package test
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // The MCP SDK is the broker's alone: garuda does not link it, so that spawn → initialize stays as light as it was.
@@ -17,3 +27,182 @@ func TestFrontEndHasNoMCPSDK(t *testing.T) {
 		t.Fatalf("go list found %d packages; the check checks nothing", len(deps))
 	}
 }
+
+// peakRSS is a process's peak resident set (VmHWM), in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
+}
+
+// childBroker is the garuda-exec that garuda (pid) started.
+func childBroker(t *testing.T, pid int) int {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, s := range stats {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: the command name may hold spaces, so read after its closing parenthesis.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		if f := strings.Fields(rest); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(s)))
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", child)); filepath.Base(exe) == "garuda-exec" {
+				return child
+			}
+		}
+	}
+	t.Fatalf("no garuda-exec child of %d", pid)
+	return 0
+}
+
+// The built binaries, as an editor runs them, with a stdio server whose tool answers 50 MB: the result is cut while
+// the broker reads it (never held whole), the model gets its head and tail, the whole is saved, and the front end
+// and the broker together peak under 250 MB of resident memory (issue 21).
+func TestProcessMCP50MBResultMemory(t *testing.T) {
+	const size = 50_000_000
+	m := &fakeOpenAI{answers: [][]string{toolAnswer("call_big", "mcp__big__big", fmt.Sprintf(`{"bytes":%d}`, size)),
+		textAnswer("done")}}
+	base := t.TempDir()
+	home := filepath.Join(base, "garuda-home")
+	os.MkdirAll(home, 0o755)
+	for name, data := range map[string]string{
+		"mcp.json":      mcpJSON(t, "big", "good", nil),
+		"settings.json": `{"permissions": {"allow": ["mcp__big__big"]}}`,
+	} {
+		if err := os.WriteFile(filepath.Join(home, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	models := m.modelsJSON(t)
+	p := startGarudaIn(t, base, models)
+	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("big")}})
+	if err != nil || res.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v %v", res, err)
+	}
+	front := p.cmd.Process.Pid
+	frontPeak, brokerPeak := peakRSS(t, front), peakRSS(t, childBroker(t, front))
+	t.Logf("peak resident memory: garuda %d MiB, garuda-exec %d MiB, together %d MiB", frontPeak>>20, brokerPeak>>20,
+		(frontPeak+brokerPeak)>>20)
+	if frontPeak+brokerPeak >= 250<<20 {
+		t.Errorf("garuda and garuda-exec peaked at %d MiB together, want under 250 MiB", (frontPeak+brokerPeak)>>20)
+	}
+	ups, _ := p.ed.Snapshot()
+	if _, st, _ := editor.ToolCall(ups, "call_big"); st != acp.ToolCallStatusCompleted {
+		t.Fatalf("the call ended %q:\n%s", st, editor.Messages(ups))
+	}
+	m.mu.Lock()
+	body := m.bodies[len(m.bodies)-1]
+	m.mu.Unlock()
+	var req struct {
+		Messages []struct {
+			Role    string
+			Content json.RawMessage
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	got := string(req.Messages[len(req.Messages)-1].Content)
+	if !strings.Contains(got, "BEGIN") || !strings.Contains(got, "END") || !strings.Contains(got, "bytes cut") || len(got) > 40000 {
+		t.Fatalf("the model got %d bytes: %.300q", len(got), got)
+	}
+	i := strings.Index(got, "the whole result is in ") + len("the whole result is in ")
+	saved := got[i : i+strings.Index(got[i:], " ...")]
+	if fi, err := os.Stat(saved); err != nil || fi.Size() != int64(size+len("BEGINEND")) {
+		t.Errorf("the whole result %s: %v %v", saved, fi, err)
+	}
+}
+
+// BenchmarkProcessMCPFirstPromptFiveServers is BenchmarkMCPFirstPromptFiveServers with the built binaries, as an
+// editor runs them: the sandbox's helper is garuda-exec itself (static, linking only the broker), where in process
+// it is the test binary, whose start initialises every package the tests link. The difference from
+// BenchmarkProcessMCPFirstPromptNoServers is what listing the tools of 5 servers adds (target: under 50 ms).
+func BenchmarkProcessMCPFirstPromptFiveServers(b *testing.B) { benchProcessFirstPrompt(b, 5) }
+
+func BenchmarkProcessMCPFirstPromptOneServer(b *testing.B) { benchProcessFirstPrompt(b, 1) }
+
+func BenchmarkProcessMCPFirstPromptNoServers(b *testing.B) { benchProcessFirstPrompt(b, 0) }
+
+func benchProcessFirstPrompt(b *testing.B, n int) {
+	server := mcpTestServer(b)
+	m := &fakeOpenAI{}
+	base := b.TempDir()
+	home := filepath.Join(base, "garuda-home")
+	os.MkdirAll(home, 0o755)
+	servers := map[string]any{}
+	for i := range n {
+		servers[fmt.Sprintf("s%d", i)] = map[string]any{"command": server, "args": []string{"good"}}
+	}
+	def, _ := json.Marshal(map[string]any{"mcpServers": servers})
+	if err := os.WriteFile(filepath.Join(home, "mcp.json"), def, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	models := m.modelsJSON(b)
+	p := startGarudaIn(b, base, models)
+	ctx := p.ctx()
+	if _, err := p.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		ns, err := p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.mu.Lock()
+		m.answers = append(m.answers, textAnswer("ok"))
+		m.mu.Unlock()
+		b.StartTimer()
+		res, err := p.conn.Prompt(ctx, acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("hi")}})
+		b.StopTimer()
+		if err != nil || res.StopReason != acp.StopReasonEndTurn {
+			b.Fatal(res, err)
+		}
+		m.mu.Lock()
+		body := m.bodies[len(m.bodies)-1]
+		m.mu.Unlock()
+		if n > 0 && !strings.Contains(body, fmt.Sprintf("mcp__s%d__echo", n-1)) {
+			b.Fatal("the servers' tools were not offered")
+		}
+		if _, err := p.conn.CloseSession(ctx, acp.CloseSessionRequest{SessionId: ns.SessionId}); err != nil {
+			b.Fatal(err)
+		}
+		settle()
+		b.StartTimer()
+	}
+}
+
+// mcpJSON is an mcp.json with one stdio server, name, served by this test binary in mode (mcptest's modes).
+func mcpJSON(t testing.TB, name, mode string, env map[string]string, extra ...string) string {
+	t.Helper()
+	needBins(t)
+	def := map[string]any{"command": bins.self, "args": append([]string{mcptest.Arg, mode}, extra...)}
+	if env != nil {
+		def["env"] = env
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{name: def}})
+	return string(b)
+}
+
+// settle lets the kernel finish tearing down the closed session's sandboxes (their network namespaces are freed
+// by a kernel worker after the processes are gone), so that the next first prompt is not measured beside it.
+func settle() { time.Sleep(150 * time.Millisecond) }

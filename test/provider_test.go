@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	acp "github.com/coder/acp-go-sdk"
 	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // The confined front end (Landlock: reads only the DNS files and the CA certificates; a static binary with Go's own
@@ -34,18 +36,12 @@ func TestAcpReachesProviderByName(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := startEditor(t, home, "LOCAL_API_KEY=k", "TMPDIR="+t.TempDir())
-	e.request("initialize", initParams())
-	res := e.request("session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}})
-	r, _ := res["result"].(map[string]any)
-	sid, _ := r["sessionId"].(string)
-	if sid == "" {
-		t.Fatalf("session/new: %v\nstderr:\n%s", res, e.stderr)
+	e.initialize()
+	sid := e.newSession(t.TempDir())
+	if res, err := e.prompt(sid, "hi"); err != nil || res.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v %v\nstderr:\n%s", res, err, e.stderr)
 	}
-	res = e.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}})
-	if r, _ := res["result"].(map[string]any); r["stopReason"] != "end_turn" {
-		t.Fatalf("prompt: %v\nstderr:\n%s", res, e.stderr)
-	}
-	if all := strings.Join(e.lines, ""); !strings.Contains(all, "reached by name") {
+	if all := strings.Join(e.lines(), ""); !strings.Contains(all, "reached by name") {
 		t.Errorf("the model's text never reached the editor:\n%s", all)
 	}
 	if code, _ := e.closeAndWait(); code != 0 {
@@ -70,20 +66,15 @@ func TestAcpProviderFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := startEditor(t, home, "LOCAL_API_KEY=k", "TMPDIR="+t.TempDir())
-	e.request("initialize", initParams())
-	res := e.request("session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}})
-	r, _ := res["result"].(map[string]any)
-	sid, _ := r["sessionId"].(string)
-	if sid == "" {
-		t.Fatalf("session/new: %v\nstderr:\n%s", res, e.stderr)
-	}
+	e.initialize()
+	sid := e.newSession(t.TempDir())
 	five529 := []fakeprovider.Turn{{Status: 529, Message: "Overloaded"}, {Status: 529, Message: "Overloaded"},
 		{Status: 529, Message: "Overloaded"}, {Status: 529, Message: "Overloaded"}, {Status: 529, Message: "Overloaded"}}
 	for _, c := range []struct {
 		name     string
 		script   []fakeprovider.Turn
 		requests int
-		errCode  float64 // 0: the prompt ends with end_turn
+		errCode  int // 0: the prompt ends with end_turn
 		want     []string
 	}{
 		{"400", []fakeprovider.Turn{{Status: 400, Message: "messages.0.content: bad block"}}, 1, -32603,
@@ -99,22 +90,25 @@ func TestAcpProviderFaults(t *testing.T) {
 			[]string{"Garuda: the model's answer broke off", "whole answer"}},
 	} {
 		srv.Push(c.script...)
-		before, seen := len(srv.Requests()), len(e.lines)
+		before, seen := len(srv.Requests()), len(e.lines())
 		start := time.Now()
-		prompt := []any{map[string]any{"type": "text", "text": "hi " + c.name}}
-		res := e.request("session/prompt", map[string]any{"sessionId": sid, "prompt": prompt})
+		res, err := e.prompt(sid, "hi "+c.name)
 		t.Logf("%s: answered after %v", c.name, time.Since(start).Round(time.Millisecond))
 		if n := len(srv.Requests()) - before; n != c.requests {
 			t.Errorf("%s: %d requests, want %d", c.name, n, c.requests)
 		}
-		errObj, _ := res["error"].(map[string]any)
-		errMsg, _ := errObj["message"].(string)
-		got := agentText(e.lines[seen:]) + errMsg
+		var errObj *acp.RequestError
+		errMsg := ""
+		if err != nil {
+			errObj = editor.RequestError(t, err)
+			errMsg = errObj.Message
+		}
+		got := agentText(e.lines()[seen:]) + errMsg
 		switch {
 		case c.errCode == 0 && errObj != nil:
 			t.Errorf("%s: error %v", c.name, errObj)
-		case c.errCode != 0 && (errObj == nil || errObj["code"] != c.errCode):
-			t.Errorf("%s: response %v, want error %v", c.name, res, c.errCode)
+		case c.errCode != 0 && (errObj == nil || errObj.Code != c.errCode):
+			t.Errorf("%s: response %+v %v, want error %v", c.name, res, err, c.errCode)
 		}
 		for _, w := range c.want {
 			if !strings.Contains(got, w) {

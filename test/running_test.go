@@ -4,18 +4,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	acp "github.com/coder/acp-go-sdk"
 	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
-
 	"github.com/garuda-dev/garuda/internal/testproc"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // startWithCommand starts garuda acp against a fake provider whose model runs `sleep <marker>` in the sandbox,
 // sends the prompt and waits until the command runs.
-func startWithCommand(t *testing.T, marker string) *editor {
+func startWithCommand(t *testing.T, marker string) *agent {
 	t.Helper()
 	srv, err := fakeprovider.Serve("127.0.0.1:0", []fakeprovider.Turn{
 		{ToolCalls: []fakeprovider.ToolCall{{ID: "call_1", Name: "bash", Input: fmt.Sprintf(`{"command":"sleep %s & sleep %s; wait"}`, marker, marker)}}},
@@ -32,15 +34,10 @@ func startWithCommand(t *testing.T, marker string) *editor {
 		t.Fatal(err)
 	}
 	e := startEditor(t, home, "LOCAL_API_KEY=k", "TMPDIR="+t.TempDir())
-	e.request("initialize", initParams())
-	res := e.request("session/new", map[string]any{"cwd": root, "mcpServers": []any{}})
-	r, _ := res["result"].(map[string]any)
-	sid, _ := r["sessionId"].(string)
-	if sid == "" {
-		t.Fatalf("session/new: %v\nstderr:\n%s", res, e.stderr)
-	}
-	msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":99,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"run it"}]}}`, sid)
-	e.stdin.Write([]byte(msg + "\n"))
+	e.initialize()
+	sid := e.newSession(root)
+	ctx := e.ctx()
+	go e.conn.Prompt(ctx, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock("run it")}}) // answered as the test ends
 	deadline := time.Now().Add(20 * time.Second)
 	for len(testproc.Holding("sleep "+marker)) < 2 {
 		if time.Now().After(deadline) {
@@ -76,7 +73,7 @@ func TestRunningCommandEndsWithStdin(t *testing.T) {
 		t.Fatalf("exit %d\nstderr:\n%s", code, e.stderr)
 	}
 	waitNoCommand(t, marker)
-	waitGone(t, bins.exec, 5*time.Second)
+	testproc.WaitExeGone(t, 5*time.Second, bins.exec)
 }
 
 // The front end is SIGKILLed while a command runs: the broker notices and nothing of the command is left.
@@ -84,7 +81,69 @@ func TestRunningCommandEndsWithFrontEndKilled(t *testing.T) {
 	marker := "61.4032"
 	e := startWithCommand(t, marker)
 	e.cmd.Process.Signal(syscall.SIGKILL)
-	e.cmd.Wait()
+	e.wait()
 	waitNoCommand(t, marker)
-	waitGone(t, bins.exec, 5*time.Second)
+	testproc.WaitExeGone(t, 5*time.Second, bins.exec)
+}
+
+func TestProcessCancelSleep(t *testing.T) {
+	m := &fakeOpenAI{answers: [][]string{bashAnswer("call_s", "sleep 60.75")}}
+	p := startGaruda(t, m)
+	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan acp.PromptResponse, 1)
+	go func() {
+		res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("sleep")}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	testproc.WaitLive(t, waitLimit, "sleep 60.75")
+	p.conn.Cancel(p.ctx(), acp.CancelNotification{SessionId: ns.SessionId})
+	res := <-done
+	if res.StopReason != acp.StopReasonCancelled {
+		t.Errorf("stop %q", res.StopReason)
+	}
+	ups, _ := p.ed.Snapshot()
+	if !strings.Contains(editor.Messages(ups), "Garuda: $ sleep 60.75 cancelled.") {
+		t.Errorf("messages %q", editor.Messages(ups))
+	}
+	if _, st, _ := editor.ToolCall(ups, "call_s"); st != acp.ToolCallStatusFailed {
+		t.Errorf("status %q", st)
+	}
+	testproc.WaitNoneLive(t, waitLimit, "sleep 60.75")
+}
+
+// A background process that ignores SIGTERM and forks a setsid child is gone once the front end is SIGKILLed:
+// the broker dies with its parent and its commands' pid namespaces with it.
+func TestProcessBackgroundGoneAfterSIGKILL(t *testing.T) {
+	m := &fakeOpenAI{answers: [][]string{
+		processAnswer("call_bg", map[string]any{"action": "start", "command": "trap '' TERM; (setsid sleep 61.61 &); sleep 61.62"}),
+		textAnswer("started"),
+	}}
+	p := startGaruda(t, m)
+	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("start it")}})
+	if err != nil || res.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v %v", res, err)
+	}
+	testproc.WaitLive(t, waitLimit, "sleep 61.61", "sleep 61.62") // the negative control: both run after the turn ended
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testproc.WaitNoneLive(t, waitLimit, "sleep 61.61")
+	testproc.WaitNoneLive(t, waitLimit, "sleep 61.62")
+	testproc.WaitExeGone(t, waitLimit, bins.exec)
 }

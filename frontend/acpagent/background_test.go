@@ -14,6 +14,8 @@ import (
 
 	"github.com/garuda-dev/garuda/frontend/agent"
 	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/internal/testproc"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // useTool runs one call of the model in a turn of its own and returns its entry's last status and what the model
@@ -24,8 +26,8 @@ func (e *env) useTool(sid, id, name string, input any) (acp.ToolCallStatus, stri
 	e.fake.Push(tool(id, name, string(raw)), model.TextStep("ok"))
 	e.promptOK(sid, "go on")
 	reqs := e.fake.Requests()
-	ups, _ := e.ed.snapshot()
-	_, st, _ := toolCall(ups, id)
+	ups, _ := e.ed.Snapshot()
+	_, st, _ := editor.ToolCall(ups, id)
 	return st, reqs[len(reqs)-1].LastUserText()
 }
 
@@ -42,30 +44,18 @@ func (e *env) startProcess(sid, callID, command string) string {
 	return m[1]
 }
 
-// waitAlive waits until a process has the sleep argument.
+// waitAlive waits until a `sleep arg` runs for each of args.
 func waitAlive(t *testing.T, args ...string) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
 	for _, arg := range args {
-		for !sleeperAlive(arg) {
-			if time.Now().After(deadline) {
-				t.Fatalf("sleep %s never ran", arg)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testproc.WaitLive(t, waitLimit, "sleep "+arg)
 	}
 }
 
 // waitGone waits until no process has the sleep argument.
 func waitGone(t *testing.T, arg string) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for sleeperAlive(arg) {
-		if time.Now().After(deadline) {
-			t.Fatalf("sleep %s is still running", arg)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testproc.WaitNoneLive(t, waitLimit, "sleep "+arg)
 }
 
 // A background process is started, read since a mark, given input, listed and stopped; its titles are the spec's.
@@ -74,8 +64,8 @@ func TestBackgroundProcessLifecycle(t *testing.T) {
 	sid := e.newSession()
 	cmd := "echo ready; read line; echo got:$line; exec sleep 61.41"
 	id := e.startProcess(sid, "toolu_start", cmd)
-	ups, _ := e.ed.snapshot()
-	if tc, _, _ := toolCall(ups, "toolu_start"); tc == nil || tc.Title != "$ "+cmd || tc.Kind != acp.ToolKindExecute {
+	ups, _ := e.ed.Snapshot()
+	if tc, _, _ := editor.ToolCall(ups, "toolu_start"); tc == nil || tc.Title != "$ "+cmd || tc.Kind != acp.ToolKindExecute {
 		t.Errorf("start entry %+v", tc)
 	}
 	n := 0
@@ -88,8 +78,8 @@ func TestBackgroundProcessLifecycle(t *testing.T) {
 	for !strings.Contains(heard, "ready") {
 		heard = read(0)
 	}
-	ups, _ = e.ed.snapshot()
-	if tc, _, _ := toolCall(ups, "toolu_read1"); tc == nil || tc.Title != "Process "+id+": read" {
+	ups, _ = e.ed.Snapshot()
+	if tc, _, _ := editor.ToolCall(ups, "toolu_read1"); tc == nil || tc.Title != "Process "+id+": read" {
 		t.Errorf("read entry %+v", tc)
 	}
 	mark := regexp.MustCompile(`next mark: (\d+)`).FindStringSubmatch(heard)
@@ -211,14 +201,14 @@ func TestPlanModeStopsBackgroundProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, "61.48")
-	before, _ := e.ed.snapshot()
+	before, _ := e.ed.Snapshot()
 	_, heard := e.useTool(sid, "toolu_list", "process_manager", map[string]any{"action": "list"})
 	if !strings.Contains(heard, id+": stopped: the session switched to plan mode") {
 		t.Errorf("list: %q", heard)
 	}
-	ups, _ := e.ed.snapshot()
-	if !strings.Contains(messages(ups[len(before):]), "plan mode stopped the background processes "+id) {
-		t.Errorf("no notice: %q", messages(ups[len(before):]))
+	ups, _ := e.ed.Snapshot()
+	if !strings.Contains(editor.Messages(ups[len(before):]), "plan mode stopped the background processes "+id) {
+		t.Errorf("no notice: %q", editor.Messages(ups[len(before):]))
 	}
 }
 

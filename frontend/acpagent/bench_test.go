@@ -1,10 +1,6 @@
 package acpagent
 
 import (
-	"bufio"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -43,31 +39,6 @@ func BenchmarkTurnEcho(b *testing.B) {
 		if err != nil || res.StopReason != acp.StopReasonEndTurn {
 			b.Fatal(res, err)
 		}
-	}
-}
-
-// BenchmarkProcessSpawnInitialize measures spawning `garuda acp` (which starts garuda-exec) until its initialize
-// answer is read (target: under 10 ms median); the exit after stdin closes is not counted.
-func BenchmarkProcessSpawnInitialize(b *testing.B) {
-	bin := binaries(b)
-	home := b.TempDir()
-	line := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
-	for b.Loop() {
-		cmd := exec.Command(filepath.Join(bin, "garuda"), "acp")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GARUDA_HOME=" + home, "TMPDIR=" + home}
-		in, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		in.Write(line)
-		if _, err := bufio.NewReader(out).ReadBytes('\n'); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer() // the exit is not part of the figure
-		in.Close()
-		cmd.Wait()
-		b.StartTimer()
 	}
 }
 

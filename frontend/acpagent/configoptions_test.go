@@ -9,6 +9,7 @@ import (
 
 	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // optionValue is the current value of a config option, and the values it offers ("" and nil when absent).
@@ -76,7 +77,7 @@ func TestConfigOptions(t *testing.T) {
 		{"temperature", "1", "model, thought_level, mode"},
 	} {
 		_, err := setOption(e, sid, c.id, c.value)
-		if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, c.allowed) {
+		if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, c.allowed) {
 			t.Errorf("%s=%s: %d %q, want -32602 naming %q", c.id, c.value, re.Code, re.Message, c.allowed)
 		}
 	}
@@ -102,12 +103,12 @@ func TestConfigOptions(t *testing.T) {
 		t.Errorf("models made: %v", made)
 	}
 	// The mode option and set_mode keep in step.
-	before, _ := e.ed.snapshot()
+	before, _ := e.ed.Snapshot()
 	if _, err := setOption(e, sid, configMode, "plan"); err != nil {
 		t.Fatal(err)
 	}
-	e.ed.waitFor(t, "current_mode_update", func(ed *editor) bool {
-		for _, u := range ed.updates[len(before):] {
+	e.ed.WaitFor(t, "current_mode_update", func(ed *editor.Editor) bool {
+		for _, u := range ed.Updates[len(before):] {
 			if c := u.Update.CurrentModeUpdate; c != nil && c.CurrentModeId == "plan" {
 				return true
 			}
@@ -117,8 +118,8 @@ func TestConfigOptions(t *testing.T) {
 	if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(sid), ModeId: "build"}); err != nil {
 		t.Fatal(err)
 	}
-	e.ed.waitFor(t, "config_option_update with mode build", func(ed *editor) bool {
-		for _, u := range ed.updates[len(before):] {
+	e.ed.WaitFor(t, "config_option_update with mode build", func(ed *editor.Editor) bool {
+		for _, u := range ed.Updates[len(before):] {
 			if c := u.Update.ConfigOptionUpdate; c != nil {
 				if m, _ := optionValue(c.ConfigOptions, configMode); m == "build" {
 					return true
@@ -134,7 +135,7 @@ func TestConfigOptions(t *testing.T) {
 
 	// After a restart the load answers with the values chosen.
 	e2 := newEnvIn(t, base, recordModels)
-	lr, err := e2.conn.LoadSession(e2.ctx(), loadReq(sid, e2.root))
+	lr, err := e2.conn.LoadSession(e2.ctx(), editor.LoadRequest(sid, e2.root))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,7 +23,9 @@ import (
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/internal/testproc"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 func TestMain(m *testing.M) {
@@ -34,9 +35,6 @@ func TestMain(m *testing.M) {
 		os.Exit(mcptest.Serve(os.Args[2])) // the MCP tests' server, run by the broker in the sandbox
 	}
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir) // the binaries the process tests built
-	}
 	if serverBin != "" {
 		os.RemoveAll(filepath.Dir(serverBin)) // the MCP benchmarks' server
 	}
@@ -44,147 +42,7 @@ func TestMain(m *testing.M) {
 }
 
 // waitLimit bounds every wait of these tests: reaching it is a failure, never a measurement.
-const waitLimit = 20 * time.Second
-
-// editor is the test's ACP client: it records what the agent sends and answers permission requests.
-type editor struct {
-	mu      sync.Mutex
-	changed chan struct{} // closed and replaced on every change
-	updates []acp.SessionNotification
-	perms   []acp.RequestPermissionRequest
-	fsUsed  []string
-	// answer decides a permission request; nil selects "once".
-	answer func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error)
-}
-
-func newEditor() *editor { return &editor{changed: make(chan struct{})} }
-
-func (e *editor) touch() {
-	close(e.changed)
-	e.changed = make(chan struct{})
-}
-
-func (e *editor) SessionUpdate(ctx context.Context, n acp.SessionNotification) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.updates = append(e.updates, n)
-	e.touch()
-	return nil
-}
-
-func (e *editor) RequestPermission(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-	e.mu.Lock()
-	e.perms = append(e.perms, r)
-	e.touch()
-	answer := e.answer
-	e.mu.Unlock()
-	if answer == nil {
-		return selected("once"), nil
-	}
-	return answer(ctx, r)
-}
-
-func selected(id string) acp.RequestPermissionResponse {
-	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Selected: &acp.RequestPermissionOutcomeSelected{OptionId: acp.PermissionOptionId(id), Outcome: "selected"}}}
-}
-
-func (e *editor) fs(what string) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.fsUsed = append(e.fsUsed, what)
-	return errors.New("the test editor offers no file system or terminal")
-}
-
-func (e *editor) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	return acp.ReadTextFileResponse{}, e.fs("fs/read_text_file")
-}
-func (e *editor) WriteTextFile(ctx context.Context, p acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
-	return acp.WriteTextFileResponse{}, e.fs("fs/write_text_file")
-}
-func (e *editor) CreateTerminal(ctx context.Context, p acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	return acp.CreateTerminalResponse{}, e.fs("terminal/create")
-}
-func (e *editor) KillTerminal(ctx context.Context, p acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
-	return acp.KillTerminalResponse{}, e.fs("terminal/kill")
-}
-func (e *editor) TerminalOutput(ctx context.Context, p acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
-	return acp.TerminalOutputResponse{}, e.fs("terminal/output")
-}
-func (e *editor) ReleaseTerminal(ctx context.Context, p acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
-	return acp.ReleaseTerminalResponse{}, e.fs("terminal/release")
-}
-func (e *editor) WaitForTerminalExit(ctx context.Context, p acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
-	return acp.WaitForTerminalExitResponse{}, e.fs("terminal/wait_for_exit")
-}
-
-// waitFor waits until pred holds over the recorded messages.
-func (e *editor) waitFor(t testing.TB, what string, pred func(e *editor) bool) {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		e.mu.Lock()
-		ok := pred(e)
-		ch := e.changed
-		e.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("waited %v for %s; updates:\n%s", waitLimit, what, e.dump())
-		}
-	}
-}
-
-func (e *editor) snapshot() ([]acp.SessionNotification, []acp.RequestPermissionRequest) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]acp.SessionNotification(nil), e.updates...), append([]acp.RequestPermissionRequest(nil), e.perms...)
-}
-
-func (e *editor) dump() string {
-	var b strings.Builder
-	for _, u := range e.updates {
-		j, _ := json.Marshal(u.Update)
-		fmt.Fprintf(&b, "  %s\n", j)
-	}
-	return b.String()
-}
-
-// messages is the text of the agent_message_chunks of a session, joined.
-func messages(ups []acp.SessionNotification) string {
-	var b strings.Builder
-	for _, u := range ups {
-		if c := u.Update.AgentMessageChunk; c != nil && c.Content.Text != nil {
-			b.WriteString(c.Content.Text.Text)
-		}
-	}
-	return b.String()
-}
-
-// toolCall finds the tool_call of an id, and its last status.
-func toolCall(ups []acp.SessionNotification, id string) (*acp.SessionUpdateToolCall, acp.ToolCallStatus, []string) {
-	var tc *acp.SessionUpdateToolCall
-	var st acp.ToolCallStatus
-	var texts []string
-	for _, u := range ups {
-		if c := u.Update.ToolCall; c != nil && string(c.ToolCallId) == id {
-			tc, st = c, c.Status
-		}
-		if c := u.Update.ToolCallUpdate; c != nil && string(c.ToolCallId) == id {
-			if c.Status != nil {
-				st = *c.Status
-			}
-			for _, ct := range c.Content {
-				if ct.Content != nil && ct.Content.Content.Text != nil {
-					texts = append(texts, ct.Content.Content.Text.Text)
-				}
-			}
-		}
-	}
-	return tc, st, texts
-}
+const waitLimit = editor.WaitLimit
 
 // env is one agent under test: a real broker in process, Serve over pipes, the SDK's client, a fake model.
 type env struct {
@@ -192,7 +50,7 @@ type env struct {
 	root    string
 	home    string
 	fake    *model.FakeClient
-	ed      *editor
+	ed      *editor.Editor
 	conn    *acp.ClientSideConnection
 	broker  execv1.ExecServiceClient
 	stopSrv func()
@@ -224,7 +82,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 func newEnvIn(t testing.TB, base string, opts ...envOption) *env {
 	t.Helper()
 	e := &env{t: t, root: filepath.Join(base, "proj"), home: filepath.Join(base, "home"), fake: model.NewFakeClient(),
-		ed: newEditor(), envVars: map[string]string{"ANTHROPIC_API_KEY": "test-key"}, brokerDone: make(chan struct{}), served: make(chan error, 1)}
+		ed: editor.New(), envVars: map[string]string{"ANTHROPIC_API_KEY": "test-key"}, brokerDone: make(chan struct{}), served: make(chan error, 1)}
 	for _, d := range []string{e.root, e.home} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -350,8 +208,8 @@ func (e *env) newSession(mcp ...acp.McpServer) string {
 		e.t.Fatalf("session/new: %v", err)
 	}
 	id := string(res.SessionId)
-	e.ed.waitFor(e.t, "available_commands_update", func(ed *editor) bool {
-		for _, u := range ed.updates {
+	e.ed.WaitFor(e.t, "available_commands_update", func(ed *editor.Editor) bool {
+		for _, u := range ed.Updates {
 			if string(u.SessionId) == id && u.Update.AvailableCommandsUpdate != nil {
 				return true
 			}
@@ -401,16 +259,73 @@ func (e *env) lines() []string {
 	return append([]string(nil), e.tap...)
 }
 
-// reqErr returns the JSON-RPC error of err.
-func reqErr(t testing.TB, err error) *acp.RequestError {
-	t.Helper()
-	var re *acp.RequestError
-	if !errors.As(err, &re) {
-		t.Fatalf("error %v (%T) is not a JSON-RPC error", err, err)
-	}
-	return re
-}
-
 func tool(id, name, input string) model.Step {
 	return model.ToolStep("", model.ToolCall{ID: id, Name: name, Input: input})
+}
+
+// waitingAnswer blocks until the request's context ends, like an editor whose user never answers.
+func waitingAnswer(ctx context.Context, _ acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	<-ctx.Done()
+	return acp.RequestPermissionResponse{}, ctx.Err()
+}
+
+// resetFake replaces the scripted answers left: a cancelled turn leaves its unused steps behind.
+func resetFake(e *env, steps ...model.Step) *model.FakeClient {
+	for e.fake.Remaining() > 0 {
+		e.fake.Stream(context.Background(), model.Request{}, discard{})
+	}
+	e.fake.Push(steps...)
+	return e.fake
+}
+
+type discard struct{}
+
+func (discard) Delta(model.DeltaKind, string) {}
+
+// sleeperAlive reports whether a process runs "sleep <arg>".
+func sleeperAlive(arg string) bool { return len(testproc.Live("sleep "+arg)) > 0 }
+
+// raw writes lines to the agent's stdin in one write, in order, as an editor that sends them back to back. An agent
+// that stopped reading fails the test instead of hanging it.
+func (e *env) raw(lines ...string) {
+	e.t.Helper()
+	done := make(chan struct{})
+	go func() {
+		e.stdin.Write([]byte(strings.Join(lines, "\n") + "\n"))
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(waitLimit):
+		e.t.Errorf("the agent did not read a message within %v", waitLimit)
+	}
+}
+
+// rawResponse waits (at most d) for the response to the request with the string id, and returns it decoded.
+func (e *env) rawResponse(id string, d time.Duration) (map[string]any, bool) {
+	marker := fmt.Sprintf(`"id":%q`, id)
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for _, l := range e.lines() {
+			if strings.Contains(l, marker) {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(l), &m); err != nil {
+					e.t.Fatalf("response %s is not JSON: %v", l, err)
+				}
+				return m, true
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil, false
+}
+
+func promptLine(id, sid, text string) string {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+		"params": map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": text}}}})
+	return string(b)
+}
+
+func cancelLine(sid string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, sid)
 }

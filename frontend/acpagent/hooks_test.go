@@ -11,6 +11,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // hookSettings writes $GARUDA_HOME/settings.json with hooks: event → a shell command (every matcher "*").
@@ -37,14 +38,14 @@ func TestHookDeniesBashInTheEditor(t *testing.T) {
 	if stop := e.promptOK(sid, "go"); stop != acp.StopReasonEndTurn {
 		t.Fatalf("stop %q", stop)
 	}
-	ups, perms := e.ed.snapshot()
-	if _, st, texts := toolCall(ups, "toolu_b"); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, "\n"), "no shell today") {
-		t.Fatalf("bash: %q %q\n%s", st, texts, e.ed.dump())
+	ups, perms := e.ed.Snapshot()
+	if _, st, texts := editor.ToolCall(ups, "toolu_b"); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, "\n"), "no shell today") {
+		t.Fatalf("bash: %q %q\n%s", st, texts, e.ed.Dump())
 	}
 	if e.read("ran") != "" || fileExists(filepath.Join(e.root, "ran")) || len(perms) != 0 {
 		t.Fatalf("the denied command ran (or asked: %d questions)", len(perms))
 	}
-	if _, st, _ := toolCall(ups, "toolu_r"); st != acp.ToolCallStatusCompleted {
+	if _, st, _ := editor.ToolCall(ups, "toolu_r"); st != acp.ToolCallStatusCompleted {
 		t.Errorf("control: read %q", st)
 	}
 	reqs := e.fake.Requests()
@@ -85,9 +86,9 @@ func TestHookTurnEvents(t *testing.T) {
 	if stop := e.promptOK(sid, "something forbidden"); stop != acp.StopReasonEndTurn {
 		t.Fatalf("blocked prompt: stop %q", stop)
 	}
-	ups, _ := e.ed.snapshot()
-	if len(e.fake.Requests()) != n || !strings.Contains(messages(ups), "Garuda: a hook blocked this prompt: not that") {
-		t.Fatalf("the blocked prompt reached the model, or no notice:\n%s", messages(ups))
+	ups, _ := e.ed.Snapshot()
+	if len(e.fake.Requests()) != n || !strings.Contains(editor.Messages(ups), "Garuda: a hook blocked this prompt: not that") {
+		t.Fatalf("the blocked prompt reached the model, or no notice:\n%s", editor.Messages(ups))
 	}
 	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestHookProjectConsentInTheEditor(t *testing.T) {
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("ok"))
 	e.promptOK(sid, "hi")
-	_, perms := e.ed.snapshot()
+	_, perms := e.ed.Snapshot()
 	if len(perms) != 1 || perms[0].ToolCall.Title == nil || *perms[0].ToolCall.Title != "Run the project's hooks?" {
 		t.Fatalf("%d questions: %+v", len(perms), perms)
 	}
@@ -170,7 +171,7 @@ func TestHookUnreadableTeamPolicyBlocksThePrompt(t *testing.T) {
 		sid := e.newSession()
 		e.fake.Push(model.TextStep("answered"))
 		e.promptOK(sid, "hello")
-		ups, _ := e.ed.snapshot()
+		ups, _ := e.ed.Snapshot()
 		var text strings.Builder
 		for _, u := range ups {
 			if c := u.Update.AgentMessageChunk; c != nil && c.Content.Text != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/garuda-dev/garuda/frontend/model"
 	"github.com/garuda-dev/garuda/internal/testproc"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+	"github.com/garuda-dev/garuda/test/editor"
 	"github.com/garuda-dev/garuda/test/nobody"
 
 	"github.com/garuda-dev/garuda/internal/testenv"
@@ -85,7 +86,7 @@ func TestMCPProjectServerEndToEnd(t *testing.T) {
 	e.fake.Push(tool("toolu_m", "mcp__test__echo", `{"text":"through the broker"}`), model.TextStep("done"))
 	e.promptOK(sid, "use the tool")
 
-	_, perms := e.ed.snapshot()
+	_, perms := e.ed.Snapshot()
 	qs := consentQuestions(perms)
 	if len(qs) != 1 {
 		t.Fatalf("%d consent questions: %+v", len(qs), perms)
@@ -109,8 +110,8 @@ func TestMCPProjectServerEndToEnd(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(reqs[1].Messages), "echo: through the broker") {
 		t.Errorf("the result did not reach the model: %v", reqs[1].Messages)
 	}
-	ups, perms := e.ed.snapshot()
-	tc, st, _ := toolCall(ups, "toolu_m")
+	ups, perms := e.ed.Snapshot()
+	tc, st, _ := editor.ToolCall(ups, "toolu_m")
 	if tc == nil || tc.Title != "test/echo" || tc.Kind != acp.ToolKindOther || st != acp.ToolCallStatusCompleted {
 		t.Errorf("tool call: %+v %s", tc, st)
 	}
@@ -142,7 +143,7 @@ func TestMCPProjectServerEndToEnd(t *testing.T) {
 	sid2 := e.newSession()
 	e.fake.Push(model.TextStep("ok"))
 	e.promptOK(sid2, "again")
-	_, perms = e.ed.snapshot()
+	_, perms = e.ed.Snapshot()
 	if n := len(consentQuestions(perms)); n != 1 {
 		t.Errorf("a consented server was asked about again (%d questions)", n)
 	}
@@ -151,9 +152,9 @@ func TestMCPProjectServerEndToEnd(t *testing.T) {
 	sid3 := e.newSession()
 	e.fake.Push(model.TextStep("ok"))
 	e.promptOK(sid3, "changed")
-	_, perms = e.ed.snapshot()
+	_, perms = e.ed.Snapshot()
 	if n := len(consentQuestions(perms)); n != 2 {
-		t.Errorf("a changed definition was not asked about (%d questions):\n%s", n, messages(e.ed.updatesCopy()))
+		t.Errorf("a changed definition was not asked about (%d questions):\n%s", n, editor.Messages(updatesOf(e.ed)))
 	}
 }
 
@@ -166,14 +167,14 @@ func TestMCPDeniedNeverStartsUserTrusted(t *testing.T) {
 		map[string]string{"MCPTEST_MARK": "mine-started"})), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.ed.answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-		return selected("deny"), nil
+	e.ed.Answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+		return editor.Selected("deny"), nil
 	}
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("one"), model.TextStep("two"))
 	e.promptOK(sid, "first")
 	e.promptOK(sid, "second")
-	_, perms := e.ed.snapshot()
+	_, perms := e.ed.Snapshot()
 	qs := consentQuestions(perms)
 	if len(qs) != 1 || !strings.Contains(*qs[0].ToolCall.Title, `"proj"`) {
 		t.Fatalf("consent questions: %d", len(qs))
@@ -189,13 +190,14 @@ func TestMCPDeniedNeverStartsUserTrusted(t *testing.T) {
 			t.Errorf("tools offered: %+v", r.Tools)
 		}
 	}
-	if !strings.Contains(messages(e.ed.updatesCopy()), `MCP server "proj"`) {
+	if !strings.Contains(editor.Messages(updatesOf(e.ed)), `MCP server "proj"`) {
 		t.Error("no notice says the denied server was not started")
 	}
 }
 
-func (e *editor) updatesCopy() []acp.SessionNotification {
-	ups, _ := e.snapshot()
+// updatesOf is a copy of the updates ed has recorded so far.
+func updatesOf(ed *editor.Editor) []acp.SessionNotification {
+	ups, _ := ed.Snapshot()
 	return ups
 }
 
@@ -233,9 +235,9 @@ func TestMCPServerIsSandboxed(t *testing.T) {
 		tool("toolu_in", "mcp__box__write", `{"path":"inside.txt"}`),
 		model.TextStep("done"))
 	e.promptOK(sid, "try")
-	ups, _ := e.ed.snapshot()
+	ups, _ := e.ed.Snapshot()
 	for id, want := range map[string]string{"toolu_w": "write failed", "toolu_d": "dial failed", "toolu_h": "write failed"} {
-		if _, st, texts := toolCall(ups, id); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, "\n"), want) {
+		if _, st, texts := editor.ToolCall(ups, id); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, "\n"), want) {
 			t.Errorf("%s: %s %q, want failed with %q", id, st, texts, want)
 		}
 	}
@@ -243,7 +245,7 @@ func TestMCPServerIsSandboxed(t *testing.T) {
 		t.Error("the server wrote outside the project folder")
 	}
 	if e.read("inside.txt") == "" {
-		t.Errorf("the server could not write in the project folder:\n%s", e.ed.dump())
+		t.Errorf("the server could not write in the project folder:\n%s", e.ed.Dump())
 	}
 	// Negative controls: without the sandbox the write and the connection succeed.
 	if err := os.WriteFile(outside, []byte("x"), 0o644); err != nil {
@@ -325,7 +327,7 @@ func TestMCPReferenceServerEverything(t *testing.T) {
 	e.promptOK(sid, "echo")
 	reqs := e.fake.Requests()
 	if len(reqs) < 2 || !offered(reqs[0], "mcp__everything__echo") {
-		t.Fatalf("the reference server's tools were not offered:\n%s", messages(e.ed.updatesCopy()))
+		t.Fatalf("the reference server's tools were not offered:\n%s", editor.Messages(updatesOf(e.ed)))
 	}
 	if !strings.Contains(fmt.Sprint(reqs[1].Messages), "hello everything") {
 		t.Errorf("the echo did not reach the model: %v", reqs[1].Messages)
@@ -352,7 +354,7 @@ func TestMCPRulesAndTeamPolicy(t *testing.T) {
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_a", "mcp__ok__echo", `{"text":"allowed"}`), tool("toolu_b", "mcp__ok__big", `{"bytes":1}`), model.TextStep("done"))
 	e.promptOK(sid, "go")
-	ups, perms := e.ed.snapshot()
+	ups, perms := e.ed.Snapshot()
 	for _, p := range perms {
 		if string(p.ToolCall.ToolCallId) == "toolu_a" {
 			t.Error("a call an allow rule covers was asked about")
@@ -365,11 +367,11 @@ func TestMCPRulesAndTeamPolicy(t *testing.T) {
 	if !asked {
 		t.Error("a call no rule covers was not asked about")
 	}
-	if _, st, _ := toolCall(ups, "toolu_a"); st != acp.ToolCallStatusCompleted {
+	if _, st, _ := editor.ToolCall(ups, "toolu_a"); st != acp.ToolCallStatusCompleted {
 		t.Errorf("allowed call: %s", st)
 	}
-	if !strings.Contains(messages(ups), `"banned"`) || !strings.Contains(messages(ups), "team policy forbids") {
-		t.Errorf("no notice of the forbidden server:\n%s", messages(ups))
+	if !strings.Contains(editor.Messages(ups), `"banned"`) || !strings.Contains(editor.Messages(ups), "team policy forbids") {
+		t.Errorf("no notice of the forbidden server:\n%s", editor.Messages(ups))
 	}
 	if offered(e.fake.Requests()[0], "mcp__banned__echo") {
 		t.Error("a server team policy forbids was started")
@@ -417,7 +419,7 @@ func TestMCPEditorHTTPServer(t *testing.T) {
 	defer e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)})
 	e.fake.Push(tool("toolu_h", "mcp__web__echo", `{"text":"over http"}`), model.TextStep("done"))
 	e.promptOK(sid, "http")
-	_, perms := e.ed.snapshot()
+	_, perms := e.ed.Snapshot()
 	qs := consentQuestions(perms)
 	if len(qs) != 1 {
 		t.Fatalf("%d consent questions", len(qs))
@@ -428,7 +430,7 @@ func TestMCPEditorHTTPServer(t *testing.T) {
 		t.Errorf("consent question:\n%s", q)
 	}
 	if !strings.Contains(fmt.Sprint(e.fake.Requests()[1].Messages), "echo: over http") {
-		t.Errorf("the HTTP server's answer did not reach the model:\n%s", messages(e.ed.updatesCopy()))
+		t.Errorf("the HTTP server's answer did not reach the model:\n%s", editor.Messages(updatesOf(e.ed)))
 	}
 	for _, l := range e.lines() {
 		if strings.Contains(l, "editor-t0ken") && !strings.Contains(l, `"method":"session/new"`) {
@@ -447,7 +449,7 @@ func TestMCPPromptsInTheSlashMenu(t *testing.T) {
 	e.fake.Push(model.TextStep("one"), model.TextStep("two"))
 	e.promptOK(sid, "hi")
 	inMenu := false
-	for _, u := range e.ed.updatesCopy() {
+	for _, u := range updatesOf(e.ed) {
 		if c := u.Update.AvailableCommandsUpdate; c != nil {
 			for _, ac := range c.AvailableCommands {
 				inMenu = inMenu || ac.Name == "test:review" && ac.Description == "Review a topic."
@@ -455,7 +457,7 @@ func TestMCPPromptsInTheSlashMenu(t *testing.T) {
 		}
 	}
 	if !inMenu {
-		t.Fatalf("the prompt is not in the / menu:\n%s", e.ed.dump())
+		t.Fatalf("the prompt is not in the / menu:\n%s", e.ed.Dump())
 	}
 	e.promptOK(sid, "/test:review the parser")
 	reqs := e.fake.Requests()
@@ -478,7 +480,7 @@ func TestMCPResourceMention(t *testing.T) {
 	if !strings.Contains(got, "Contents of @test:mem://notes:\nthe notes of the server") {
 		t.Errorf("the resource was not attached: %q", got)
 	}
-	if strings.Contains(messages(e.ed.updatesCopy()), "main.go:12 was not attached") {
+	if strings.Contains(editor.Messages(updatesOf(e.ed)), "main.go:12 was not attached") {
 		t.Error("a file and line was taken for a resource")
 	}
 }
@@ -503,11 +505,11 @@ func TestMCPPlanModeRestartsReadOnly(t *testing.T) {
 	if e.read("plan.txt") != "" {
 		t.Error("a server wrote the project in plan mode")
 	}
-	if _, _, texts := toolCall(e.ed.updatesCopy(), "toolu_2"); !strings.Contains(strings.Join(texts, "\n"), "write failed") {
+	if _, _, texts := editor.ToolCall(updatesOf(e.ed), "toolu_2"); !strings.Contains(strings.Join(texts, "\n"), "write failed") {
 		t.Errorf("the plan-mode write did not run and fail: %q", texts)
 	}
-	if !strings.Contains(messages(e.ed.updatesCopy()), "plan mode") {
-		t.Errorf("no notice of the restart:\n%s", messages(e.ed.updatesCopy()))
+	if !strings.Contains(editor.Messages(updatesOf(e.ed)), "plan mode") {
+		t.Errorf("no notice of the restart:\n%s", editor.Messages(updatesOf(e.ed)))
 	}
 }
 
@@ -600,7 +602,7 @@ func TestMCPCancelDuringACall(t *testing.T) {
 	deadline := time.Now().Add(waitLimit)
 	for sleepers(secs) != 1 {
 		if time.Now().After(deadline) {
-			t.Fatalf("negative control: the tool's work never ran:\n%s", e.ed.dump())
+			t.Fatalf("negative control: the tool's work never ran:\n%s", e.ed.Dump())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -618,12 +620,12 @@ func TestMCPCancelDuringACall(t *testing.T) {
 	case <-time.After(waitLimit):
 		t.Fatal("the prompt did not answer after session/cancel")
 	}
-	ups, _ := e.ed.snapshot()
-	if _, st, _ := toolCall(ups, "toolu_s"); st != acp.ToolCallStatusFailed {
+	ups, _ := e.ed.Snapshot()
+	if _, st, _ := editor.ToolCall(ups, "toolu_s"); st != acp.ToolCallStatusFailed {
 		t.Errorf("the tool call ended %q, want failed", st)
 	}
-	if !strings.Contains(messages(ups), "Garuda: test/sleep cancelled.") {
-		t.Errorf("no line names the cancelled call: %q", messages(ups))
+	if !strings.Contains(editor.Messages(ups), "Garuda: test/sleep cancelled.") {
+		t.Errorf("no line names the cancelled call: %q", editor.Messages(ups))
 	}
 	// notifications/cancelled reached the server: its handler's context ended, it stopped its work and said so.
 	for e.read("cancelled") == "" || sleepers(secs) > 0 {
@@ -635,11 +637,11 @@ func TestMCPCancelDuringACall(t *testing.T) {
 	// The call was cancelled, not the server: it answers the next prompt's call without a restart.
 	e.fake = resetFake(e, tool("toolu_e", "mcp__test__echo", `{"text":"still here"}`), model.TextStep("done"))
 	e.promptOK(sid, "echo")
-	if _, st, texts := toolCall(e.ed.updatesCopy(), "toolu_e"); st != acp.ToolCallStatusCompleted ||
+	if _, st, texts := editor.ToolCall(updatesOf(e.ed), "toolu_e"); st != acp.ToolCallStatusCompleted ||
 		!strings.Contains(strings.Join(texts, "\n"), "echo: still here") {
 		t.Errorf("after the cancel: %s %q", st, texts)
 	}
-	if m := messages(e.ed.updatesCopy()); strings.Contains(m, "restarted") || strings.Contains(m, "stopped") {
+	if m := editor.Messages(updatesOf(e.ed)); strings.Contains(m, "restarted") || strings.Contains(m, "stopped") {
 		t.Errorf("the server was stopped by the cancel: %q", m)
 	}
 	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
@@ -698,7 +700,7 @@ func TestMCPGuardUndoesWhatServersLeave(t *testing.T) {
 	// After a call.
 	e.fake.Push(tool("toolu_a", "mcp__a__sh", fmt.Sprintf(`{"text":%q}`, plantFSMonitor("nested"))), model.TextStep("done"))
 	e.promptOK(sid, "plant")
-	if _, st, texts := toolCall(e.ed.updatesCopy(), "toolu_a"); st != acp.ToolCallStatusCompleted {
+	if _, st, texts := editor.ToolCall(updatesOf(e.ed), "toolu_a"); st != acp.ToolCallStatusCompleted {
 		t.Fatalf("the planting call: %s %q", st, texts)
 	}
 	deadline := time.Now().Add(waitLimit)
@@ -748,7 +750,7 @@ func TestMCPToolListChangedReachesTheNextStep(t *testing.T) {
 	if len(reqs) != 3 || offered(reqs[0], "mcp__test__added") || !offered(reqs[1], "mcp__test__added") {
 		t.Fatalf("the new tool was not offered at the next step: %d requests", len(reqs))
 	}
-	if _, st, texts := toolCall(e.ed.updatesCopy(), "toolu_a"); st != acp.ToolCallStatusCompleted ||
+	if _, st, texts := editor.ToolCall(updatesOf(e.ed), "toolu_a"); st != acp.ToolCallStatusCompleted ||
 		!strings.Contains(strings.Join(texts, "\n"), "added works") {
 		t.Errorf("the new tool: %s %q", st, texts)
 	}
@@ -766,14 +768,14 @@ func TestMCPMalformedFileOthersStillStart(t *testing.T) {
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_g", "mcp__gar__echo", `{"text":"from .garuda"}`), model.TextStep("done"))
 	e.promptOK(sid, "go")
-	ups, perms := e.ed.snapshot()
-	if m := messages(ups); !strings.Contains(m, filepath.Join(e.home, "mcp.json")+": line 2") {
+	ups, perms := e.ed.Snapshot()
+	if m := editor.Messages(ups); !strings.Contains(m, filepath.Join(e.home, "mcp.json")+": line 2") {
 		t.Errorf("no notice naming the file and line:\n%s", m)
 	}
 	if qs := consentQuestions(perms); len(qs) != 1 || !strings.Contains(permText(qs[0]), filepath.Join(".garuda", "mcp.json")) {
 		t.Errorf("the .garuda/mcp.json server was not asked about: %d questions", len(qs))
 	}
-	if _, st, texts := toolCall(ups, "toolu_g"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, "\n"),
+	if _, st, texts := editor.ToolCall(ups, "toolu_g"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, "\n"),
 		"echo: from .garuda") {
 		t.Errorf("the .garuda/mcp.json server's call: %s %q", st, texts)
 	}
@@ -800,19 +802,19 @@ func TestMCPBadServersAreContained(t *testing.T) {
 	e.fake.Push(tool("toolu_f", "mcp__flood__t00000", `{}`), tool("toolu_c", "mcp__crash__crash", `{}`),
 		tool("toolu_e", "mcp__good__echo", `{"text":"still fine"}`), model.TextStep("done"))
 	e.promptOK(sid, "go")
-	ups, _ := e.ed.snapshot()
-	m := messages(ups)
+	ups, _ := e.ed.Snapshot()
+	m := editor.Messages(ups)
 	for _, want := range []string{`MCP server "garbage"`, "wrote something other than MCP messages", `"many" offers more than 100 tools`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("no notice %q:\n%s", want, m)
 		}
 	}
 	for id, want := range map[string]string{"toolu_f": "over 8 MiB", "toolu_c": `MCP server "crash"`} {
-		if _, st, texts := toolCall(ups, id); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, "\n"), want) {
+		if _, st, texts := editor.ToolCall(ups, id); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, "\n"), want) {
 			t.Errorf("%s: %s %q, want failed with %q", id, st, texts, want)
 		}
 	}
-	if _, st, texts := toolCall(ups, "toolu_e"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, "\n"),
+	if _, st, texts := editor.ToolCall(ups, "toolu_e"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, "\n"),
 		"echo: still fine") {
 		t.Errorf("the good server after the others failed: %s %q", st, texts)
 	}
@@ -833,5 +835,20 @@ func TestMCPBadServersAreContained(t *testing.T) {
 			t.Fatalf("%d processes of the servers outlived the session", processesWith(mark))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestEditorMCPServersGetANoticeAtTheFirstPrompt(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession(acp.McpServer{Stdio: &acp.McpServerStdio{Name: "fs-server", Command: "/bin/false", Args: []string{}, Env: []acp.EnvVariable{}}})
+	ups, _ := e.ed.Snapshot()
+	if m := editor.Messages(ups); m != "" {
+		t.Errorf("a message before any prompt: %q", m)
+	}
+	e.fake.Push(model.TextStep("ok"))
+	e.promptOK(sid, "hi")
+	ups, _ = e.ed.Snapshot()
+	if m := editor.Messages(ups); !strings.Contains(m, "Garuda:") || !strings.Contains(m, "fs-server") {
+		t.Errorf("no notice naming the editor's MCP server: %q", m)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // plans lists the plan updates of a session, in order.
@@ -32,7 +33,7 @@ func TestTodoIsThePlanOnTheWireAndAfterLoad(t *testing.T) {
 	second := `{"todos":[{"content":"Read the code","status":"completed","priority":"high"},{"content":"Fix the bug","status":"in_progress"}]}`
 	e.fake.Push(tool("toolu_t1", "todo", first), tool("toolu_t2", "todo", second), model.TextStep("planned"))
 	e.promptOK(sid, "plan it")
-	ups, _ := e.ed.snapshot()
+	ups, _ := e.ed.Snapshot()
 	got := plans(ups, sid)
 	want := [][]acp.PlanEntry{
 		{{Content: "Read the code", Status: "in_progress", Priority: "high"}, {Content: "Fix the bug", Status: "pending", Priority: "medium"}},
@@ -41,7 +42,7 @@ func TestTodoIsThePlanOnTheWireAndAfterLoad(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("plans %v, want %v", got, want)
 	}
-	tc, st, texts := toolCall(ups, "toolu_t2")
+	tc, st, texts := editor.ToolCall(ups, "toolu_t2")
 	if tc == nil || tc.Title != "Update the plan" || tc.Kind != acp.ToolKindThink || st != acp.ToolCallStatusCompleted {
 		t.Errorf("tool call %+v, status %s", tc, st)
 	}
@@ -53,10 +54,10 @@ func TestTodoIsThePlanOnTheWireAndAfterLoad(t *testing.T) {
 	e.stop()
 
 	e2 := newEnvIn(t, base)
-	if _, err := e2.conn.LoadSession(e2.ctx(), loadReq(sid, e2.root)); err != nil {
+	if _, err := e2.conn.LoadSession(e2.ctx(), editor.LoadRequest(sid, e2.root)); err != nil {
 		t.Fatalf("session/load: %v", err)
 	}
-	replay, _ := e2.ed.snapshot()
+	replay, _ := e2.ed.Snapshot()
 	if got := plans(replay, sid); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("replayed plans %v, want %v", got, want)
 	}
@@ -76,9 +77,9 @@ func TestTodoBadInput(t *testing.T) {
 	e.fake.Push(tool("toolu_big", "todo", string(big)), tool("toolu_bad", "todo", `{"todos":[{"content":"a","status":"done"}]}`),
 		tool("toolu_hid", "todo", hidden), model.TextStep("ok"))
 	e.promptOK(sid, "plan")
-	ups, _ := e.ed.snapshot()
+	ups, _ := e.ed.Snapshot()
 	for id, want := range map[string]string{"toolu_big": "10000 entries, at most 100", "toolu_bad": `status "done"`} {
-		if _, st, texts := toolCall(ups, id); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, ""), want) {
+		if _, st, texts := editor.ToolCall(ups, id); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, ""), want) {
 			t.Errorf("%s: status %s, texts %q; want failed with %q", id, st, texts, want)
 		}
 	}

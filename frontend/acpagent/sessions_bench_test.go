@@ -64,9 +64,17 @@ func writeBigSession(b *testing.B, home, root, id string, turns, calls int) int 
 // BenchmarkLoad200Turns is session/load of a session with 200 turns and 1,000 tool calls, driven as an editor
 // drives the built garuda acp: from the request written to its answer read, which comes after the last replayed
 // update (target: under 150 ms). Raw lines, not the Go SDK's client: that client closes the connection when more
-// than 1,024 notifications wait in its queue, and its own decoding is not Garuda's time.
+// than 1,024 notifications wait in its queue, and its own decoding is not Garuda's time. It runs the binaries of
+// `make build` (make bench builds them first): the process tests of the built binaries live in test/, which builds
+// its own; this one stays here for the session file it writes with this package's record kinds.
 func BenchmarkLoad200Turns(b *testing.B) {
-	bin := binaries(b)
+	bin, err := filepath.Abs(filepath.Join("..", "..", "bin"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(bin, "garuda")); err != nil {
+		b.Skipf("no built garuda in %s: run make build first (make bench does): %v", bin, err)
+	}
 	base := b.TempDir()
 	home, root := filepath.Join(base, "garuda-home"), filepath.Join(base, "proj")
 	for _, d := range []string{home, root} {

@@ -17,6 +17,7 @@ import (
 	"github.com/garuda-dev/garuda/frontend/agent"
 	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // stop ends the agent and its broker, as when the editor quits: stdin closes, Serve returns, the broker shuts
@@ -33,59 +34,16 @@ func (e *env) stop() {
 	e.stopSrv()
 }
 
-// transcriptOf is what an editor shows of a session's updates: runs of message or thought chunks joined, a tool
-// call's progress left out, the / menu left out. Each update as its JSON, to compare ids, order, statuses and
-// content at once.
-func transcriptOf(ups []acp.SessionNotification, sid string) []string {
-	var out []string
-	lastKind := ""
-	for _, n := range ups {
-		if string(n.SessionId) != sid {
-			continue
-		}
-		u := n.Update
-		switch {
-		case u.AvailableCommandsUpdate != nil:
-			continue
-		case u.ToolCallUpdate != nil && (u.ToolCallUpdate.Status == nil || *u.ToolCallUpdate.Status == acp.ToolCallStatusInProgress):
-			continue
-		case u.AgentMessageChunk != nil || u.AgentThoughtChunk != nil:
-			kind, text := "message", ""
-			if u.AgentThoughtChunk != nil {
-				kind, text = "thought", u.AgentThoughtChunk.Content.Text.Text
-			} else {
-				text = u.AgentMessageChunk.Content.Text.Text
-			}
-			if kind == lastKind {
-				out[len(out)-1] += text
-				continue
-			}
-			lastKind = kind
-			out = append(out, kind+": "+text)
-			continue
-		}
-		lastKind = ""
-		j, _ := json.Marshal(u)
-		out = append(out, string(j))
-	}
-	return out
-}
-
-func userChunk(text string) string {
-	j, _ := json.Marshal(acp.SessionUpdate{UserMessageChunk: &acp.SessionUpdateUserMessageChunk{Content: acp.TextBlock(text)}})
-	return string(j)
-}
-
 // aRichTurn runs a turn with a thought, text, an allowed edit (a diff) and a denied command; it returns the
 // prompt.
 func aRichTurn(e *env, sid string) string {
 	e.t.Helper()
 	e.write("a.txt", "alpha\n")
-	e.ed.answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	e.ed.Answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 		if r.ToolCall.Title != nil && strings.HasPrefix(*r.ToolCall.Title, "$") {
-			return selected("deny"), nil
+			return editor.Selected("deny"), nil
 		}
-		return selected("once"), nil
+		return editor.Selected("once"), nil
 	}
 	think := model.Step{Response: &model.Response{Message: model.Message{Content: []model.Block{
 		{Type: model.BlockThinking, Text: "The user wants a change.", Signature: "sig"},
@@ -115,13 +73,13 @@ func TestLoadReplaysWhatTheEditorSaw(t *testing.T) {
 	e := newEnvIn(t, base)
 	sid := e.newSession()
 	prompt := aRichTurn(e, sid)
-	live, _ := e.ed.snapshot()
-	want := append([]string{userChunk(prompt)}, transcriptOf(live, sid)...)
+	live, _ := e.ed.Snapshot()
+	want := append([]string{editor.UserChunk(prompt)}, editor.Transcript(live, sid)...)
 	heard := e.fake.Requests()
 	e.stop()
 
 	e2 := newEnvIn(t, base)
-	res, err := e2.conn.LoadSession(e2.ctx(), loadReq(sid, e2.root))
+	res, err := e2.conn.LoadSession(e2.ctx(), editor.LoadRequest(sid, e2.root))
 	if err != nil {
 		t.Fatalf("session/load: %v", err)
 	}
@@ -130,8 +88,8 @@ func TestLoadReplaysWhatTheEditorSaw(t *testing.T) {
 	}
 	// The SDK hands the client every notification sent before the response before the response itself: what is
 	// here now is what came before the response.
-	replay, _ := e2.ed.snapshot()
-	got := transcriptOf(replay, sid)
+	replay, _ := e2.ed.Snapshot()
+	got := editor.Transcript(replay, sid)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("replay differs from the live transcript:\n got %d:\n  %s\nwant %d:\n  %s", len(got), strings.Join(got, "\n  "),
 			len(want), strings.Join(want, "\n  "))
@@ -163,13 +121,13 @@ func TestLoadReplaysWhatTheEditorSaw(t *testing.T) {
 		reqs[0].LastUserText() != "what did you change?" {
 		t.Errorf("the follow-up request ends with %+v", msgs[len(last):])
 	}
-	after, _ := e2.ed.snapshot()
-	if !strings.Contains(messages(after[len(replay):]), "Allow for this session") {
-		t.Errorf("no notice that session answers ended: %q", messages(after[len(replay):]))
+	after, _ := e2.ed.Snapshot()
+	if !strings.Contains(editor.Messages(after[len(replay):]), "Allow for this session") {
+		t.Errorf("no notice that session answers ended: %q", editor.Messages(after[len(replay):]))
 	}
 	// A second load of the open session is refused.
-	_, err = e2.conn.LoadSession(e2.ctx(), loadReq(sid, e2.root))
-	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "open already") {
+	_, err = e2.conn.LoadSession(e2.ctx(), editor.LoadRequest(sid, e2.root))
+	if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, "open already") {
 		t.Errorf("second load: %v", err)
 	}
 }
@@ -193,7 +151,7 @@ func TestLoadRefusesBadInput(t *testing.T) {
 	other := filepath.Join(base, "other")
 	os.MkdirAll(other, 0o755)
 	load := func(id, cwd string) error {
-		_, err := e2.conn.LoadSession(e2.ctx(), loadReq(id, cwd))
+		_, err := e2.conn.LoadSession(e2.ctx(), editor.LoadRequest(id, cwd))
 		return err
 	}
 	for _, c := range []struct {
@@ -209,7 +167,7 @@ func TestLoadRefusesBadInput(t *testing.T) {
 			t.Errorf("%s: loaded", c.name)
 			continue
 		}
-		if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, c.want) {
+		if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, c.want) {
 			t.Errorf("%s: %d %q, want -32602 with %q", c.name, re.Code, re.Message, c.want)
 		}
 	}
@@ -222,7 +180,7 @@ func TestLoadRefusesBadInput(t *testing.T) {
 		if err == nil {
 			t.Fatalf("a hand-edited file loaded")
 		}
-		if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "session") {
+		if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, "session") {
 			t.Errorf("hand-edited file: %d %q", re.Code, re.Message)
 		}
 		if b, _ := os.ReadFile(path); string(b) != edited {
@@ -233,7 +191,7 @@ func TestLoadRefusesBadInput(t *testing.T) {
 	// A foreign file: another user's header.
 	foreign := strings.Replace(string(orig), fmt.Sprintf(`"uid":%d`, os.Getuid()), `"uid":4242`, 1)
 	os.WriteFile(path, []byte(foreign), 0o600)
-	if re := reqErr(t, load(sid, e2.root)); re.Code != -32602 || !strings.Contains(re.Message, "another user") {
+	if re := editor.RequestError(t, load(sid, e2.root)); re.Code != -32602 || !strings.Contains(re.Message, "another user") {
 		t.Errorf("foreign file: %d %q", re.Code, re.Message)
 	}
 	os.WriteFile(path, orig, 0o600)
@@ -261,18 +219,18 @@ func TestTornFileLoadsWithANotice(t *testing.T) {
 	f.Close()
 
 	e2 := newEnvIn(t, base)
-	if _, err := e2.conn.LoadSession(e2.ctx(), loadReq(sid, e2.root)); err != nil {
+	if _, err := e2.conn.LoadSession(e2.ctx(), editor.LoadRequest(sid, e2.root)); err != nil {
 		t.Fatalf("load of a torn file: %v", err)
 	}
-	replay, _ := e2.ed.snapshot()
-	if strings.Contains(messages(replay), "torn") {
+	replay, _ := e2.ed.Snapshot()
+	if strings.Contains(editor.Messages(replay), "torn") {
 		t.Errorf("the load's notice is inside the replay")
 	}
 	e2.fake.Push(model.TextStep("again"))
 	e2.promptOK(sid, "next")
-	after, _ := e2.ed.snapshot()
-	if !strings.Contains(messages(after[len(replay):]), "torn line") {
-		t.Errorf("no torn-file notice with the next prompt: %q", messages(after[len(replay):]))
+	after, _ := e2.ed.Snapshot()
+	if !strings.Contains(editor.Messages(after[len(replay):]), "torn line") {
+		t.Errorf("no torn-file notice with the next prompt: %q", editor.Messages(after[len(replay):]))
 	}
 	e2.stop()
 	b, _ := os.ReadFile(path)
@@ -327,9 +285,9 @@ func TestResumeListClose(t *testing.T) {
 	if _, err := e2.conn.ResumeSession(e2.ctx(), acp.ResumeSessionRequest{SessionId: acp.SessionId(first), Cwd: e2.root}); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	ups, _ := e2.ed.snapshot()
-	if len(transcriptOf(ups, first)) != 0 {
-		t.Errorf("resume replayed: %v", transcriptOf(ups, first))
+	ups, _ := e2.ed.Snapshot()
+	if len(editor.Transcript(ups, first)) != 0 {
+		t.Errorf("resume replayed: %v", editor.Transcript(ups, first))
 	}
 	e2.fake.Push(model.TextStep("resumed"))
 	e2.promptOK(first, "go on")
@@ -346,14 +304,14 @@ func TestResumeListClose(t *testing.T) {
 		t.Errorf("broker sessions %d after close, want %d", n, before)
 	}
 	_, err = e2.conn.CloseSession(e2.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(first)})
-	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "unknown session") {
+	if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, "unknown session") {
 		t.Errorf("second close: %v", err)
 	}
 	if _, err := e2.prompt(first, acp.TextBlock("after close")); err == nil {
 		t.Errorf("a prompt after close ran")
 	}
 	// Closed, it can be loaded again.
-	if _, err := e2.conn.LoadSession(e2.ctx(), loadReq(first, e2.root)); err != nil {
+	if _, err := e2.conn.LoadSession(e2.ctx(), editor.LoadRequest(first, e2.root)); err != nil {
 		t.Errorf("load after close: %v", err)
 	}
 }
@@ -398,15 +356,15 @@ func TestLoadRefusesASessionOpenElsewhere(t *testing.T) {
 	e.promptOK(sid, "hi")
 
 	other := newEnvIn(t, base) // a second agent and broker, the same user, home and project
-	req := loadReq(sid, other.root)
+	req := editor.LoadRequest(sid, other.root)
 	_, err := other.conn.LoadSession(other.ctx(), req)
-	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "open in another garuda acp") {
+	if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, "open in another garuda acp") {
 		t.Errorf("load of a session open elsewhere: %d %q", re.Code, re.Message)
 	} else {
 		t.Logf("the editor reads: %s", re.Message)
 	}
 	_, err = other.conn.ResumeSession(other.ctx(), acp.ResumeSessionRequest{SessionId: acp.SessionId(sid), Cwd: other.root})
-	if re := reqErr(t, err); !strings.Contains(re.Message, "open in another garuda acp") {
+	if re := editor.RequestError(t, err); !strings.Contains(re.Message, "open in another garuda acp") {
 		t.Errorf("resume of a session open elsewhere: %q", re.Message)
 	}
 	if n := openSessions(t, other); n != 0 {
@@ -458,7 +416,7 @@ func TestListPagesPast100(t *testing.T) {
 		}
 	}
 	_, err := e.conn.ListSessions(e.ctx(), acp.ListSessionsRequest{Cwd: acp.Ptr(e.root), Cursor: acp.Ptr("made-up")})
-	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "cursor") {
+	if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(re.Message, "cursor") {
 		t.Errorf("a made-up cursor: %d %q", re.Code, re.Message)
 	}
 }
@@ -480,8 +438,8 @@ func TestCloseStopsTheRunningTurn(t *testing.T) {
 		}
 		answered <- res
 	}()
-	e.ed.waitFor(t, "the turn's first text", func(ed *editor) bool {
-		return strings.Contains(messages(ed.updates), "working")
+	e.ed.WaitFor(t, "the turn's first text", func(ed *editor.Editor) bool {
+		return strings.Contains(editor.Messages(ed.Updates), "working")
 	})
 	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: acp.SessionId(sid)}); err != nil {
 		t.Fatalf("close: %v", err)
@@ -503,10 +461,6 @@ func TestCloseStopsTheRunningTurn(t *testing.T) {
 	}
 }
 
-func loadReq(sid, cwd string) acp.LoadSessionRequest {
-	return acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: cwd, McpServers: []acp.McpServer{}}
-}
-
 // TestTwoLoadsAtOnce: two loads of one id sent together: one reopens the session, the other is a clear error.
 func TestTwoLoadsAtOnce(t *testing.T) {
 	base := t.TempDir()
@@ -519,7 +473,7 @@ func TestTwoLoadsAtOnce(t *testing.T) {
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() {
-			_, err := e2.conn.LoadSession(e2.ctx(), loadReq(sid, e2.root))
+			_, err := e2.conn.LoadSession(e2.ctx(), editor.LoadRequest(sid, e2.root))
 			errs <- err
 		}()
 	}
@@ -532,7 +486,7 @@ func TestTwoLoadsAtOnce(t *testing.T) {
 	if len(failed) != 1 {
 		t.Fatalf("%d of two loads failed: %v", len(failed), failed)
 	}
-	if re := reqErr(t, failed[0]); re.Code != -32602 || !strings.Contains(re.Message, sid) {
+	if re := editor.RequestError(t, failed[0]); re.Code != -32602 || !strings.Contains(re.Message, sid) {
 		t.Errorf("the second load: %d %q", re.Code, re.Message)
 	}
 	if n := openSessions(t, e2); n != 1 {

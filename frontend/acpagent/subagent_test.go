@@ -15,6 +15,7 @@ import (
 	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 func subagentCall(id, agentName, task string) model.Step {
@@ -59,11 +60,11 @@ func TestExploreSubagentCannotWrite(t *testing.T) {
 	if h := reqs[5].LastUserText(); !strings.Contains(h, "a.txt:1 says alpha") {
 		t.Errorf("the parent heard %q", h)
 	}
-	ups, perms := e.ed.snapshot()
+	ups, perms := e.ed.Snapshot()
 	if len(perms) != 0 {
 		t.Errorf("%d questions", len(perms))
 	}
-	tc, st, texts := toolCall(ups, "toolu_sub")
+	tc, st, texts := editor.ToolCall(ups, "toolu_sub")
 	if tc == nil || tc.Title != "Subagent: explore" || tc.Kind != acp.ToolKindThink || st != acp.ToolCallStatusCompleted {
 		t.Fatalf("entry %+v, status %s", tc, st)
 	}
@@ -74,7 +75,7 @@ func TestExploreSubagentCannotWrite(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"toolu_w", "toolu_b", "toolu_r"} {
-		if c, _, _ := toolCall(ups, id); c != nil {
+		if c, _, _ := editor.ToolCall(ups, id); c != nil {
 			t.Errorf("the subagent's call %s has an entry of its own", id)
 		}
 	}
@@ -114,15 +115,15 @@ func TestSubagentQuestionIsItsOwnEntry(t *testing.T) {
 	e.fake.Push(subagentCall("toolu_sub", "explore", "read the outside file"),
 		tool("toolu_1", "read_file", string(in)), model.TextStep("it says far away"), model.TextStep("done"))
 	e.promptOK(sid, "go")
-	ups, perms := e.ed.snapshot()
+	ups, perms := e.ed.Snapshot()
 	if len(perms) != 1 || perms[0].ToolCall.ToolCallId != "garuda-question-1" {
 		t.Fatalf("questions %+v", perms)
 	}
-	tc, st, _ := toolCall(ups, "garuda-question-1")
+	tc, st, _ := editor.ToolCall(ups, "garuda-question-1")
 	if tc == nil || tc.Kind != acp.ToolKindOther || st != acp.ToolCallStatusCompleted {
 		t.Errorf("the question's entry %+v, %s", tc, st)
 	}
-	if _, st, texts := toolCall(ups, "toolu_sub"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, "\n"), "it says far away") {
+	if _, st, texts := editor.ToolCall(ups, "toolu_sub"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, "\n"), "it says far away") {
 		t.Errorf("subagent entry %s %q", st, texts)
 	}
 }
@@ -144,8 +145,8 @@ func TestCancelDuringSubagent(t *testing.T) {
 		t.Errorf("stop %q", r.StopReason)
 	}
 	waitGone(t, "61.51")
-	ups, _ := e.ed.snapshot()
-	if _, st, _ := toolCall(ups, "toolu_sub"); st != acp.ToolCallStatusFailed {
+	ups, _ := e.ed.Snapshot()
+	if _, st, _ := editor.ToolCall(ups, "toolu_sub"); st != acp.ToolCallStatusFailed {
 		t.Errorf("subagent entry %s", st)
 	}
 }
@@ -182,12 +183,12 @@ func TestCustomAgents(t *testing.T) {
 	if mine := reqs[3]; len(mine.Tools) == 0 || !strings.Contains(mine.System, "Be brief.") {
 		t.Errorf("the user's agent: %d tools, system %q", len(mine.Tools), tail(mine.System, 80))
 	}
-	_, perms := e.ed.snapshot()
+	_, perms := e.ed.Snapshot()
 	if len(perms) != 1 || !strings.Contains(*perms[0].ToolCall.Title, "agent reviewer") || !strings.HasPrefix(string(perms[0].ToolCall.ToolCallId), "garuda-question-") {
 		t.Errorf("consents %+v", perms)
 	}
-	ups, _ := e.ed.snapshot()
-	if _, st, texts := toolCall(ups, "toolu_none"); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, ""), "explore, mine, reviewer") {
+	ups, _ := e.ed.Snapshot()
+	if _, st, texts := editor.ToolCall(ups, "toolu_none"); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, ""), "explore, mine, reviewer") {
 		t.Errorf("unknown agent: %s %q", st, texts)
 	}
 }
@@ -257,12 +258,12 @@ func TestCustomAgentModel(t *testing.T) {
 	if got := strings.Join(made[before:], ","); got != "claude-opus-4-5,claude-haiku-4-5" {
 		t.Errorf("models made for the subagents: %q, want claude-opus-4-5 (opus) and claude-haiku-4-5 (named)", got)
 	}
-	ups, _ := e.ed.snapshot()
-	if _, st, texts := toolCall(ups, "toolu_u"); st != acp.ToolCallStatusCompleted ||
+	ups, _ := e.ed.Snapshot()
+	if _, st, texts := editor.ToolCall(ups, "toolu_u"); st != acp.ToolCallStatusCompleted ||
 		!strings.Contains(strings.Join(texts, ""), `model "gpt-9000" is not available here: the subagent uses claude-sonnet-5`) {
 		t.Errorf("unknown model: %s %q", st, texts)
 	}
-	if _, _, texts := toolCall(ups, "toolu_a"); !strings.Contains(strings.Join(texts, ""), "(model claude-opus-4-5)") {
+	if _, _, texts := editor.ToolCall(ups, "toolu_a"); !strings.Contains(strings.Join(texts, ""), "(model claude-opus-4-5)") {
 		t.Errorf("the alias's entry does not say the model: %q", texts)
 	}
 }
@@ -305,8 +306,8 @@ func TestNestedSubagents(t *testing.T) {
 	if !strings.Contains(reqs[1].System, "- explore: ") || strings.Contains(reqs[3].System, "# Agents") {
 		t.Errorf("the agents are listed where the subagent tool is offered, and only there")
 	}
-	ups, _ := e.ed.snapshot()
-	if _, st, texts := toolCall(ups, "toolu_1"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, ""), "top") {
+	ups, _ := e.ed.Snapshot()
+	if _, st, texts := editor.ToolCall(ups, "toolu_1"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, ""), "top") {
 		t.Errorf("the outer subagent: %s %q", st, texts)
 	}
 }

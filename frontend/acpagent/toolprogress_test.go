@@ -9,6 +9,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // statuses lists the statuses a call's entry went through, in order.
@@ -31,11 +32,11 @@ func TestCallRunsAfterItsQuestion(t *testing.T) {
 	e.write("a.txt", "hello\n")
 	sid := e.newSession()
 	var atQuestion []acp.ToolCallStatus
-	e.ed.answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-		e.ed.mu.Lock()
-		atQuestion = statuses(e.ed.updates, "toolu_edit")
-		e.ed.mu.Unlock()
-		return selected("once"), nil
+	e.ed.Answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+		e.ed.Mu.Lock()
+		atQuestion = statuses(e.ed.Updates, "toolu_edit")
+		e.ed.Mu.Unlock()
+		return editor.Selected("once"), nil
 	}
 	e.fake.Push(tool("toolu_edit", "edit_file", `{"path":"a.txt","old_string":"hello","new_string":"bye"}`), model.TextStep("ok"))
 	e.promptOK(sid, "edit")
@@ -43,7 +44,7 @@ func TestCallRunsAfterItsQuestion(t *testing.T) {
 	if fmt.Sprint(atQuestion) != fmt.Sprint(want) {
 		t.Errorf("statuses while asked %v, want %v", atQuestion, want)
 	}
-	ups, _ := e.ed.snapshot()
+	ups, _ := e.ed.Snapshot()
 	want = []acp.ToolCallStatus{acp.ToolCallStatusPending, acp.ToolCallStatusInProgress, acp.ToolCallStatusCompleted}
 	if got := statuses(ups, "toolu_edit"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("statuses %v, want %v", got, want)
@@ -58,7 +59,7 @@ func TestProgressIsTheTailOfAllOutput(t *testing.T) {
 	cmd := "sleep 0.3; for i in $(seq 1 3000); do echo line$i; done; sleep 0.6; echo end; sleep 0.6"
 	e.fake.Push(tool("toolu_b", "bash", fmt.Sprintf(`{"command":%q}`, cmd)), model.TextStep("ok"))
 	e.promptOK(sid, "run")
-	ups, _ := e.ed.snapshot()
+	ups, _ := e.ed.Snapshot()
 	st := statuses(ups, "toolu_b")
 	if len(st) < 3 || st[1] != acp.ToolCallStatusInProgress {
 		t.Fatalf("statuses %v: want in_progress right after pending", st)

@@ -10,6 +10,7 @@ import (
 	"github.com/garuda-dev/garuda/frontend/model"
 	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // searchingModel is a fake provider that runs a web search itself whenever the request offers it.
@@ -33,15 +34,15 @@ func TestWebSearchConsentAndEvents(t *testing.T) {
 			o.NewModel = func(*execv1.ModelSettings, string) (model.Client, error) { return searchingModel{e.fake}, nil }
 		})
 		if !allow {
-			e.ed.answer = func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-				return selected("deny"), nil
+			e.ed.Answer = func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+				return editor.Selected("deny"), nil
 			}
 		}
 		e.fake.Push(model.TextStep("found it"), model.TextStep("again"))
 		sid := e.newSession()
 		e.promptOK(sid, "search the web for garuda")
 		e.promptOK(sid, "and again")
-		ups, perms := e.ed.snapshot()
+		ups, perms := e.ed.Snapshot()
 		if len(perms) != 1 || perms[0].ToolCall.Title == nil || !strings.Contains(*perms[0].ToolCall.Title, "Search the web") {
 			t.Fatalf("allow=%v: want one consent question, got %+v", allow, perms)
 		}
@@ -49,7 +50,7 @@ func TestWebSearchConsentAndEvents(t *testing.T) {
 		if len(reqs) != 2 || reqs[0].WebSearch != allow || reqs[1].WebSearch != allow {
 			t.Fatalf("allow=%v: requests offered web search: %v %v", allow, reqs[0].WebSearch, reqs[1].WebSearch)
 		}
-		tc, st, texts := toolCall(ups, "srvtoolu_1")
+		tc, st, texts := editor.ToolCall(ups, "srvtoolu_1")
 		if !allow {
 			if tc != nil {
 				t.Errorf("denied, yet a search was shown: %+v", tc)
@@ -92,14 +93,14 @@ func TestWebSearchBlocksKeptAcrossTurns(t *testing.T) {
 	sid := e.newSession()
 	e.promptOK(sid, "search the web for garuda")
 	e.promptOK(sid, "are you sure?")
-	ups, _ := e.ed.snapshot()
-	if tc, st, texts := toolCall(ups, "srvtoolu_acp1"); tc == nil || tc.Title != "Search the web: garuda acp" ||
+	ups, _ := e.ed.Snapshot()
+	if tc, st, texts := editor.ToolCall(ups, "srvtoolu_acp1"); tc == nil || tc.Title != "Search the web: garuda acp" ||
 		st != acp.ToolCallStatusCompleted || len(texts) == 0 || texts[0] != "https://example.com/garuda" {
 		t.Errorf("the search's tool call: %+v %v %q", tc, st, texts)
 	}
 	e.stop()
 	e2 := newEnvIn(t, base, func(e *env, o *Options) { o.NewModel = newModel })
-	if _, err := e2.conn.LoadSession(e2.ctx(), loadReq(sid, e2.root)); err != nil {
+	if _, err := e2.conn.LoadSession(e2.ctx(), editor.LoadRequest(sid, e2.root)); err != nil {
 		t.Fatalf("session/load: %v", err)
 	}
 	e2.promptOK(sid, "and after a reload?")

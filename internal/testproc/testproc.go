@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
+	"time"
 )
 
 // Proc is one process as /proc shows it.
@@ -68,4 +70,50 @@ func OfExe(path string) []int {
 		}
 	}
 	return pids
+}
+
+// WaitLive waits until, for each of markers, a live process's command line holds it; it fails t after within.
+func WaitLive(t testing.TB, within time.Duration, markers ...string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for _, m := range markers {
+		for len(Live(m)) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("no process of %q ran within %v", m, within)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// WaitNoneLive waits until no live process's command line holds marker; it fails t after within.
+func WaitNoneLive(t testing.TB, within time.Duration, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		left := Live(marker)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes of %q still running after %v: %v", marker, within, left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// WaitExeGone waits until no process runs the binary path; it fails t after within.
+func WaitExeGone(t testing.TB, within time.Duration, path string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		left := OfExe(path)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes of %s still running after %v: %v", filepath.Base(path), within, left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -1,6 +1,7 @@
 package attacks
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -294,5 +295,58 @@ func TestDeferredFileToolsAskForWhatGitIsPointedAt(t *testing.T) {
 				t.Errorf("%s offered %v", p, qs[0].Choices)
 			}
 		}
+	}
+}
+
+// Found by red team (first pass over the boundary).
+// FOUND AND FIXED. A command that creates a nested repository and plants a hook in it gets no warning: the list of
+// protected paths to compare is taken before the command, when the nested repository did not exist. `git commit`
+// in that folder later runs the hook outside the sandbox. Control: the same in the root is named. Since the guard
+// (issue 18), the hook is also made non-executable, and named.
+func TestRedTeamNewNestedRepoHookIsNotNoticed(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	sid := e.open(c)
+	plant := func(dir string) *execv1.Result {
+		return sh(t, c, sid, fmt.Sprintf("git init -q %s && printf '#!/bin/sh\\necho pwned\\n' > %s/.git/hooks/pre-commit && chmod +x %s/.git/hooks/pre-commit", dir, dir, dir))
+	}
+	// Negative control: a repository made in the root (which had none) is named by the compare.
+	res := plant(".")
+	if res.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(strings.Join(res.GetNotices(), "\n"), ".git/hooks") {
+		t.Fatalf("control: a hook planted in the root is not named: %v", res)
+	}
+	res = plant("nested")
+	if _, err := os.Stat(filepath.Join(e.root, "nested/.git/hooks/pre-commit")); err != nil {
+		t.Fatalf("the command did not run: %v %v", err, res)
+	}
+	if !strings.Contains(strings.Join(res.GetNotices(), "\n"), "nested/.git/hooks") {
+		t.Errorf("a hook planted in a new nested repository was not named:\n%s\nnotices: %v", res.GetContent(), res.GetNotices())
+	}
+	if fi, err := os.Stat(filepath.Join(e.root, "nested/.git/hooks/pre-commit")); err != nil || fi.Mode().Perm()&0o111 != 0 {
+		t.Errorf("the planted hook can still run: %v %v", fi.Mode(), err)
+	}
+}
+
+// Found by red team (first pass over the boundary).
+// HELD. `git config --global` (HOME) cannot plant a hooksPath for every repository of the user. Control: outside
+// the sandbox it does. HOME is a temp folder so that the real one is never touched.
+func TestRedTeamGitConfigGlobal(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	e := newEnv(t)
+	c := e.client()
+	sid := e.open(c)
+	cmd := `git config --global core.hooksPath "$PWD/hooks"; echo "HOME=$HOME"`
+	res := sh(t, c, sid, cmd)
+	if !strings.Contains(res.GetContent(), "HOME="+home) {
+		t.Fatalf("the command's HOME is not the user's: %s", res.GetContent())
+	}
+	if _, err := os.Stat(filepath.Join(home, ".gitconfig")); err == nil {
+		t.Fatalf("a sandboxed command wrote ~/.gitconfig: %s", fileText(filepath.Join(home, ".gitconfig")))
+	}
+	op := &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: cmd, Unsandboxed: true}}}
+	run(t, start(t, c, ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+	if !strings.Contains(fileText(filepath.Join(home, ".gitconfig")), "hooksPath") {
+		t.Fatal("control: unsandboxed git config --global did not write")
 	}
 }

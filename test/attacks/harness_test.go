@@ -5,11 +5,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/garuda-dev/garuda/broker"
 	"github.com/garuda-dev/garuda/broker/sandbox"
@@ -149,4 +152,70 @@ func write(path, content string) *execv1.Start {
 
 func read(path string) *execv1.Start {
 	return &execv1.Start{Op: &execv1.Start_ReadFile{ReadFile: &execv1.ReadFile{Path: path}}}
+}
+
+// newEnvAt is newEnv with a chosen root and GARUDA_HOME (for a home inside the root, as when the project is the
+// user's own home folder).
+func newEnvAt(t *testing.T, root, home string) *env {
+	t.Helper()
+	return newEnvIn(t, t.TempDir(), root, home)
+}
+
+// sh runs a sandboxed command in build mode (answering "once" should anything ask) and returns its result.
+func sh(t *testing.T, c execv1.ExecServiceClient, sid, cmd string) *execv1.Result {
+	t.Helper()
+	res, _, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_ONCE)
+	if err != nil {
+		t.Fatalf("%q: %v", cmd, err)
+	}
+	return res
+}
+
+func mustWrite(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fileText(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
+
+func grepOp(pattern, mode string) *execv1.Start {
+	return &execv1.Start{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: pattern, OutputMode: mode}}}
+}
+
+func globOp(pattern string) *execv1.Start {
+	return &execv1.Start{Op: &execv1.Start_Glob{Glob: &execv1.Glob{Pattern: pattern}}}
+}
+
+func editOp(path, old, new string, all bool) *execv1.Start {
+	return &execv1.Start{Op: &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: path, OldString: old, NewString: new, ReplaceAll: all}}}
+}
+
+// within runs one call answering every question with ch, and fails when it takes longer than d (the broker is
+// then still busy with it: the cleanup may have to wait for it to end).
+func within(t *testing.T, c execv1.ExecServiceClient, sid string, op *execv1.Start, ch execv1.Choice, d time.Duration) (*execv1.Result, error) {
+	t.Helper()
+	cx, cancel := context.WithTimeout(ctx(t), d)
+	defer cancel()
+	began := time.Now()
+	res, _, err := run(t, start(t, c, cx, sid, op), ch)
+	if status.Code(err) == codes.DeadlineExceeded {
+		t.Errorf("%v: still running after %v (the broker is stuck on it)", op, time.Since(began).Round(time.Millisecond))
+	}
+	return res, err
+}
+
+// leaked reports whether a call reached a secret: its content shows it, or a write landed.
+func leaked(res *execv1.Result, secret string) bool {
+	return strings.Contains(res.GetContent(), secret)
 }

@@ -3,6 +3,7 @@ package attacks
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,7 +13,12 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
+	"github.com/garuda-dev/garuda/broker"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -136,5 +142,118 @@ func TestProjectLimitsAreIgnored(t *testing.T) {
 	res, _, err := run(t, start(t, c, ctx(t), r.GetSessionId(), bash(alloc(t, 64))), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Errorf("64 MiB with a project's memory_mb 16: %v %v", res, err)
+	}
+}
+
+// Found by red team (second pass, as a compromised front end).
+// FOUND AND FIXED (hang). A front end that starts calls and never reads their streams leaves the broker blocked in
+// gRPC's Send (flow control) with no way out: the call's cancel does not reach a blocked Send, so CloseSession
+// (and the broker's Shutdown, which waits for every call) waited for ever, with the front end still connected.
+// Control: a client that reads gets its result and CloseSession returns.
+func TestRedTeamUnreadStreamsBlockClose(t *testing.T) {
+	e := newEnv(t)
+	mustWrite(t, filepath.Join(e.root, "big.txt"), strings.Repeat("needle "+strings.Repeat("x", 230)+"\n", 1000))
+	// The front end picks its own flow-control window: a fixed 64 KiB (no BDP growth) is smaller than a result.
+	cc, err := grpc.NewClient("unix://"+e.sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	c := execv1.NewExecServiceClient(cc)
+	sid := e.open(c)
+	op := &execv1.Start{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: "needle", OutputMode: "content"}}}
+	if res, _ := within(t, c, sid, op, execv1.Choice_CHOICE_ONCE, 5*time.Second); len(res.GetContent()) < 200<<10 {
+		t.Fatalf("control: the result is small: %d bytes", len(res.GetContent()))
+	}
+	start(t, c, ctx(t), sid, op)                                                                                      // never read
+	start(t, c, ctx(t), sid, bash("for i in $(seq 1 200); do head -c 20000 /dev/zero | tr '\\0' x; sleep 0.1; done")) // progress, never read
+	time.Sleep(3 * time.Second)
+	cx, cancel := context.WithTimeout(ctx(t), 5*time.Second)
+	defer cancel()
+	if _, err := c.CloseSession(cx, &execv1.CloseSessionRequest{SessionId: sid}); err != nil {
+		t.Errorf("CloseSession with unread calls: %v", err)
+	}
+	// Control: another session of the same client still works.
+	sid2 := e.open(c)
+	if res, _ := within(t, c, sid2, op, execv1.Choice_CHOICE_ONCE, 5*time.Second); len(res.GetContent()) < 200<<10 {
+		t.Fatalf("control: %v", res)
+	}
+	// The broker's shutdown with an unread command running.
+	start(t, c, ctx(t), sid2, bash("for i in $(seq 1 200); do head -c 20000 /dev/zero | tr '\\0' x; sleep 0.1; done"))
+	time.Sleep(3 * time.Second)
+	done := make(chan struct{})
+	go func() { e.svc.Shutdown(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Error("Shutdown waits for a call whose stream is not read")
+	}
+}
+
+// openFDs counts the descriptors of this process (the broker runs in it).
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// Found by red team (second pass, as a compromised front end).
+// FOUND AND FIXED (resource exhaustion). A client could open sessions without bound, and a session outlived its
+// connection (only that connection may use it): on a serving broker each left its root and session file open
+// until the broker stopped, so opening sessions and hanging up, again and again, ran the broker out of file
+// descriptors for every user. Control: sessions open up to the bound, and again once the connection is gone.
+func TestRedTeamSessionsExhaustTheBroker(t *testing.T) {
+	dir := t.TempDir()
+	root, home := filepath.Join(dir, "project"), filepath.Join(dir, "home")
+	os.MkdirAll(root, 0o755)
+	svc := broker.NewService(broker.Config{Home: home, ManagedPolicy: filepath.Join(dir, "managed.json"), Version: "test"})
+	srv := broker.NewServer(svc, []uint32{uint32(os.Getuid())})
+	sock := filepath.Join(dir, "b.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { svc.Shutdown(); srv.Stop() })
+	dial := func() (*grpc.ClientConn, execv1.ExecServiceClient) {
+		cc, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cc.Close() })
+		return cc, execv1.NewExecServiceClient(cc)
+	}
+	cc, c := dial()
+	if _, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: root}); err != nil {
+		t.Fatal(err)
+	}
+	before := openFDs(t)
+	opened := 1
+	for ; opened < 1100; opened++ {
+		_, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: root})
+		if status.Code(err) == codes.ResourceExhausted {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if opened >= 1100 {
+		t.Errorf("%d sessions opened on one connection, holding %d descriptors", opened, openFDs(t)-before)
+	}
+	cc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for openFDs(t) > before && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := openFDs(t); n > before {
+		t.Errorf("the sessions of a closed connection still hold %d descriptors", n-before)
+	}
+	_, c2 := dial()
+	if _, err := c2.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: root}); err != nil {
+		t.Fatalf("control: a new connection cannot open a session: %v", err)
 	}
 }

@@ -1,10 +1,14 @@
 package attacks
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -88,5 +92,192 @@ func TestReadThroughOutsideFolderLink(t *testing.T) {
 	res, qs, _ := run(t, start(t, c, ctx(t), sid, read(plain)), execv1.Choice_CHOICE_ONCE)
 	if !strings.Contains(res.GetContent(), "hello") || len(qs) != 1 {
 		t.Fatalf("control: %v (%d questions)", res, len(qs))
+	}
+}
+
+// Found by red team (first pass over the boundary).
+// HELD. After "allow for this session" (every write in the root), no spelling of a protected path is written
+// without a question: "//", "./", "..", a trailing slash, case and ignorable-character look-alikes. Control: an
+// ordinary file is written without a question.
+func TestRedTeamProtectedSpellingsAfterSessionAllow(t *testing.T) {
+	e := newEnv(t)
+	mustWrite(t, filepath.Join(e.root, ".git", "config"), "[core]\n")
+	os.MkdirAll(filepath.Join(e.root, ".git", "hooks"), 0o755)
+	os.MkdirAll(filepath.Join(e.root, "sub"), 0o755)
+	c := e.client()
+	sid := e.open(c)
+	if res, qs, _ := run(t, start(t, c, ctx(t), sid, write("a.txt", "x")), execv1.Choice_CHOICE_SESSION); res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 1 {
+		t.Fatalf("allow for the session: %v (%d questions)", res, len(qs))
+	}
+	if res, qs, _ := run(t, start(t, c, ctx(t), sid, write("b.txt", "x")), execv1.Choice_CHOICE_DENY); res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 {
+		t.Fatalf("control: the session rule does not apply: %v (%d questions)", res, len(qs))
+	}
+	for _, p := range []string{
+		".git//hooks/pre-commit", "./.git/hooks/pre-commit", "sub/../.git/hooks/pre-commit", ".git/./config",
+		".git/hooks/../config", e.root + "//.git/hooks/post-checkout", ".GIT/hooks/pre-push", ".g\u200cit/hooks/x",
+		".VSCode/settings.json", "sub/.envrc", "sub/.git", ".git/hooks/", ".git/config/",
+	} {
+		res, qs, err := run(t, start(t, c, ctx(t), sid, write(p, "#!/bin/sh\necho pwned\n")), execv1.Choice_CHOICE_DENY)
+		if err != nil {
+			t.Fatalf("%q: %v", p, err)
+		}
+		if res.GetStatus() == execv1.Status_STATUS_COMPLETED {
+			t.Errorf("%q written without a question (%d questions): %s", p, len(qs), res.GetContent())
+		}
+	}
+	if got := fileText(filepath.Join(e.root, ".git", "config")); got != "[core]\n" {
+		t.Errorf(".git/config changed: %q", got)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(e.root, ".git", "hooks")); len(ents) != 0 {
+		t.Errorf("hooks written: %v", ents)
+	}
+}
+
+// Found by red team (first pass over the boundary).
+// HELD. Odd write targets fail cleanly: a folder (with or without a trailing slash), the root, an empty path, an
+// edit whose old_string is empty. ("w.txt/" is cleaned to w.txt and asked about as such: what is shown is done.) Control: an edit of the whole file's text works.
+func TestRedTeamOddWriteTargets(t *testing.T) {
+	e := newEnv(t)
+	os.MkdirAll(filepath.Join(e.root, "dir", "inner"), 0o755)
+	mustWrite(t, filepath.Join(e.root, "w.txt"), "whole\n")
+	c := e.client()
+	sid := e.open(c)
+	for _, op := range []*execv1.Start{
+		write("dir", "x"), write("dir/", "x"), write(".", "x"), write("", "x"),
+		{Op: &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: "w.txt", OldString: "", NewString: "x"}}},
+		{Op: &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: "dir", OldString: "", NewString: "x"}}},
+	} {
+		res, _, err := run(t, start(t, c, ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+		if err == nil && res.GetStatus() == execv1.Status_STATUS_COMPLETED {
+			t.Errorf("%v completed: %s", op, res.GetContent())
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(e.root, "dir", "inner")); err != nil || !fi.IsDir() {
+		t.Errorf("the folder was replaced: %v", err)
+	}
+	if got := fileText(filepath.Join(e.root, "w.txt")); got != "whole\n" {
+		t.Errorf("w.txt changed: %q", got)
+	}
+	edit := &execv1.Start{Op: &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: "w.txt", OldString: "whole\n", NewString: "new\n"}}}
+	if res, _, _ := run(t, start(t, c, ctx(t), sid, edit), execv1.Choice_CHOICE_ONCE); res.GetStatus() != execv1.Status_STATUS_COMPLETED || fileText(filepath.Join(e.root, "w.txt")) != "new\n" {
+		t.Fatalf("control: %v", res)
+	}
+}
+
+// Found by red team (second pass, as a compromised front end).
+// FOUND AND FIXED (crash). edit_file prepares the new bytes before it asks, with no bound on their size:
+// replace_all of a one-byte old_string in a 16 MiB file by a 3 MiB new_string asks bytes.ReplaceAll for 50 TB, and
+// the Go runtime ends the broker ("out of memory", not a recoverable panic). The model can do it, no question
+// needed. Control: a replace_all that stays under the limit is prepared and asked about.
+func TestRedTeamEditReplaceAllExplodes(t *testing.T) {
+	e := newEnv(t)
+	mustWrite(t, filepath.Join(e.root, "big.txt"), strings.Repeat("a", 16<<20))
+	mustWrite(t, filepath.Join(e.root, "small.txt"), "a a a\n")
+	c := e.client()
+	sid := e.open(c)
+	res, qs, err := run(t, start(t, c, ctx(t), sid, editOp("big.txt", "a", strings.Repeat("b", 3<<20), true)), execv1.Choice_CHOICE_DENY)
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_FAILED || len(qs) != 0 {
+		t.Errorf("an edit of 50 TB: %v %v (%d questions)", res, err, len(qs))
+	}
+	// Ambiguous without replace_all: refused before any question.
+	if res, qs, _ := run(t, start(t, c, ctx(t), sid, editOp("small.txt", "a", "b", false)), execv1.Choice_CHOICE_ONCE); res.GetStatus() != execv1.Status_STATUS_FAILED || len(qs) != 0 {
+		t.Errorf("an ambiguous edit: %v (%d questions)", res, len(qs))
+	}
+	res, qs, err = run(t, start(t, c, ctx(t), sid, editOp("small.txt", "a", "bb", true)), execv1.Choice_CHOICE_ONCE)
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 1 || fileText(filepath.Join(e.root, "small.txt")) != "bb bb bb\n" {
+		t.Fatalf("control: %v %v (%d questions)", res, err, len(qs))
+	}
+}
+
+// Found by red team (second pass, as a compromised front end).
+// HELD. Path spellings of the file tools: NUL bytes, an over-long path or name, "~", /proc/self/root, /proc/self/cwd
+// and /dev/fd links to $GARUDA_HOME (outside the root, allowed by the front end), a trailing slash on a file.
+// Control: a plain open of the same /proc spelling reads the key.
+func TestRedTeamPathSpellings(t *testing.T) {
+	e := newEnv(t)
+	mustWrite(t, filepath.Join(e.home, "credentials"), `{"anthropic":"sk-ant-spell-0005"}`)
+	mustWrite(t, filepath.Join(e.root, "ok.txt"), "ok\n")
+	c := e.client()
+	sid := e.open(c)
+	cred := filepath.Join(e.home, "credentials")
+	fd, err := syscall.Open(e.home, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	for _, p := range []string{
+		"ok.txt\x00/../../" + cred, cred + "\x00", strings.Repeat("a/", 3000) + "x", strings.Repeat("n", 300),
+		"~/../" + cred, "/proc/self/root" + cred, "/proc/self/cwd/../../../../../../../../.." + cred,
+		fmt.Sprintf("/proc/%d/fd/%d/credentials", os.Getpid(), fd), fmt.Sprintf("/dev/fd/%d/credentials", fd),
+		"/proc/thread-self/root" + cred, cred + "/",
+	} {
+		res, _, err := run(t, start(t, c, ctx(t), sid, read(p)), execv1.Choice_CHOICE_ONCE)
+		if err != nil {
+			t.Fatalf("%q: %v", p, err)
+		}
+		if leaked(res, "sk-ant-spell") {
+			t.Errorf("read_file %q read the key", p)
+		}
+		// Writes are allowed by the front end; the only place one may land is inside the root ("~/.." is root/).
+		res, _, _ = run(t, start(t, c, ctx(t), sid, write(p, "pwned")), execv1.Choice_CHOICE_ONCE)
+		if res.GetStatus() == execv1.Status_STATUS_COMPLETED && !strings.Contains(res.GetContent(), e.root+"/") {
+			t.Errorf("write_file %q completed outside the root: %s", p, res.GetContent())
+		}
+	}
+	if !strings.Contains(fileText(cred), "sk-ant-spell") {
+		t.Error("the key was changed")
+	}
+	ents, _ := os.ReadDir(e.home)
+	for _, ent := range ents {
+		if n := ent.Name(); n != "credentials" && n != "audit" && n != "undo" {
+			t.Errorf("a write reached $GARUDA_HOME: %s", n)
+		}
+	}
+	if !strings.Contains(fileText(fmt.Sprintf("/proc/self/fd/%d/credentials", fd)), "sk-ant-spell") {
+		t.Fatal("control: a plain open of the /proc spelling does not read the key")
+	}
+}
+
+// Found by red team (second pass, as a compromised front end).
+// HELD. Special files in the root: a FIFO with no writer, a unix socket, links to /dev/zero and /dev/stdin, a
+// 5 GB sparse file; read_file, edit_file and grep answer at once and do not fill the broker's memory. Control: a
+// regular file next to them is read and grepped.
+func TestRedTeamSpecialFiles(t *testing.T) {
+	e := newEnv(t)
+	mustWrite(t, filepath.Join(e.root, "plain.txt"), "needle\n")
+	if err := syscall.Mkfifo(filepath.Join(e.root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(e.root, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	os.Symlink("/dev/zero", filepath.Join(e.root, "zero"))
+	os.Symlink("/dev/stdin", filepath.Join(e.root, "stdin"))
+	f, err := os.Create(filepath.Join(e.root, "sparse.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("needle at the start\n")
+	f.Truncate(5 << 30)
+	f.Close()
+	c := e.client()
+	sid := e.open(c)
+	for _, p := range []string{"fifo", "sock", "zero", "stdin", "sparse.log"} {
+		for _, op := range []*execv1.Start{read(p), editOp(p, "needle", "x", false), write(p, "x"),
+			{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: "needle", Path: p, OutputMode: "content"}}}} {
+			res, _ := within(t, c, sid, op, execv1.Choice_CHOICE_ONCE, 5*time.Second)
+			if res.GetStatus() == execv1.Status_STATUS_COMPLETED && op.GetGrep() == nil {
+				t.Errorf("%v completed: %.100s", op, res.GetContent())
+			}
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(e.root, "sparse.log")); err != nil || fi.Size() != 5<<30 {
+		t.Errorf("sparse.log changed: %v", err)
+	}
+	res, _ := within(t, c, sid, grepOp("needle", "files"), execv1.Choice_CHOICE_ONCE, 10*time.Second)
+	if !strings.Contains(res.GetContent(), "plain.txt") {
+		t.Fatalf("control: %v", res)
 	}
 }

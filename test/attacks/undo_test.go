@@ -1,104 +1,60 @@
 package attacks
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/garuda-dev/garuda/broker/audit"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
-// auditRecords reads every record of the broker's audit folder, in order.
-func auditRecords(t *testing.T, home string) []audit.Record {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(home, "audit", "*.jsonl"))
-	var out []audit.Record
-	for _, f := range files {
-		if _, err := audit.Verify(f); err != nil {
-			t.Fatalf("the audit chain is broken: %v", err)
-		}
-		fh, err := os.Open(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var r audit.Record
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, r)
-		}
-		fh.Close()
-	}
-	return out
-}
-
-// What was shown is what is written: a file changed after the question is not overwritten on "allow".
-func TestFileChangedAfterQuestion(t *testing.T) {
+// Found by red team (first pass over the boundary).
+// FOUND AND FIXED. Undo writes with no question, and restoreFile (broker/rpcs.go) opens the file's folder with
+// os.OpenRoot / fsops.OpenRoot, which follow symlinks in the folder's own path. A sandboxed command swaps the folder
+// of a file Garuda wrote for a symlink out of the root (to a file whose content matches what Garuda wrote): undo
+// then overwrites it with the pre-image, or removes it, outside the root, $GARUDA_HOME included. Control: without
+// the swap, undo removes the file Garuda created.
+func TestRedTeamUndoThroughSwappedFolder(t *testing.T) {
 	e := newEnv(t)
+	outside := filepath.Join(filepath.Dir(e.root), "outside")
+	mustWrite(t, filepath.Join(outside, "keep.txt"), "garuda-wrote\n")
+	mustWrite(t, filepath.Join(outside, "pre.txt"), "garuda-wrote\n")
+	mustWrite(t, filepath.Join(e.root, "sub", "pre.txt"), "user-original\n")
+	// A team's policy file with a content the attacker knows (a company-wide file), in Garuda's home.
+	teamPolicy := `{"permissions":{"deny":["Bash(curl *)"]}}`
+	mustWrite(t, filepath.Join(e.home, "policy.json"), teamPolicy)
 	c := e.client()
 	sid := e.open(c)
-	path := filepath.Join(e.root, "a.txt")
-	os.WriteFile(path, []byte("before\n"), 0o644)
-	st := start(t, c, ctx(t), sid, write("a.txt", "garuda's\n"))
-	m, err := next(t, st)
-	if err != nil || m.GetQuestion() == nil {
-		t.Fatalf("want a question: %v %v", m, err)
-	}
-	if d := m.GetQuestion().GetDiff(); d.GetOldText() != "before\n" || d.GetNewText() != "garuda's\n" {
-		t.Fatalf("the question's diff is not the change: %+v", d)
-	}
-	os.WriteFile(path, []byte("the user's edit\n"), 0o644)
-	answer(st, m.GetQuestion().QuestionId, execv1.Choice_CHOICE_ONCE)
-	m, err = next(t, st)
-	if err != nil || m.GetResult().GetStatus() != execv1.Status_STATUS_FAILED || !strings.Contains(m.GetResult().Content, "changed since the question") {
-		t.Fatalf("allow after a change: %v %v", m, err)
-	}
-	if data, _ := os.ReadFile(path); string(data) != "the user's edit\n" {
-		t.Fatalf("the user's edit was overwritten: %q", data)
-	}
-	// Negative control: unchanged, the same answer writes exactly the previewed bytes.
-	res, _, _ := run(t, start(t, c, ctx(t), sid, write("a.txt", "garuda's\n")), execv1.Choice_CHOICE_ONCE)
-	if data, _ := os.ReadFile(path); res.GetStatus() != execv1.Status_STATUS_COMPLETED || string(data) != "garuda's\n" {
-		t.Fatalf("control: %v %q", res, data)
-	}
-}
-
-// Each call leaves its records, chained: the decision, the user's answer, the execution; a read only its decision
-// and execution. No file content reaches the log.
-func TestCallsLeaveTheirAuditRecords(t *testing.T) {
-	e := newEnv(t)
-	c := e.client()
-	sid := e.open(c)
-	run(t, start(t, c, ctx(t), sid, write("w.txt", "SECRET-CONTENT")), execv1.Choice_CHOICE_ONCE)
-	run(t, start(t, c, ctx(t), sid, read("w.txt")), execv1.Choice_CHOICE_ONCE)
-	run(t, start(t, c, ctx(t), sid, write("d.txt", "x")), execv1.Choice_CHOICE_DENY)
-	e.svc.Shutdown()
-
-	var got []string
-	for _, r := range auditRecords(t, e.home) {
-		if r.Session != sid {
-			continue
-		}
-		got = append(got, strings.Join([]string{r.Event, r.Op, r.Verdict, r.AnsweredBy, r.Status}, "/"))
-		if strings.Contains(r.Input+r.Reason, "SECRET-CONTENT") {
-			t.Errorf("file content in the audit log: %+v", r)
+	for _, w := range [][2]string{{"sub/keep.txt", "garuda-wrote\n"}, {"sub/pre.txt", "garuda-wrote\n"}, {"cfg/policy.json", teamPolicy}} {
+		if res, _, err := run(t, start(t, c, ctx(t), sid, write(w[0], w[1])), execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+			t.Fatalf("write %s: %v %v", w[0], res, err)
 		}
 	}
-	want := []string{
-		"decision/write_file/ask//", "answer/write_file/allow/user: once/", "execution/write_file///completed",
-		"decision/read_file/allow//", "execution/read_file///completed",
-		"decision/write_file/ask//", "answer/write_file/deny/user: deny/", "execution/write_file///denied",
+	sh(t, c, sid, fmt.Sprintf("mv sub sub.real && ln -s ../outside sub && mv cfg cfg.real && ln -s %s cfg", e.home))
+	for range 3 {
+		c.Undo(ctx(t), &execv1.UndoRequest{SessionId: sid})
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("audit records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	if _, err := os.Stat(filepath.Join(e.home, "policy.json")); err != nil {
+		t.Errorf("undo removed $GARUDA_HOME/policy.json (the team policy) through a swapped folder: %v", err)
+	}
+	if got := fileText(filepath.Join(outside, "pre.txt")); got != "garuda-wrote\n" {
+		t.Errorf("undo wrote outside the root through a swapped folder: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "keep.txt")); err != nil {
+		t.Errorf("undo removed a file outside the root through a swapped folder: %v", err)
+	}
+	// Control: without the swap, undo removes what Garuda created.
+	if res, _, _ := run(t, start(t, c, ctx(t), sid, write("made.txt", "x")), execv1.Choice_CHOICE_ONCE); res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+		t.Fatalf("control write: %v", res)
+	}
+	if _, err := c.Undo(ctx(t), &execv1.UndoRequest{SessionId: sid}); err != nil {
+		t.Fatalf("control undo: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "made.txt")); err == nil {
+		t.Fatal("control: undo did not remove the created file")
 	}
 }
 

@@ -1,4 +1,4 @@
-package acpagent
+package test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
-
 	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // TestProcessLoadAfterRestart: the real binaries, an Anthropic-compatible fake provider. A turn with a thought,
@@ -40,30 +40,30 @@ func TestProcessLoadAfterRestart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(p.root, "a.txt"), []byte("alpha\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p.ed.answer = func(_ context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	p.ed.Answer = func(_ context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 		if r.ToolCall.Title != nil && strings.HasPrefix(*r.ToolCall.Title, "$") {
-			return selected("deny"), nil
+			return editor.Selected("deny"), nil
 		}
-		return selected("once"), nil
+		return editor.Selected("once"), nil
 	}
-	if _, err := p.conn.Initialize(p.ctx(t), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
 		t.Fatal(err)
 	}
-	ns, err := p.conn.NewSession(p.ctx(t), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
+	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sid := string(ns.SessionId)
 	prompt := "Change alpha to beta, then fetch example.com"
-	res, err := p.conn.Prompt(p.ctx(t), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(prompt)}})
+	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(prompt)}})
 	if err != nil || res.StopReason != acp.StopReasonEndTurn {
 		t.Fatalf("prompt: %+v, %v", res, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(p.root, "a.txt")); string(b) != "beta\n" {
 		t.Fatalf("a.txt = %q", b)
 	}
-	live, _ := p.ed.snapshot()
-	want := append([]string{userChunk(prompt)}, transcriptOf(live, sid)...)
+	live, _ := p.ed.Snapshot()
+	want := append([]string{editor.UserChunk(prompt)}, editor.Transcript(live, sid)...)
 	p.stdin.Close()
 	if err := <-p.waited; err != nil {
 		t.Fatalf("garuda acp exited with %v", err)
@@ -72,14 +72,14 @@ func TestProcessLoadAfterRestart(t *testing.T) {
 	before := fp.Requests()
 
 	q := startGarudaIn(t, base, models)
-	if _, err := q.conn.Initialize(q.ctx(t), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+	if _, err := q.conn.Initialize(q.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.conn.LoadSession(q.ctx(t), loadReq(sid, q.root)); err != nil {
+	if _, err := q.conn.LoadSession(q.ctx(), editor.LoadRequest(sid, q.root)); err != nil {
 		t.Fatalf("session/load: %v", err)
 	}
-	replay, _ := q.ed.snapshot()
-	if got := transcriptOf(replay, sid); !reflect.DeepEqual(got, want) {
+	replay, _ := q.ed.Snapshot()
+	if got := editor.Transcript(replay, sid); !reflect.DeepEqual(got, want) {
 		t.Fatalf("replay differs:\n got:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 	for _, s := range []string{`thought: The user wants alpha changed.`, `"type":"diff"`, `"toolCallId":"toolu_curl"`} {
@@ -89,7 +89,7 @@ func TestProcessLoadAfterRestart(t *testing.T) {
 	}
 
 	follow := []acp.ContentBlock{acp.TextBlock("what did you change?")}
-	res, err = q.conn.Prompt(q.ctx(t), acp.PromptRequest{SessionId: ns.SessionId, Prompt: follow})
+	res, err = q.conn.Prompt(q.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: follow})
 	if err != nil || res.StopReason != acp.StopReasonEndTurn {
 		t.Fatalf("follow-up: %+v, %v", res, err)
 	}

@@ -1,8 +1,6 @@
-package acpagent
+package test
 
 import (
-	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +8,8 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+	"github.com/garuda-dev/garuda/internal/testproc"
+	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // The built binaries, as an editor runs them: a PreToolUse hook that denies bash makes the editor's tool call end
@@ -18,8 +18,6 @@ import (
 // (TestProcessStdoutOnlyProtocolAndCleanExit).
 func TestProcessHookDeniesBash(t *testing.T) {
 	m := &fakeOpenAI{answers: [][]string{bashAnswer("call_b", "touch ran"), textAnswer("done")}}
-	srv := httptest.NewServer(m)
-	t.Cleanup(srv.Close)
 	base := t.TempDir()
 	home := filepath.Join(base, "garuda-home")
 	os.MkdirAll(home, 0o755)
@@ -29,21 +27,21 @@ func TestProcessHookDeniesBash(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(settings), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	models := fmt.Sprintf(`{"default":"fake","providers":{"local":{"type":"openai","base_url":%q,"api_key_env":"LOCAL_API_KEY"}},"models":{"fake":{"provider":"local","id":"fake-model"}}}`, srv.URL+"/v1")
+	models := m.modelsJSON(t)
 	p := startGarudaIn(t, base, models)
-	if _, err := p.conn.Initialize(p.ctx(t), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
 		t.Fatal(err)
 	}
-	ns, err := p.conn.NewSession(p.ctx(t), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
+	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.conn.Prompt(p.ctx(t), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("run it")}})
+	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("run it")}})
 	if err != nil || res.StopReason != acp.StopReasonEndTurn {
 		t.Fatalf("prompt: %+v %v", res, err)
 	}
-	ups, _ := p.ed.snapshot()
-	if _, st, texts := toolCall(ups, "call_b"); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, ""), "the team forbids shell commands") {
+	ups, _ := p.ed.Snapshot()
+	if _, st, texts := editor.ToolCall(ups, "call_b"); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, ""), "the team forbids shell commands") {
 		t.Fatalf("bash call %q %q", st, texts)
 	}
 	if _, err := os.Lstat(filepath.Join(p.root, "ran")); err == nil {
@@ -63,11 +61,5 @@ func TestProcessHookDeniesBash(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), `"hook_event_name":"SessionEnd"`) {
 		t.Errorf("SessionEnd did not run at stdin's close: %q %v", data, err)
 	}
-	deadline := time.Now().Add(waitLimit)
-	for len(brokerPIDs(binDir)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("garuda-exec still running after garuda exited: %v", brokerPIDs(binDir))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testproc.WaitExeGone(t, waitLimit, bins.exec)
 }

@@ -1,4 +1,4 @@
-package acpagent
+package test
 
 import (
 	"encoding/json"
@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/garuda-dev/garuda/internal/testenv"
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 // TestInteropTypeScriptSDK has the official TypeScript SDK (npm @agentclientprotocol/sdk, pinned in
@@ -17,7 +17,7 @@ import (
 // a tool call and an approval, a cancel and set_mode; then, after a restart, session/list, session/load and
 // session/close. The SDK validates every message with its schemas.
 func TestInteropTypeScriptSDK(t *testing.T) {
-	bin := binaries(t)
+	needBins(t)
 	node := testenv.NeedCommand(t, "node", "nodejs")
 	npm := testenv.NeedCommand(t, "npm", "npm")
 	dir := t.TempDir()
@@ -46,14 +46,20 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 		bashAnswer("call_sleep", "sleep 60.5"),
 	}}
 	p := startGaruda(t, m) // only for its prepared home and model server; the TS client starts its own garuda
-	p.stdin.Close()
+	p.closeAndWait()
 	if err := os.WriteFile(filepath.Join(p.root, "a.txt"), []byte("old\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := exec.Command(node, filepath.Join(dir, "client.mjs"), filepath.Join(bin, "garuda"), p.root)
+	run := exec.Command(node, filepath.Join(dir, "client.mjs"), bins.garuda, p.root)
 	run.Dir = dir
 	run.Env = p.cmd.Env
-	run.Stderr = testWriter{t}
+	stderr := &syncBuffer{}
+	run.Stderr = stderr
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the TypeScript client's and garuda's stderr:\n%s", stderr)
+		}
+	})
 	out, err := run.Output()
 	if err != nil {
 		t.Fatalf("the TypeScript client failed: %v\n%s", err, out)
@@ -190,11 +196,5 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 	if r.Exit.Code == nil || *r.Exit.Code != 0 {
 		t.Errorf("the second garuda exited %+v", r.Exit)
 	}
-	deadline := time.Now().Add(waitLimit)
-	for sleeperAlive("60.5") {
-		if time.Now().After(deadline) {
-			t.Fatal("sleep 60.5 survived")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testproc.WaitNoneLive(t, waitLimit, "sleep 60.5")
 }

@@ -1,0 +1,99 @@
+package acpagent
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/garuda-dev/garuda/frontend/model"
+)
+
+// Found by the conformance pass (what an editor relies on where the first tests did not look): it failed
+// before its fix.
+// A malformed line is logged as its first few hundred bytes and its length, by Garuda and not by the SDK (which logs
+// it whole), and the agent goes on.
+func TestMalformedLineIsLoggedBounded(t *testing.T) {
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	old := slog.Default()
+	slog.SetDefault(logger) // the SDK logs through the default logger
+	t.Cleanup(func() { slog.SetDefault(old) })
+	e := newEnv(t, func(_ *env, o *Options) { o.Log = logger })
+	sid := e.newSession()
+	garbage := "{not json " + strings.Repeat("g", 5<<20)
+	e.raw(garbage)
+	e.fake.Push(model.TextStep("still here"))
+	if stop := e.promptOK(sid, "hi"); stop != acp.StopReasonEndTurn {
+		t.Errorf("the next prompt ended %q", stop)
+	}
+	got := logs.String()
+	if len(got) > 4096 || !strings.Contains(got, fmt.Sprintf("bytes=%d", len(garbage)+1)) || !strings.Contains(got, "{not json ggg") {
+		t.Errorf("log of %d bytes, want the line's length and head: %.600s", len(got), got)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the logger's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Found by the conformance pass (what an editor relies on where the first tests did not look): it failed
+// before its fix.
+// The SDK closes the connection on a line over 10 MiB, so one big selection sent as embedded context would end the
+// agent and every session in it. The request gets an error instead, and the agent goes on.
+func TestOverlongMessageGetsAnErrorAndTheAgentLives(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	big := promptLine("big-1", sid, strings.Repeat("y", 11<<20))
+	e.raw(big)
+	res, ok := e.rawResponse("big-1", waitLimit)
+	if !ok {
+		t.Fatal("no answer to a prompt over 10 MiB")
+	}
+	er, _ := res["error"].(map[string]any)
+	if er == nil || er["code"] != float64(-32602) || !strings.Contains(fmt.Sprint(er["message"]), "too large") {
+		t.Errorf("answer %v, want an invalid-params error that says the message is too large", res)
+	}
+	e.fake.Push(model.TextStep("still here"))
+	if stop := e.promptOK(sid, "hi"); stop != acp.StopReasonEndTurn {
+		t.Errorf("the next prompt ended %q", stop)
+	}
+	// At the limit exactly (10 MiB with the newline) the SDK reads the message; one byte more, Garuda answers.
+	for _, c := range []struct {
+		size int
+		code float64
+	}{{maxLine, -32601}, {maxLine + 1, -32602}} {
+		id := fmt.Sprintf("edge-%d", c.size)
+		head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"x/none","params":{"pad":"`, id)
+		e.raw(head + strings.Repeat("p", c.size-len(head)-len(`"}}`)-1) + `"}}`)
+		res, _ := e.rawResponse(id, waitLimit)
+		if er, _ := res["error"].(map[string]any); er == nil || er["code"] != c.code {
+			t.Errorf("a message of %d bytes: %v, want error code %v", c.size, res, c.code)
+		}
+	}
+	// Negative control: a prompt under the limit reaches the model (which may answer what it likes).
+	asked := len(e.fake.Requests())
+	e.raw(promptLine("big-2", sid, strings.Repeat("z", 1<<20)))
+	res, ok = e.rawResponse("big-2", waitLimit)
+	if !ok || strings.Contains(fmt.Sprint(res), "too large") || len(e.fake.Requests()) == asked {
+		t.Errorf("a 1 MiB prompt did not reach the model: %v", res)
+	}
+}
