@@ -34,7 +34,9 @@ const headSize = 64 << 10
 //     the notifications in another, so a session/cancel sent right after its session/prompt could be handled before
 //     that prompt's turn exists, and the turn would then run on as if never stopped;
 //   - it answers a message over the SDK's limit with an error, where the SDK would close the connection and so end
-//     every session (a big selection sent as embedded context is enough).
+//     every session (a big selection sent as embedded context is enough);
+//   - it hands the SDK nothing, not even the end of the input, until Serve has set the connection's logger: the SDK
+//     starts reading in NewAgentSideConnection, and SetLogger after it races with the reader's first log.
 type inbox struct {
 	r    *bufio.Reader
 	srv  *server
@@ -48,6 +50,7 @@ func newInbox(r io.Reader, srv *server) *inbox {
 
 // Read hands the SDK the editor's messages, one line at a time.
 func (in *inbox) Read(p []byte) (int, error) {
+	<-in.srv.ready
 	for len(in.line) == 0 {
 		if in.err != nil {
 			return 0, in.err
