@@ -3,36 +3,38 @@ package broker
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/commands"
+	"github.com/garuda-dev/garuda/broker/conffile"
 	"github.com/garuda-dev/garuda/broker/homefile"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
-// commandSet loads the session's custom commands and skills afresh: the project's through a confined os.Root of
-// the folder the session holds open.
+// commandSet loads the session's custom commands and skills afresh: the project's from the folder the session holds
+// open and the user's from $GARUDA_HOME, each listed through os.Root and read through conffile (no link followed).
 func (s *Service) commandSet(sess *session) (*commands.Set, error) {
-	proj, err := os.OpenRoot(sess.fs.FDPath())
+	proj, err := conffile.OpenDir(sess.fs.FDPath())
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", sess.root, err)
 	}
 	defer proj.Close()
-	var user *os.Root
-	if r, err := os.OpenRoot(s.cfg.Home); err == nil {
-		user = r
-		defer r.Close()
+	projFS, err := proj.FS()
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", sess.root, err)
 	}
-	var userFS = emptyFS()
-	if user != nil {
-		userFS = user.FS()
+	userFS := emptyFS()
+	if user, err := conffile.OpenDir(s.cfg.Home); err == nil {
+		defer user.Close()
+		if fsys, err := user.FS(); err == nil {
+			userFS = fsys
+		}
 	}
 	// The project's files are seen as the read policy lets the model see them.
-	project := policyFS{fsys: proj.FS(), root: sess.root, allow: s.allowRead(s.state(sess))}
+	project := policyFS{fsys: projFS, root: sess.root, allow: s.allowRead(s.state(sess))}
 	return commands.Load(project, userFS)
 }
 

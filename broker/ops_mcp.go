@@ -16,6 +16,7 @@ import (
 
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/commands"
+	"github.com/garuda-dev/garuda/broker/conffile"
 	"github.com/garuda-dev/garuda/broker/config"
 	"github.com/garuda-dev/garuda/broker/guard"
 	"github.com/garuda-dev/garuda/broker/homefile"
@@ -130,7 +131,7 @@ func (s *Service) mcpServers(sess *session) ([]config.MCPServer, []string) {
 		if !allow(name) {
 			continue
 		}
-		data, err := readInRoot(sess.fs.FDPath(), rel, maxSettings)
+		data, err := conffile.ReadIn(sess.fs.FDPath(), rel, maxSettings)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

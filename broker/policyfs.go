@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+
+	"github.com/garuda-dev/garuda/broker/conffile"
 )
 
 // policyFS is a project's file system as the read policy lets it be seen: a file or folder whose reading is not
@@ -63,6 +65,14 @@ func (d *policyDir) ReadDir(n int) ([]fs.DirEntry, error) {
 			return out, io.EOF
 		}
 	}
+}
+
+// ReadConfig reads a command, skill or agent file when the policy lets it be seen, confined as fsys reads it.
+func (p policyFS) ReadConfig(name string, max int64) ([]byte, error) {
+	if !fs.ValidPath(name) || !p.allowed(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return conffile.ReadFS(p.fsys, name, max)
 }
 
 // Stat, Lstat and ReadLink look at a name without opening it (opening a FIFO would block), when the policy lets it

@@ -2,46 +2,13 @@ package broker
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
+	"github.com/garuda-dev/garuda/broker/conffile"
 	"github.com/garuda-dev/garuda/policy"
 )
-
-// readInRoot reads a regular file below dir, confined to dir by os.Root (no .., no symlink out of it), without
-// blocking on a FIFO and at most max bytes: defends against a hostile repository's settings or instructions.
-func readInRoot(dir, rel string, max int64) ([]byte, error) {
-	r, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readRegular(f, rel, max)
-}
-
-// readRegular reads an open file that must be a regular file of at most max bytes.
-func readRegular(f *os.File, name string, max int64) ([]byte, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is over %d bytes", name, max)
-	}
-	return io.ReadAll(io.LimitReader(f, max))
-}
 
 // maxInstructions caps the project's instructions file.
 const maxInstructions = 64 << 10
@@ -71,7 +38,7 @@ func (s *Service) instructions(sess *session) (text, file string) {
 			if d == sess.root {
 				at = sess.fs.FDPath() // the folder the session holds open
 			}
-			data, err := readInRoot(at, name, maxInstructions)
+			data, err := conffile.ReadIn(at, name, maxInstructions)
 			if err == nil {
 				return string(data), filepath.Join(d, name)
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/conffile"
 	"github.com/garuda-dev/garuda/broker/config"
 	"github.com/garuda-dev/garuda/broker/fsops"
 	"github.com/garuda-dev/garuda/broker/homefile"
@@ -125,7 +126,7 @@ func (s *Service) InspectTrust(ctx context.Context, req *execv1.InspectTrustRequ
 		return nil, toStatus(err)
 	}
 	res := &execv1.InspectTrustResponse{SettingsPath: filepath.Join(dir, projectSettingsPath)}
-	data, err := readInRoot(root.FDPath(), projectSettingsPath, maxSettings)
+	data, err := conffile.ReadIn(root.FDPath(), projectSettingsPath, maxSettings)
 	if errors.Is(err, fs.ErrNotExist) {
 		return res, nil
 	}

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/conffile"
 	"github.com/garuda-dev/garuda/broker/fsops"
 	"github.com/garuda-dev/garuda/policy"
 )
@@ -25,19 +25,16 @@ type policyFiles struct {
 }
 
 // maxSettings caps a settings file; a larger one is malformed.
-const maxSettings = 1 << 20
+const maxSettings = conffile.MaxSize
 
-// readHomeFile reads a file of the broker's own configuration; absent is (nil, nil).
+// readHomeFile reads a file of the user's own configuration, following a symbolic link as it always has (users link
+// their dotfiles); absent is (nil, nil).
 func readHomeFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	data, err := conffile.ReadHome(path, maxSettings)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readRegular(f, path, maxSettings)
+	return data, err
 }
 
 func parseFile(path string) (*policy.Settings, error) {
@@ -75,7 +72,7 @@ const projectSettingsPath = ".garuda/settings.json"
 // file operations (a hostile repository cannot point it elsewhere).
 func (s *Service) loadPolicy(root *fsops.Root) policyFiles {
 	pf := s.homePolicy()
-	data, err := readInRoot(root.FDPath(), projectSettingsPath, maxSettings)
+	data, err := conffile.ReadIn(root.FDPath(), projectSettingsPath, maxSettings)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -102,7 +99,7 @@ const claudeSettingsPath = ".claude/settings.json"
 
 // loadClaudeHooks reads the hooks of the project's .claude/settings.json, through the confined file operations.
 func (s *Service) loadClaudeHooks(root *fsops.Root, notices []string) (policy.Hooks, []string) {
-	data, err := readInRoot(root.FDPath(), claudeSettingsPath, maxSettings)
+	data, err := conffile.ReadIn(root.FDPath(), claudeSettingsPath, maxSettings)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, notices

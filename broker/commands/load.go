@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/garuda-dev/garuda/broker/conffile"
 )
 
 // Sources of a command or skill.
@@ -200,39 +202,27 @@ func (l *loader) readDir(fsys fs.FS, dir, display string) []fs.DirEntry {
 	return entries
 }
 
-// readRegular reads a file that ReadDir listed as regular. It checks again on the open file, which defends
-// against a file swapped for a device or a growing file between listing and reading, and caps its size.
+// readRegular reads a file that ReadDir listed as regular, through conffile: on the file systems the broker passes,
+// confined with no symbolic link followed and without blocking on a FIFO, and checked again on the open file, which
+// defends against a file swapped for a link, a device or a growing file between listing and reading.
 func (l *loader) readRegular(fsys fs.FS, name, display string) ([]byte, bool) {
-	f, err := fsys.Open(name)
-	if err != nil {
-		l.warn(display, fmt.Sprintf("cannot be read (%v); skipped", err))
+	data, err := conffile.ReadFS(fsys, name, MaxFileSize)
+	switch {
+	case errors.Is(err, conffile.ErrTooLarge):
+		l.warn(display, fmt.Sprintf("larger than %d KiB; skipped", MaxFileSize>>10))
 		return nil, false
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		l.warn(display, fmt.Sprintf("cannot be read (%v); skipped", err))
-		return nil, false
-	}
-	if !fi.Mode().IsRegular() {
+	case errors.Is(err, conffile.ErrNotRegular):
 		l.warn(display, "not a regular file; skipped")
 		return nil, false
-	}
-	if fi.Size() > MaxFileSize {
-		l.warn(display, fmt.Sprintf("larger than %d KiB; skipped", MaxFileSize>>10))
+	case errors.Is(err, conffile.ErrLink):
+		l.warn(display, "symbolic link; skipped")
 		return nil, false
-	}
-	if l.total+fi.Size() > MaxTotalBytes {
-		l.warn(display, fmt.Sprintf("commands and skills exceed %d MiB in all; skipped", MaxTotalBytes>>20))
-		return nil, false
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
+	case err != nil:
 		l.warn(display, fmt.Sprintf("cannot be read (%v); skipped", err))
 		return nil, false
 	}
-	if len(data) > MaxFileSize {
-		l.warn(display, fmt.Sprintf("larger than %d KiB; skipped", MaxFileSize>>10))
+	if l.total+int64(len(data)) > MaxTotalBytes {
+		l.warn(display, fmt.Sprintf("commands and skills exceed %d MiB in all; skipped", MaxTotalBytes>>20))
 		return nil, false
 	}
 	l.total += int64(len(data))

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"testing/fstest"
+
+	"github.com/garuda-dev/garuda/broker/conffile"
 )
 
 func file(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s), Mode: 0o644} }
@@ -290,6 +292,111 @@ func TestLoadRealFS(t *testing.T) {
 		t.Fatal("user path not shown under $GARUDA_HOME")
 	}
 }
+
+// A command, skill or agent file listed as a regular file and swapped for a symbolic link before it is read is not
+// read: the package skips links, and the read itself follows none (broker/conffile). Negative control: through
+// os.Root's file system, which the broker passed before, the same swap reads the file the link names (here one of the
+// project's own files, which a read rule may hide; os.Root refuses only a link out of the folder).
+func TestLoadReadsNoLinkSwappedInAfterListing(t *testing.T) {
+	dir := t.TempDir()
+	for p, body := range map[string]string{
+		"secret.md": "---\ndescription: x\n---\nSECRET", ".claude/commands/ok.md": "ok",
+		".claude/skills/s/real.md": "---\nname: s\ndescription: d\n---\nSECRET", ".claude/agents/ok.md": "ok",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, to := range map[string]string{
+		".claude/commands/swapped.md": "../../secret.md", ".claude/agents/swapped.md": "../../secret.md",
+		".claude/skills/s/SKILL.md": "real.md",
+	} {
+		if err := os.Symlink(to, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaked := func(s *Set) bool {
+		for _, c := range s.List() {
+			if strings.Contains(c.Body, "SECRET") {
+				return true
+			}
+		}
+		for _, c := range s.agents {
+			if strings.Contains(c.Body, "SECRET") {
+				return true
+			}
+		}
+		return false
+	}
+	d, err := conffile.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	fsys, err := d.FS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mustLoad(t, listedBeforeSwap{fsys}, nil)
+	if leaked(s) || !hasWarning(s, "swapped.md", "symbolic link") || !hasWarning(s, "SKILL.md", "symbolic link") {
+		t.Errorf("through conffile: %v, warnings %q", names(s.List()), s.Warnings())
+	}
+	if got := names(s.List()); !slices.Equal(got, []string{"ok"}) {
+		t.Errorf("List() = %v, want the regular command only", got)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !leaked(mustLoad(t, listedBeforeSwap{r.FS()}, nil)) {
+		t.Error("control: os.Root's file system did not follow the swapped-in link")
+	}
+}
+
+// listedBeforeSwap lists every symbolic link as the regular file it was when listed, as a swap between the listing
+// and the read makes it; reads go to the file system it wraps.
+type listedBeforeSwap struct{ fs.FS }
+
+func (l listedBeforeSwap) Open(name string) (fs.File, error) {
+	f, err := l.FS.Open(name)
+	if d, ok := f.(fs.ReadDirFile); ok && err == nil {
+		return swappedDir{d}, nil
+	}
+	return f, err
+}
+
+func (l listedBeforeSwap) Lstat(name string) (fs.FileInfo, error) {
+	fi, err := fs.Lstat(l.FS, name)
+	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return fs.Stat(l.FS, name)
+	}
+	return fi, err
+}
+
+func (l listedBeforeSwap) ReadConfig(name string, max int64) ([]byte, error) {
+	return conffile.ReadFS(l.FS, name, max)
+}
+
+type swappedDir struct{ fs.ReadDirFile }
+
+func (d swappedDir) ReadDir(n int) ([]fs.DirEntry, error) {
+	ents, err := d.ReadDirFile.ReadDir(n)
+	for i, e := range ents {
+		if e.Type()&fs.ModeSymlink != 0 {
+			ents[i] = regularEntry{e}
+		}
+	}
+	return ents, err
+}
+
+type regularEntry struct{ fs.DirEntry }
+
+func (regularEntry) Type() fs.FileMode { return 0 }
+func (regularEntry) IsDir() bool       { return false }
 
 func TestLoadLimits(t *testing.T) {
 	big := strings.Repeat("x", MaxFileSize)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/garuda-dev/garuda/broker/conffile"
 	"github.com/garuda-dev/garuda/broker/suggest"
 
 	"errors"
@@ -115,7 +116,7 @@ func Load(home string) (*Config, error) {
 		c.Models[m.Name] = ModelSettings{Name: m.Name, Provider: m.Provider, ID: m.ID, ContextWindow: m.ContextWindow,
 			MaxOutputTokens: m.MaxOutputTokens, Reasoning: m.Reasoning}
 	}
-	data, err := os.ReadFile(c.ModelsPath)
+	data, err := conffile.ReadHome(c.ModelsPath, conffile.MaxSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:

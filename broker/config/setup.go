@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/garuda-dev/garuda/broker/conffile"
 	"github.com/garuda-dev/garuda/broker/homefile"
 	"github.com/garuda-dev/garuda/internal/strictjson"
 
@@ -93,7 +94,7 @@ func loadForSetup(home string) (*Config, error) {
 // setDefault sets "default" in models.json, keeping the other keys as they are.
 func setDefault(path, model string) error {
 	doc := map[string]json.RawMessage{}
-	data, err := os.ReadFile(path)
+	data, err := conffile.ReadHome(path, conffile.MaxSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:

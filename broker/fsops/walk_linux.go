@@ -8,8 +8,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -17,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/garuda-dev/garuda/broker/conffile"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
@@ -181,18 +180,14 @@ func (w *walker) walkEntries(rel string, dir *dirRef, ign *ignoreNode) {
 	}
 }
 
-// readSmall reads a small file (a .gitignore) in the folder dirfd; nil when it cannot.
+// readSmall reads a small file (a .gitignore) in the folder dirfd, through no symbolic link; nil when it cannot (a
+// file over 1 MiB is ignored, not cut).
 func readSmall(dirfd int, name string) []byte {
-	fd, err := openat2(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0, resolveWrite)
+	f, err := conffile.OpenAt(dirfd, name, 1<<20)
 	if err != nil {
 		return nil
 	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil
-	}
-	data, _ := io.ReadAll(io.LimitReader(f, 1<<20))
+	data, _ := f.Read()
 	return data
 }
 

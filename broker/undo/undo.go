@@ -13,7 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/garuda-dev/garuda/broker/conffile"
 	"github.com/garuda-dev/garuda/broker/homefile"
+	"github.com/garuda-dev/garuda/internal/strictjson"
 )
 
 var (
@@ -243,9 +245,12 @@ func (s *Store) locked(session string, f func([]Entry) ([]Entry, error)) error {
 	return nil
 }
 
+// maxIndex bounds a session's undo index (about 250 bytes an entry: some 65,000 writes).
+const maxIndex = 16 << 20
+
 func (s *Store) load(session string) ([]Entry, error) {
-	p := filepath.Join(s.dir, session, "index.json")
-	b, err := os.ReadFile(p)
+	// Through no symbolic link (homefile's promise for the broker's own files), bounded, strict JSON.
+	b, err := conffile.ReadIn(s.dir, filepath.Join(session, "index.json"), maxIndex)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -253,8 +258,8 @@ func (s *Store) load(session string) ([]Entry, error) {
 		return nil, fmt.Errorf("read undo index: %w", err)
 	}
 	var idx []Entry
-	if err := json.Unmarshal(b, &idx); err != nil {
-		return nil, fmt.Errorf("read undo index %s: %w", p, err)
+	if err := strictjson.Unmarshal(filepath.Join(s.dir, session, "index.json"), b, &idx); err != nil {
+		return nil, fmt.Errorf("read undo index: %w", err)
 	}
 	return idx, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/garuda-dev/garuda/broker/commands"
 	"github.com/garuda-dev/garuda/broker/config"
+	"github.com/garuda-dev/garuda/broker/undo"
 	"github.com/garuda-dev/garuda/policy"
 )
 
@@ -59,6 +60,18 @@ func TestDuplicateKeyRefusedInEveryFile(t *testing.T) {
 			}},
 		{"trust.json", "{\"version\": 1, \"projects\": {\"/p\": \"sha256:1\",\n\"/p\": \"sha256:2\"}}", "/p",
 			func(d string) error { _, err := policy.ParseTrust([]byte(d)); return err }},
+		{"index.json", "[{\"id\": \"a\", \"path\": \"/p/a\",\n\"path\": \"/p/b\"}]", "path", // the undo index
+			func(d string) error {
+				dir := filepath.Join(home, "undo")
+				if err := os.MkdirAll(filepath.Join(dir, "s1"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "s1", "index.json"), []byte(d), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				_, err := undo.Open(dir).List("s1")
+				return err
+			}},
 		{"consents.json", "{\"version\": 1, \"consents\": [{\"kind\": \"command\", \"name\": \"x\", \"root\": \"/a\", \"hash\": \"h1\",\n\"hash\": \"h2\"}]}",
 			"hash", func(d string) error { _, err := commands.ParseConsents([]byte(d)); return err }},
 	}

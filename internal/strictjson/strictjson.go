@@ -1,5 +1,5 @@
 // Package strictjson is the one strict reader of the JSON files Garuda reads (settings, policy.json, models.json,
-// credentials, mcp.json, hooks, trust.json, consents): every error names the file and the line, and a key that
+// credentials, mcp.json, hooks, trust.json, consents, the undo index): every error names the file and the line, and a key that
 // appears twice in an object is an error. It is pure (no I/O), so the broker, the policy and the front end may
 // all import it.
 package strictjson
