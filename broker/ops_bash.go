@@ -69,9 +69,9 @@ func (s *Service) bash(ctx context.Context, c *call, bashOp *operation, op *exec
 		spec.Proxy = px.socket
 	}
 	pr := newProgress(c)
-	spec.OnOutput = pr.add
+	spec.OnOutput = pr.Add
 	res, undone, err := s.runGuarded(ctx, c, st, policy.OpBash, spec)
-	pr.stop()
+	pr.End()
 	var fail *runFailure
 	if errors.As(err, &fail) {
 		return failed(fail.err), nil

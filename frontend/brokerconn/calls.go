@@ -1,7 +1,6 @@
 package brokerconn
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,13 +8,13 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"google.golang.org/grpc/status"
 
 	"github.com/garuda-dev/garuda/frontend/agent"
 	"github.com/garuda-dev/garuda/frontend/model"
 	"github.com/garuda-dev/garuda/frontend/tools"
+	"github.com/garuda-dev/garuda/internal/throttle"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -24,13 +23,6 @@ import (
 type Approver interface {
 	Ask(ctx context.Context, q *execv1.Question) execv1.Choice
 }
-
-// DefaultProgressEvery is the shortest time between two progress reports of one call.
-const DefaultProgressEvery = 250 * time.Millisecond
-
-// maxTail bounds the progress text a report carries: the tail of the output so far; older output is dropped (the
-// result has the whole output, as the broker bounds it).
-const maxTail = 8192
 
 // Runner implements agent.Tools over the broker for one broker session: each model tool call becomes a broker Call
 // (see package tools for the table that maps them).
@@ -42,7 +34,7 @@ type Runner struct {
 	Tools []model.ToolSpec
 	// Notice, if set, receives the broker's notices of a result (lines for the user).
 	Notice func(line string)
-	// ProgressEvery is the shortest time between two progress reports of one call; zero means DefaultProgressEvery.
+	// ProgressEvery is the shortest time between two progress reports of one call; zero means throttle.Every.
 	ProgressEvery time.Duration
 	// Mode, if MODE_PLAN, narrows every call to plan mode (a subagent's calls); the broker enforces it.
 	Mode execv1.Mode
@@ -150,7 +142,7 @@ func (r *Runner) Call(ctx context.Context, start *execv1.Start, progress func(li
 	})
 	defer stopCancel()
 	th := newThrottle(progress, r.ProgressEvery)
-	defer th.stop()
+	defer th.Stop()
 	started := false
 	for {
 		m, err := stream.Recv()
@@ -179,9 +171,9 @@ func (r *Runner) Call(ctx context.Context, start *execv1.Start, progress func(li
 					progress("")
 				}
 			} else if p.GetLine() != "" {
-				th.add(p.GetLine() + "\n")
-			} else if len(p.GetOutput()) > 0 {
-				th.add(string(p.GetOutput()))
+				th.Add([]byte(p.GetLine() + "\n"))
+			} else {
+				th.Add(p.GetOutput())
 			}
 		case *execv1.CallResponse_Result:
 			return msg.Result, nil
@@ -215,90 +207,14 @@ func opName(s *execv1.Start) string {
 	return "an empty call"
 }
 
-// throttle passes progress on at most once per interval, and never after stop. Each report is the tail of all
-// the output so far, not only what came since the last one: editors replace a tool call's content with each update.
-type throttle struct {
-	fn    func(string)
-	every time.Duration
-
-	mu    sync.Mutex
-	tail  []byte // the newest maxTail bytes of the output
-	dirty bool   // output came since the last report
-	last  time.Time
-	timer *time.Timer
-	done  bool
-}
-
-func newThrottle(fn func(string), every time.Duration) *throttle {
-	if every <= 0 {
-		every = DefaultProgressEvery
-	}
-	return &throttle{fn: fn, every: every}
-}
-
-func (t *throttle) add(s string) {
-	if t.fn == nil || s == "" {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.done {
-		return
-	}
-	t.tail = appendTail(t.tail, s, maxTail)
-	t.dirty = true
-	if wait := t.every - time.Since(t.last); wait > 0 {
-		if t.timer == nil {
-			t.timer = time.AfterFunc(wait, t.flush)
+// newThrottle passes progress on to fn (if not nil) at most once per interval, never after Stop. Each report is the
+// tail of all the output so far, not only what came since the last one: editors replace a tool call's content with
+// each update.
+func newThrottle(fn func(string), every time.Duration) *throttle.Throttle {
+	report := func(b []byte) {
+		if s := strings.TrimRight(string(b), "\n"); s != "" && fn != nil {
+			fn(s)
 		}
-		return
 	}
-	t.flushLocked()
-}
-
-// appendTail appends s to b and keeps the newest max bytes, cut after a newline where one is near the cut, and
-// never inside a UTF-8 sequence.
-func appendTail(b []byte, s string, max int) []byte {
-	b = append(b, s...)
-	if len(b) <= max {
-		return b
-	}
-	cut := len(b) - max
-	if i := bytes.IndexByte(b[cut:], '\n'); i >= 0 && i < max/4 {
-		cut += i + 1
-	}
-	for cut < len(b) && !utf8.RuneStart(b[cut]) {
-		cut++
-	}
-	return append(b[:0], b[cut:]...)
-}
-
-func (t *throttle) flush() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.timer = nil
-	if !t.done {
-		t.flushLocked()
-	}
-}
-
-func (t *throttle) flushLocked() {
-	if !t.dirty {
-		return
-	}
-	t.dirty = false
-	t.last = time.Now()
-	if s := strings.TrimRight(string(t.tail), "\n"); s != "" {
-		t.fn(s)
-	}
-}
-
-func (t *throttle) stop() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.done = true
-	if t.timer != nil {
-		t.timer.Stop()
-		t.timer = nil
-	}
+	return throttle.New(report, throttle.Config{Every: every})
 }
