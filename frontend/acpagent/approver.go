@@ -12,7 +12,7 @@ import (
 )
 
 // approver asks the editor with session/request_permission.
-type approver struct{ sess *session }
+type approver struct{ sess *acpSession }
 
 // Ask implements brokerconn.Approver. Any failure, a cancelled answer or an unknown option is a deny; an aborted turn
 // is a deny at once, without waiting for the editor.
@@ -93,7 +93,7 @@ func questionContent(q *execv1.Question, root string) []acp.ToolCallContent {
 
 // ask sends one question for the right tool call: the call the question names, or its own entry when it is not
 // about a call the editor knows (a consent).
-func (t *turn) ask(ctx context.Context, q *execv1.Question) execv1.Choice {
+func (t *acpTurn) ask(ctx context.Context, q *execv1.Question) execv1.Choice {
 	s, uctx := t.s, t.s.srv.base
 	id := q.GetCallId()
 	title := visible.OneLine(q.GetTitle())

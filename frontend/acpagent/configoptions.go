@@ -59,7 +59,7 @@ func defaultThought(reasoning string) string {
 }
 
 // setModel makes a model the session's from its next turn; the thought level stays when the model offers it.
-func (s *session) setModel(ms *execv1.ModelSettings, client model.Client, choices []*execv1.ModelChoice) {
+func (s *acpSession) setModel(ms *execv1.ModelSettings, client model.Client, choices []*execv1.ModelChoice) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	thought := s.cfg.thought
@@ -71,7 +71,7 @@ func (s *session) setModel(ms *execv1.ModelSettings, client model.Client, choice
 
 // applyConfig gives the conversation the model and thought level chosen; it runs as a turn begins, when nothing
 // else uses the conversation.
-func (s *session) applyConfig() {
+func (s *acpSession) applyConfig() {
 	s.mu.Lock()
 	c := s.cfg
 	s.mu.Unlock()
@@ -79,7 +79,7 @@ func (s *session) applyConfig() {
 		return
 	}
 	s.model = c.settings // read by this turn's goroutine only (modelError)
-	ag := s.ag
+	ag := s.conv
 	ag.Model = c.client
 	ag.ContextWindow = int(c.settings.GetContextWindow())
 	ag.MaxOutputTokens = int(c.settings.GetMaxOutputTokens())
@@ -94,7 +94,7 @@ func (s *session) applyConfig() {
 }
 
 // configOptions are the session's options as the editor shows them, each a select.
-func (s *session) configOptions() []acp.SessionConfigOption {
+func (s *acpSession) configOptions() []acp.SessionConfigOption {
 	s.mu.Lock()
 	c, mode := s.cfg, s.mode
 	s.mu.Unlock()
@@ -196,7 +196,7 @@ func notOffered(id, value string, allowed []string) *acp.RequestError {
 }
 
 // pickModel switches the session to an offered model, from its next turn: the broker reads its settings afresh.
-func (s *session) pickModel(ctx context.Context, name string) error {
+func (s *acpSession) pickModel(ctx context.Context, name string) error {
 	s.mu.Lock()
 	c := s.cfg
 	s.mu.Unlock()
@@ -233,6 +233,6 @@ func (s *session) pickModel(ctx context.Context, name string) error {
 }
 
 // modeChanged tells the editor's config option of the mode, after session/set_mode.
-func (s *session) modeChanged() {
+func (s *acpSession) modeChanged() {
 	s.update(s.srv.base, acp.SessionUpdate{ConfigOptionUpdate: &acp.SessionConfigOptionUpdate{ConfigOptions: s.configOptions()}})
 }

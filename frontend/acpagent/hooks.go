@@ -34,7 +34,7 @@ const maxStopContinuations = 3
 // hook reports an event to the broker and returns what its hooks said; their notices go to the editor on uctx. A
 // failure to report is logged and said nothing: the turn goes on (a team hook that must block fails closed in the
 // broker, which answers blocked).
-func (s *session) hook(ctx, uctx context.Context, ev *execv1.HookEvent) *execv1.HookOutcome {
+func (s *acpSession) hook(ctx, uctx context.Context, ev *execv1.HookEvent) *execv1.HookOutcome {
 	if s.hooked != nil && !slices.Contains(s.hooked.GetEvents(), ev.GetEvent()) {
 		return &execv1.HookOutcome{} // the broker said it has no hook for it: a report would do nothing
 	}
@@ -58,7 +58,7 @@ func (s *session) hook(ctx, uctx context.Context, ev *execv1.HookEvent) *execv1.
 // wrote it, or as its command expanded it; the mentioned files are not part of it), before the model request. It
 // returns what the hooks add to the model's prompt (their context) and, when a hook blocked the prompt or stopped
 // the turn, the reason to tell the user.
-func (s *session) beforePrompt(ctx, uctx context.Context, prompt string) (string, string, bool) {
+func (s *acpSession) beforePrompt(ctx, uctx context.Context, prompt string) (string, string, bool) {
 	s.mu.Lock()
 	first := !s.hooksStarted
 	s.hooksStarted = true
@@ -92,13 +92,13 @@ func (s *session) beforePrompt(ctx, uctx context.Context, prompt string) (string
 }
 
 // notifyHooks reports a question to the Notification hooks, without waiting: the question is not held up.
-func (s *session) notifyHooks(title string) {
+func (s *acpSession) notifyHooks(title string) {
 	go s.hook(s.srv.base, s.srv.base, &execv1.HookEvent{Event: hookNotification, Subject: "permission_prompt",
 		Message: "Garuda needs your permission: " + title})
 }
 
 // endHooks runs the SessionEnd hooks, waiting at most wait.
-func (s *session) endHooks(reason string, wait time.Duration) {
+func (s *acpSession) endHooks(reason string, wait time.Duration) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -18,7 +18,7 @@ import (
 // sessionTools are a session's tools: the broker's, through the runner, and the local ones of the tool table (the
 // plan, subagents), which act on nothing the broker guards themselves (a subagent's calls go to the broker).
 type sessionTools struct {
-	s      *session
+	s      *acpSession
 	runner *brokerconn.Runner
 }
 
@@ -53,7 +53,7 @@ var (
 
 // todo sends the model's plan to the editor as one plan update (the whole list, as ACP says; it is recorded in the
 // session file like every update, so a loaded session shows it) and tells the model what the plan now is.
-func (s *session) todo(call agent.ToolCall) agent.ToolResult {
+func (s *acpSession) todo(call agent.ToolCall) agent.ToolResult {
 	fail := func(msg string) agent.ToolResult {
 		return agent.ToolResult{CallID: call.ID, Status: agent.StatusFailed, Content: msg}
 	}

@@ -49,7 +49,7 @@ func mcpServers(in []acp.McpServer) ([]*execv1.McpServer, []string) {
 
 // startMCP starts the session's MCP servers (the broker asks each consent it needs, once) and takes their tools
 // into the model's list, before the turn's first model request; their notices are shown.
-func (s *session) startMCP(ctx, uctx context.Context) {
+func (s *acpSession) startMCP(ctx, uctx context.Context) {
 	res, err := s.runner.Call(ctx, &execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}}, nil)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -96,7 +96,7 @@ func resourceMentions(text string) []resourceMention {
 
 // attachResources reads the mentioned resources of running servers (others are not mentions: "@main.go:12" names
 // a line) and returns what to add to the prompt.
-func (s *session) attachResources(ctx, uctx context.Context, rs []resourceMention) string {
+func (s *acpSession) attachResources(ctx, uctx context.Context, rs []resourceMention) string {
 	var b strings.Builder
 	servers := s.runner.MCPServers()
 	for _, r := range rs {

@@ -15,7 +15,7 @@ import (
 
 // modelError is the editor's error for a turn the model's provider ended: the provider's own message, then what
 // to do about it. It is the one place where model errors become words.
-func (s *session) modelError(ctx context.Context, err error) *acp.RequestError {
+func (s *acpSession) modelError(ctx context.Context, err error) *acp.RequestError {
 	msg := strings.TrimSuffix(err.Error(), ".")
 	name, id := s.model.GetName(), s.model.GetModelId()
 	var retries *agent.RetriesError
@@ -44,7 +44,7 @@ func (s *session) modelError(ctx context.Context, err error) *acp.RequestError {
 }
 
 // knownModels lists the catalog's models of the session's provider, or is empty when the broker does not say.
-func (s *session) knownModels(ctx context.Context) string {
+func (s *acpSession) knownModels(ctx context.Context) string {
 	opts, err := s.srv.opts.Broker.SetupOptions(ctx, &execv1.SetupOptionsRequest{})
 	if err != nil {
 		return ""

@@ -69,8 +69,8 @@ func FuzzInbox(f *testing.F) {
 		}
 
 		var out bytes.Buffer
-		srv := &server{opts: Options{Log: slog.New(slog.DiscardHandler)}, out: newHookWriter(&out), sessions: map[string]*session{}}
-		sess := &session{srv: srv, id: "s1"}
+		srv := &server{opts: Options{Log: slog.New(slog.DiscardHandler)}, out: newHookWriter(&out), sessions: map[string]*acpSession{}}
+		sess := &acpSession{srv: srv, id: "s1"}
 		srv.sessions["s1"] = sess
 		in := newInbox(bytes.NewReader(input.Bytes()), srv)
 

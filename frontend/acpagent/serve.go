@@ -64,7 +64,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 		return errors.New("acp: no broker connection")
 	}
 	hw := newHookWriter(out)
-	srv := &server{opts: opts, out: hw, sessions: map[string]*session{}, base: context.WithoutCancel(ctx), ready: make(chan struct{})}
+	srv := &server{opts: opts, out: hw, sessions: map[string]*acpSession{}, base: context.WithoutCancel(ctx), ready: make(chan struct{})}
 	conn := acp.NewAgentSideConnection(srv, hw, newInbox(in, srv))
 	conn.SetLogger(opts.Log)
 	srv.conn = conn
@@ -104,7 +104,7 @@ type server struct {
 	base context.Context
 
 	mu       sync.Mutex
-	sessions map[string]*session
+	sessions map[string]*acpSession
 	loading  map[string]bool // ids being loaded or resumed
 	closing  bool
 	prompts  sync.WaitGroup
@@ -118,7 +118,7 @@ func (s *server) client() *acp.AgentSideConnection {
 	return s.conn
 }
 
-func (s *server) lookup(id acp.SessionId) (*session, error) {
+func (s *server) lookup(id acp.SessionId) (*acpSession, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.sessions[string(id)]
@@ -160,11 +160,11 @@ func (s *server) brokerGone(hw *hookWriter) {
 func (s *server) shutdown(closeBroker bool) {
 	s.mu.Lock()
 	s.closing = true
-	sessions := make([]*session, 0, len(s.sessions))
+	sessions := make([]*acpSession, 0, len(s.sessions))
 	for _, sess := range s.sessions {
 		sessions = append(sessions, sess)
 	}
-	s.sessions = map[string]*session{}
+	s.sessions = map[string]*acpSession{}
 	s.mu.Unlock()
 	for _, sess := range sessions {
 		sess.abort(errShutdown)

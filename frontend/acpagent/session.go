@@ -127,12 +127,12 @@ func (s *server) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.N
 }
 
 // buildSession makes the front end's session over an opened broker session.
-func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.ModelSettings, client model.Client, cwd string) *session {
+func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.ModelSettings, client model.Client, cwd string) *acpSession {
 	root := open.GetRoot()
 	if root == "" {
 		root = filepath.Clean(cwd)
 	}
-	sess := &session{
+	sess := &acpSession{
 		srv:              s,
 		id:               open.GetSessionId(),
 		root:             root,
@@ -153,7 +153,7 @@ func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.Model
 		}
 	}
 	sess.runner = &brokerconn.Runner{Client: s.opts.Broker, SessionID: sess.id, Approver: &approver{sess: sess}, Notice: sess.resultNotice}
-	sess.ag = &agent.Session{
+	sess.conv = &agent.Conversation{
 		Model:           client,
 		Tools:           &sessionTools{s: sess, runner: sess.runner},
 		System:          sess.systemPrompt,
@@ -174,7 +174,7 @@ func (s *server) buildSession(open *execv1.OpenSessionResponse, ms *execv1.Model
 const turnSettle = brokerconn.Settle + time.Second
 
 // register makes a built session reachable; when the agent is shutting down its broker session is closed instead.
-func (s *server) register(ctx context.Context, sess *session) error {
+func (s *server) register(ctx context.Context, sess *acpSession) error {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -189,7 +189,7 @@ func (s *server) register(ctx context.Context, sess *session) error {
 
 // announce sends the / menu once the response that names the session is on the wire: the update must not
 // overtake it.
-func (s *server) announce(sess *session, commands []*execv1.CommandInfo) {
+func (s *server) announce(sess *acpSession, commands []*execv1.CommandInfo) {
 	onWire := s.out.watch(fmt.Sprintf(`"sessionId":%q`, sess.id))
 	go func() {
 		select {
@@ -213,8 +213,9 @@ func availableCommands(cmds []*execv1.CommandInfo) []acp.AvailableCommand {
 	return out
 }
 
-// session is one ACP session: one broker session and one conversation.
-type session struct {
+// acpSession is the state of one ACP session: its broker session (through runner), its conversation (conv) and what
+// the editor was shown.
+type acpSession struct {
 	commands         []*execv1.CommandInfo // the / menu's commands and skills, from the broker at open
 	mcpPrompts       []*execv1.CommandInfo // the MCP servers' prompts last added to the menu; guarded by mu
 	srv              *server
@@ -226,7 +227,7 @@ type session struct {
 	skills           []agent.SkillInfo // the session's skills, for the system prompt
 	agentsOnce       sync.Once
 	customAgents     []agent.SkillInfo // the custom agents, read at the first prompt, for the system prompt
-	ag               *agent.Session
+	conv             *agent.Conversation
 	tr               *transcript           // what the editor is sent, for the session file
 	model            *execv1.ModelSettings // the model the session talks to, for the words of its errors
 	hooked           *execv1.HookedEvents  // the hook events that do something in this session; nil: unknown, all
@@ -234,7 +235,7 @@ type session struct {
 	webSearchOK      bool
 
 	mu   sync.Mutex
-	turn *turn // the running turn, nil between turns
+	turn *acpTurn // the running turn, nil between turns
 	mode string
 	// modeMu is held while the mode changes and while a turn takes or leaves it: defends against a turn that runs
 	// with one mode's prompt while the broker decides in the other.
@@ -265,7 +266,7 @@ type session struct {
 // openCall is a tool call the editor shows as not ended.
 type openCall struct{ id, title string }
 
-func (s *session) systemPrompt() string {
+func (s *acpSession) systemPrompt() string {
 	s.mu.Lock()
 	mode := s.turnMode
 	s.mu.Unlock()
@@ -295,25 +296,25 @@ func (s *session) systemPrompt() string {
 
 // update sends one session/update and notes it for the session file. ctx must outlive a cancel: the final updates
 // of a cancelled turn go out too.
-func (s *session) update(ctx context.Context, u acp.SessionUpdate) {
+func (s *acpSession) update(ctx context.Context, u acp.SessionUpdate) {
 	s.tr.add(u)
 	s.send(ctx, u)
 }
 
 // send sends one session/update, unrecorded (the replay of the file).
-func (s *session) send(ctx context.Context, u acp.SessionUpdate) {
+func (s *acpSession) send(ctx context.Context, u acp.SessionUpdate) {
 	if err := s.srv.client().SessionUpdate(ctx, acp.SessionNotification{SessionId: acp.SessionId(s.id), Update: u}); err != nil {
 		s.srv.opts.Log.Debug("send a session update", "session", s.id, "err", err)
 	}
 }
 
 // message sends an agent_message_chunk.
-func (s *session) message(ctx context.Context, text string) {
+func (s *acpSession) message(ctx context.Context, text string) {
 	s.update(ctx, acp.UpdateAgentMessageText(text))
 }
 
 // notice sends a line from Garuda, on a line of its own.
-func (s *session) notice(ctx context.Context, line string) {
+func (s *acpSession) notice(ctx context.Context, line string) {
 	line = visible.Visible(line)
 	if !strings.HasPrefix(line, "Garuda:") {
 		line = "Garuda: " + line
@@ -322,14 +323,14 @@ func (s *session) notice(ctx context.Context, line string) {
 }
 
 // promptRead notes a prompt read from the editor, before its handler runs.
-func (s *session) promptRead() {
+func (s *acpSession) promptRead() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.promptsRead++
 }
 
 // cancelRead notes a cancel read from the editor: it stops every prompt read before it, running or not yet begun.
-func (s *session) cancelRead() {
+func (s *acpSession) cancelRead() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cancelledUpTo = s.promptsRead
@@ -337,7 +338,7 @@ func (s *session) cancelRead() {
 
 // cancelTurn aborts the running turn when the editor's cancel was read after its prompt (a cancel that the SDK
 // handles late must not stop the next prompt).
-func (s *session) cancelTurn() {
+func (s *acpSession) cancelTurn() {
 	s.mu.Lock()
 	t := s.turn
 	stop := t != nil && t.n <= s.cancelledUpTo
@@ -348,7 +349,7 @@ func (s *session) cancelTurn() {
 }
 
 // beginPrompt numbers a prompt whose handler begins, in the order the prompts were read.
-func (s *session) beginPrompt() int {
+func (s *acpSession) beginPrompt() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.promptsBegun++
@@ -358,7 +359,7 @@ func (s *session) beginPrompt() int {
 
 // resultNotice shows a broker notice of a tool's result (a weaker sandbox, protected paths that a command changed)
 // as a line from Garuda, while a turn is open; one that comes after its turn answered is dropped.
-func (s *session) resultNotice(line string) {
+func (s *acpSession) resultNotice(line string) {
 	s.mu.Lock()
 	t := s.turn
 	s.mu.Unlock()
@@ -368,7 +369,7 @@ func (s *session) resultNotice(line string) {
 }
 
 // abort ends the running turn with cause; it returns the turn or nil when none runs.
-func (s *session) abort(cause error) *turn {
+func (s *acpSession) abort(cause error) *acpTurn {
 	s.mu.Lock()
 	t := s.turn
 	s.mu.Unlock()
@@ -379,7 +380,7 @@ func (s *session) abort(cause error) *turn {
 }
 
 // setMode changes the mode: at once when no turn runs, else when the running turn ends.
-func (s *session) setMode(ctx context.Context, mode string) error {
+func (s *acpSession) setMode(ctx context.Context, mode string) error {
 	if mode != agent.ModeBuild && mode != agent.ModePlan {
 		return invalidParams(fmt.Sprintf("unknown mode %q (build or plan)", mode))
 	}
@@ -406,7 +407,7 @@ func (s *session) setMode(ctx context.Context, mode string) error {
 }
 
 // applyPendingMode gives the broker a mode set during the turn that just ended; s.modeMu is held.
-func (s *session) applyPendingMode(ctx context.Context) {
+func (s *acpSession) applyPendingMode(ctx context.Context) {
 	s.mu.Lock()
 	mode := s.pendingMode
 	s.pendingMode = ""
@@ -436,10 +437,10 @@ const recordQueue = 4096
 
 // recordAgent records what the conversation's loop reports; a compaction is kept with the conversation it left,
 // so that a load can go on from it.
-func (s *session) recordAgent(kind string, v any) {
+func (s *acpSession) recordAgent(kind string, v any) {
 	switch kind {
 	case recCompaction:
-		v = compactionRecord{Compaction: v, History: s.ag.History}
+		v = compactionRecord{Compaction: v, History: s.conv.History}
 	case recStop, "error":
 		s.tr.flush() // the turn's last text before its end
 	}
@@ -447,7 +448,7 @@ func (s *session) recordAgent(kind string, v any) {
 }
 
 // record queues an entry of the session file; entries are written in order, off the turn's path.
-func (s *session) record(kind string, v any) {
+func (s *acpSession) record(kind string, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		s.srv.opts.Log.Warn("encode a session record", "kind", kind, "err", err)
@@ -465,7 +466,7 @@ func (s *session) record(kind string, v any) {
 	}
 }
 
-func (s *session) writeRecords() {
+func (s *acpSession) writeRecords() {
 	defer close(s.recordsDone)
 	for r := range s.records {
 		ctx, cancel := context.WithTimeout(s.srv.base, 5*time.Second)
@@ -477,7 +478,7 @@ func (s *session) writeRecords() {
 	}
 }
 
-func (s *session) closeRecords() {
+func (s *acpSession) closeRecords() {
 	s.recordsOnce.Do(func() {
 		s.recMu.Lock()
 		s.recClosed = true

@@ -45,7 +45,7 @@ type configRecord struct {
 }
 
 // noteDiff keeps the diff a call's question showed, for the call's final update.
-func (t *turn) noteDiff(id string, content []acp.ToolCallContent) {
+func (t *acpTurn) noteDiff(id string, content []acp.ToolCallContent) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, c := range content {
@@ -60,7 +60,7 @@ func (t *turn) noteDiff(id string, content []acp.ToolCallContent) {
 
 // beginTranscript records the user's prompt as the editor showed it and, on the first prompt, gives the session
 // its title.
-func (s *session) beginTranscript(ctx context.Context, blocks []acp.ContentBlock, text string) {
+func (s *acpSession) beginTranscript(ctx context.Context, blocks []acp.ContentBlock, text string) {
 	s.tr.user(blocks)
 	s.mu.Lock()
 	first := s.title == ""
@@ -127,7 +127,7 @@ func (s *server) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) 
 // goes out as recorded: one line each through the writer the SDK uses, which writes each message whole. Nothing
 // paces it: an editor built on the Go SDK closes the connection when more than 1,024 notifications wait to be
 // handled, which a long session's replay can reach when that editor handles them slowly.
-func (s *session) replay(r *restored) error {
+func (s *acpSession) replay(r *restored) error {
 	head, _ := json.Marshal(struct {
 		JSONRPC string `json:"jsonrpc"`
 		Method  string `json:"method"`
@@ -150,12 +150,12 @@ func (s *session) replay(r *restored) error {
 
 // sendCommands sends the / menu of a reopened session. It goes before the response, whose JSON names no session
 // to wait for, and before the replay, which is exactly what the editor saw.
-func (s *session) sendCommands(cmds []*execv1.CommandInfo) {
+func (s *acpSession) sendCommands(cmds []*execv1.CommandInfo) {
 	u := &acp.SessionAvailableCommandsUpdate{AvailableCommands: availableCommands(cmds)}
 	s.send(s.srv.base, acp.SessionUpdate{AvailableCommandsUpdate: u})
 }
 
-func (s *session) currentMode() string {
+func (s *acpSession) currentMode() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mode
@@ -163,7 +163,7 @@ func (s *session) currentMode() string {
 
 // reopen opens an earlier session through the broker and rebuilds it from its file. The session is not
 // registered: the caller sends what it must first.
-func (s *server) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer) (*session, *restored, error) {
+func (s *server) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer) (*acpSession, *restored, error) {
 	if cwd == "" || !filepath.IsAbs(cwd) {
 		return nil, nil, invalidParams(fmt.Sprintf("cwd must be an absolute path to a folder, got %q", cwd))
 	}
@@ -196,7 +196,7 @@ func (s *server) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer
 	if err != nil {
 		return nil, nil, err
 	}
-	fail := func(e error) (*session, *restored, error) {
+	fail := func(e error) (*acpSession, *restored, error) {
 		if _, err := b.CloseSession(context.WithoutCancel(ctx), &execv1.CloseSessionRequest{SessionId: id}); err != nil {
 			s.opts.Log.Warn("close the broker session of a failed load", "session", id, "err", err)
 		}
@@ -231,7 +231,7 @@ func (s *server) reopen(ctx context.Context, id, cwd string, mcp []acp.McpServer
 	if l := rest.config[configThought]; slices.Contains(levels(ms.GetReasoning()), l) {
 		sess.cfg.thought = l
 	}
-	sess.ag.History = rest.history
+	sess.conv.History = rest.history
 	sess.resumed = true
 	sess.title = rest.title
 	sess.questions = rest.questions
@@ -494,7 +494,7 @@ func (s *server) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (a
 }
 
 // waitIdle waits (at most d) until no turn of the session runs.
-func (s *session) waitIdle(d time.Duration) {
+func (s *acpSession) waitIdle(d time.Duration) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		s.mu.Lock()

@@ -82,7 +82,7 @@ func customAgent(a *execv1.AgentDefinition) *agentDef {
 // same broker session (so the same policy; for explore, in plan mode, which the broker enforces), and returns its
 // final answer. Its calls are shown as the content of its entry; a question of one of its calls gets its own
 // entry (the broker names a call the editor does not know).
-func (s *session) subagent(ctx context.Context, call agent.ToolCall, progress func(string)) agent.ToolResult {
+func (s *acpSession) subagent(ctx context.Context, call agent.ToolCall, progress func(string)) agent.ToolResult {
 	return s.runSubagent(ctx, call, progress, subagentParent{depth: 0, tools: s.runner.Specs(), mode: s.currentTurnMode()})
 }
 
@@ -101,7 +101,7 @@ type subagentModelSet struct {
 	contextWindow, maxOutputToks int
 }
 
-func (s *session) runSubagent(ctx context.Context, call agent.ToolCall, progress func(string), parent subagentParent) agent.ToolResult {
+func (s *acpSession) runSubagent(ctx context.Context, call agent.ToolCall, progress func(string), parent subagentParent) agent.ToolResult {
 	fail := func(msg string) agent.ToolResult {
 		return agent.ToolResult{CallID: call.ID, Status: agent.StatusFailed, Content: msg}
 	}
@@ -146,7 +146,7 @@ func (s *session) runSubagent(ctx context.Context, call agent.ToolCall, progress
 	log := &subagentLog{}
 	m := parent.model
 	if m == nil {
-		m = &subagentModelSet{client: s.ag.Model, contextWindow: s.ag.ContextWindow, maxOutputToks: s.ag.MaxOutputTokens}
+		m = &subagentModelSet{client: s.conv.Model, contextWindow: s.conv.ContextWindow, maxOutputToks: s.conv.MaxOutputTokens}
 	}
 	if def.model != "" && def.model != "inherit" {
 		own, note := s.subagentModel(ctx, def.model)
@@ -158,7 +158,7 @@ func (s *session) runSubagent(ctx context.Context, call agent.ToolCall, progress
 		}
 	}
 	me := subagentParent{depth: depth, tools: specs, mode: mode, plan: runner.Mode == execv1.Mode_MODE_PLAN, model: m}
-	sub := &agent.Session{
+	sub := &agent.Conversation{
 		Model:           m.client,
 		Tools:           &subagentTools{sess: s, runner: runner, prefix: call.ID + "/", self: me},
 		MaxOutputTokens: m.maxOutputToks,
@@ -217,7 +217,7 @@ var claudeModelAliases = []string{"sonnet", "opus", "haiku"}
 // the model picker takes them, or one of Claude Code's aliases (sonnet, opus, haiku), which is the newest offered
 // model of the session's provider whose name holds it. A model that cannot be used leaves the parent's, with a note
 // for the subagent's entry.
-func (s *session) subagentModel(ctx context.Context, name string) (*subagentModelSet, string) {
+func (s *acpSession) subagentModel(ctx context.Context, name string) (*subagentModelSet, string) {
 	s.mu.Lock()
 	c := s.cfg
 	s.mu.Unlock()
@@ -254,7 +254,7 @@ func (s *session) subagentModel(ctx context.Context, name string) (*subagentMode
 
 // loadAgents reads the custom agents' names and descriptions through the broker, once a session, at its first
 // prompt (not at session/new, which stays as fast as it was), for the system prompt.
-func (s *session) loadAgents(ctx context.Context) {
+func (s *acpSession) loadAgents(ctx context.Context) {
 	s.agentsOnce.Do(func() {
 		res, err := s.runner.Call(ctx, &execv1.Start{Op: &execv1.Start_LoadAgent{LoadAgent: &execv1.LoadAgent{}}}, nil)
 		if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
@@ -270,7 +270,7 @@ func (s *session) loadAgents(ctx context.Context) {
 }
 
 // currentTurnMode is the mode of the running turn.
-func (s *session) currentTurnMode() string {
+func (s *acpSession) currentTurnMode() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.turnMode == "" {
@@ -301,7 +301,7 @@ func lastText(h []model.Message) string {
 // subagentTools are a subagent's tools: its runner, with its calls' ids prefixed by its own call's. Defends against
 // a subagent's call id that equals one of the parent's: a question about it would be shown on the parent's entry.
 type subagentTools struct {
-	sess   *session
+	sess   *acpSession
 	runner *brokerconn.Runner
 	prefix string
 	self   subagentParent // what a subagent this one starts inherits

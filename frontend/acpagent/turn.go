@@ -49,13 +49,13 @@ var stopReasons = map[agent.Stop]acp.StopReason{
 // prompt runs a turn, the n-th prompt read of the session. Its context is its own, not the request's: the SDK
 // cancels a prompt's context when a second prompt of the session arrives, and that second prompt must fail, not stop
 // the first.
-func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, error) {
+func (s *acpSession) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, error) {
 	text, mentions := promptText(blocks, s.root)
 	if strings.TrimSpace(text) == "" {
 		return acp.PromptResponse{}, invalidParams("the prompt is empty")
 	}
 	tctx, cancel := context.WithCancelCause(s.srv.base)
-	t := &turn{s: s, n: n, ctx: tctx, cancel: cancel, calls: map[string]*callState{}}
+	t := &acpTurn{s: s, n: n, ctx: tctx, cancel: cancel, calls: map[string]*callState{}}
 	s.modeMu.Lock() // a mode change in progress ends before the turn takes its mode
 	s.mu.Lock()
 	if s.turn != nil {
@@ -193,7 +193,7 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 	if tctx.Err() != nil {
 		return t.end(uctx, agent.StopCancelled, nil)
 	}
-	stop, err := s.ag.RunTurn(tctx, full+added, t.emit)
+	stop, err := s.conv.RunTurn(tctx, full+added, t.emit)
 	// Stop hooks may keep the turn going (a block: its reason is the model's next prompt), a few times at most.
 	for i := 0; err == nil && stop == agent.StopDone && tctx.Err() == nil && i <= maxStopContinuations; i++ {
 		o := s.hook(tctx, uctx, &execv1.HookEvent{Event: hookStop, StopHookActive: i > 0})
@@ -203,15 +203,15 @@ func (s *session) prompt(n int, blocks []acp.ContentBlock) (acp.PromptResponse, 
 			}
 			break
 		}
-		stop, err = s.ag.RunTurn(tctx, "A Stop hook did not let the turn end: "+o.GetReason(), t.emit)
+		stop, err = s.conv.RunTurn(tctx, "A Stop hook did not let the turn end: "+o.GetReason(), t.emit)
 	}
-	turnEnded(s.ag.History)
+	turnEnded(s.conv.History)
 	return t.end(uctx, stop, err)
 }
 
 // end closes the turn: every tool call still open ends failed, a cancel names what it stopped, and the stop or the
 // error becomes the response.
-func (t *turn) end(uctx context.Context, stop agent.Stop, err error) (acp.PromptResponse, error) {
+func (t *acpTurn) end(uctx context.Context, stop agent.Stop, err error) (acp.PromptResponse, error) {
 	s := t.s
 	t.mu.Lock()
 	if t.ctx.Err() != nil {
@@ -273,10 +273,11 @@ func (t *turn) end(uctx context.Context, stop agent.Stop, err error) (acp.Prompt
 	return acp.PromptResponse{StopReason: reason}, nil
 }
 
-// turn maps one turn's agent events to session/updates and knows its tool calls.
-type turn struct {
-	s      *session
-	n      int // the prompt's number in the session (see session.promptsRead)
+// acpTurn is one prompt of an ACP session: it maps the turn's agent events to session/updates and knows its tool
+// calls.
+type acpTurn struct {
+	s      *acpSession
+	n      int // the prompt's number in the session (see acpSession.promptsRead)
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
@@ -295,7 +296,7 @@ type turn struct {
 }
 
 // flushProseLocked sends the prose held back; t.mu is held.
-func (t *turn) flushProseLocked() {
+func (t *acpTurn) flushProseLocked() {
 	s := t.s
 	if rest := t.text.Flush(); rest != "" {
 		s.message(s.srv.base, rest)
@@ -312,7 +313,7 @@ type callState struct {
 }
 
 // markStop notes the calls running when the turn was stopped: they end failed, whatever their result.
-func (t *turn) markStop() {
+func (t *acpTurn) markStop() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.markStopLocked()
@@ -320,7 +321,7 @@ func (t *turn) markStop() {
 
 // markStopLocked is markStop with t.mu held. It runs once: from the context's AfterFunc, or earlier from the first
 // event seen after the stop (the AfterFunc's goroutine may not have run yet).
-func (t *turn) markStopLocked() {
+func (t *acpTurn) markStopLocked() {
 	if t.closed || t.stopped {
 		return
 	}
@@ -333,7 +334,7 @@ func (t *turn) markStopLocked() {
 }
 
 // notice sends a line from Garuda during the turn; one that comes after the turn answered is dropped.
-func (t *turn) notice(line string) {
+func (t *acpTurn) notice(line string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.closed {
@@ -342,7 +343,7 @@ func (t *turn) notice(line string) {
 }
 
 // updateCall sends a tool_call_update with a status and a text content; t.mu is held.
-func (t *turn) updateCall(ctx context.Context, id string, st acp.ToolCallStatus, text string, locs ...acp.ToolCallLocation) {
+func (t *acpTurn) updateCall(ctx context.Context, id string, st acp.ToolCallStatus, text string, locs ...acp.ToolCallLocation) {
 	u := &acp.SessionToolCallUpdate{ToolCallId: acp.ToolCallId(id), Status: acp.Ptr(st), Locations: locs}
 	if d, ok := t.diffs[id]; ok && st == acp.ToolCallStatusCompleted {
 		// The change the user allowed stays on view (and in the replay) after the call ends.
@@ -355,7 +356,7 @@ func (t *turn) updateCall(ctx context.Context, id string, st acp.ToolCallStatus,
 }
 
 // emit turns one agent event into session/updates, as the spec's table says.
-func (t *turn) emit(e agent.Event) {
+func (t *acpTurn) emit(e agent.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -429,7 +430,7 @@ func (t *turn) emit(e agent.Event) {
 }
 
 // suggestLocked sends the pending close-match notice, once; t.mu is held.
-func (t *turn) suggestLocked() {
+func (t *acpTurn) suggestLocked() {
 	if t.suggestion != "" {
 		t.s.notice(t.s.srv.base, t.suggestion)
 		t.suggestion = ""

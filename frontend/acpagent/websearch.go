@@ -11,9 +11,9 @@ import (
 // the provider runs one (Anthropic's own API), and only as the broker's policy says (a web_search rule, else the
 // user's answer to a question asked once per session, at its first prompt, before the model request that would
 // offer the tool). A denial leaves the tool out; a cancelled question is asked again at the next prompt.
-func (s *session) offerWebSearch(ctx context.Context) {
-	s.ag.WebSearch = false
-	if ws, ok := s.ag.Model.(model.WebSearcher); !ok || !ws.SearchesWeb() {
+func (s *acpSession) offerWebSearch(ctx context.Context) {
+	s.conv.WebSearch = false
+	if ws, ok := s.conv.Model.(model.WebSearcher); !ok || !ws.SearchesWeb() {
 		return
 	}
 	if !s.webSearchAsked {
@@ -24,5 +24,5 @@ func (s *session) offerWebSearch(ctx context.Context) {
 		s.webSearchAsked = true
 		s.webSearchOK = err == nil && res.GetStatus() == execv1.Status_STATUS_COMPLETED
 	}
-	s.ag.WebSearch = s.webSearchOK
+	s.conv.WebSearch = s.webSearchOK
 }

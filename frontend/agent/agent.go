@@ -144,8 +144,9 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Session is the conversation of one ACP session. RunTurn is not safe for concurrent use: one turn at a time.
-type Session struct {
+// Conversation is the model loop's state of one ACP session: the model, the tools and the history. RunTurn is not
+// safe for concurrent use: one turn at a time.
+type Conversation struct {
 	Model  model.Client
 	Tools  Tools
 	System func() string // the system prompt, asked for before every request (the mode may change between turns)
@@ -183,7 +184,7 @@ type Session struct {
 // uniqueCallID returns id, or a new one when id is empty or this session used it before: defends against a
 // provider reusing ids (local servers number the calls of each answer from 0; a broken or hostile endpoint may send
 // one id twice), which would make the editor overwrite one call's entry and ask about the wrong call.
-func (s *Session) uniqueCallID(id string) string {
+func (s *Conversation) uniqueCallID(id string) string {
 	if s.callIDs == nil {
 		s.callIDs = map[string]bool{}
 		for _, m := range s.History {
@@ -212,12 +213,12 @@ type Compaction struct {
 	DroppedToolBytes int // bytes of tool output left out of the summary request
 }
 
-// defaultSettle is Session.Settle when it is zero.
+// defaultSettle is Conversation.Settle when it is zero.
 const defaultSettle = 5 * time.Second
 
-// turn is the state of one RunTurn.
-type turn struct {
-	s       *Session
+// turnLoop is the model loop of one RunTurn: its limits, its events and the tokens it used.
+type turnLoop struct {
+	s       *Conversation
 	lim     Limits
 	mu      sync.Mutex // serialises emit: progress of parallel calls arrives on several goroutines
 	emitFn  func(Event)
@@ -225,23 +226,23 @@ type turn struct {
 	repeats *repeats
 }
 
-func (t *turn) emit(e Event) {
+func (t *turnLoop) emit(e Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.emitFn(e)
 }
 
-func (t *turn) notice(format string, args ...any) {
+func (t *turnLoop) notice(format string, args ...any) {
 	t.emit(Event{Type: EventNotice, Text: "Garuda: " + fmt.Sprintf(format, args...)})
 }
 
-func (s *Session) record(kind string, v any) {
+func (s *Conversation) record(kind string, v any) {
 	if s.Record != nil {
 		s.Record(kind, v)
 	}
 }
 
-func (s *Session) appendMessage(m model.Message) {
+func (s *Conversation) appendMessage(m model.Message) {
 	s.History = append(s.History, m)
 	s.record("message", m)
 }
@@ -250,14 +251,14 @@ func (s *Session) appendMessage(m model.Message) {
 // ctx ends the turn with StopCancelled and a nil error; any other failure (the model refused the key, a stream error
 // that cannot be retried, retries used up) is returned as an error, wrapping *model.StreamError, model.ErrAuth or
 // model.ErrContextTooLong where one is the cause. Whatever the outcome, History stays valid for the next turn.
-func (s *Session) RunTurn(ctx context.Context, prompt string, emit func(Event)) (Stop, error) {
+func (s *Conversation) RunTurn(ctx context.Context, prompt string, emit func(Event)) (Stop, error) {
 	if emit == nil {
 		emit = func(Event) {}
 	}
 	if strings.TrimSpace(prompt) == "" {
 		return "", errors.New("run turn: the prompt is empty")
 	}
-	t := &turn{s: s, lim: s.Limits.withDefaults(), emitFn: emit}
+	t := &turnLoop{s: s, lim: s.Limits.withDefaults(), emitFn: emit}
 	t.repeats = newRepeats(t.lim)
 	stop, err := t.run(ctx, prompt)
 	if err != nil {
@@ -268,7 +269,7 @@ func (s *Session) RunTurn(ctx context.Context, prompt string, emit func(Event)) 
 	return stop, err
 }
 
-func (t *turn) run(ctx context.Context, prompt string) (Stop, error) {
+func (t *turnLoop) run(ctx context.Context, prompt string) (Stop, error) {
 	s := t.s
 	s.appendMessage(model.Message{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: prompt}}})
 	pauses := 0
@@ -363,7 +364,7 @@ func toolCalls(m model.Message) []ToolCall {
 
 // modelStep sends the next request, compacting the history first when it would pass 85% of the context window,
 // or after the provider said the context is too long.
-func (t *turn) modelStep(ctx context.Context) (*model.Response, error) {
+func (t *turnLoop) modelStep(ctx context.Context) (*model.Response, error) {
 	s := t.s
 	compactions := 0
 	if s.ContextWindow > 0 && s.estimate(s.buildRequest()) > s.ContextWindow*85/100 {
@@ -392,7 +393,7 @@ func (t *turn) modelStep(ctx context.Context) (*model.Response, error) {
 	}
 }
 
-type deltaHandler struct{ t *turn }
+type deltaHandler struct{ t *turnLoop }
 
 func (h deltaHandler) Delta(kind model.DeltaKind, text string) {
 	typ := EventTextDelta
@@ -427,7 +428,7 @@ func (discardHandler) Delta(model.DeltaKind, string) {}
 // stream) with backoff that honours the provider's retry-after; each retry is a notice. This is the only retry
 // layer (the SDKs' own are off). A final error (400, 401, 403, 404, 413, 422, a context too long) ends the turn
 // after its one attempt.
-func (t *turn) stream(ctx context.Context, req model.Request, h model.Handler) (*model.Response, error) {
+func (t *turnLoop) stream(ctx context.Context, req model.Request, h model.Handler) (*model.Response, error) {
 	attempts := t.lim.Retries + 1
 	for attempt := 1; ; attempt++ {
 		resp, err := t.s.Model.Stream(ctx, req, h)
@@ -491,7 +492,7 @@ func roundDelay(d time.Duration) time.Duration {
 }
 
 // retryDelay is RetryBase·2^(attempt-1), at most 30 s, with the upper half jittered.
-func (t *turn) retryDelay(attempt int) time.Duration {
+func (t *turnLoop) retryDelay(attempt int) time.Duration {
 	d := t.lim.RetryBase
 	for i := 1; i < attempt && d < maxRetryDelay; i++ {
 		d *= 2
@@ -513,7 +514,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // buildRequest makes the next model request from the session. Messages shares History's array, clipped so that
 // nothing the client appends can reach it.
-func (s *Session) buildRequest() model.Request {
+func (s *Conversation) buildRequest() model.Request {
 	req := model.Request{Messages: slices.Clip(s.History), MaxTokens: s.MaxOutputTokens, ThinkingBudget: s.ThinkingBudget,
 		ReasoningEffort: s.ReasoningEffort, WebSearch: s.WebSearch}
 	if s.System != nil {
@@ -530,7 +531,7 @@ func (s *Session) buildRequest() model.Request {
 
 // estimate guesses the input tokens of req: the last response's usage for what it covered, one token per 4 bytes
 // for the rest.
-func (s *Session) estimate(req model.Request) int {
+func (s *Conversation) estimate(req model.Request) int {
 	if s.usageMark > 0 && s.usageMark <= len(req.Messages) {
 		return s.usage.Total() + messagesBytes(req.Messages[s.usageMark:])/4
 	}

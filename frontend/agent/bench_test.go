@@ -25,7 +25,7 @@ func BenchmarkBuildRequest(b *testing.B) {
 		)
 	}
 	info := PromptInfo{Root: "/home/dev/proj", Mode: ModeBuild, Date: "2026-12-02", Tools: specs, ToolRules: rules, Instructions: strings.Repeat("Rule.\n", 200), InstructionsFile: "AGENTS.md"}
-	s := &Session{Tools: &fakeTools{}, System: func() string { return SystemPrompt(info) }, History: h, ContextWindow: 200_000}
+	s := &Conversation{Tools: &fakeTools{}, System: func() string { return SystemPrompt(info) }, History: h, ContextWindow: 200_000}
 	b.ReportAllocs()
 	for b.Loop() {
 		req := s.buildRequest()

@@ -71,7 +71,7 @@ func isPrompt(m model.Message) bool {
 // for word (the newest of them, up to a quarter of the transcript budget; older ones live on in the summary), the
 // last step (a tool call and its results) stays as it is, the rest becomes one summary message. It reports false
 // when there was nothing to summarise.
-func (t *turn) compact(ctx context.Context) (bool, error) {
+func (t *turnLoop) compact(ctx context.Context) (bool, error) {
 	s := t.s
 	if s.BeforeCompact != nil {
 		s.BeforeCompact(ctx, "auto")

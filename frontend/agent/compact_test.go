@@ -98,7 +98,7 @@ func TestCompactionWhenContextTooLong(t *testing.T) {
 // A tool output that pushes the next request past 85% of the window compacts the history before it is sent, in the
 // middle of a turn; the step being answered is kept whole.
 func TestCompactionAtEightyFivePercent(t *testing.T) {
-	run := func(t *testing.T, window int, steps ...step) (*fakeModel, *Session, *recorder) {
+	run := func(t *testing.T, window int, steps ...step) (*fakeModel, *Conversation, *recorder) {
 		tools := &fakeTools{ro: readOnlyTools, run: func(context.Context, ToolCall, func(string)) ToolResult {
 			return ToolResult{Status: StatusCompleted, Content: "NEW-OUTPUT " + strings.Repeat("y", 12000)}
 		}}

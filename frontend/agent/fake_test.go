@@ -54,7 +54,7 @@ func (f *fakeModel) requests() []model.Request {
 
 // usageOf pretends the provider counted one token per 4 bytes, as the estimate does.
 func usageOf(req model.Request, out model.Message) model.Usage {
-	return model.Usage{InputTokens: (&Session{}).estimate(req), OutputTokens: messagesBytes([]model.Message{out}) / 4}
+	return model.Usage{InputTokens: (&Conversation{}).estimate(req), OutputTokens: messagesBytes([]model.Message{out}) / 4}
 }
 
 func answerText(text string) step {
@@ -175,8 +175,8 @@ func (r *recorder) of(typ EventType) []Event {
 	return out
 }
 
-func newSession(m model.Client, tools Tools) *Session {
-	return &Session{Model: m, Tools: tools, System: func() string { return "system" }, Limits: Limits{RetryBase: 1}}
+func newSession(m model.Client, tools Tools) *Conversation {
+	return &Conversation{Model: m, Tools: tools, System: func() string { return "system" }, Limits: Limits{RetryBase: 1}}
 }
 
 // lastResults returns the tool_result blocks of the last message of req.

@@ -14,7 +14,7 @@ import (
 // runTools runs the calls of one step and appends their results to History, one tool_result per call in the order
 // of the calls. Consecutive read-only calls run in parallel; the others one at a time, in order. It returns the name
 // of a tool repeated RepeatStop times, in which case nothing of the step ran.
-func (t *turn) runTools(ctx context.Context, calls []ToolCall) (repeated string) {
+func (t *turnLoop) runTools(ctx context.Context, calls []ToolCall) (repeated string) {
 	for i := range calls {
 		t.emit(Event{Type: EventToolCall, Call: &calls[i]})
 	}
@@ -64,11 +64,11 @@ func (t *turn) runTools(ctx context.Context, calls []ToolCall) (repeated string)
 	return ""
 }
 
-func (t *turn) readOnly(name string) bool { return t.s.Tools != nil && t.s.Tools.ReadOnly(name) }
+func (t *turnLoop) readOnly(name string) bool { return t.s.Tools != nil && t.s.Tools.ReadOnly(name) }
 
 // closeUnrun gives every call without a result the given one, emits it, and appends the tool_result message (then
 // extra blocks). It keeps History valid: every tool_use is answered, even when the call never ran.
-func (t *turn) closeUnrun(calls []ToolCall, results []*ToolResult, status Status, content string, extra ...model.Block) {
+func (t *turnLoop) closeUnrun(calls []ToolCall, results []*ToolResult, status Status, content string, extra ...model.Block) {
 	if len(calls) == 0 {
 		return
 	}
@@ -110,9 +110,9 @@ func resultBlock(c ToolCall, r ToolResult) model.Block {
 	return b
 }
 
-// runOne runs a call and emits its progress and result. After ctx is cancelled it waits Session.Settle for the call to
-// report, then ends it as cancelled itself, so that a stuck call cannot hold the turn open.
-func (t *turn) runOne(ctx context.Context, c ToolCall) *ToolResult {
+// runOne runs a call and emits its progress and result. After ctx is cancelled it waits Conversation.Settle for the
+// call to report, then ends it as cancelled itself, so that a stuck call cannot hold the turn open.
+func (t *turnLoop) runOne(ctx context.Context, c ToolCall) *ToolResult {
 	over := false // progress that arrives after the call ended is dropped; guarded by t.mu
 	progress := func(line string) {
 		t.mu.Lock()
