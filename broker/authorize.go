@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -182,15 +183,17 @@ func cancelled() *execv1.Result {
 	return &execv1.Result{Status: execv1.Status_STATUS_CANCELLED, Content: "Cancelled."}
 }
 
-func choiceName(c execv1.Choice) string {
-	switch c {
-	case execv1.Choice_CHOICE_ONCE:
-		return "once"
-	case execv1.Choice_CHOICE_SESSION:
-		return "session"
-	}
-	return "deny"
-}
+// choiceNames and statusNames are the audit log's words for an answer and an end (the audit format is an interface:
+// they stay as they are); an answer not listed is "deny", a status not listed "unknown".
+var (
+	choiceNames = map[execv1.Choice]string{execv1.Choice_CHOICE_ONCE: "once", execv1.Choice_CHOICE_SESSION: "session"}
+	statusNames = map[execv1.Status]string{execv1.Status_STATUS_COMPLETED: "completed", execv1.Status_STATUS_FAILED: "failed",
+		execv1.Status_STATUS_DENIED: "denied", execv1.Status_STATUS_CANCELLED: "cancelled"}
+)
+
+func choiceName(c execv1.Choice) string { return cmp.Or(choiceNames[c], "deny") }
+
+func statusName(st execv1.Status) string { return cmp.Or(statusNames[st], "unknown") }
 
 // summary is what the audit log keeps of a request: never file contents or keys; command text yes.
 func summary(req policy.Request) string {
@@ -236,20 +239,6 @@ func (s *Service) execution(c *call, op *operation, input string, res *execv1.Re
 		r.ExitCode = &code
 	}
 	return s.record(r, false)
-}
-
-func statusName(st execv1.Status) string {
-	switch st {
-	case execv1.Status_STATUS_COMPLETED:
-		return "completed"
-	case execv1.Status_STATUS_FAILED:
-		return "failed"
-	case execv1.Status_STATUS_DENIED:
-		return "denied"
-	case execv1.Status_STATUS_CANCELLED:
-		return "cancelled"
-	}
-	return "unknown"
 }
 
 func joinLines(a, b string) string {
