@@ -74,6 +74,8 @@ lint: tools
 	$(BUF) lint
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$$'); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(awk -f .ci/longlines.awk $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go:'); \
+	if [ -n "$$out" ]; then echo "lines over 140 columns:"; echo "$$out"; exit 1; fi
 
 bench: build
 	$(GO) test -p 1 -run '^$$' -bench . -benchmem -count 1 ./...

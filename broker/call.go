@@ -41,7 +41,8 @@ func (s *Service) Call(stream execv1.ExecService_CallServer) error {
 	stopAfter := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
 	defer stopAfter()
 
-	c := &call{ctx: ctx, cancel: cancel, stream: stream, sess: sess, start: start, answers: make(chan *execv1.Answer, 1), hungUp: make(chan struct{})}
+	c := &call{ctx: ctx, cancel: cancel, stream: stream, sess: sess, start: start, answers: make(chan *execv1.Answer, 1),
+		hungUp: make(chan struct{})}
 	go c.receive()
 	res, err := s.do(ctx, c)
 	if err != nil && errors.Is(context.Cause(ctx), errCallCancelled) {

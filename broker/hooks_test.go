@@ -40,7 +40,8 @@ func TestHookedEvents(t *testing.T) {
 	if got := hookedEvents(policyFiles{}).GetEvents(); len(got) != 0 {
 		t.Errorf("no settings: %v", got)
 	}
-	if got := hookedEvents(policyFiles{teamErr: errors.New("line 1: bad")}).GetEvents(); !slices.Equal(got, []string{policy.HookUserPromptSubmit}) {
+	if got := hookedEvents(policyFiles{teamErr: errors.New("line 1: bad")}).GetEvents(); !slices.Equal(got,
+		[]string{policy.HookUserPromptSubmit}) {
 		t.Errorf("unreadable team policy: %v", got)
 	}
 }

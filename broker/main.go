@@ -48,7 +48,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("no command given")
 	}
 	if runtime.GOOS != "linux" && args[0] != "version" && args[0] != "--version" {
-		return fmt.Errorf("garuda-exec needs Linux (Landlock, namespaces, seccomp, SO_PEERCRED) and refuses to act on %s; on Windows use WSL", runtime.GOOS)
+		return fmt.Errorf("garuda-exec needs Linux (Landlock, namespaces, seccomp, SO_PEERCRED) and refuses to act on %s; "+
+			"on Windows use WSL", runtime.GOOS)
 	}
 	switch args[0] {
 	case "version", "--version":

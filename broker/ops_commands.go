@@ -49,7 +49,8 @@ func (s *Service) commandList(sess *session) ([]*execv1.CommandInfo, []string) {
 	}
 	var out []*execv1.CommandInfo
 	for _, c := range set.List() {
-		out = append(out, &execv1.CommandInfo{Name: c.Name, Description: c.Description, ArgumentHint: c.ArgumentHint, Source: c.Source, Skill: c.Skill})
+		out = append(out, &execv1.CommandInfo{Name: c.Name, Description: c.Description, ArgumentHint: c.ArgumentHint,
+			Source: c.Source, Skill: c.Skill})
 	}
 	return out, set.Warnings()
 }

@@ -207,7 +207,8 @@ func (s *Service) realDenied(g *grant, inside bool) (*execv1.Result, error) {
 		return nil, err
 	}
 	if d.Verdict == policy.Deny {
-		return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: fmt.Sprintf("Denied: the path resolves to %s: %s.", real, d.Reason)}, nil
+		return &execv1.Result{Status: execv1.Status_STATUS_DENIED,
+			Content: fmt.Sprintf("Denied: the path resolves to %s: %s.", real, d.Reason)}, nil
 	}
 	return nil, nil
 }
@@ -225,7 +226,8 @@ func checkGlob(s *Service, c *call) (*request, error) {
 	if g.GetPattern() == "" {
 		return nil, fmt.Errorf("the pattern is empty: %w", ErrBadRequest)
 	}
-	return checkSearch(s, c, g.GetPath(), g.GetPattern(), func(ctx context.Context, gr *grant, allow func(string) bool) (*fsops.ListResult, error) {
+	return checkSearch(s, c, g.GetPath(), g.GetPattern(), func(ctx context.Context, gr *grant,
+		allow func(string) bool) (*fsops.ListResult, error) {
 		return c.sess.fs.Glob(ctx, gr.p, g.GetPattern(), allow)
 	})
 }
@@ -237,14 +239,16 @@ func checkGrep(s *Service, c *call) (*request, error) {
 	}
 	req := fsops.GrepRequest{Pattern: g.GetPattern(), Glob: g.GetGlob(), CaseInsensitive: g.GetCaseInsensitive(),
 		Context: int(g.GetContext()), OutputMode: g.GetOutputMode()}
-	return checkSearch(s, c, g.GetPath(), g.GetPattern(), func(ctx context.Context, gr *grant, allow func(string) bool) (*fsops.ListResult, error) {
+	return checkSearch(s, c, g.GetPath(), g.GetPattern(), func(ctx context.Context, gr *grant,
+		allow func(string) bool) (*fsops.ListResult, error) {
 		return c.sess.fs.Grep(ctx, gr.p, req, allow)
 	})
 }
 
 // checkSearch is the pipeline of glob and grep: the folder searched is decided, and every file in it again by the
 // read policy before it is opened or listed.
-func checkSearch(s *Service, c *call, path, pattern string, run func(context.Context, *grant, func(string) bool) (*fsops.ListResult, error)) (*request, error) {
+func checkSearch(s *Service, c *call, path, pattern string, run func(context.Context, *grant,
+	func(string) bool) (*fsops.ListResult, error)) (*request, error) {
 	abs := c.sess.root
 	if path != "" {
 		abs, _ = c.sess.fs.Abs(path)

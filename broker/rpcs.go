@@ -163,7 +163,8 @@ func (s *Service) PinTrust(ctx context.Context, req *execv1.PinTrustRequest) (*e
 		}
 	}
 	t.Pin(filepath.Clean(req.GetDir()), req.GetHash())
-	if err := s.record(audit.Record{Event: audit.EventConsent, Op: "trust", Input: req.GetDir(), Detail: map[string]string{"hash": req.GetHash()}}, true); err != nil {
+	if err := s.record(audit.Record{Event: audit.EventConsent, Op: "trust", Input: req.GetDir(),
+		Detail: map[string]string{"hash": req.GetHash()}}, true); err != nil {
 		return nil, toStatus(err)
 	}
 	if err := homefile.WriteAtomic(path, t.Marshal(), 0o600); err != nil {
@@ -232,7 +233,8 @@ func (s *Service) Undo(ctx context.Context, req *execv1.UndoRequest) (*execv1.Un
 		}
 		return nil, toStatus(err)
 	}
-	if err := s.record(audit.Record{Session: id, Event: audit.EventExecution, Op: policy.OpUndo, Input: e.Path, Status: "completed"}, true); err != nil {
+	if err := s.record(audit.Record{Session: id, Event: audit.EventExecution, Op: policy.OpUndo, Input: e.Path,
+		Status: "completed"}, true); err != nil {
 		return nil, toStatus(err)
 	}
 	res.Restored = undoEntry(*e)

@@ -311,7 +311,8 @@ func checkReach(p peercred.Peer, root *fsops.Root) error {
 		return fmt.Errorf("root %s: %w", root.Path(), ErrRootNotFolder)
 	}
 	if !ownedBy(fi, p.UID) {
-		return fmt.Errorf("root %s is not owned by uid %d; a broker serving other users opens only their own folders: %w", root.Path(), p.UID, ErrNotOwner)
+		return fmt.Errorf("root %s is not owned by uid %d; a broker serving other users opens only their own folders: %w",
+			root.Path(), p.UID, ErrNotOwner)
 	}
 	return nil
 }

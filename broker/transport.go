@@ -29,7 +29,8 @@ func listenUnix(path, group string) (net.Listener, error) {
 		return nil, fmt.Errorf("--listen %s: %w", path, err)
 	}
 	if len(abs) > maxSocketPath {
-		return nil, fmt.Errorf("--listen %s: the path is %d bytes, over the kernel's limit of %d for a socket; choose a shorter path", abs, len(abs), maxSocketPath)
+		return nil, fmt.Errorf("--listen %s: the path is %d bytes, over the kernel's limit of %d for a socket; choose a "+
+			"shorter path", abs, len(abs), maxSocketPath)
 	}
 	gid := -1
 	if group != "" {
@@ -52,7 +53,8 @@ func listenUnix(path, group string) (net.Listener, error) {
 	switch {
 	case fi.Mode().Perm()&0o002 != 0 && fi.Mode()&os.ModeSticky == 0:
 		// A folder anyone may write without the sticky bit lets anyone replace the socket.
-		return nil, fmt.Errorf("--listen %s: its folder %s is writable by everyone; use a folder of the broker's own (it is created 0750)", abs, dir)
+		return nil, fmt.Errorf("--listen %s: its folder %s is writable by everyone; use a folder of the broker's own (it "+
+			"is created 0750)", abs, dir)
 	case fi.Mode().Perm()&0o002 == 0 && ownedByMe(fi):
 		// The broker's own folder: only its user and the socket group may enter. A shared folder such as /tmp is
 		// left as it is; the socket's own mode and the peer check still apply.

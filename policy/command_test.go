@@ -61,7 +61,8 @@ func TestAllowRuleTricks(t *testing.T) {
 		}
 	}
 	// Positive control: the rule does work.
-	for _, c := range []string{"npm run test", "npm run test -- --grep 'a b'", "npm run test 2>&1", "npm run test >/dev/null", "npm run test $ARGS"} {
+	for _, c := range []string{"npm run test", "npm run test -- --grep 'a b'", "npm run test 2>&1",
+		"npm run test >/dev/null", "npm run test $ARGS"} {
 		if d := Decide(Request{Kind: KindCommand, Command: c, Dir: tRoot}, st); d.Verdict != Allow {
 			t.Errorf("%q: %v (%s), want allow", c, d.Verdict, d.Reason)
 		}

@@ -68,14 +68,16 @@ func TestHookMatcherNames(t *testing.T) {
 
 func TestHooksBadInput(t *testing.T) {
 	cases := map[string]string{
-		`{"hooks": {"PreToolUs": []}}`: `line 1: hooks: unknown event "PreToolUs"`,
-		"{\n\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"x\", \"timout\": 3}]}]}}": `line 2: hooks.Stop: unknown key "timout"`,
-		`{"hooks": {"Stop": [{"matcher": "(", "hooks": []}]}}`:                                                   "is not a regular expression",
-		`{"hooks": {"Stop": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}`:                                 `hook type must be "command"`,
-		`{"hooks": {"Stop": [{"hooks": [{"type": "command"}]}]}}`:                                                `needs "type": "command" and a "command"`,
-		`{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": -1}]}]}}`:                 "timeout must be a number of seconds",
-		`{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "fail_closed": true}]}]}}`:           "fail_closed belongs in team policy",
-		`{"hooks": {"Stop": [{"matcher": "*"}]}}`:                                                                `an entry without "hooks"`,
+		`{"hooks": {"PreToolUs": []}}`:                                                           `line 1: hooks: unknown event "PreToolUs"`,
+		`{"hooks": {"Stop": [{"matcher": "(", "hooks": []}]}}`:                                   "is not a regular expression",
+		`{"hooks": {"Stop": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}`:                 `hook type must be "command"`,
+		`{"hooks": {"Stop": [{"hooks": [{"type": "command"}]}]}}`:                                `needs "type": "command" and a "command"`,
+		`{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": -1}]}]}}`: "timeout must be a number of seconds",
+		`{"hooks": {"Stop": [{"matcher": "*"}]}}`:                                                `an entry without "hooks"`,
+
+		`{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "fail_closed": true}]}]}}`: "fail_closed belongs in team policy",
+		"{\n\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", " +
+			"\"command\": \"x\", \"timout\": 3}]}]}}": `line 2: hooks.Stop: unknown key "timout"`,
 	}
 	for in, want := range cases {
 		_, err := ParseSettings("/h/settings.json", []byte(in))
@@ -84,7 +86,8 @@ func TestHooksBadInput(t *testing.T) {
 		}
 	}
 	// fail_closed is team policy's.
-	s, err := ParseSettings("/h/policy.json", []byte(`{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "fail_closed": true}]}]}}`))
+	s, err := ParseSettings("/h/policy.json",
+		[]byte(`{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "fail_closed": true}]}]}}`))
 	if err != nil || !s.Hooks.For(HookStop, nil)[0].FailClosed {
 		t.Fatalf("team fail_closed: %v", err)
 	}

@@ -45,7 +45,8 @@ func TestSetupScripted(t *testing.T) {
 		t.Errorf("setup printed the key:\n%s", out)
 	}
 	// Bad input: an unknown provider is refused with a reason and writes nothing new.
-	if out, err := garuda(t, filepath.Join(t.TempDir(), "h2"), "k\n", "setup", "--provider", "nope", "--model", "m", "--key-stdin"); err == nil || !strings.Contains(out, "unknown provider") {
+	if out, err := garuda(t, filepath.Join(t.TempDir(), "h2"), "k\n", "setup", "--provider", "nope", "--model", "m",
+		"--key-stdin"); err == nil || !strings.Contains(out, "unknown provider") {
 		t.Fatalf("unknown provider: %v\n%s", err, out)
 	}
 }

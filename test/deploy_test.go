@@ -574,7 +574,8 @@ func TestDeploySystemUnitServesOnlyItsUser(t *testing.T) {
 	raw := exec.Command("setpriv", "--reuid="+otherUID, "--regid="+otherUID, "--groups="+socketGID, bins.self)
 	raw.Env = []string{"GARUDA_TEST_CONNECT=" + sock}
 	if out, err := raw.CombinedOutput(); err != nil {
-		t.Fatalf("control: uid %s of the socket group could not connect, so this test would not show the SO_PEERCRED check: %v\n%s", otherUID, err, out)
+		t.Fatalf("control: uid %s of the socket group could not connect, so this test would not show the SO_PEERCRED "+
+			"check: %v\n%s", otherUID, err, out)
 	}
 	// ...but the broker refuses it by its uid, and says so in its log (the journal).
 	if out, err := client(otherUID, socketGID); err == nil || strings.Contains(out, "broker answers  yes") {

@@ -111,7 +111,10 @@ func TestOnePackageDocEach(t *testing.T) {
 	dirs := goList(t, "-f", `{{.Dir}}`, "./...")
 	for _, dir := range dirs {
 		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments|parser.PackageClauseOnly)
+		pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
+			return !strings.HasSuffix(fi.Name(),
+				"_test.go")
+		}, parser.ParseComments|parser.PackageClauseOnly)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +151,8 @@ func TestBrokerDeps(t *testing.T) {
 	want := strings.Fields(string(data))
 	for _, d := range got {
 		if !slices.Contains(want, d) {
-			t.Errorf("garuda-exec has a new dependency %s: review it, then run GARUDA_UPDATE_DEPS=1 go test ./test -run TestBrokerDeps and commit cmd/garuda-exec/deps.txt", d)
+			t.Errorf("garuda-exec has a new dependency %s: review it, then run GARUDA_UPDATE_DEPS=1 go test ./test -run "+
+				"TestBrokerDeps and commit cmd/garuda-exec/deps.txt", d)
 		}
 	}
 	for _, d := range want {

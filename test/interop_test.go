@@ -132,7 +132,8 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 	if err := json.Unmarshal(out, &s); err != nil {
 		t.Fatalf("summary %s: %v", out, err)
 	}
-	if s.Init.ProtocolVersion != 1 || len(s.Init.AuthMethods) != 1 || s.Init.AuthMethods[0].ID != "garuda-setup" || s.Init.AuthMethods[0].Type != "terminal" {
+	if s.Init.ProtocolVersion != 1 || len(s.Init.AuthMethods) != 1 || s.Init.AuthMethods[0].ID != "garuda-setup" ||
+		s.Init.AuthMethods[0].Type != "terminal" {
 		t.Errorf("initialize %+v", s.Init)
 	}
 	if s.Session.Modes.CurrentModeID != "build" {

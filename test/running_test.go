@@ -20,7 +20,8 @@ import (
 func startWithCommand(t *testing.T, marker string) *agent {
 	t.Helper()
 	srv, err := fakeprovider.Serve("127.0.0.1:0", []fakeprovider.Turn{
-		{ToolCalls: []fakeprovider.ToolCall{{ID: "call_1", Name: "bash", Input: fmt.Sprintf(`{"command":"sleep %s & sleep %s; wait"}`, marker, marker)}}},
+		{ToolCalls: []fakeprovider.ToolCall{{ID: "call_1", Name: "bash",
+			Input: fmt.Sprintf(`{"command":"sleep %s & sleep %s; wait"}`, marker, marker)}}},
 		{Text: "done"},
 	})
 	if err != nil {

@@ -126,7 +126,8 @@ func TestEditor(t *testing.T) {
 	}
 	fmt.Fprintln(agentOut, "log: not a protocol line")
 	agentOut.Close()
-	if _, err := waitFor(context.Background(), 10*time.Second, "the stray line to be reported", func() bool { return ed.err() != nil }); err != nil {
+	if _, err := waitFor(context.Background(), 10*time.Second, "the stray line to be reported",
+		func() bool { return ed.err() != nil }); err != nil {
 		t.Fatal(err)
 	}
 }

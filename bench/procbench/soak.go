@@ -360,7 +360,8 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 		default:
 			res.failed++
 			if len(res.why) < 5 {
-				res.why = append(res.why, fmt.Sprintf("%q ended %q (sleep seen running: %v); its sleep call: %s", text, pr.StopReason, seen, sleepSaid[s.id]))
+				res.why = append(res.why, fmt.Sprintf("%q ended %q (sleep seen running: %v); its sleep call: %s", text,
+					pr.StopReason, seen, sleepSaid[s.id]))
 			}
 		}
 		return nil

@@ -113,7 +113,8 @@ func fillUntilError(dir string) int {
 		}
 		ok++
 	}
-	out, _ := json.Marshal(map[string]any{"ok": ok, "err": fmt.Sprint(err), "efbig": errors.Is(err, syscall.EFBIG), "enospc": errors.Is(err, syscall.ENOSPC)})
+	out, _ := json.Marshal(map[string]any{"ok": ok, "err": fmt.Sprint(err), "efbig": errors.Is(err, syscall.EFBIG),
+		"enospc": errors.Is(err, syscall.ENOSPC)})
 	fmt.Println(string(out))
 	if err == nil {
 		return 1
@@ -158,8 +159,10 @@ func TestCommitChainsAndVerifies(t *testing.T) {
 	}
 	code := 2
 	recs := []Record{
-		{Session: "s1", Event: EventDecision, Op: "write_file", Input: "src/a.go", Verdict: "ask", Rule: "mode:build", Reason: "edits ask", AnsweredBy: "user:once"},
-		{Session: "s1", Event: EventExecution, Op: "bash", Input: "go test ./... <&> \"quoted\"", Status: "failed", ExitCode: &code, DurationMS: 1234},
+		{Session: "s1", Event: EventDecision, Op: "write_file", Input: "src/a.go", Verdict: "ask", Rule: "mode:build",
+			Reason: "edits ask", AnsweredBy: "user:once"},
+		{Session: "s1", Event: EventExecution, Op: "bash", Input: "go test ./... <&> \"quoted\"", Status: "failed",
+			ExitCode: &code, DurationMS: 1234},
 		{Session: "s1", Event: EventConsent, Detail: map[string]string{"z": "1", "a": "2"}},
 	}
 	for _, r := range recs {
@@ -287,14 +290,20 @@ func TestVerifyNamesTheFirstBrokenRecord(t *testing.T) {
 			b[i] ^= 1
 			return string(b)
 		}, 1, "hash does not match"},
-		{"a record removed", func() string { return strings.Join(append(append([]string{}, lines[:3]...), lines[4:]...), "") }, 4, "prev does not match"},
+		{"a record removed", func() string {
+			return strings.Join(append(append([]string{}, lines[:3]...), lines[4:]...),
+				"")
+		}, 4, "prev does not match"},
 		{"the first record removed", func() string { return strings.Join(lines[1:], "") }, 1, "first record's prev"},
 		{"two records swapped", func() string {
 			s := append([]string{}, lines...)
 			s[6], s[7] = s[7], s[6]
 			return strings.Join(s, "")
 		}, 7, "prev does not match"},
-		{"an unknown field added", func() string { return strings.Replace(string(orig), `{"time"`, `{"extra":1,"time"`, 1) }, 1, "not a valid record"},
+		{"an unknown field added", func() string {
+			return strings.Replace(string(orig), `{"time"`, `{"extra":1,"time"`,
+				1)
+		}, 1, "not a valid record"},
 		{"a torn last line", func() string { return string(orig[:len(orig)-10]) }, 10, "incomplete line"},
 		{"junk appended", func() string { return string(orig) + "hello\n" }, 11, "not a valid record"},
 	}

@@ -9,10 +9,13 @@ import (
 func benchFS() fstest.MapFS {
 	m := fstest.MapFS{}
 	for i := range 100 {
-		m[fmt.Sprintf(".claude/commands/ns%d/cmd%03d.md", i%5, i)] = file("---\ndescription: Command number\nargument-hint: <a> <b>\nallowed-tools:\n  - Read\n  - Grep\n---\nDo $1 with $2; all: $ARGUMENTS\n")
+		m[fmt.Sprintf(".claude/commands/ns%d/cmd%03d.md", i%5,
+			i)] = file("---\ndescription: Command number\nargument-hint: <a> <b>\nallowed-tools:\n  - Read\n  - " +
+			"Grep\n---\nDo $1 with $2; all: $ARGUMENTS\n")
 	}
 	for i := range 20 {
-		m[fmt.Sprintf(".claude/skills/skill-%02d/SKILL.md", i)] = file(fmt.Sprintf("---\nname: skill-%02d\ndescription: >\n  A skill\n  that does things\n---\nInstructions.\n", i))
+		m[fmt.Sprintf(".claude/skills/skill-%02d/SKILL.md",
+			i)] = file(fmt.Sprintf("---\nname: skill-%02d\ndescription: >\n  A skill\n  that does things\n---\nInstructions.\n", i))
 	}
 	return m
 }

@@ -244,7 +244,8 @@ func TestLoadSkipsLinksAndSpecialFiles(t *testing.T) {
 	if got := names(s.List()); !slices.Equal(got, []string{"ok", "real"}) {
 		t.Fatalf("List() = %v, want only the regular files; warnings %q", got, s.Warnings())
 	}
-	for _, p := range []string{"link.md", "linkdir", "fifo.md", "dev.md", ".claude/skills/linked", "lnk/SKILL.md", ".garuda is a symbolic link"} {
+	for _, p := range []string{"link.md", "linkdir", "fifo.md", "dev.md", ".claude/skills/linked", "lnk/SKILL.md",
+		".garuda is a symbolic link"} {
 		if !hasWarning(s, p) {
 			t.Errorf("no warning for %s: %q", p, s.Warnings())
 		}
@@ -441,10 +442,13 @@ func TestMalformedFrontmatterListedWithWarning(t *testing.T) {
 	cases := []struct {
 		name, src, warn, desc, body string
 	}{
-		{"unterminated", "---\ndescription: \"Say hi\nargument-hint: <x>\n---\nHi", "malformed frontmatter (line 2: description: unterminated quote); listed without a description", "", "Hi"},
+		{"unterminated", "---\ndescription: \"Say hi\nargument-hint: <x>\n---\nHi",
+			"malformed frontmatter (line 2: description: unterminated quote); listed without a description", "", "Hi"},
 		{"nokey", "---\ndescription: ok\nthis is not yaml\n---\nBody", "malformed frontmatter (line 3: expected key: value)", "ok", "Body"},
-		{"unclosed", "---\ndescription: x\nBody", "malformed frontmatter (line 1: no closing --- line); listed without a description", "", "---\ndescription: x\nBody"},
-		{"two", "---\n: x\n- y\n---\nB", "malformed frontmatter (line 2: expected key: value; and 1 more); listed without a description", "", "B"},
+		{"unclosed", "---\ndescription: x\nBody",
+			"malformed frontmatter (line 1: no closing --- line); listed without a description", "", "---\ndescription: x\nBody"},
+		{"two", "---\n: x\n- y\n---\nB", "malformed frontmatter (line 2: expected key: value; and 1 more); listed without " +
+			"a description", "", "B"},
 		{"listdesc", "---\ndescription:\n  - a\n---\nB", "description is a list, expected text", "", "B"},
 	}
 	project := fstest.MapFS{}
@@ -562,7 +566,8 @@ func TestLongDescriptionCapped(t *testing.T) {
 		".claude/skills/j/SKILL.md": file("---\nname: j\ndescription: " + strings.Repeat("é", MaxFieldLen) + "\n---\nbody"),
 	}, nil)
 	k, _ := s.Skill("k")
-	if n := len([]rune(k.Description)); n != MaxFieldLen || !strings.HasSuffix(k.Description, "…") || !strings.Contains(k.Warning, "cut at 1024") {
+	if n := len([]rune(k.Description)); n != MaxFieldLen || !strings.HasSuffix(k.Description, "…") ||
+		!strings.Contains(k.Warning, "cut at 1024") {
 		t.Fatalf("description of %d characters, warning %q", n, k.Warning)
 	}
 	if j, _ := s.Skill("j"); len([]rune(j.Description)) != MaxFieldLen || j.Warning != "" {

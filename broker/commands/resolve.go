@@ -133,7 +133,8 @@ func (s *Set) help() string {
 		b.WriteString("No custom commands or skills. Add commands as .garuda/commands/NAME.md (or " +
 			"$GARUDA_HOME/commands/NAME.md) and skills as .garuda/skills/NAME/SKILL.md.\n")
 	}
-	b.WriteString("\nThe built-in chat commands (/undo, /diff, /compact …) are not available over ACP in this version; `garuda undo`, `garuda setup`, `garuda doctor` and `garuda trust` do their work in a terminal.")
+	b.WriteString("\nThe built-in chat commands (/undo, /diff, /compact …) are not available over ACP in this version; " +
+		"`garuda undo`, `garuda setup`, `garuda doctor` and `garuda trust` do their work in a terminal.")
 	return b.String()
 }
 

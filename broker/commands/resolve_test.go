@@ -96,7 +96,8 @@ func TestResolveArguments(t *testing.T) {
 func TestResolveSkill(t *testing.T) {
 	s := testSet(t)
 	r := s.Resolve("/pdf extract page 2 of report.pdf")
-	want := "Use the skill \"pdf\" (.claude/skills/pdf/SKILL.md). Its instructions:\n\nUse pdftotext.\n\nThe user's request: extract page 2 of report.pdf"
+	want := "Use the skill \"pdf\" (.claude/skills/pdf/SKILL.md). Its instructions:\n\nUse pdftotext.\n\nThe user's " +
+		"request: extract page 2 of report.pdf"
 	if r.Kind != KindPrompt || r.Prompt != want || !r.Command.Skill {
 		t.Fatalf("Resolve(/pdf …) = %+v\nwant prompt %q", r, want)
 	}
@@ -128,7 +129,8 @@ func TestResolveBuiltins(t *testing.T) {
 			t.Errorf("Resolve(%q) = %+v, want message %q", text, r, want)
 		}
 	}
-	for _, name := range []string{"diff", "compact", "help", "clear", "cost", "init", "review", "mcp", "exit", "config", "memory", "resume", "sessions"} {
+	for _, name := range []string{"diff", "compact", "help", "clear", "cost", "init", "review", "mcp", "exit", "config",
+		"memory", "resume", "sessions"} {
 		if r := s.Resolve("/" + name); r.Kind != KindMessage || r.Prompt != "" {
 			t.Errorf("/%s = %+v, want a message", name, r)
 		}

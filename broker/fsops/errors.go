@@ -5,8 +5,9 @@ import "errors"
 // Sentinel errors. Callers match them with errors.Is; the wrapped message names the operation and the path, and the
 // sentinel's own text says what a user or a model can do about it.
 var (
-	ErrEscapes     = errors.New("the path leads outside the project root (through .., an absolute path or a symlink)")
-	ErrSymlink     = errors.New("the path goes through a symlink, which is not followed here (writes, and reads outside the root, follow no symlinks; /proc magic links are never followed)")
+	ErrEscapes = errors.New("the path leads outside the project root (through .., an absolute path or a symlink)")
+	ErrSymlink = errors.New("the path goes through a symlink, which is not followed here (writes, and reads " +
+		"outside the root, follow no symlinks; /proc magic links are never followed)")
 	ErrNotRegular  = errors.New("not a regular file (directories, FIFOs, devices and sockets are refused)")
 	ErrIsDir       = errors.New("is a directory; use glob to list it")
 	ErrHardLinked  = errors.New("the file has more than one hard link; it is not written, because the other names would be affected")

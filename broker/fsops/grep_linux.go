@@ -122,7 +122,8 @@ func (r *Root) grepTree(ctx context.Context, p string, g *grepSearch) error {
 	}
 	defer unix.Close(startFD)
 	g.startAbs = startAbs
-	w := &walker{ctx: ctx, startFD: startFD, startRel: startRel, descend: func(string) bool { return true }, allow: g.allow, startAbs: startAbs}
+	w := &walker{ctx: ctx, startFD: startFD, startRel: startRel, descend: func(string) bool { return true },
+		allow: g.allow, startAbs: startAbs}
 	w.file = func(w *walker, dir *dirRef, name, rel string) {
 		if g.gs != nil && !g.gs.matchFile(rel) {
 			return
@@ -285,7 +286,8 @@ func searchFile(ctx context.Context, dirfd int, name, rel string, m *matcher, mo
 }
 
 // searchFD searches the open regular file fd of the given size.
-func searchFD(ctx context.Context, fd int, size, mtime int64, rel string, m *matcher, mode string, ctxLines, lineChars int) (gf grepFile, ok bool) {
+func searchFD(ctx context.Context, fd int, size, mtime int64, rel string, m *matcher, mode string, ctxLines,
+	lineChars int) (gf grepFile, ok bool) {
 	var buf []byte
 	if size >= mmapAbove {
 		b, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_PRIVATE)

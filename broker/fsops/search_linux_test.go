@@ -280,7 +280,8 @@ func TestSearchThroughSymlinkSeesRealPaths(t *testing.T) {
 		}
 		asked = nil
 		_, err = r.grep(ctx, GrepRequest{Pattern: "secret", Path: "notes"}, allow)
-		if !errors.Is(err, ErrDenied) || len(asked) == 0 || slices.ContainsFunc(asked, func(a string) bool { return a != filepath.Join(root, ".env") }) {
+		if !errors.Is(err, ErrDenied) || len(asked) == 0 || slices.ContainsFunc(asked,
+			func(a string) bool { return a != filepath.Join(root, ".env") }) {
 			t.Fatalf("grep of a symlink to .env (exists: %v): %v, allow asked %q", exists, err, asked)
 		}
 		if _, err := r.read(ctx, ReadRequest{Path: "notes", Recheck: allow}); !errors.Is(err, ErrDenied) {

@@ -29,12 +29,18 @@ func TestWhatEachDecisionPermits(t *testing.T) {
 		preview, acts bool
 	}{
 		{"a read in the project", policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: "/p/a.go"}, policy.Allow, true, true},
-		{"an edit in the project asks and previews", policy.Request{Kind: policy.KindEdit, Tool: policy.OpEditFile, Path: "/p/a.go"}, policy.Ask, true, false},
-		{"a write in the project asks and previews", policy.Request{Kind: policy.KindWrite, Tool: policy.OpWriteFile, Path: "/p/a.go"}, policy.Ask, true, false},
-		{"an edit outside asks without a preview", policy.Request{Kind: policy.KindEdit, Tool: policy.OpEditFile, Path: "/tmp/x"}, policy.Ask, false, false},
-		{"a protected path asks without a preview", policy.Request{Kind: policy.KindWrite, Tool: policy.OpWriteFile, Path: "/p/.git/config"}, policy.Ask, false, false},
-		{"a write of a read-denied file asks without a preview", policy.Request{Kind: policy.KindWrite, Tool: policy.OpWriteFile, Path: "/p/.env"}, policy.Ask, false, false},
-		{"an edit of a read-denied file is denied", policy.Request{Kind: policy.KindEdit, Tool: policy.OpEditFile, Path: "/p/.env"}, policy.Deny, false, false},
+		{"an edit in the project asks and previews", policy.Request{Kind: policy.KindEdit, Tool: policy.OpEditFile,
+			Path: "/p/a.go"}, policy.Ask, true, false},
+		{"a write in the project asks and previews", policy.Request{Kind: policy.KindWrite, Tool: policy.OpWriteFile,
+			Path: "/p/a.go"}, policy.Ask, true, false},
+		{"an edit outside asks without a preview", policy.Request{Kind: policy.KindEdit, Tool: policy.OpEditFile,
+			Path: "/tmp/x"}, policy.Ask, false, false},
+		{"a protected path asks without a preview", policy.Request{Kind: policy.KindWrite, Tool: policy.OpWriteFile,
+			Path: "/p/.git/config"}, policy.Ask, false, false},
+		{"a write of a read-denied file asks without a preview", policy.Request{Kind: policy.KindWrite,
+			Tool: policy.OpWriteFile, Path: "/p/.env"}, policy.Ask, false, false},
+		{"an edit of a read-denied file is denied", policy.Request{Kind: policy.KindEdit, Tool: policy.OpEditFile,
+			Path: "/p/.env"}, policy.Deny, false, false},
 		{"Garuda's home", policy.Request{Kind: policy.KindEdit, Tool: policy.OpEditFile, Path: "/h/credentials"}, policy.Deny, false, false},
 		{"a read outside asks", policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: "/tmp/x"}, policy.Ask, false, false},
 	}
@@ -42,7 +48,8 @@ func TestWhatEachDecisionPermits(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			d, p := Decide(c.req, st)
 			if d.Verdict != c.verdict || p.Previews() != c.preview || p.Acts() != c.acts {
-				t.Fatalf("Decide = %v (%s), previews %v, acts %v; want %v, %v, %v", d.Verdict, d.Reason, p.Previews(), p.Acts(), c.verdict, c.preview, c.acts)
+				t.Fatalf("Decide = %v (%s), previews %v, acts %v; want %v, %v, %v", d.Verdict, d.Reason, p.Previews(), p.Acts(),
+					c.verdict, c.preview, c.acts)
 			}
 			g := Granted(p)
 			if want := c.verdict != policy.Deny; g.Acts() != want {

@@ -119,7 +119,8 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // line (or the end).
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("{\"time\":\"2001-09-09T01:46:40Z\",\"kind\":\"header\",\"data\":{\"version\":1,\"root\":\"/p\",\"uid\":0}}\n"+
-		"{\"time\":\"2001-09-09T01:46:40Z\",\"kind\":\"prompt\",\"data\":{\"text\":\"hi\"}}\n{\"time\":\"2001-09-09T01:46:40Z\",\"kind\":\"stop\"}\n"), 40)
+		"{\"time\":\"2001-09-09T01:46:40Z\",\"kind\":\"prompt\",\"data\":{\"text\":\"hi\"}}\n"+
+		"{\"time\":\"2001-09-09T01:46:40Z\",\"kind\":\"stop\"}\n"), 40)
 	f.Add([]byte("{\"time\":\"2001-09-09T01:46:40.5+02:00\",\"kind\":\"prompt\",\"data\":\"\\u2028\"}\n{\"kind\":\"x\"}\n"), 10)
 	f.Add([]byte("{\"time\":\"2001-09-09T01:46:40Z\",\"kind\":\"a\",\"data\":{}}}\n"), 5)
 	f.Fuzz(func(t *testing.T, data []byte, cut int) {

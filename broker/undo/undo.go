@@ -158,7 +158,8 @@ func (s *Store) Sessions() ([]string, error) {
 // ErrChanged and keeps the snapshot. A file that already holds its pre-image (the write never happened, or a crash
 // after an earlier restore) is not written again; its entry is dropped and returned. The file I/O is the caller's,
 // through the confined file operations.
-func (s *Store) Undo(session string, write func(abs string, content []byte, existed bool) error, current func(abs string) (hash [32]byte, exists bool, err error)) (*Entry, error) {
+func (s *Store) Undo(session string, write func(abs string, content []byte, existed bool) error,
+	current func(abs string) (hash [32]byte, exists bool, err error)) (*Entry, error) {
 	if !homefile.ValidID(session) {
 		return nil, fmt.Errorf("undo %q: %w", session, ErrBadSession)
 	}

@@ -86,7 +86,8 @@ func TestBackgroundProcessLifecycle(t *testing.T) {
 	if mark == nil || !strings.Contains(heard, "running for") {
 		t.Fatalf("read: %q", heard)
 	}
-	if st, heard := e.useTool(sid, "toolu_in", "process_manager", map[string]any{"action": "input", "id": id, "input": "hello\n"}); st != acp.ToolCallStatusCompleted {
+	if st, heard := e.useTool(sid, "toolu_in", "process_manager", map[string]any{"action": "input", "id": id,
+		"input": "hello\n"}); st != acp.ToolCallStatusCompleted {
 		t.Fatalf("input: %s %q", st, heard)
 	}
 	since := 0
@@ -104,10 +105,12 @@ func TestBackgroundProcessLifecycle(t *testing.T) {
 			t.Fatal("negative control: the process is not running before the stop")
 		}
 	}
-	if _, heard := e.useTool(sid, "toolu_list", "process_manager", map[string]any{"action": "list"}); !strings.Contains(heard, id+": running") {
+	if _, heard := e.useTool(sid, "toolu_list", "process_manager",
+		map[string]any{"action": "list"}); !strings.Contains(heard, id+": running") {
 		t.Errorf("list: %q", heard)
 	}
-	if st, heard := e.useTool(sid, "toolu_stop", "process_manager", map[string]any{"action": "stop", "id": id}); st != acp.ToolCallStatusCompleted || !strings.Contains(heard, "stopped") {
+	if st, heard := e.useTool(sid, "toolu_stop", "process_manager", map[string]any{"action": "stop",
+		"id": id}); st != acp.ToolCallStatusCompleted || !strings.Contains(heard, "stopped") {
 		t.Errorf("stop: %s %q", st, heard)
 	}
 	if sleeperAlive("61.41") {
@@ -225,7 +228,8 @@ func TestBackgroundProcessBadInput(t *testing.T) {
 		{map[string]any{"action": "read"}, "the id is required"},
 		{map[string]any{"action": "stop", "id": "bg-nope"}, "no background process"},
 	} {
-		if st, heard := e.useTool(sid, fmt.Sprint("toolu_bad", i), "process_manager", c.input); st != acp.ToolCallStatusFailed || !strings.Contains(heard, c.want) {
+		if st, heard := e.useTool(sid, fmt.Sprint("toolu_bad", i), "process_manager",
+			c.input); st != acp.ToolCallStatusFailed || !strings.Contains(heard, c.want) {
 			t.Errorf("%v: %s %q", c.input, st, heard)
 		}
 	}

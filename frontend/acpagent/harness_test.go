@@ -92,7 +92,8 @@ func newEnvIn(t testing.TB, base string, opts ...envOption) *env {
 
 	// The real broker, on a unix socket, with its peer-credential check.
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := broker.NewService(broker.Config{Version: "test", Home: e.home, ManagedPolicy: filepath.Join(base, "no-managed-policy.json"), Log: quiet})
+	svc := broker.NewService(broker.Config{Version: "test", Home: e.home, ManagedPolicy: filepath.Join(base,
+		"no-managed-policy.json"), Log: quiet})
 	srv := broker.NewServer(svc, []uint32{uint32(os.Getuid())})
 	sockDir, err := os.MkdirTemp("", "gacp")
 	if err != nil {

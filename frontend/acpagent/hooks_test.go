@@ -31,7 +31,8 @@ func (e *env) hookSettings(hooks map[string]string) {
 // does not run; the model gets the reason. Control: a read the hook lets through completes.
 func TestHookDeniesBashInTheEditor(t *testing.T) {
 	e := newEnv(t)
-	e.hookSettings(map[string]string{"PreToolUse": `in=$(cat); case "$in" in *'"tool_name":"Bash"'*) echo "no shell today" >&2; exit 2;; esac`})
+	e.hookSettings(map[string]string{"PreToolUse": `in=$(cat); case "$in" in *'"tool_name":"Bash"'*) echo "no shell ` +
+		`today" >&2; exit 2;; esac`})
 	e.write("a.txt", "alpha\n")
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_b", "bash", `{"command":"touch ran"}`), tool("toolu_r", "read_file", `{"path":"a.txt"}`), model.TextStep("done"))
@@ -107,7 +108,8 @@ func TestHookTurnEvents(t *testing.T) {
 // A Stop hook that blocks keeps the turn going with its reason as the model's next prompt, a bounded number of times.
 func TestHookStopContinuesTheTurn(t *testing.T) {
 	e := newEnv(t)
-	e.hookSettings(map[string]string{"Stop": `in=$(cat); if [[ "$in" == *'"stop_hook_active":false'* ]]; then echo "run the tests first" >&2; exit 2; fi`})
+	e.hookSettings(map[string]string{"Stop": `in=$(cat); if [[ "$in" == *'"stop_hook_active":false'* ]]; then echo ` +
+		`"run the tests first" >&2; exit 2; fi`})
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("done?"), model.TextStep("tests run"))
 	e.promptOK(sid, "go")
@@ -142,7 +144,8 @@ func TestHookSubagentStopContinuesTheSubagent(t *testing.T) {
 // A project's hooks (.claude/settings.json) ask first, as a question of its own in the editor; allowed, they run.
 func TestHookProjectConsentInTheEditor(t *testing.T) {
 	e := newEnv(t)
-	e.write(".claude/settings.json", `{"model": "opus", "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo from-the-project"}]}]}}`)
+	e.write(".claude/settings.json", `{"model": "opus", "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", `+
+		`"command": "echo from-the-project"}]}]}}`)
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("ok"))
 	e.promptOK(sid, "hi")

@@ -161,7 +161,8 @@ func (s *server) tooLarge(head []byte) {
 	if id == nil || string(id) == "null" {
 		return
 	}
-	msg := fmt.Sprintf("the message is too large: Garuda reads at most %d MiB per message; send a smaller selection, or link the file instead of embedding it", maxLine>>20)
+	msg := fmt.Sprintf("the message is too large: Garuda reads at most %d MiB per message; send a smaller selection, "+
+		"or link the file instead of embedding it", maxLine>>20)
 	resp, err := json.Marshal(struct {
 		JSONRPC string            `json:"jsonrpc"`
 		ID      json.RawMessage   `json:"id"`

@@ -197,7 +197,8 @@ func (s *server) announce(sess *acpSession, commands []*execv1.CommandInfo) {
 		case <-s.client().Done():
 			return
 		}
-		sess.update(s.base, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: availableCommands(commands)}})
+		sess.update(s.base, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{
+			AvailableCommands: availableCommands(commands)}})
 	}()
 }
 

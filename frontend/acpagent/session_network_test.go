@@ -15,7 +15,8 @@ const python3 = "/usr/bin/python3"
 
 // fetchCmd fetches http://127.0.0.1:port/ with python, up to tries times, and prints the status or "unreachable".
 func fetchCmd(port, tries int) string {
-	return "for i in $(seq " + strconv.Itoa(tries) + "); do " + python3 + ` -c 'import urllib.request; print("status", urllib.request.urlopen("http://127.0.0.1:` +
+	return "for i in $(seq " + strconv.Itoa(
+		tries) + "); do " + python3 + ` -c 'import urllib.request; print("status", urllib.request.urlopen("http://127.0.0.1:` +
 		strconv.Itoa(port) + `/", timeout=2).status)' 2>/dev/null && exit 0; sleep 0.1; done; echo unreachable`
 }
 
@@ -41,7 +42,8 @@ func holdersOfThisProcess() []string {
 			continue
 		}
 		// Fields after the command's name: state, ppid.
-		if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) && f[0] != "Z" {
+		if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) > 1 &&
+			f[1] == strconv.Itoa(os.Getpid()) && f[0] != "Z" {
 			out = append(out, filepath.Base(filepath.Dir(st)))
 		}
 	}

@@ -257,7 +257,8 @@ func (s *server) apiKey(ms *execv1.ModelSettings) string {
 }
 
 // resumeBroker reopens the broker session and reads its file's entries.
-func (s *server) resumeBroker(ctx context.Context, id, root string, servers []*execv1.McpServer) (*execv1.OpenSessionResponse, []*execv1.SessionEntry, error) {
+func (s *server) resumeBroker(ctx context.Context, id, root string,
+	servers []*execv1.McpServer) (*execv1.OpenSessionResponse, []*execv1.SessionEntry, error) {
 	b := s.opts.Broker
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -24,14 +24,16 @@ func TestSkillsReachTheSystemPrompt(t *testing.T) {
 	skill(filepath.Join(e.home, "skills"), "release", "Cut a release of the project.")
 	skill(filepath.Join(e.root, ".claude", "skills"), "review", "Review a change.")
 	skill(filepath.Join(e.root, ".garuda", "skills"), "hidden", "SECRET-SKILL-TEXT")
-	if err := os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(`{"permissions": {"deny": ["read_file(.garuda/**)"]}}`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.home, "settings.json"),
+		[]byte(`{"permissions": {"deny": ["read_file(.garuda/**)"]}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("ok"))
 	e.promptOK(sid, "hello")
 	sys := e.fake.Requests()[0].System
-	for _, want := range []string{"# Skills", "- release: Cut a release of the project.", "- review: Review a change.", "- skill: load one of the skills"} {
+	for _, want := range []string{"# Skills", "- release: Cut a release of the project.", "- review: Review a change.",
+		"- skill: load one of the skills"} {
 		if !strings.Contains(sys, want) {
 			t.Errorf("the system prompt lacks %q:\n%s", want, sys)
 		}

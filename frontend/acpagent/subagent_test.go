@@ -155,11 +155,13 @@ func TestCancelDuringSubagent(t *testing.T) {
 // first (its own entry), the user's own does not; an unknown name lists the agents.
 func TestCustomAgents(t *testing.T) {
 	e := newEnv(t)
-	e.write(".claude/agents/reviewer.md", "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\nmodel: opus\n---\nYou review code harshly.\n")
+	e.write(".claude/agents/reviewer.md", "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\nmodel: "+
+		"opus\n---\nYou review code harshly.\n")
 	if err := os.MkdirAll(filepath.Join(e.home, "agents"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(e.home, "agents", "mine.md"), []byte("---\nname: mine\ndescription: Mine\n---\nBe brief.\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.home, "agents", "mine.md"),
+		[]byte("---\nname: mine\ndescription: Mine\n---\nBe brief.\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	sid := e.newSession()

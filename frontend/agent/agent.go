@@ -344,7 +344,8 @@ func (t *turnLoop) run(ctx context.Context, prompt string) (Stop, error) {
 			return StopCancelled, nil
 		}
 		if repeated != "" {
-			t.notice("the turn stopped: the model called %s with the same input %d times in its last %d steps.", repeated, t.lim.RepeatStop, t.lim.RepeatWindow)
+			t.notice("the turn stopped: the model called %s with the same input %d times in its last %d steps.", repeated,
+				t.lim.RepeatStop, t.lim.RepeatWindow)
 			return StopRepeatedCalls, nil
 		}
 	}

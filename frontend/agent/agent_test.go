@@ -46,7 +46,8 @@ func TestTurnEndsOnModelStop(t *testing.T) {
 	} {
 		t.Run(string(tc.want), func(t *testing.T) {
 			tools := &fakeTools{}
-			f := newFake(t, answerStop(tc.reason, model.Block{Type: model.BlockText, Text: "partial"}, use("c1", ToolBash, `{"command":"rm -rf x"}`)),
+			f := newFake(t, answerStop(tc.reason, model.Block{Type: model.BlockText, Text: "partial"}, use("c1", ToolBash,
+				`{"command":"rm -rf x"}`)),
 				answerText("next turn"))
 			s := newSession(f, tools)
 			stop, err := s.RunTurn(t.Context(), "go", nil)
@@ -98,7 +99,8 @@ func TestTurnStopsAtMaxSteps(t *testing.T) {
 func TestTurnStopsAtTokenBudget(t *testing.T) {
 	big := func(i int) step {
 		return func(context.Context, model.Request, model.Handler) (*model.Response, error) {
-			m := model.Message{Role: model.RoleAssistant, Content: []model.Block{use(fmt.Sprint("c", i), ToolGlob, fmt.Sprintf(`{"pattern":"%d"}`, i))}}
+			m := model.Message{Role: model.RoleAssistant, Content: []model.Block{use(fmt.Sprint("c", i), ToolGlob,
+				fmt.Sprintf(`{"pattern":"%d"}`, i))}}
 			return &model.Response{Message: m, StopReason: model.StopToolUse, Usage: model.Usage{InputTokens: 500, OutputTokens: 100}}, nil
 		}
 	}
@@ -144,7 +146,8 @@ func barrierTools(want int, guard time.Duration, readOnly bool) *fakeTools {
 
 func TestReadOnlyCallsRunInParallel(t *testing.T) {
 	run := func(t *testing.T, tools *fakeTools) []model.Block {
-		f := newFake(t, answerCalls(use("a", ToolReadFile, `{"path":"a"}`), use("b", ToolReadFile, `{"path":"b"}`), use("c", ToolReadFile, `{"path":"c"}`)),
+		f := newFake(t, answerCalls(use("a", ToolReadFile, `{"path":"a"}`), use("b", ToolReadFile, `{"path":"b"}`), use("c",
+			ToolReadFile, `{"path":"c"}`)),
 			answerText("done"))
 		s := newSession(f, tools)
 		if stop, err := s.RunTurn(t.Context(), "read", nil); err != nil || stop != StopDone {
@@ -208,7 +211,8 @@ func TestWritesRunInOrder(t *testing.T) {
 		t.Fatalf("%q not in %v", s, log)
 		return -1
 	}
-	for _, order := range [][2]string{{"end r1", "start w1"}, {"end r2", "start w1"}, {"end w1", "start w2"}, {"end w2", "start r3"}, {"end r3", "start b1"}} {
+	for _, order := range [][2]string{{"end r1", "start w1"}, {"end r2", "start w1"}, {"end w1", "start w2"}, {"end w2",
+		"start r3"}, {"end r3", "start b1"}} {
 		if at(order[0]) > at(order[1]) {
 			t.Errorf("%s came after %s: %v", order[0], order[1], log)
 		}
@@ -278,7 +282,8 @@ func TestDenialReachesModel(t *testing.T) {
 
 func TestRepeatedCallsWarnThenStop(t *testing.T) {
 	// The same input, spelled differently each time: normalised, it is one call.
-	inputs := []string{`{"path":"a","limit":5}`, `{"limit":5,"path":"a"}`, `{ "path": "a", "limit": 5 }`, `{"limit":5, "path":"a"}`, `{"path":"a","limit":5}`, `{"path":"a","limit":5}`}
+	inputs := []string{`{"path":"a","limit":5}`, `{"limit":5,"path":"a"}`, `{ "path": "a", "limit": 5 }`,
+		`{"limit":5, "path":"a"}`, `{"path":"a","limit":5}`, `{"path":"a","limit":5}`}
 	var steps []step
 	for i, in := range inputs {
 		steps = append(steps, answerCalls(use(fmt.Sprint("c", i), ToolReadFile, in)))

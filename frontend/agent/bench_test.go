@@ -24,7 +24,8 @@ func BenchmarkBuildRequest(b *testing.B) {
 			textMsg(model.RoleAssistant, strings.Repeat("done ", 50)),
 		)
 	}
-	info := PromptInfo{Root: "/home/dev/proj", Mode: ModeBuild, Date: "2026-12-02", Tools: specs, ToolRules: rules, Instructions: strings.Repeat("Rule.\n", 200), InstructionsFile: "AGENTS.md"}
+	info := PromptInfo{Root: "/home/dev/proj", Mode: ModeBuild, Date: "2026-12-02", Tools: specs, ToolRules: rules,
+		Instructions: strings.Repeat("Rule.\n", 200), InstructionsFile: "AGENTS.md"}
 	s := &Conversation{Tools: &fakeTools{}, System: func() string { return SystemPrompt(info) }, History: h, ContextWindow: 200_000}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -12,7 +12,8 @@ import (
 
 // summaryMarker begins the message that holds a compaction summary, so that a later compaction tells it from the
 // user's own messages.
-const summaryMarker = "[Garuda: summary of the earlier conversation, written when it was compacted to fit the context window. The user's recent messages are kept above and below it, word for word; older ones are only in this summary.]"
+const summaryMarker = "[Garuda: summary of the earlier conversation, written when it was compacted to fit the " +
+	"context window. The user's recent messages are kept above and below it, word for word; older ones are only in this summary.]"
 
 const compactSystem = "You summarise a coding session of Garuda, a coding agent, so that it can go on with a shorter context. " +
 	"You see a transcript of the earlier conversation; some tool outputs in it were shortened or dropped."
@@ -107,8 +108,9 @@ func (t *turnLoop) compact(ctx context.Context) (bool, error) {
 			maxOut = compactMaxOutput
 		}
 		req := model.Request{
-			System:    compactSystem,
-			Messages:  []model.Message{{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: transcript + "\n\n" + compactInstructions}}}},
+			System: compactSystem,
+			Messages: []model.Message{{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText,
+				Text: transcript + "\n\n" + compactInstructions}}}},
 			MaxTokens: maxOut,
 		}
 		resp, err := t.stream(ctx, req, discardHandler{})
@@ -140,7 +142,8 @@ func (t *turnLoop) compact(ctx context.Context) (bool, error) {
 	s.History = out
 	s.usageMark = 0
 	after := s.estimate(s.buildRequest())
-	c := Compaction{Summary: summary, MessagesBefore: len(h), MessagesAfter: len(out), TokensBefore: before, TokensAfter: after, DroppedToolBytes: dropped}
+	c := Compaction{Summary: summary, MessagesBefore: len(h), MessagesAfter: len(out), TokensBefore: before,
+		TokensAfter: after, DroppedToolBytes: dropped}
 	s.record("compaction", c)
 	kept := "your own messages kept"
 	if older := len(all) - len(prompts); older > 0 {

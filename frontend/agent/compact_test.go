@@ -23,7 +23,8 @@ func resultsMsg(id, text string) model.Message {
 func earlier() []model.Message {
 	return []model.Message{
 		textMsg(model.RoleUser, "first prompt: fix the parser ✓  (kept word for word)"),
-		{Role: model.RoleAssistant, Content: []model.Block{{Type: model.BlockThinking, Text: "hmm", Signature: "sig"}, use("t1", ToolReadFile, `{"path":"parser.go"}`)}},
+		{Role: model.RoleAssistant, Content: []model.Block{{Type: model.BlockThinking, Text: "hmm", Signature: "sig"},
+			use("t1", ToolReadFile, `{"path":"parser.go"}`)}},
 		resultsMsg("t1", "OLD-OUTPUT "+strings.Repeat("x", 3000)),
 		textMsg(model.RoleAssistant, "The parser is fixed."),
 		textMsg(model.RoleUser, "second prompt:\n  now the lexer"),
@@ -36,7 +37,8 @@ func summarise(t *testing.T, summary string) step {
 	return func(ctx context.Context, req model.Request, h model.Handler) (*model.Response, error) {
 		if len(req.Tools) != 0 || req.System != compactSystem || len(req.Messages) != 1 {
 			t.Errorf("summary request: %d tools, system %.40q, %d messages", len(req.Tools), req.System, len(req.Messages))
-		} else if tr := req.Messages[0].Content[0].Text; !strings.Contains(tr, "first prompt: fix the parser") || !strings.Contains(tr, "The parser is fixed.") {
+		} else if tr := req.Messages[0].Content[0].Text; !strings.Contains(tr, "first prompt: fix the parser") ||
+			!strings.Contains(tr, "The parser is fixed.") {
 			t.Errorf("the summary request lacks the conversation: %.300q", tr)
 		}
 		return answerText(summary)(ctx, req, h)

@@ -20,7 +20,8 @@ func schemaOfSize(n int) json.RawMessage {
 	return json.RawMessage(`{"type":"object","description":"` + strings.Repeat("x", n-40) + `"}`)
 }
 
-var rules = []string{"read_file: read a file, numbered lines.", "edit_file: replace exact text.", "bash: run a command; sandbox: false asks the user."}
+var rules = []string{"read_file: read a file, numbered lines.", "edit_file: replace exact text.",
+	"bash: run a command; sandbox: false asks the user."}
 
 func TestSystemPrompt(t *testing.T) {
 	info := PromptInfo{
@@ -29,7 +30,8 @@ func TestSystemPrompt(t *testing.T) {
 		Skills: []SkillInfo{{Name: "release", Description: "Cut a release.\nLong details."}},
 	}
 	build := SystemPrompt(info)
-	for _, want := range []string{"Garuda", "/home/dev/proj", "2026-12-02", "Build mode", "From AGENTS.md", "Run `make check` before you finish.",
+	for _, want := range []string{"Garuda", "/home/dev/proj", "2026-12-02", "Build mode", "From AGENTS.md",
+		"Run `make check` before you finish.",
 		"- release: Cut a release.\n", "edit_file:", "sandbox: false", "denied"} {
 		if !strings.Contains(build, want) {
 			t.Errorf("build prompt lacks %q", want)
@@ -41,7 +43,8 @@ func TestSystemPrompt(t *testing.T) {
 
 	info.Mode = ModePlan
 	plan := SystemPrompt(info)
-	if !strings.Contains(plan, "Plan mode") || !strings.Contains(plan, "write_file and edit_file are denied") || !strings.Contains(plan, "read-only") || strings.Contains(plan, "Build mode") {
+	if !strings.Contains(plan, "Plan mode") || !strings.Contains(plan, "write_file and edit_file are denied") ||
+		!strings.Contains(plan, "read-only") || strings.Contains(plan, "Build mode") {
 		t.Errorf("plan prompt:\n%s", plan)
 	}
 	// An unknown mode is read as the stricter one.
@@ -52,7 +55,8 @@ func TestSystemPrompt(t *testing.T) {
 
 	// Only offered tools get rules, a tool without one its description's first line; no instructions, no
 	// instructions section; no skills, no skills section.
-	bare := SystemPrompt(PromptInfo{Root: "/r", Mode: ModeBuild, Tools: []model.ToolSpec{specs[0], {Name: "mcp__db__query", Description: "Query the DB.\nMore."}},
+	bare := SystemPrompt(PromptInfo{Root: "/r", Mode: ModeBuild, Tools: []model.ToolSpec{specs[0],
+		{Name: "mcp__db__query", Description: "Query the DB.\nMore."}},
 		ToolRules: rules[:1]})
 	for _, absent := range []string{"- bash:", "- edit_file:", "Project instructions", "# Skills", "More."} {
 		if strings.Contains(bare, absent) {

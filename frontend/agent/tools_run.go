@@ -35,7 +35,8 @@ func (t *turnLoop) runTools(ctx context.Context, calls []ToolCall) (repeated str
 	results := make([]*ToolResult, len(calls))
 	if repeated != "" {
 		// Against a model stuck in a loop of identical calls: the call is not made again and the turn stops.
-		t.closeUnrun(calls, results, StatusFailed, fmt.Sprintf("Not run: %s was called with the same input %d times; the turn stopped.", repeated, t.lim.RepeatStop))
+		t.closeUnrun(calls, results, StatusFailed,
+			fmt.Sprintf("Not run: %s was called with the same input %d times; the turn stopped.", repeated, t.lim.RepeatStop))
 		return repeated
 	}
 	for i := 0; i < len(calls) && ctx.Err() == nil; {

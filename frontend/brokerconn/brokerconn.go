@@ -109,7 +109,8 @@ func Start(ctx context.Context, o Options) (*Broker, error) {
 		}
 		c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "unix", path)
 		if err != nil {
-			return nil, fmt.Errorf("--broker %s: cannot reach the broker (%v); is `garuda-exec serve --listen %s` running, and may this user use it?", o.Addr, unwrapSyscall(err), path)
+			return nil, fmt.Errorf("--broker %s: cannot reach the broker (%v); is `garuda-exec serve --listen %s` running, "+
+				"and may this user use it?", o.Addr, unwrapSyscall(err), path)
 		}
 		conn, b.Path = c, path
 		close(b.waited)
@@ -167,14 +168,16 @@ func (b *Broker) wait(ctx context.Context, method string) error {
 	}
 }
 
-func (b *Broker) unaryGate(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+func (b *Broker) unaryGate(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+	inv grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	if err := b.wait(ctx, method); err != nil {
 		return err
 	}
 	return inv(ctx, method, req, reply, cc, opts...)
 }
 
-func (b *Broker) streamGate(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, st grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+func (b *Broker) streamGate(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
+	st grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	if err := b.wait(ctx, method); err != nil {
 		return nil, err
 	}

@@ -60,7 +60,8 @@ func TestRunAnswersQuestionsAndReturnsResult(t *testing.T) {
 	var gotStart *execv1.Start
 	client := dial(t, func(start *execv1.Start, stream execv1.ExecService_CallServer) error {
 		gotStart = start
-		q := &execv1.Question{QuestionId: "q1", CallId: start.GetCallId(), Title: "Edit a.go", Choices: []execv1.Choice{execv1.Choice_CHOICE_ONCE, execv1.Choice_CHOICE_SESSION, execv1.Choice_CHOICE_DENY}}
+		q := &execv1.Question{QuestionId: "q1", CallId: start.GetCallId(), Title: "Edit a.go",
+			Choices: []execv1.Choice{execv1.Choice_CHOICE_ONCE, execv1.Choice_CHOICE_SESSION, execv1.Choice_CHOICE_DENY}}
 		if err := stream.Send(&execv1.CallResponse{Msg: &execv1.CallResponse_Question{Question: q}}); err != nil {
 			return err
 		}
@@ -83,7 +84,8 @@ func TestRunAnswersQuestionsAndReturnsResult(t *testing.T) {
 			return execv1.Choice_CHOICE_SESSION
 		})}
 	var progress []string
-	res := r.Run(context.Background(), agent.ToolCall{ID: "toolu_7", Name: "edit_file", Input: json.RawMessage(`{"path":"a.go","old_string":"a","new_string":"b"}`)},
+	res := r.Run(context.Background(), agent.ToolCall{ID: "toolu_7", Name: "edit_file",
+		Input: json.RawMessage(`{"path":"a.go","old_string":"a","new_string":"b"}`)},
 		func(l string) { progress = append(progress, l) })
 	if res.Status != agent.StatusCompleted || res.Content != "edited" || res.CallID != "toolu_7" {
 		t.Fatalf("result %+v", res)
@@ -119,7 +121,8 @@ func TestRunStatuses(t *testing.T) {
 		client := dial(t, func(_ *execv1.Start, stream execv1.ExecService_CallServer) error {
 			return stream.Send(&execv1.CallResponse{Msg: &execv1.CallResponse_Result{Result: &execv1.Result{Status: st, Content: "why"}}})
 		})
-		res := (&Runner{Client: client}).Run(context.Background(), agent.ToolCall{ID: "c", Name: "bash", Input: json.RawMessage(`{"command":"x"}`)}, nil)
+		res := (&Runner{Client: client}).Run(context.Background(), agent.ToolCall{ID: "c", Name: "bash",
+			Input: json.RawMessage(`{"command":"x"}`)}, nil)
 		if res.Status != want || res.Content != "why" {
 			t.Errorf("%v: got %+v, want %v", st, res, want)
 		}
@@ -130,7 +133,8 @@ func TestRunBrokerErrorFails(t *testing.T) {
 	client := dial(t, func(*execv1.Start, execv1.ExecService_CallServer) error {
 		return status.Error(codes.InvalidArgument, "path outside the root")
 	})
-	res := (&Runner{Client: client}).Run(context.Background(), agent.ToolCall{ID: "c", Name: "read_file", Input: json.RawMessage(`{"path":"/etc/x"}`)}, nil)
+	res := (&Runner{Client: client}).Run(context.Background(), agent.ToolCall{ID: "c", Name: "read_file",
+		Input: json.RawMessage(`{"path":"/etc/x"}`)}, nil)
 	if res.Status != agent.StatusFailed || !strings.Contains(res.Content, "path outside the root") {
 		t.Errorf("got %+v", res)
 	}
@@ -153,7 +157,8 @@ func TestRunCancelWaitsForTheBrokersResult(t *testing.T) {
 		if m.GetCancel() == nil {
 			return fmt.Errorf("got %v, want a cancel", m)
 		}
-		return stream.Send(&execv1.CallResponse{Msg: &execv1.CallResponse_Result{Result: &execv1.Result{Status: execv1.Status_STATUS_CANCELLED, Content: "killed after 1 s"}}})
+		return stream.Send(&execv1.CallResponse{Msg: &execv1.CallResponse_Result{Result: &execv1.Result{
+			Status: execv1.Status_STATUS_CANCELLED, Content: "killed after 1 s"}}})
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel() }()
@@ -226,7 +231,8 @@ func TestProgressIsThrottled(t *testing.T) {
 
 func TestReadOnly(t *testing.T) {
 	r := &Runner{}
-	for name, want := range map[string]bool{"read_file": true, "glob": true, "grep": true, "bash": false, "write_file": false, "edit_file": false, "skill": false} {
+	for name, want := range map[string]bool{"read_file": true, "glob": true, "grep": true, "bash": false,
+		"write_file": false, "edit_file": false, "skill": false} {
 		if r.ReadOnly(name) != want {
 			t.Errorf("ReadOnly(%s) != %v", name, want)
 		}

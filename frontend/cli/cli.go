@@ -277,7 +277,8 @@ func doctor(ctx context.Context, args []string, w io.Writer) error {
 		fmt.Fprintln(tw, "\ncommands\tREFUSED: the sandbox lacks what is required here (see above)")
 	}
 	if h.Uid == 0 {
-		fmt.Fprintln(tw, "\t(the broker runs as root: a command has no capabilities, but it can read what root's uid can; run Garuda as a normal user)")
+		fmt.Fprintln(tw, "\t(the broker runs as root: a command has no capabilities, but it can read what root's uid can; "+
+			"run Garuda as a normal user)")
 	}
 	// The model as session/new would find it: the same Prepare, with the variables of this shell.
 	prep, err := b.Client.Prepare(ctx, &execv1.PrepareRequest{Model: os.Getenv("GARUDA_MODEL"), EnvKeys: acpagent.EnvKeys(os.Getenv)})

@@ -133,7 +133,8 @@ func testKey(ctx context.Context, c execv1.ExecServiceClient, name string) error
 	if ms == nil {
 		return fmt.Errorf("setup: %s", prep.GetAuthRequired())
 	}
-	client, err := model.New(model.ProviderConfig{Type: ms.Type, BaseURL: ms.BaseUrl, APIKey: ms.ApiKey, Model: ms.ModelId, MaxOutputTokens: 16})
+	client, err := model.New(model.ProviderConfig{Type: ms.Type, BaseURL: ms.BaseUrl, APIKey: ms.ApiKey,
+		Model: ms.ModelId, MaxOutputTokens: 16})
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}

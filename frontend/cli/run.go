@@ -126,7 +126,8 @@ func run(ctx context.Context, args []string) error {
 		prompt = string(b)
 	}
 	if len(prompt) > maxRunPrompt {
-		return usageErr(fmt.Sprintf("the prompt is over %d KiB; put long input in a file in the project and name it in the prompt", maxRunPrompt>>10))
+		return usageErr(fmt.Sprintf("the prompt is over %d KiB; put long input in a file in the project and name it in "+
+			"the prompt", maxRunPrompt>>10))
 	}
 	if strings.TrimSpace(prompt) == "" {
 		return usageErr("the prompt is empty")
@@ -172,7 +173,8 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer b.Close()
 	o := runner.Options{
-		Prompt: prompt, Cwd: dir, Model: *model, Mode: *mode, Resume: *resume, Continue: *cont, MaxSteps: *maxSteps, JSON: *jsonOut, Quiet: *quiet,
+		Prompt: prompt, Cwd: dir, Model: *model, Mode: *mode, Resume: *resume, Continue: *cont, MaxSteps: *maxSteps,
+		JSON: *jsonOut, Quiet: *quiet,
 		Allow: allow, Stdout: stdout, Stderr: os.Stderr, Styled: isTerminal(2) && !*jsonOut,
 		Interrupt: interrupt, OutputClosed: outputClosed,
 		Broker: b.Client, BrokerDone: b.Done(), BrokerErr: b.Err, Version: Version, Getenv: os.Getenv,

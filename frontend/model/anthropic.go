@@ -322,7 +322,8 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 	}
 	if !stopped {
 		// The connection ended without message_stop: the answer is cut short.
-		return nil, &StreamError{Err: errors.New("anthropic: the stream ended before message_stop"), Started: started, Retryable: ctx.Err() == nil}
+		return nil, &StreamError{Err: errors.New("anthropic: the stream ended before message_stop"), Started: started,
+			Retryable: ctx.Err() == nil}
 	}
 	for i := range blocks {
 		b := &blocks[i]

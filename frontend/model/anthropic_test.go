@@ -31,7 +31,8 @@ func TestAnthropicToolInputSplitAcrossChunks(t *testing.T) {
 	}
 	want := []Block{
 		{Type: BlockText, Text: "Let me read the file."},
-		{Type: BlockToolUse, ToolUseID: "toolu_01T1x1fJ34qAmk2tNTrN7Up6", Name: "read_file", Input: json.RawMessage(`{"path": "src/main.go", "note": "café \"q\""}`)},
+		{Type: BlockToolUse, ToolUseID: "toolu_01T1x1fJ34qAmk2tNTrN7Up6", Name: "read_file",
+			Input: json.RawMessage(`{"path": "src/main.go", "note": "café \"q\""}`)},
 	}
 	if !reflect.DeepEqual(resp.Message.Content, want) {
 		t.Errorf("content = %+v\nwant %+v", resp.Message.Content, want)
@@ -58,7 +59,8 @@ func TestAnthropicToolInputSplitAcrossChunks(t *testing.T) {
 	if err := json.Unmarshal(r.body, &body); err != nil {
 		t.Fatal(err)
 	}
-	if body.Model != "claude-sonnet-4-5" || body.MaxTokens != DefaultMaxOutputTokens || !body.Stream || len(body.System) != 1 || body.System[0].Text != "You are Garuda." {
+	if body.Model != "claude-sonnet-4-5" || body.MaxTokens != DefaultMaxOutputTokens || !body.Stream ||
+		len(body.System) != 1 || body.System[0].Text != "You are Garuda." {
 		t.Errorf("body = %s", r.body)
 	}
 }
@@ -106,7 +108,8 @@ func TestAnthropicThinkingSignatureSentBackUnchanged(t *testing.T) {
 	const sig = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds+SIGN/1"
 	const redacted = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB9URj2pLmN3kF8/kW+9MUE"
 	content := resp.Message.Content
-	if len(content) != 3 || content[0].Signature != sig || content[1].Type != BlockRedactedThinking || content[1].Data != redacted || content[2].Text != "27 * 453 = **12,231**" {
+	if len(content) != 3 || content[0].Signature != sig || content[1].Type != BlockRedactedThinking ||
+		content[1].Data != redacted || content[2].Text != "27 * 453 = **12,231**" {
 		t.Fatalf("content = %+v", content)
 	}
 	if resp.Usage.InputTokens != 125 || resp.Usage.CacheWriteTokens != 40 {
@@ -138,7 +141,8 @@ func TestAnthropicThinkingSignatureSentBackUnchanged(t *testing.T) {
 	if a.Role != "assistant" || len(a.Content) != 3 {
 		t.Fatalf("assistant message = %+v", a)
 	}
-	if a.Content[0]["type"] != "thinking" || a.Content[0]["signature"] != sig || a.Content[0]["thinking"] != "The user wants 27 * 453.\n27 * 453 = 12231." {
+	if a.Content[0]["type"] != "thinking" || a.Content[0]["signature"] != sig ||
+		a.Content[0]["thinking"] != "The user wants 27 * 453.\n27 * 453 = 12231." {
 		t.Errorf("thinking block sent back = %v", a.Content[0])
 	}
 	if a.Content[1]["type"] != "redacted_thinking" || a.Content[1]["data"] != redacted {
@@ -147,7 +151,8 @@ func TestAnthropicThinkingSignatureSentBackUnchanged(t *testing.T) {
 }
 
 func TestAnthropicStopReasons(t *testing.T) {
-	for file, want := range map[string]StopReason{"anthropic_max_tokens.sse": StopMaxTokens, "anthropic_refusal.sse": StopRefusal, "anthropic_thinking.sse": StopEndTurn} {
+	for file, want := range map[string]StopReason{"anthropic_max_tokens.sse": StopMaxTokens,
+		"anthropic_refusal.sse": StopRefusal, "anthropic_thinking.sse": StopEndTurn} {
 		s := newReplay(t, reply{file: file})
 		resp, err := anthropicFor(s).Stream(context.Background(), userHi, &collect{})
 		if err != nil {
@@ -242,7 +247,8 @@ func TestAnthropicRequestFromHistory(t *testing.T) {
 		Tools: []ToolSpec{{Name: "read_file", Description: "Read a file", InputSchema: json.RawMessage(schema)}},
 		Messages: []Message{
 			{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "read a"}}},
-			{Role: RoleAssistant, Content: []Block{{Type: BlockText, Text: ""}, {Type: BlockToolUse, ToolUseID: "t1", Name: "read_file", Input: json.RawMessage(`{"path":"a"}`)}}},
+			{Role: RoleAssistant, Content: []Block{{Type: BlockText, Text: ""}, {Type: BlockToolUse, ToolUseID: "t1",
+				Name: "read_file", Input: json.RawMessage(`{"path":"a"}`)}}},
 			{Role: RoleUser, Content: []Block{{Type: BlockToolResult, ToolUseID: "t1", Text: "denied by the user", IsError: true}}},
 		},
 	}
@@ -266,12 +272,14 @@ func TestAnthropicRequestFromHistory(t *testing.T) {
 		t.Fatalf("messages = %+v", body.Messages)
 	}
 	tr := body.Messages[2].Content[0]
-	if tr["type"] != "tool_result" || tr["tool_use_id"] != "t1" || tr["is_error"] != true || !strings.Contains(string(s.requests()[0].body), "denied by the user") {
+	if tr["type"] != "tool_result" || tr["tool_use_id"] != "t1" || tr["is_error"] != true ||
+		!strings.Contains(string(s.requests()[0].body), "denied by the user") {
 		t.Errorf("tool result = %v", tr)
 	}
 	// Prompt caching marks the last tool and the last block of the history.
 	if tr["cache_control"] == nil || body.Tools[0]["cache_control"] == nil || body.Messages[0].Content[0]["cache_control"] != nil {
-		t.Errorf("cache_control: last block %v, tool %s, first block %v", tr["cache_control"], body.Tools[0]["cache_control"], body.Messages[0].Content[0]["cache_control"])
+		t.Errorf("cache_control: last block %v, tool %s, first block %v", tr["cache_control"],
+			body.Tools[0]["cache_control"], body.Messages[0].Content[0]["cache_control"])
 	}
 }
 
@@ -293,7 +301,8 @@ func TestAnthropicIgnoresEnvironmentKeys(t *testing.T) {
 
 	// Negative control: the SDK's default client does send it.
 	def := anthropic.NewClient(option.WithBaseURL(s.URL), option.WithMaxRetries(0))
-	st := def.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{Model: "m", MaxTokens: 1, Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+	st := def.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{Model: "m", MaxTokens: 1,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
 	for st.Next() {
 	}
 	st.Close()
@@ -317,7 +326,8 @@ func TestAnthropicCancelled(t *testing.T) {
 // runs here: without the bound, index -1 panics the test binary and 2e9 allocates gigabytes.
 func TestBlockIndexOutOfRange(t *testing.T) {
 	s := newReplay(t, reply{file: "anthropic_bad_index.sse"})
-	if _, err := anthropicFor(s).Stream(context.Background(), userHi, &collect{}); err == nil || !strings.Contains(err.Error(), "out of range") {
+	if _, err := anthropicFor(s).Stream(context.Background(), userHi, &collect{}); err == nil ||
+		!strings.Contains(err.Error(), "out of range") {
 		t.Errorf("anthropic: %v", err)
 	}
 	s = newReplay(t, reply{file: "openai_bad_index.sse"})

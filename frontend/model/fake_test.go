@@ -22,7 +22,8 @@ func TestFakeClientScriptAndRecording(t *testing.T) {
 	}
 	// The caller changes its history after the call: the record must not change with it.
 	req.Messages[0].Content[0].Text = "changed"
-	req.Messages = append(req.Messages, resp.Message, Message{Role: RoleUser, Content: []Block{{Type: BlockToolResult, ToolUseID: "t1", Text: "denied by the user", IsError: true}}})
+	req.Messages = append(req.Messages, resp.Message, Message{Role: RoleUser, Content: []Block{{Type: BlockToolResult,
+		ToolUseID: "t1", Text: "denied by the user", IsError: true}}})
 	if _, err := f.Stream(context.Background(), req, h); err != boom {
 		t.Fatalf("step 2: %v", err)
 	}
@@ -31,7 +32,8 @@ func TestFakeClientScriptAndRecording(t *testing.T) {
 	if err != nil || resp.Message.Content[0].Text != "done" || strings.Join(h.text, "|") != "do|ne" || strings.Join(h.thinking, "") != "hm" {
 		t.Fatalf("step 3: %+v %v %+v", resp, err, h)
 	}
-	if _, err := f.Stream(context.Background(), req, h); err == nil || !strings.Contains(err.Error(), "no scripted answer left for request 4") {
+	if _, err := f.Stream(context.Background(), req, h); err == nil || !strings.Contains(err.Error(),
+		"no scripted answer left for request 4") {
 		t.Errorf("past the script: %v", err)
 	}
 	reqs := f.Requests()

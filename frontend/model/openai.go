@@ -208,7 +208,8 @@ func (c *openaiClient) Stream(ctx context.Context, req Request, h Handler) (*Res
 	}
 	if finish == "" {
 		// The connection ended with no finish_reason: the answer is cut short.
-		return nil, &StreamError{Err: errors.New("openai: the stream ended without a finish_reason"), Started: started, Retryable: ctx.Err() == nil}
+		return nil, &StreamError{Err: errors.New("openai: the stream ended without a finish_reason"), Started: started,
+			Retryable: ctx.Err() == nil}
 	}
 	if len(thinking) > 0 {
 		resp.Message.Content = append(resp.Message.Content, Block{Type: BlockThinking, Text: string(thinking)})

@@ -127,13 +127,15 @@ func TestOpenAIRequestFromHistory(t *testing.T) {
 	s := newReplay(t, reply{file: "openai_length.sse"})
 	req := Request{
 		System: "sys",
-		Tools:  []ToolSpec{{Name: "read_file", Description: "Read", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}},
+		Tools: []ToolSpec{{Name: "read_file", Description: "Read",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}},
 		Messages: []Message{
 			{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "read a and b"}}},
 			{Role: RoleAssistant, Content: []Block{{Type: BlockThinking, Text: "hmm"}, {Type: BlockText, Text: "ok"},
 				{Type: BlockToolUse, ToolUseID: "c1", Name: "read_file", Input: json.RawMessage(`{"path":"a"}`)},
 				{Type: BlockToolUse, ToolUseID: "c2", Name: "read_file", Input: json.RawMessage(`{"path":"b"}`)}}},
-			{Role: RoleUser, Content: []Block{{Type: BlockToolResult, ToolUseID: "c1", Text: "A"}, {Type: BlockToolResult, ToolUseID: "c2", Text: "denied", IsError: true}, {Type: BlockText, Text: "go on"}}},
+			{Role: RoleUser, Content: []Block{{Type: BlockToolResult, ToolUseID: "c1", Text: "A"}, {Type: BlockToolResult,
+				ToolUseID: "c2", Text: "denied", IsError: true}, {Type: BlockText, Text: "go on"}}},
 		},
 	}
 	if _, err := openaiFor(s).Stream(context.Background(), req, &collect{}); err != nil {
@@ -192,7 +194,8 @@ func TestOpenAIIgnoresEnvironment(t *testing.T) {
 
 	// Negative control: the SDK's default client sends both.
 	def := openai.NewClient(option.WithBaseURL(s.URL+"/v1"), option.WithMaxRetries(0))
-	st := def.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "llama3", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	st := def.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "llama3",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
 	for st.Next() {
 	}
 	st.Close()

@@ -140,7 +140,8 @@ func providerMessage(raw string) string {
 // contextTooLong reports whether a provider's error message says the prompt is over the window.
 func contextTooLong(msg string) bool {
 	m := strings.ToLower(msg)
-	for _, s := range []string{"prompt is too long", "context_length_exceeded", "maximum context length", "context length", "context window", "too many tokens"} {
+	for _, s := range []string{"prompt is too long", "context_length_exceeded", "maximum context length",
+		"context length", "context window", "too many tokens"} {
 		if strings.Contains(m, s) {
 			return true
 		}

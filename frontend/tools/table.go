@@ -223,7 +223,8 @@ var table = []Tool{
 	}, func(in *editFileInput) string { return "Edit " + in.Path },
 		func(in *editFileInput) (string, int) { return in.Path, 0 },
 		func(in *editFileInput) *execv1.Start {
-			return &execv1.Start{Op: &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: in.Path, OldString: in.OldString, NewString: in.NewString, ReplaceAll: in.ReplaceAll}}}
+			return &execv1.Start{Op: &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: in.Path, OldString: in.OldString,
+				NewString: in.NewString, ReplaceAll: in.ReplaceAll}}}
 		}),
 	define(Tool{
 		Name: Glob, Kind: KindSearch, ReadOnly: true,
@@ -267,7 +268,8 @@ var table = []Tool{
 		func(in *bashInput) *execv1.Start {
 			// Only an explicit false leaves the sandbox; the broker then always asks the user.
 			unsandboxed := in.Sandbox != nil && !*in.Sandbox
-			return &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: in.Command, TimeoutMs: in.TimeoutMS, Description: in.Description, Unsandboxed: unsandboxed}}}
+			return &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: in.Command, TimeoutMs: in.TimeoutMS,
+				Description: in.Description, Unsandboxed: unsandboxed}}}
 		}),
 	define(Tool{
 		Name: WebFetch, Kind: KindFetch, ReadOnly: true,

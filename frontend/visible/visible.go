@@ -8,7 +8,8 @@ import (
 )
 
 // Warning is the line shown above a preview that had hidden characters (the same text as in the terminal).
-const Warning = "Warning: this text contains hidden characters (control, invisible or bidirectional); they are shown as \\u escapes. Check what it really does."
+const Warning = "Warning: this text contains hidden characters (control, invisible or bidirectional); they are " +
+	"shown as \\u escapes. Check what it really does."
 
 // MaxTitle is the longest title OneLine returns, in runes (the rest is cut with "…").
 const MaxTitle = 200

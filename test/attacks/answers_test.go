@@ -133,7 +133,8 @@ func TestOtherClientsSession(t *testing.T) {
 	if status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("another connection used the session: %v", err)
 	}
-	if _, err := other.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_BUILD}); status.Code(err) != codes.PermissionDenied {
+	if _, err := other.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid,
+		Mode: execv1.Mode_MODE_BUILD}); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("another connection changed the mode: %v", err)
 	}
 	if _, err := other.CloseSession(ctx(t), &execv1.CloseSessionRequest{SessionId: sid}); status.Code(err) != codes.PermissionDenied {

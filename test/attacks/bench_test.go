@@ -48,7 +48,8 @@ func benchCall(b *testing.B, c execv1.ExecServiceClient, sid string, op *execv1.
 			b.Fatal(err)
 		}
 		if q := m.GetQuestion(); q != nil {
-			st.Send(&execv1.CallRequest{Msg: &execv1.CallRequest_Answer{Answer: &execv1.Answer{QuestionId: q.QuestionId, Choice: execv1.Choice_CHOICE_ONCE}}})
+			st.Send(&execv1.CallRequest{Msg: &execv1.CallRequest_Answer{Answer: &execv1.Answer{QuestionId: q.QuestionId,
+				Choice: execv1.Choice_CHOICE_ONCE}}})
 			continue
 		}
 		if r := m.GetResult(); r != nil {

@@ -98,7 +98,8 @@ func TestCancelMessageDuringAQuestion(t *testing.T) {
 		t.Error("the write went ahead after its cancel")
 	}
 	// Control: the same write answered "once" without a cancel is written.
-	if res, _, err := run(t, start(t, c, ctx(t), sid, write("kept.txt", "x")), execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+	if res, _, err := run(t, start(t, c, ctx(t), sid, write("kept.txt", "x")), execv1.Choice_CHOICE_ONCE); err != nil ||
+		res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("control write: %v %v", res, err)
 	}
 }

@@ -29,7 +29,8 @@ func TestReadDenyRuleHidesFromCommands(t *testing.T) {
 	os.WriteFile(filepath.Join(e.root, "app", "main.go"), []byte("package main // visible"), 0o644)
 	c := e.client()
 	sid := e.open(c)
-	res, _, err := run(t, start(t, c, ctx(t), sid, bash("cat .env app/deep/.env private/key.pem app/main.go 2>&1; true")), execv1.Choice_CHOICE_ONCE)
+	res, _, err := run(t, start(t, c, ctx(t), sid,
+		bash("cat .env app/deep/.env private/key.pem app/main.go 2>&1; true")), execv1.Choice_CHOICE_ONCE)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,10 +140,11 @@ var denials = []denial{
 	},
 	{
 		// A hook event names no target; its hook runs as a command, from which the sandbox hides what a rule denies.
-		name:     "a hook event beside a file a rule hides, its hook trying to read it",
-		settings: `{"permissions": {"deny": ["read_file(secret.txt)"]}, "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "cat secret.txt 2>/dev/null | head -c 100; echo done"}]}]}}`,
-		target:   func(e *env) string { return filepath.Join(e.root, "secret.txt") },
-		answer:   execv1.Choice_CHOICE_ONCE,
+		name: "a hook event beside a file a rule hides, its hook trying to read it",
+		settings: `{"permissions": {"deny": ["read_file(secret.txt)"]}, "hooks": {"UserPromptSubmit": [{"hooks": ` +
+			`[{"type": "command", "command": "cat secret.txt 2>/dev/null | head -c 100; echo done"}]}]}}`,
+		target: func(e *env) string { return filepath.Join(e.root, "secret.txt") },
+		answer: execv1.Choice_CHOICE_ONCE,
 		ops: map[string]func(string) *execv1.Start{
 			"hook_event": func(string) *execv1.Start {
 				return &execv1.Start{Op: &execv1.Start_HookEvent{HookEvent: &execv1.HookEvent{Event: "UserPromptSubmit", Prompt: "hi"}}}
@@ -259,7 +260,8 @@ func observe(t *testing.T, d denial, w world, op func(string) *execv1.Start) (se
 		fmt.Fprintf(&b, "question: %s\n", prototext.Format(q))
 	}
 	for _, rec := range auditRecords(t, e.home) {
-		fmt.Fprintf(&b, "audit: %s %s %q %s %q %q %s %s\n", rec.Event, rec.Op, rec.Input, rec.Verdict, rec.Rule, rec.Reason, rec.Status, rec.AnsweredBy)
+		fmt.Fprintf(&b, "audit: %s %s %q %s %q %q %s %s\n", rec.Event, rec.Op, rec.Input, rec.Verdict, rec.Rule, rec.Reason,
+			rec.Status, rec.AnsweredBy)
 	}
 	seen = strings.ReplaceAll(b.String(), r.SessionId, "$SESSION")
 	return strings.ReplaceAll(seen, dir, "$DIR"), opened

@@ -68,10 +68,12 @@ func TestEndedProcessesAreBounded(t *testing.T) {
 	if n := strings.Count(list, "exited with code 0"); n > 16 || n < 15 {
 		t.Errorf("%d ended processes listed:\n%s", n, list)
 	}
-	if res := pm(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_READ, Id: ids[0]}); res.GetStatus() != execv1.Status_STATUS_FAILED {
+	if res := pm(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_READ,
+		Id: ids[0]}); res.GetStatus() != execv1.Status_STATUS_FAILED {
 		t.Errorf("the oldest is still kept: %s", res.GetContent())
 	}
-	if res := pm(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_READ, Id: ids[19]}); !strings.Contains(res.GetContent(), "run19") {
+	if res := pm(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_READ,
+		Id: ids[19]}); !strings.Contains(res.GetContent(), "run19") {
 		t.Errorf("the newest: %s", res.GetContent())
 	}
 }

@@ -97,7 +97,8 @@ func TestUndoInARootReachedThroughASymlink(t *testing.T) {
 	sid := e.open(c)
 	path := filepath.Join(real, "u.txt")
 	mustWrite(t, path, "before")
-	if res, _, err := run(t, start(t, c, ctx(t), sid, write("u.txt", "after")), execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+	if res, _, err := run(t, start(t, c, ctx(t), sid, write("u.txt", "after")), execv1.Choice_CHOICE_ONCE); err != nil ||
+		res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("write: %v %v", res, err)
 	}
 	res, err := c.Undo(ctx(t), &execv1.UndoRequest{SessionId: sid})
@@ -118,7 +119,8 @@ func TestUndoOfADeniedPathIsRefusedFirst(t *testing.T) {
 		sid := e.open(c)
 		path := filepath.Join(e.root, "u.txt")
 		os.WriteFile(path, []byte("before"), 0o644)
-		if res, _, err := run(t, start(t, c, ctx(t), sid, write("u.txt", "after")), execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+		if res, _, err := run(t, start(t, c, ctx(t), sid, write("u.txt", "after")),
+			execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 			t.Fatalf("write: %v %v", res, err)
 		}
 		if _, err := c.CloseSession(ctx(t), &execv1.CloseSessionRequest{SessionId: sid}); err != nil {

@@ -94,7 +94,8 @@ func TestCheckInitializeRefuses(t *testing.T) {
 		{`garuda: starting`, "non-JSON to stdout"},
 		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"boom"}}`, "agent error"},
 		{`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"authMethods":[]}}`, "no authMethods"},
-		{`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"authMethods":[{"id":"k","name":"Key","type":"env_var"}]}}`, "no auth method with type agent or terminal"},
+		{`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"authMethods":[{"id":"k","name":"Key","type":"env_var"}]}}`,
+			"no auth method with type agent or terminal"},
 	} {
 		if _, _, err := checkInitialize([]byte(c.line)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.line, err, c.want)

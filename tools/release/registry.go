@@ -204,7 +204,8 @@ var (
 	registryTargets = []string{"darwin-aarch64", "darwin-x86_64", "linux-aarch64", "linux-x86_64", "windows-aarch64", "windows-x86_64"}
 	osFamilies      = []string{"darwin", "linux", "windows"}
 	// The schema leaves the top level open; Garuda refuses any other field, so that a misspelt one is caught.
-	topFields        = []string{"id", "name", "version", "description", "repository", "website", "authors", "license", "license_url", "icon", "distribution"}
+	topFields = []string{"id", "name", "version", "description", "repository", "website", "authors", "license",
+		"license_url", "icon", "distribution"}
 	targetFields     = []string{"archive", "sha256", "cmd", "args", "env"}
 	packageFields    = []string{"package", "args", "env"}
 	installerFormats = []string{".dmg", ".pkg", ".deb", ".rpm", ".msi", ".appimage"}

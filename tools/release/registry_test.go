@@ -58,14 +58,19 @@ func TestAgentJSONRules(t *testing.T) {
 		{"authors a string", "garuda", func(m map[string]any) { m["authors"] = "me" }, "authors must be a list of strings"},
 		{"misspelt field", "garuda", func(m map[string]any) { m["licence"] = "MIT" }, `unknown field "licence"`},
 		{"empty distribution", "garuda", func(m map[string]any) { m["distribution"] = map[string]any{} }, "at least one method"},
-		{"unknown distribution", "garuda", func(m map[string]any) { m["distribution"].(map[string]any)["docker"] = map[string]any{} }, `unknown distribution type "docker"`},
+		{"unknown distribution", "garuda", func(m map[string]any) {
+			m["distribution"].(map[string]any)["docker"] = map[string]any{}
+		}, `unknown distribution type "docker"`},
 		{"npx at latest", "garuda", func(m map[string]any) {
 			m["distribution"].(map[string]any)["npx"] = map[string]any{"package": "@garuda/garuda@latest"}
 		}, "uses @latest"},
 		{"unknown platform", "garuda", func(m map[string]any) {
 			m["distribution"].(map[string]any)["binary"].(map[string]any)["linux-riscv64"] = target(m, "linux-x86_64")
 		}, "linux-riscv64: unknown platform"},
-		{"installer archive", "garuda", func(m map[string]any) { target(m, "darwin-aarch64")["archive"] = "https://example.com/garuda.pkg" }, "installer format"},
+		{"installer archive", "garuda", func(m map[string]any) {
+			target(m,
+				"darwin-aarch64")["archive"] = "https://example.com/garuda.pkg"
+		}, "installer format"},
 		{"latest archive", "garuda", func(m map[string]any) {
 			target(m, "linux-x86_64")["archive"] = repository + "/releases/latest/download/garuda-linux-x86_64.tar.gz"
 		}, "uses /latest/"},
@@ -77,7 +82,8 @@ func TestAgentJSONRules(t *testing.T) {
 		{"no archive", "garuda", func(m map[string]any) { delete(target(m, "linux-x86_64"), "archive") }, "missing archive"},
 		{"unknown target field", "garuda", func(m map[string]any) { target(m, "linux-x86_64")["checksum"] = "x" }, `unknown field "checksum"`},
 		{"args a string", "garuda", func(m map[string]any) { target(m, "linux-x86_64")["args"] = "acp" }, "args must be a list of strings"},
-		{"env of numbers", "garuda", func(m map[string]any) { target(m, "linux-x86_64")["env"] = map[string]any{"A": 1} }, "env must map names to strings"},
+		{"env of numbers", "garuda", func(m map[string]any) { target(m, "linux-x86_64")["env"] = map[string]any{"A": 1} },
+			"env must map names to strings"},
 		{"no Windows build", "garuda", func(m map[string]any) {
 			delete(m["distribution"].(map[string]any)["binary"].(map[string]any), "windows-x86_64")
 		}, "no build for windows"},
@@ -116,10 +122,12 @@ func TestIconRules(t *testing.T) {
 		{"inline style", strings.Replace(svg, `<path `, `<path style="opacity:1; fill: rgb(0,0,0)" `, 1), `style fill`},
 		{"style element", strings.Replace(svg, `<path `, `<style>path { stroke: #123456 }</style><path `, 1), `<style> stroke "#123456"`},
 		{"comment", strings.Replace(svg, `<path `, `<!-- a bird --><path `, 1), "has a comment"},
-		{"24 pixels", strings.NewReplacer(`width="16" height="16"`, `width="24" height="24"`, `0 0 16 16`, `0 0 24 24`).Replace(svg), "24x24, want 16x16"},
+		{"24 pixels", strings.NewReplacer(`width="16" height="16"`, `width="24" height="24"`, `0 0 16 16`,
+			`0 0 24 24`).Replace(svg), "24x24, want 16x16"},
 		{"not square", strings.Replace(svg, `height="16"`, `height="12"`, 1), "not square (16x12)"},
 		{"no currentColor", strings.Replace(svg, `fill="currentColor"`, `fill="none"`, 1), "uses no currentColor"},
-		{"no size", strings.NewReplacer(`width="16" height="16" `, "", `viewBox="0 0 16 16"`, "").Replace(svg), "no width and height, and no viewBox"},
+		{"no size", strings.NewReplacer(`width="16" height="16" `, "", `viewBox="0 0 16 16"`, "").Replace(svg),
+			"no width and height, and no viewBox"},
 		{"not svg", `<g xmlns="http://www.w3.org/2000/svg"><path fill="currentColor" d="M0 0h16v16z"/></g>`, "the root element is <g>"},
 		{"not XML", strings.TrimSuffix(strings.TrimSpace(svg), "</svg>"), "not valid XML"},
 	} {

@@ -167,7 +167,8 @@ func checkVersion(v string) error {
 	case strings.HasPrefix(v, "v") && semver.MatchString(v[1:]):
 		return fmt.Errorf("version %q: give it without the v (VERSION=%s); the release tag is v%s", v, v[1:], v[1:])
 	case !semver.MatchString(v):
-		return fmt.Errorf("version %q is not MAJOR.MINOR.PATCH (for example 0.16.0): the ACP Registry takes a plain semantic version, without a pre-release or build suffix", v)
+		return fmt.Errorf("version %q is not MAJOR.MINOR.PATCH (for example 0.16.0): the ACP Registry takes a plain "+
+			"semantic version, without a pre-release or build suffix", v)
 	}
 	return nil
 }
@@ -227,7 +228,8 @@ func checkClean(root string) error {
 	if len(lines) > 10 {
 		lines = append(lines[:10], fmt.Sprintf("... and %d more", len(lines)-10))
 	}
-	return fmt.Errorf("the tree has uncommitted changes to tracked files; a release is built from a commit: commit or stash them first\n%s", strings.Join(lines, "\n"))
+	return fmt.Errorf("the tree has uncommitted changes to tracked files; a release is built from a commit: commit or "+
+		"stash them first\n%s", strings.Join(lines, "\n"))
 }
 
 // commitTime is the time of HEAD: the time of every file in the archives, so that a rebuild of the same commit

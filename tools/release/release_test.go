@@ -321,7 +321,8 @@ func checkArchivedBinary(t *testing.T, p platform, f archived) {
 	for _, s := range bi.Settings {
 		settings[s.Key] = s.Value
 	}
-	for k, want := range map[string]string{"GOOS": p.goos, "GOARCH": p.goarch, "CGO_ENABLED": "0", "-trimpath": "true", "-tags": "grpcnotrace"} {
+	for k, want := range map[string]string{"GOOS": p.goos, "GOARCH": p.goarch, "CGO_ENABLED": "0", "-trimpath": "true",
+		"-tags": "grpcnotrace"} {
 		if settings[k] != want {
 			t.Errorf("%s: %s=%q, want %q", f.name, k, settings[k], want)
 		}

@@ -99,7 +99,8 @@ func NewServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, nil)
 	// echo claims to only read (readOnlyHint): a claim that must loosen no decision.
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text.", Annotations: readOnly}, func(_ context.Context, _ *mcp.CallToolRequest,
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text.", Annotations: readOnly}, func(_ context.Context,
+		_ *mcp.CallToolRequest,
 		in textIn) (*mcp.CallToolResult, any, error) {
 		return text("echo: " + in.Text), nil, nil
 	})

@@ -395,7 +395,8 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 	finish := map[string]string{"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "refusal": "content_filter"}[t.stop()]
 	chunk(map[string]any{}, finish)
 	e.event("", map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": req.Model,
-		"choices": []any{}, "usage": map[string]any{"prompt_tokens": tokens(body), "completion_tokens": out + 1, "total_tokens": tokens(body) + out + 1}})
+		"choices": []any{}, "usage": map[string]any{"prompt_tokens": tokens(body), "completion_tokens": out + 1,
+			"total_tokens": tokens(body) + out + 1}})
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	e.f.Flush()
 }

@@ -27,7 +27,8 @@ var hi = model.Request{Messages: []model.Message{{Role: model.RoleUser, Content:
 func script() []fakeprovider.Turn {
 	return []fakeprovider.Turn{
 		{Thinking: "let me look around first", Text: "I will read two files.", ChunkSize: 5,
-			ToolCalls: []fakeprovider.ToolCall{{ID: "c1", Name: "read_file", Input: `{"path":"a.txt"}`}, {ID: "c2", Name: "read_file", Input: `{"path":"b.txt"}`}}},
+			ToolCalls: []fakeprovider.ToolCall{{ID: "c1", Name: "read_file", Input: `{"path":"a.txt"}`}, {ID: "c2",
+				Name: "read_file", Input: `{"path":"b.txt"}`}}},
 		{Status: 529, Message: "Overloaded"},
 		{Text: "All done."},
 		{Text: "cut", ErrorEvent: "overloaded_error"},
@@ -55,7 +56,8 @@ func run(t *testing.T, c model.Client, s *fakeprovider.Server) {
 			calls = append(calls, b.ToolUseID+":"+string(b.Input))
 		}
 	}
-	if strings.Join(calls, " ") != `c1:{"path":"a.txt"} c2:{"path":"b.txt"}` || resp.StopReason != model.StopToolUse || resp.Usage.InputTokens == 0 {
+	if strings.Join(calls, " ") != `c1:{"path":"a.txt"} c2:{"path":"b.txt"}` || resp.StopReason != model.StopToolUse ||
+		resp.Usage.InputTokens == 0 {
 		t.Errorf("calls %q stop %q usage %+v", calls, resp.StopReason, resp.Usage)
 	}
 
@@ -143,7 +145,8 @@ func (c *cancelOnText) Delta(model.DeltaKind, string) { c.cancel() }
 
 func TestLoadScript(t *testing.T) {
 	path := t.TempDir() + "/script.json"
-	if err := os.WriteFile(path, []byte(`[{"text": "hi", "tool_calls": [{"id": "c1", "name": "bash", "input": "{}"}]}, {"status": 401}]`), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(`[{"text": "hi", "tool_calls": [{"id": "c1", "name": "bash", "input": "{}"}]}, `+
+		`{"status": 401}]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	turns, err := fakeprovider.LoadScript(path)
