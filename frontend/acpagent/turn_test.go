@@ -84,36 +84,9 @@ func TestCancelDuringQuestion(t *testing.T) {
 
 func TestCancelDuringCommand(t *testing.T) {
 	e := newEnv(t)
-	sid := e.newSession()
 	cmd := "echo started; sleep 61.25"
-	e.fake.Push(tool("toolu_b", "bash", fmt.Sprintf(`{"command":%q}`, cmd)), model.TextStep("never"))
-	done := make(chan acp.PromptResponse, 1)
-	go func() {
-		r, err := e.prompt(sid, acp.TextBlock("run"))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
-	e.ed.WaitFor(t, "the command's output", func(ed *editor.Editor) bool {
-		_, _, texts := editor.ToolCall(ed.Updates, "toolu_b")
-		return slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "started") })
-	})
-	if !sleeperAlive("61.25") {
-		t.Fatal("negative control: the command's sleep is not running before the cancel")
-	}
-	e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)})
-	r := <-done
-	if r.StopReason != acp.StopReasonCancelled {
-		t.Errorf("stop %q", r.StopReason)
-	}
-	ups, _ := e.ed.Snapshot()
-	if _, st, _ := editor.ToolCall(ups, "toolu_b"); st != acp.ToolCallStatusFailed {
-		t.Errorf("status %q, want failed", st)
-	}
-	if !strings.Contains(editor.Messages(ups), "Garuda: $ "+cmd+" cancelled.") {
-		t.Errorf("messages %q", editor.Messages(ups))
-	}
+	r := cancelWhileRunning(t, e, "toolu_b", cmd, "61.25")
+	wantCancelledCall(t, e, "toolu_b", cmd, r)
 	testproc.WaitNoneLive(t, waitLimit, "sleep 61.25")
 }
 
@@ -122,9 +95,20 @@ func TestCancelDuringCommand(t *testing.T) {
 // with its command still running.
 func TestCancelAnswersOnceTheCommandIsGone(t *testing.T) {
 	e := newEnv(t)
-	sid := e.newSession()
 	cmd := "trap '' TERM; echo started; sleep 61.26 & wait; wait"
-	e.fake.Push(tool("toolu_t", "bash", fmt.Sprintf(`{"command":%q}`, cmd)), model.TextStep("never"))
+	r := cancelWhileRunning(t, e, "toolu_t", cmd, "61.26")
+	if sleeperAlive("61.26") {
+		t.Error("the prompt answered while the command still ran")
+	}
+	wantCancelledCall(t, e, "toolu_t", cmd, r)
+}
+
+// cancelWhileRunning prompts a bash call id of cmd, which prints "started" and then sleeps for sleep seconds (the
+// mark sleeperAlive finds), waits for the output, cancels the prompt and returns the prompt's answer.
+func cancelWhileRunning(t *testing.T, e *env, id, cmd, sleep string) acp.PromptResponse {
+	t.Helper()
+	sid := e.newSession()
+	e.fake.Push(tool(id, "bash", fmt.Sprintf(`{"command":%q}`, cmd)), model.TextStep("never"))
 	done := make(chan acp.PromptResponse, 1)
 	go func() {
 		r, err := e.prompt(sid, acp.TextBlock("run"))
@@ -134,22 +118,25 @@ func TestCancelAnswersOnceTheCommandIsGone(t *testing.T) {
 		done <- r
 	}()
 	e.ed.WaitFor(t, "the command's output", func(ed *editor.Editor) bool {
-		_, _, texts := editor.ToolCall(ed.Updates, "toolu_t")
+		_, _, texts := editor.ToolCall(ed.Updates, id)
 		return slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "started") })
 	})
-	if !sleeperAlive("61.26") {
+	if !sleeperAlive(sleep) {
 		t.Fatal("negative control: the command's sleep is not running before the cancel")
 	}
 	e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)})
-	r := <-done
-	if sleeperAlive("61.26") {
-		t.Error("the prompt answered while the command still ran")
-	}
+	return <-done
+}
+
+// wantCancelledCall checks what the editor was told of a cancelled command: the prompt stopped cancelled, the call
+// failed, and a message says the command was cancelled.
+func wantCancelledCall(t *testing.T, e *env, id, cmd string, r acp.PromptResponse) {
+	t.Helper()
 	if r.StopReason != acp.StopReasonCancelled {
 		t.Errorf("stop %q", r.StopReason)
 	}
 	ups, _ := e.ed.Snapshot()
-	if _, st, _ := editor.ToolCall(ups, "toolu_t"); st != acp.ToolCallStatusFailed {
+	if _, st, _ := editor.ToolCall(ups, id); st != acp.ToolCallStatusFailed {
 		t.Errorf("status %q, want failed", st)
 	}
 	if !strings.Contains(editor.Messages(ups), "Garuda: $ "+cmd+" cancelled.") {

@@ -160,6 +160,19 @@ func (t Turn) stop() string {
 	}
 }
 
+// interrupt ends a stream the way t asks, before its end: it hangs until the client goes (and reports true), or it
+// breaks the connection (no end of the stream, no clean end of the body). It returns false when t asks neither.
+func (t Turn) interrupt(r *http.Request) bool {
+	if t.Hang {
+		<-r.Context().Done()
+		return true
+	}
+	if t.Cut {
+		panic(http.ErrAbortHandler)
+	}
+	return false
+}
+
 func (t Turn) pieces(s string) []string {
 	n := t.ChunkSize
 	if n <= 0 {
@@ -314,12 +327,8 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		block(map[string]any{"type": "tool_use", "id": id, "name": c.Name, "input": map[string]any{}}, ds)
 		out += len(c.Input) / 4
 	}
-	if t.Hang {
-		<-r.Context().Done()
+	if t.interrupt(r) {
 		return
-	}
-	if t.Cut {
-		panic(http.ErrAbortHandler) // the connection breaks: no end of the stream, no clean end of the body
 	}
 	if t.ErrorEvent != "" {
 		msg := t.Message
@@ -377,12 +386,8 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 		}
 		out += len(c.Input) / 4
 	}
-	if t.Hang {
-		<-r.Context().Done()
+	if t.interrupt(r) {
 		return
-	}
-	if t.Cut {
-		panic(http.ErrAbortHandler) // the connection breaks: no end of the stream, no clean end of the body
 	}
 	if t.ErrorEvent != "" {
 		msg := t.Message
