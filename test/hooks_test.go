@@ -41,7 +41,8 @@ func TestProcessHookDeniesBash(t *testing.T) {
 		t.Fatalf("prompt: %+v %v", res, err)
 	}
 	ups, _ := p.ed.Snapshot()
-	if _, st, texts := editor.ToolCall(ups, "call_b"); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, ""), "the team forbids shell commands") {
+	if _, st, texts := editor.ToolCall(ups, "call_b"); st != acp.ToolCallStatusFailed ||
+		!strings.Contains(strings.Join(texts, ""), "the team forbids shell commands") {
 		t.Fatalf("bash call %q %q", st, texts)
 	}
 	if _, err := os.Lstat(filepath.Join(p.root, "ran")); err == nil {

@@ -201,7 +201,8 @@ func TestProcessStdoutOnlyProtocolAndCleanExit(t *testing.T) {
 		t.Fatalf("prompt: %+v %v", res, err)
 	}
 	ups, _ := p.ed.Snapshot()
-	if _, st, texts := editor.ToolCall(ups, "call_1"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, ""), "hello") {
+	if _, st, texts := editor.ToolCall(ups, "call_1"); st != acp.ToolCallStatusCompleted ||
+		!strings.Contains(strings.Join(texts, ""), "hello") {
 		t.Errorf("bash call %q %q", st, texts)
 	}
 	if len(testproc.OfExe(bins.exec)) == 0 {

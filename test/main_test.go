@@ -56,7 +56,8 @@ func run(m *testing.M) int {
 		os.WriteFile(bins.self, data, 0o755)
 	}
 	// Both in one go build: the two links run side by side.
-	if out, err := release.Command("..", ld, dir+string(filepath.Separator), "./cmd/garuda", "./cmd/garuda-exec").CombinedOutput(); err != nil {
+	if out, err := release.Command("..", ld, dir+string(filepath.Separator),
+		"./cmd/garuda", "./cmd/garuda-exec").CombinedOutput(); err != nil {
 		bins.err = fmt.Errorf("build the binaries: %v\n%s", err, out)
 	}
 	return m.Run()

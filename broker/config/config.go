@@ -292,7 +292,8 @@ func (c *Config) parseModels(data []byte) error {
 			if line == 0 {
 				line = m.line
 			}
-			return fmt.Errorf("%s: line %d: model %q: provider %q is not known (known: %s)", c.ModelsPath, line, m.Name, m.Provider, strings.Join(c.providerNames(), ", "))
+			return fmt.Errorf("%s: line %d: model %q: provider %q is not known (known: %s)",
+				c.ModelsPath, line, m.Name, m.Provider, strings.Join(c.providerNames(), ", "))
 		}
 		if m.ContextWindow == 0 {
 			m.ContextWindow = DefaultContextWindow
@@ -325,7 +326,8 @@ func (c *Config) Resolve(override string, envSet func(name string) bool) (*Resol
 		where = fmt.Sprintf("\"default\" in %s line %d", c.ModelsPath, c.defaultLine)
 	}
 	if name == "" {
-		return nil, &authRequired{"Garuda has no model. Run `garuda setup` to choose a model and enter its API key, or set GARUDA_MODEL (for example claude-sonnet-4-5) and the provider's key variable (ANTHROPIC_API_KEY or OPENAI_API_KEY)."}
+		return nil, &authRequired{"Garuda has no model. Run `garuda setup` to choose a model and enter its API key, " +
+			"or set GARUDA_MODEL (for example claude-sonnet-4-5) and the provider's key variable (ANTHROPIC_API_KEY or OPENAI_API_KEY)."}
 	}
 	m, err := c.lookup(name, where)
 	if err != nil {
@@ -345,7 +347,8 @@ func (c *Config) Resolve(override string, envSet func(name string) bool) (*Resol
 		// A provider with no key variable (a local server) takes no key.
 		r.KeySource = KeyNone
 	default:
-		return nil, &authRequired{fmt.Sprintf("Garuda has no API key for %s (model %s): set %s, or run `garuda setup` to store a key in %s.", p.Name, m.Name, p.APIKeyEnv, c.CredentialsPath)}
+		return nil, &authRequired{fmt.Sprintf("Garuda has no API key for %s (model %s): set %s, or run `garuda setup` to store a key in %s.",
+			p.Name, m.Name, p.APIKeyEnv, c.CredentialsPath)}
 	}
 	return r, nil
 }
@@ -381,7 +384,8 @@ func (c *Config) lookup(name, where string) (ModelSettings, error) {
 	}
 	if prov, id, ok := strings.Cut(name, "/"); ok && prov != "" && id != "" {
 		if _, known := c.Providers[prov]; !known {
-			return ModelSettings{}, fmt.Errorf("model %q (from %s): provider %q is not known (known: %s)", name, where, prov, strings.Join(c.providerNames(), ", "))
+			return ModelSettings{}, fmt.Errorf("model %q (from %s): provider %q is not known (known: %s)",
+				name, where, prov, strings.Join(c.providerNames(), ", "))
 		}
 		m := ModelSettings{Name: name, Provider: prov, ID: id, ContextWindow: DefaultContextWindow, MaxOutputTokens: DefaultMaxOutputTokens}
 		// A known id keeps its known limits.

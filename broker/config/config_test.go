@@ -44,7 +44,8 @@ func load(t *testing.T, home string) *Config {
 func TestNoModelIsAuthRequired(t *testing.T) {
 	c := load(t, t.TempDir())
 	_, err := c.Resolve("", envOf("ANTHROPIC_API_KEY"))
-	if !errors.Is(err, ErrAuthRequired) || !strings.Contains(err.Error(), "Garuda has no model") || !strings.Contains(err.Error(), "garuda setup") {
+	if !errors.Is(err, ErrAuthRequired) || !strings.Contains(err.Error(), "Garuda has no model") ||
+		!strings.Contains(err.Error(), "garuda setup") {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -77,7 +78,8 @@ func TestProviderWithoutKeyIsAuthRequired(t *testing.T) {
 func TestUnknownModelIsAPlainErrorWithCloseNames(t *testing.T) {
 	c := load(t, t.TempDir())
 	_, err := c.Resolve("claude-sonet-4-5", envOf("ANTHROPIC_API_KEY"))
-	if err == nil || errors.Is(err, ErrAuthRequired) || !strings.Contains(err.Error(), `"claude-sonet-4-5"`) || !strings.Contains(err.Error(), "claude-sonnet-4-5") {
+	if err == nil || errors.Is(err, ErrAuthRequired) || !strings.Contains(err.Error(), `"claude-sonet-4-5"`) ||
+		!strings.Contains(err.Error(), "claude-sonnet-4-5") {
 		t.Errorf("err = %v", err)
 	}
 	if strings.Contains(err.Error(), "gpt-4.1-mini") {
@@ -107,7 +109,8 @@ const richModels = `{
 func TestPrecedence(t *testing.T) {
 	home := t.TempDir()
 	writeFile(t, filepath.Join(home, ModelsFile), richModels, 0o644)
-	writeFile(t, filepath.Join(home, CredentialsFile), `{"openai": "sk-openai-cred", "anthropic": "sk-ant-cred", "openrouter": "sk-or-cred"}`, 0o600)
+	writeFile(t, filepath.Join(home, CredentialsFile),
+		`{"openai": "sk-openai-cred", "anthropic": "sk-ant-cred", "openrouter": "sk-or-cred"}`, 0o600)
 	c := load(t, home)
 
 	tests := []struct {
@@ -116,19 +119,44 @@ func TestPrecedence(t *testing.T) {
 		want           Resolved
 	}{
 		{"the default, key from credentials", "", nil,
-			Resolved{Name: "gpt-5", Provider: "openai", Type: TypeOpenAI, ModelID: "gpt-5", ContextWindow: 400000, MaxOutputTokens: 128000, Reasoning: ReasoningAlways, APIKeyEnv: "OPENAI_API_KEY", APIKey: "sk-openai-cred", KeySource: KeyFromCredentials}},
+			Resolved{
+				Name: "gpt-5", Provider: "openai", Type: TypeOpenAI, ModelID: "gpt-5", ContextWindow: 400000, MaxOutputTokens: 128000,
+				Reasoning: ReasoningAlways, APIKeyEnv: "OPENAI_API_KEY", APIKey: "sk-openai-cred", KeySource: KeyFromCredentials,
+			}},
 		{"the environment's key beats the credentials", "", []string{"OPENAI_API_KEY"},
-			Resolved{Name: "gpt-5", Provider: "openai", Type: TypeOpenAI, ModelID: "gpt-5", ContextWindow: 400000, MaxOutputTokens: 128000, Reasoning: ReasoningAlways, APIKeyEnv: "OPENAI_API_KEY", KeySource: KeyFromEnv}},
-		{"the override beats the default; models.json changes one field of a catalog model and the base URL of a built-in provider", "claude-sonnet-4-5", nil,
-			Resolved{Name: "claude-sonnet-4-5", Provider: "anthropic", Type: TypeAnthropic, BaseURL: "https://proxy.example/anthropic", ModelID: "claude-sonnet-4-5", ContextWindow: 1000000, MaxOutputTokens: 64000, Reasoning: ReasoningOptional, APIKeyEnv: "ANTHROPIC_API_KEY", APIKey: "sk-ant-cred", KeySource: KeyFromCredentials}},
+			Resolved{
+				Name: "gpt-5", Provider: "openai", Type: TypeOpenAI, ModelID: "gpt-5", ContextWindow: 400000, MaxOutputTokens: 128000,
+				Reasoning: ReasoningAlways, APIKeyEnv: "OPENAI_API_KEY", KeySource: KeyFromEnv,
+			}},
+		{"the override beats the default; models.json changes one field of a catalog model and the base URL of a built-in provider",
+			"claude-sonnet-4-5", nil,
+			Resolved{
+				Name: "claude-sonnet-4-5", Provider: "anthropic", Type: TypeAnthropic, BaseURL: "https://proxy.example/anthropic",
+				ModelID: "claude-sonnet-4-5", ContextWindow: 1000000, MaxOutputTokens: 64000, Reasoning: ReasoningOptional,
+				APIKeyEnv: "ANTHROPIC_API_KEY", APIKey: "sk-ant-cred", KeySource: KeyFromCredentials,
+			}},
 		{"a provider's own key variable", "qwen", []string{"OPENROUTER_API_KEY"},
-			Resolved{Name: "qwen", Provider: "openrouter", Type: TypeOpenAI, BaseURL: "https://openrouter.ai/api/v1", ModelID: "qwen/qwen3-coder", ContextWindow: DefaultContextWindow, MaxOutputTokens: DefaultMaxOutputTokens, APIKeyEnv: "OPENROUTER_API_KEY", KeySource: KeyFromEnv}},
+			Resolved{
+				Name: "qwen", Provider: "openrouter", Type: TypeOpenAI, BaseURL: "https://openrouter.ai/api/v1", ModelID: "qwen/qwen3-coder",
+				ContextWindow: DefaultContextWindow, MaxOutputTokens: DefaultMaxOutputTokens, APIKeyEnv: "OPENROUTER_API_KEY", KeySource: KeyFromEnv,
+			}},
 		{"a local provider takes no key", "llama", nil,
-			Resolved{Name: "llama", Provider: "ollama", Type: TypeOpenAI, BaseURL: "http://127.0.0.1:11434/v1", ModelID: "llama3.1:8b", ContextWindow: 32768, MaxOutputTokens: 4096, KeySource: KeyNone}},
+			Resolved{
+				Name: "llama", Provider: "ollama", Type: TypeOpenAI, BaseURL: "http://127.0.0.1:11434/v1", ModelID: "llama3.1:8b",
+				ContextWindow: 32768, MaxOutputTokens: 4096, KeySource: KeyNone,
+			}},
 		{"provider/model-id with an id the catalog knows", "anthropic/claude-opus-4-5", []string{"ANTHROPIC_API_KEY"},
-			Resolved{Name: "anthropic/claude-opus-4-5", Provider: "anthropic", Type: TypeAnthropic, BaseURL: "https://proxy.example/anthropic", ModelID: "claude-opus-4-5", ContextWindow: 200000, MaxOutputTokens: 64000, Reasoning: ReasoningOptional, APIKeyEnv: "ANTHROPIC_API_KEY", KeySource: KeyFromEnv}},
+			Resolved{
+				Name: "anthropic/claude-opus-4-5", Provider: "anthropic", Type: TypeAnthropic, BaseURL: "https://proxy.example/anthropic",
+				ModelID: "claude-opus-4-5", ContextWindow: 200000, MaxOutputTokens: 64000, Reasoning: ReasoningOptional,
+				APIKeyEnv: "ANTHROPIC_API_KEY", KeySource: KeyFromEnv,
+			}},
 		{"provider/model-id with a slash in the id", "openrouter/anthropic/claude-x", nil,
-			Resolved{Name: "openrouter/anthropic/claude-x", Provider: "openrouter", Type: TypeOpenAI, BaseURL: "https://openrouter.ai/api/v1", ModelID: "anthropic/claude-x", ContextWindow: DefaultContextWindow, MaxOutputTokens: DefaultMaxOutputTokens, APIKeyEnv: "OPENROUTER_API_KEY", APIKey: "sk-or-cred", KeySource: KeyFromCredentials}},
+			Resolved{
+				Name: "openrouter/anthropic/claude-x", Provider: "openrouter", Type: TypeOpenAI, BaseURL: "https://openrouter.ai/api/v1",
+				ModelID: "anthropic/claude-x", ContextWindow: DefaultContextWindow, MaxOutputTokens: DefaultMaxOutputTokens,
+				APIKeyEnv: "OPENROUTER_API_KEY", APIKey: "sk-or-cred", KeySource: KeyFromCredentials,
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,7 +22,8 @@ func readCredentials(path string) (map[string]string, error) {
 	// Keys readable by other users of the machine are as good as leaked: refuse them until fixed.
 	if perm := f.Info.Mode().Perm(); perm&0o077 != 0 {
 		f.Close()
-		return nil, fmt.Errorf("credentials %s has mode %04o: it holds API keys, so other users must not be able to read or change it; run `chmod 600 %s`", path, perm, path)
+		return nil, fmt.Errorf("credentials %s has mode %04o: it holds API keys, so other users must not be able to read or change it; "+
+			"run `chmod 600 %s`", path, perm, path)
 	}
 	data, err := f.Read()
 	if err != nil {

@@ -6,8 +6,8 @@ import (
 )
 
 // FuzzParseMCP checks the parser of mcp.json and .mcp.json: it never panics, an error names the file, and every
-// server it accepts can be started or contacted: a stdio server has a command, an HTTP or SSE server an http(s) URL, and the hash a consent is pinned to
-// is the same when the file is parsed again.
+// server it accepts can be started or contacted: a stdio server has a command, an HTTP or SSE server an http(s) URL,
+// and the hash a consent is pinned to is the same when the file is parsed again.
 func FuzzParseMCP(f *testing.F) {
 	for _, s := range []string{
 		`{"mcpServers": {"files": {"command": "npx", "args": ["-y", "x"], "env": {"TOKEN": "sk-secret"}}}}`,

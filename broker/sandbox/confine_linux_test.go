@@ -76,7 +76,10 @@ func TestAttackWriteElsewhere(t *testing.T) {
 	for _, p := range targets {
 		expectDenied(t, "write "+p, f.sandboxed("echo x > "+shq(p)))
 	}
-	for _, p := range []string{filepath.Join(f.outside, name), filepath.Join(f.root, name), filepath.Join(f.home, ".cache", name), "/var/tmp/" + name, "/run/" + name, "/tmp/" + name} {
+	for _, p := range []string{
+		filepath.Join(f.outside, name), filepath.Join(f.root, name), filepath.Join(f.home, ".cache", name),
+		"/var/tmp/" + name, "/run/" + name, "/tmp/" + name,
+	} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s written from the sandbox", p)
 			os.Remove(p)

@@ -14,7 +14,8 @@ func TestFailsClosedWithoutLandlockScoping(t *testing.T) {
 	defer func() { testLandlockABI = -1 }()
 	s := f.spec("echo ran")
 	r, err := Run(context.Background(), s)
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "garuda-exec doctor") || !strings.Contains(err.Error(), "Landlock ABI 5") {
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "garuda-exec doctor") ||
+		!strings.Contains(err.Error(), "Landlock ABI 5") {
 		t.Fatalf("Run with Landlock ABI 5: %v", err)
 	}
 	if r != nil {

@@ -94,7 +94,8 @@ func expectDenied(t *testing.T, what string, r *Result) {
 func expectWorked(t *testing.T, what string, r *Result) {
 	t.Helper()
 	if r.ExitCode != 0 {
-		t.Errorf("%s (negative control): the attack failed without the sandbox, so the test proves nothing: exit %d output %q", what, r.ExitCode, r.Output)
+		t.Errorf("%s (negative control): the attack failed without the sandbox, so the test proves nothing: exit %d output %q",
+			what, r.ExitCode, r.Output)
 	}
 }
 

@@ -17,7 +17,9 @@ import (
 
 func TestAttackReadSecrets(t *testing.T) {
 	f := newFixture(t)
-	for _, p := range []string{filepath.Join(f.garuda, "credentials"), filepath.Join(f.home, ".ssh", "id_ed25519"), filepath.Join(f.home, ".netrc")} {
+	for _, p := range []string{
+		filepath.Join(f.garuda, "credentials"), filepath.Join(f.home, ".ssh", "id_ed25519"), filepath.Join(f.home, ".netrc"),
+	} {
 		cmd := "cat " + shq(p)
 		if r := f.sandboxed(cmd); strings.Contains(string(r.Output), "SECRET") {
 			t.Errorf("read %s in the sandbox: %q", p, r.Output)

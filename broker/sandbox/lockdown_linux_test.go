@@ -67,7 +67,8 @@ func TestAttackMetadataOutsideRoot(t *testing.T) {
 // Found by red team.
 func TestAttackDeviceNodes(t *testing.T) {
 	f := newFixture(t)
-	r := f.sandboxed("cat /dev/null; head -c1 /dev/zero >/dev/null && head -c1 /dev/urandom >/dev/null && head -c1 /dev/random >/dev/null && echo x > /dev/full; echo done")
+	r := f.sandboxed("cat /dev/null; head -c1 /dev/zero >/dev/null && head -c1 /dev/urandom >/dev/null && " +
+		"head -c1 /dev/random >/dev/null && echo x > /dev/full; echo done")
 	if out(r) != "bash: line 1: echo: write error: No space left on device\ndone" {
 		t.Errorf("everyday devices: %q", r.Output)
 	}

@@ -99,7 +99,8 @@ func TestLocalServerInside(t *testing.T) {
 	if r.ExitCode != 0 || !strings.Contains(string(r.Output), `"pong"`) {
 		t.Fatalf("local server in the sandbox: exit %d %q", r.ExitCode, r.Output)
 	}
-	r = f.sandboxed("python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 & for i in $(seq 100); do curl -sf http://127.0.0.1:8765/ >/dev/null && echo served && exit 0; sleep 0.05; done; exit 1")
+	r = f.sandboxed("python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 & " +
+		"for i in $(seq 100); do curl -sf http://127.0.0.1:8765/ >/dev/null && echo served && exit 0; sleep 0.05; done; exit 1")
 	if !strings.Contains(string(r.Output), "served") {
 		t.Errorf("python http.server + curl on loopback: exit %d %q", r.ExitCode, r.Output)
 	}

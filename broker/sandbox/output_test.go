@@ -14,7 +14,8 @@ func TestOutputSinkHeadTail(t *testing.T) {
 	s.write(bytes.Repeat([]byte("m"), 100000))
 	s.write(bytes.Repeat([]byte("t"), tailCap))
 	out, trunc, _ := s.finish("")
-	if !trunc || !bytes.HasPrefix(out, bytes.Repeat([]byte("h"), headCap)) || !bytes.HasSuffix(out, bytes.Repeat([]byte("t"), tailCap)) || !bytes.Contains(out, []byte("[... 100000 bytes cut ...]")) {
+	if !trunc || !bytes.HasPrefix(out, bytes.Repeat([]byte("h"), headCap)) || !bytes.HasSuffix(out, bytes.Repeat([]byte("t"), tailCap)) ||
+		!bytes.Contains(out, []byte("[... 100000 bytes cut ...]")) {
 		t.Fatalf("bad head/tail (%d bytes)", len(out))
 	}
 	s, _ = newOutputSink("", nil)

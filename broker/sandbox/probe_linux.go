@@ -125,7 +125,8 @@ func Probe() Report {
 		r, err = runProbeHelper(false)
 	}
 	if !root {
-		add("user namespace", err == nil, map[bool]string{true: "the command runs as root of its own user namespace", false: fmt.Sprint(err)}[err == nil])
+		add("user namespace", err == nil,
+			map[bool]string{true: "the command runs as root of its own user namespace", false: fmt.Sprint(err)}[err == nil])
 	}
 	if err != nil {
 		for _, n := range []string{"pid namespace", "mount namespace", "network namespace", "seccomp", "no_new_privs", "capabilities dropped"} {
@@ -140,7 +141,8 @@ func Probe() Report {
 		case netns:
 			add("network namespace", false, "loopback: "+r.Loopback)
 		default:
-			add("network namespace", false, "refused by the kernel: fallback is seccomp AF_UNIX-only sockets and Landlock TCP rules, so local servers cannot listen")
+			add("network namespace", false,
+				"refused by the kernel: fallback is seccomp AF_UNIX-only sockets and Landlock TCP rules, so local servers cannot listen")
 		}
 		add("seccomp", r.Seccomp == "", orDetail(r.Seccomp, "io_uring, ptrace, bpf, keyctl, mount API, new user namespaces, TIOCSTI denied"))
 		add("no_new_privs", r.NNP == "", orDetail(r.NNP, "set before exec"))

@@ -18,10 +18,11 @@ func TestAttackGitHooksAndConfig(t *testing.T) {
 		"write .git/hooks/pre-commit": "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit",
 		"git config core.fsmonitor":   "git config core.fsmonitor 'echo pwned'",
 		"append to .git/config":       "printf '[core]\\n\\tfsmonitor = echo pwned\\n' >> .git/config",
-		"replace .git/config":         "cp .git/config /tmp/c 2>/dev/null; cp .git/config \"$TMPDIR/c\" && echo '[core] fsmonitor = x' >> \"$TMPDIR/c\" && mv -f \"$TMPDIR/c\" .git/config",
-		"rename .git/hooks away":      "mv .git/hooks .git/hooks.old && mkdir .git/hooks && echo x > .git/hooks/pre-commit",
-		"rename .git away":            "mv .git .git.old && cp -a .git.old .git && echo x > .git/hooks/pre-commit",
-		"remove .git/config":          "rm -f .git/config && echo '[core] fsmonitor = x' > .git/config",
+		"replace .git/config": "cp .git/config /tmp/c 2>/dev/null; cp .git/config \"$TMPDIR/c\" && " +
+			"echo '[core] fsmonitor = x' >> \"$TMPDIR/c\" && mv -f \"$TMPDIR/c\" .git/config",
+		"rename .git/hooks away": "mv .git/hooks .git/hooks.old && mkdir .git/hooks && echo x > .git/hooks/pre-commit",
+		"rename .git away":       "mv .git .git.old && cp -a .git.old .git && echo x > .git/hooks/pre-commit",
+		"remove .git/config":     "rm -f .git/config && echo '[core] fsmonitor = x' > .git/config",
 	}
 	for name, cmd := range attacks {
 		s.Command = cmd

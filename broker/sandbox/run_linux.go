@@ -147,7 +147,8 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		return res, nil
 	}
 	if st.SetupError != "" {
-		return res, fmt.Errorf("run %q: sandbox set-up: %s; run `garuda-exec doctor`: %w", s.Command, strings.TrimSpace(st.SetupError), ErrUnavailable)
+		return res, fmt.Errorf("run %q: sandbox set-up: %s; run `garuda-exec doctor`: %w",
+			s.Command, strings.TrimSpace(st.SetupError), ErrUnavailable)
 	}
 	res.ExitCode, res.Signaled = st.Exit, st.Signal != 0
 	if cg != nil {
@@ -181,4 +182,5 @@ func stop(h *helper, waitDone <-chan error, now bool) error {
 
 const noProxyNotice = "no network namespace here, so no proxy either: the command has no network"
 
-const noNetNSNotice = "no network namespace here: IP sockets are refused (seccomp) and TCP is denied (Landlock); local servers cannot listen"
+const noNetNSNotice = "no network namespace here: IP sockets are refused (seccomp) and TCP is denied (Landlock); " +
+	"local servers cannot listen"

@@ -13,7 +13,8 @@ func MaybeRunHelper() {}
 
 // Run refuses: sandboxed commands need Linux.
 func Run(ctx context.Context, s Spec) (*Result, error) {
-	return nil, fmt.Errorf("run %q: commands need Linux (namespaces, Landlock, seccomp), this is %s: %w", s.Command, runtime.GOOS, ErrUnavailable)
+	return nil, fmt.Errorf("run %q: commands need Linux (namespaces, Landlock, seccomp), this is %s: %w",
+		s.Command, runtime.GOOS, ErrUnavailable)
 }
 
 // Probe reports that nothing is enforced outside Linux.

@@ -136,7 +136,10 @@ func TestAttackKernelSurface(t *testing.T) {
 // Found by red team.
 func TestAttackKernelSurfaceSyscalls(t *testing.T) {
 	f := newFixture(t)
-	for _, name := range []string{"userfaultfd", "perf_event_open", "bpf", "keyctl", "add_key", "process_vm_readv", "open_by_handle_at", "setns", "mount", "unshare-userns"} {
+	for _, name := range []string{
+		"userfaultfd", "perf_event_open", "bpf", "keyctl", "add_key", "process_vm_readv", "open_by_handle_at", "setns", "mount",
+		"unshare-userns",
+	} {
 		r := f.sandboxed(attackCmd(t, "syscall", name))
 		if !strings.Contains(out(r), fmt.Sprintf("ERRNO %d ", unix.EPERM)) {
 			t.Errorf("%s in the sandbox: %q", name, r.Output)
@@ -191,7 +194,9 @@ func TestAttackSocketFamilies(t *testing.T) {
 		}
 	}
 	// Everyday families still work: unix, IPv4, IPv6, netlink (ip, getaddrinfo).
-	for _, c := range [][2]int{{unix.AF_UNIX, unix.SOCK_STREAM}, {unix.AF_INET, unix.SOCK_STREAM}, {unix.AF_INET6, unix.SOCK_DGRAM}, {unix.AF_NETLINK, unix.SOCK_RAW}} {
+	for _, c := range [][2]int{
+		{unix.AF_UNIX, unix.SOCK_STREAM}, {unix.AF_INET, unix.SOCK_STREAM}, {unix.AF_INET6, unix.SOCK_DGRAM}, {unix.AF_NETLINK, unix.SOCK_RAW},
+	} {
 		r := f.sandboxed(attackCmd(t, "socket", strconv.Itoa(c[0]), strconv.Itoa(c[1])))
 		if r.ExitCode != 0 {
 			t.Errorf("socket family %d in the sandbox: %q", c[0], r.Output)

@@ -299,7 +299,10 @@ func kernelCall(name string) unix.Errno {
 			unix.Close(int(fd))
 		}
 	case "perf_event_open":
-		attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK, Bits: unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv}
+		attr := unix.PerfEventAttr{
+			Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+			Bits: unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv,
+		}
 		attr.Size = uint32(unsafe.Sizeof(attr))
 		fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err == nil {
@@ -316,7 +319,8 @@ func kernelCall(name string) unix.Errno {
 		e, _ = err.(unix.Errno)
 	case "process_vm_readv":
 		src, dst := []byte("x"), make([]byte, 1)
-		_, err := unix.ProcessVMReadv(os.Getpid(), []unix.Iovec{{Base: &dst[0], Len: 1}}, []unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: 1}}, 0)
+		_, err := unix.ProcessVMReadv(os.Getpid(), []unix.Iovec{{Base: &dst[0], Len: 1}},
+			[]unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: 1}}, 0)
 		e, _ = err.(unix.Errno)
 	case "open_by_handle_at": // the "shocker" escape: open a file by handle, past every path check
 		h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, "/", 0)

@@ -41,7 +41,9 @@ func TestEditAsksForItsOwnCallWithDiffAndHiddenCharacters(t *testing.T) {
 	for _, o := range p.Options {
 		ids = append(ids, fmt.Sprintf("%s/%s/%s", o.OptionId, o.Kind, o.Name))
 	}
-	if want := []string{"once/allow_once/Allow once", "session/allow_always/Allow for this session", "deny/reject_once/Deny"}; !slices.Equal(ids, want) {
+	if want := []string{
+		"once/allow_once/Allow once", "session/allow_always/Allow for this session", "deny/reject_once/Deny",
+	}; !slices.Equal(ids, want) {
 		t.Errorf("options %q, want %q", ids, want)
 	}
 	var text string
@@ -57,7 +59,8 @@ func TestEditAsksForItsOwnCallWithDiffAndHiddenCharacters(t *testing.T) {
 	if !strings.Contains(text, visible.Warning) || !strings.Contains(text, `\u202e`) || strings.Contains(text, "\u202e") {
 		t.Errorf("preview %q: want the warning line and the escape, never the raw character", text)
 	}
-	if diff == nil || diff.Path != filepath.Join(e.root, "a.txt") || diff.OldText == nil || !strings.Contains(*diff.OldText, "hello") || !strings.Contains(diff.NewText, `hel\u202elo`) {
+	if diff == nil || diff.Path != filepath.Join(e.root, "a.txt") || diff.OldText == nil || !strings.Contains(*diff.OldText, "hello") ||
+		!strings.Contains(diff.NewText, `hel\u202elo`) {
 		t.Errorf("diff %+v", diff)
 	}
 	if got := e.read("a.txt"); got != "hel\u202elo\n" {
@@ -75,7 +78,9 @@ func TestDenyAndBadAnswersAreDenials(t *testing.T) {
 			return editor.Selected("deny"), nil
 		},
 		"cancelled": func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-			return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}, nil
+			return acp.RequestPermissionResponse{
+				Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}},
+			}, nil
 		},
 		"unknown option": func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 			return editor.Selected("always-forever"), nil
@@ -232,7 +237,8 @@ func TestParallelQuestionsNameTheirOwnCalls(t *testing.T) {
 	}
 	_, st1, texts1 := editor.ToolCall(ups, "toolu_one")
 	_, st2, _ := editor.ToolCall(ups, "toolu_two")
-	if st1 != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts1, ""), "content of one.txt") || st2 != acp.ToolCallStatusFailed {
+	if st1 != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts1, ""), "content of one.txt") ||
+		st2 != acp.ToolCallStatusFailed {
 		t.Errorf("toolu_one %q %q, toolu_two %q: each answer must reach its own call", st1, texts1, st2)
 	}
 	for _, p := range perms {

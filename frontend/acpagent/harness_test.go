@@ -82,7 +82,8 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 func newEnvIn(t testing.TB, base string, opts ...envOption) *env {
 	t.Helper()
 	e := &env{t: t, root: filepath.Join(base, "proj"), home: filepath.Join(base, "home"), fake: model.NewFakeClient(),
-		ed: editor.New(), envVars: map[string]string{"ANTHROPIC_API_KEY": "test-key"}, brokerDone: make(chan struct{}), served: make(chan error, 1)}
+		ed: editor.New(), envVars: map[string]string{"ANTHROPIC_API_KEY": "test-key"}, brokerDone: make(chan struct{}),
+		served: make(chan error, 1)}
 	for _, d := range []string{e.root, e.home} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)

@@ -40,7 +40,8 @@ func TestHookDeniesBashInTheEditor(t *testing.T) {
 		t.Fatalf("stop %q", stop)
 	}
 	ups, perms := e.ed.Snapshot()
-	if _, st, texts := editor.ToolCall(ups, "toolu_b"); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, "\n"), "no shell today") {
+	if _, st, texts := editor.ToolCall(ups, "toolu_b"); st != acp.ToolCallStatusFailed ||
+		!strings.Contains(strings.Join(texts, "\n"), "no shell today") {
 		t.Fatalf("bash: %q %q\n%s", st, texts, e.ed.Dump())
 	}
 	if e.read("ran") != "" || fileExists(filepath.Join(e.root, "ran")) || len(perms) != 0 {

@@ -22,7 +22,9 @@ func TestPromptContentBlocks(t *testing.T) {
 		acp.TextBlock("see"),
 		acp.ResourceLinkBlock("a.go", "file://"+filepath.Join(e.root, "src/a.go")),
 		acp.ResourceLinkBlock("hosts", "file:///etc/hosts"),
-		acp.ResourceBlock(acp.EmbeddedResourceResource{TextResourceContents: &acp.TextResourceContents{Uri: "file:///x/sel.go", Text: "SELECTION"}}))
+		acp.ResourceBlock(acp.EmbeddedResourceResource{
+			TextResourceContents: &acp.TextResourceContents{Uri: "file:///x/sel.go", Text: "SELECTION"},
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +41,8 @@ func TestDeniedMentionIsNotAttached(t *testing.T) {
 	e.write("secret.txt", "THE-SECRET\n")
 	e.write("open.txt", "OPEN-TEXT\n")
 	// The user's policy denies reading secret.txt.
-	if err := os.WriteFile(filepath.Join(e.home, "policy.json"), []byte(`{"permissions":{"deny":["read_file(secret.txt)"]}}`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.home, "policy.json"),
+		[]byte(`{"permissions":{"deny":["read_file(secret.txt)"]}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	sid := e.newSession()
@@ -128,10 +131,13 @@ func TestPromptText(t *testing.T) {
 		acp.ResourceLinkBlock("root", "file:///proj"),
 		acp.ResourceLinkBlock("evil", "file:///proj/../etc/shadow"),
 		acp.ResourceLinkBlock("web", "https://example.org/x"),
-		acp.ResourceBlock(acp.EmbeddedResourceResource{TextResourceContents: &acp.TextResourceContents{Uri: "file:///proj/sel.go#L3", Text: "x := \"```\"\n"}}),
+		acp.ResourceBlock(acp.EmbeddedResourceResource{
+			TextResourceContents: &acp.TextResourceContents{Uri: "file:///proj/sel.go#L3", Text: "x := \"```\"\n"},
+		}),
 	}
 	text, mentions := promptText(blocks, "/proj")
-	want := "look at @src/a b.go and passwd (file:///etc/passwd) root (file:///proj) evil (file:///proj/../etc/shadow) web (https://example.org/x)\n" +
+	want := "look at @src/a b.go and passwd (file:///etc/passwd) root (file:///proj) " +
+		"evil (file:///proj/../etc/shadow) web (https://example.org/x)\n" +
 		"````file:///proj/sel.go#L3\nx := \"```\"\n````\n"
 	if text != want {
 		t.Errorf("text:\n%q\nwant\n%q", text, want)

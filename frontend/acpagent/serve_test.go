@@ -60,7 +60,8 @@ func TestInitialize(t *testing.T) {
 			t.Fatalf("%s: authMethods %+v", name, res.AuthMethods)
 		}
 		m := res.AuthMethods[0].Terminal
-		if m.Id != "garuda-setup" || m.Name != "Set up Garuda" || m.Description == nil || *m.Description != "Choose a model and enter its API key." || !slices.Equal(m.Args, []string{"setup"}) {
+		if m.Id != "garuda-setup" || m.Name != "Set up Garuda" || m.Description == nil ||
+			*m.Description != "Choose a model and enter its API key." || !slices.Equal(m.Args, []string{"setup"}) {
 			t.Errorf("%s: method %+v", name, m)
 		}
 	}
@@ -94,7 +95,8 @@ func TestBrokerGoneFailsThePromptAndServe(t *testing.T) {
 	sid := e.newSession()
 	hold := make(chan struct{})
 	defer close(hold)
-	e.fake.Push(model.Step{Deltas: []model.FakeDelta{{Kind: model.DeltaText, Text: "w"}}, Wait: hold, Response: &model.Response{StopReason: model.StopEndTurn}})
+	e.fake.Push(model.Step{Deltas: []model.FakeDelta{{Kind: model.DeltaText, Text: "w"}}, Wait: hold,
+		Response: &model.Response{StopReason: model.StopEndTurn}})
 	done := make(chan error, 1)
 	go func() {
 		_, err := e.prompt(sid, acp.TextBlock("go"))

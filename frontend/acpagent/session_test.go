@@ -116,7 +116,9 @@ func TestSetModeDuringATurnAppliesFromTheNextTurn(t *testing.T) {
 	sid := e.newSession()
 	hold := make(chan struct{})
 	e.fake.Push(model.Step{Deltas: []model.FakeDelta{{Kind: model.DeltaText, Text: "a"}}, Wait: hold,
-		Response: &model.Response{Message: model.Message{Content: []model.Block{{Type: model.BlockToolUse, ToolUseID: "toolu_w", Name: "write_file", Input: json.RawMessage(`{"path":"b.txt","content":"x"}`)}}}, StopReason: model.StopToolUse}},
+		Response: &model.Response{Message: model.Message{Content: []model.Block{{
+			Type: model.BlockToolUse, ToolUseID: "toolu_w", Name: "write_file", Input: json.RawMessage(`{"path":"b.txt","content":"x"}`),
+		}}}, StopReason: model.StopToolUse}},
 		model.TextStep("ok"))
 	done := make(chan struct{})
 	go func() { e.promptOK(sid, "write"); close(done) }()
@@ -138,7 +140,8 @@ func TestSetModeDuringATurnAppliesFromTheNextTurn(t *testing.T) {
 
 func TestCustomCommandWithConsentAndMenu(t *testing.T) {
 	e := newEnv(t)
-	e.write(".garuda/commands/review.md", "---\ndescription: Review the code\nargument-hint: <file>\n---\nPlease review $ARGUMENTS carefully.\n")
+	e.write(".garuda/commands/review.md",
+		"---\ndescription: Review the code\nargument-hint: <file>\n---\nPlease review $ARGUMENTS carefully.\n")
 	sid := e.newSession()
 	ups, _ := e.ed.Snapshot()
 	var menu []acp.AvailableCommand

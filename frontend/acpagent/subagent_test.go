@@ -123,7 +123,8 @@ func TestSubagentQuestionIsItsOwnEntry(t *testing.T) {
 	if tc == nil || tc.Kind != acp.ToolKindOther || st != acp.ToolCallStatusCompleted {
 		t.Errorf("the question's entry %+v, %s", tc, st)
 	}
-	if _, st, texts := editor.ToolCall(ups, "toolu_sub"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, "\n"), "it says far away") {
+	if _, st, texts := editor.ToolCall(ups, "toolu_sub"); st != acp.ToolCallStatusCompleted ||
+		!strings.Contains(strings.Join(texts, "\n"), "it says far away") {
 		t.Errorf("subagent entry %s %q", st, texts)
 	}
 }
@@ -186,11 +187,13 @@ func TestCustomAgents(t *testing.T) {
 		t.Errorf("the user's agent: %d tools, system %q", len(mine.Tools), tail(mine.System, 80))
 	}
 	_, perms := e.ed.Snapshot()
-	if len(perms) != 1 || !strings.Contains(*perms[0].ToolCall.Title, "agent reviewer") || !strings.HasPrefix(string(perms[0].ToolCall.ToolCallId), "garuda-question-") {
+	if len(perms) != 1 || !strings.Contains(*perms[0].ToolCall.Title, "agent reviewer") ||
+		!strings.HasPrefix(string(perms[0].ToolCall.ToolCallId), "garuda-question-") {
 		t.Errorf("consents %+v", perms)
 	}
 	ups, _ := e.ed.Snapshot()
-	if _, st, texts := editor.ToolCall(ups, "toolu_none"); st != acp.ToolCallStatusFailed || !strings.Contains(strings.Join(texts, ""), "explore, mine, reviewer") {
+	if _, st, texts := editor.ToolCall(ups, "toolu_none"); st != acp.ToolCallStatusFailed ||
+		!strings.Contains(strings.Join(texts, ""), "explore, mine, reviewer") {
 		t.Errorf("unknown agent: %s %q", st, texts)
 	}
 }
@@ -309,7 +312,8 @@ func TestNestedSubagents(t *testing.T) {
 		t.Errorf("the agents are listed where the subagent tool is offered, and only there")
 	}
 	ups, _ := e.ed.Snapshot()
-	if _, st, texts := editor.ToolCall(ups, "toolu_1"); st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, ""), "top") {
+	if _, st, texts := editor.ToolCall(ups, "toolu_1"); st != acp.ToolCallStatusCompleted ||
+		!strings.Contains(strings.Join(texts, ""), "top") {
 		t.Errorf("the outer subagent: %s %q", st, texts)
 	}
 }

@@ -20,8 +20,13 @@ func TestPromptStreamsTextAndEndsTurn(t *testing.T) {
 	e := newEnv(t)
 	sid := e.newSession()
 	e.fake.Push(model.Step{
-		Deltas:   []model.FakeDelta{{Kind: model.DeltaThinking, Text: "hmm"}, {Kind: model.DeltaText, Text: "Hello "}, {Kind: model.DeltaText, Text: "wor\u202eld"}},
-		Response: &model.Response{Message: model.Message{Content: []model.Block{{Type: model.BlockText, Text: "Hello wor\u202eld"}}}, StopReason: model.StopEndTurn},
+		Deltas: []model.FakeDelta{
+			{Kind: model.DeltaThinking, Text: "hmm"}, {Kind: model.DeltaText, Text: "Hello "}, {Kind: model.DeltaText, Text: "wor\u202eld"},
+		},
+		Response: &model.Response{
+			Message:    model.Message{Content: []model.Block{{Type: model.BlockText, Text: "Hello wor\u202eld"}}},
+			StopReason: model.StopEndTurn,
+		},
 	})
 	if stop := e.promptOK(sid, "hi"); stop != acp.StopReasonEndTurn {
 		t.Fatalf("stop %q", stop)
@@ -172,7 +177,10 @@ func TestSecondPromptWhileOneRunsFails(t *testing.T) {
 	sid := e.newSession()
 	hold := make(chan struct{})
 	e.fake.Push(model.Step{Deltas: []model.FakeDelta{{Kind: model.DeltaText, Text: "working"}}, Wait: hold,
-		Response: &model.Response{Message: model.Message{Content: []model.Block{{Type: model.BlockText, Text: "working"}}}, StopReason: model.StopEndTurn}})
+		Response: &model.Response{
+			Message:    model.Message{Content: []model.Block{{Type: model.BlockText, Text: "working"}}},
+			StopReason: model.StopEndTurn,
+		}})
 	done := make(chan acp.PromptResponse, 1)
 	go func() {
 		r, err := e.prompt(sid, acp.TextBlock("first"))
@@ -181,7 +189,9 @@ func TestSecondPromptWhileOneRunsFails(t *testing.T) {
 		}
 		done <- r
 	}()
-	e.ed.WaitFor(t, "the first prompt to run", func(ed *editor.Editor) bool { return strings.Contains(editor.Messages(ed.Updates), "working") })
+	e.ed.WaitFor(t, "the first prompt to run", func(ed *editor.Editor) bool {
+		return strings.Contains(editor.Messages(ed.Updates), "working")
+	})
 	_, err := e.prompt(sid, acp.TextBlock("second"))
 	if err == nil {
 		t.Fatal("a second prompt while the first runs succeeded")
@@ -230,7 +240,10 @@ func TestStopReasons(t *testing.T) {
 		{model.StopMaxTokens, acp.StopReasonMaxTokens},
 		{model.StopRefusal, acp.StopReasonRefusal},
 	} {
-		e.fake.Push(model.Step{Response: &model.Response{Message: model.Message{Content: []model.Block{{Type: model.BlockText, Text: "x"}}}, StopReason: c.model}})
+		e.fake.Push(model.Step{Response: &model.Response{
+			Message:    model.Message{Content: []model.Block{{Type: model.BlockText, Text: "x"}}},
+			StopReason: c.model,
+		}})
 		if got := e.promptOK(sid, "go"); got != c.want {
 			t.Errorf("model stop %q: ACP %q, want %q", c.model, got, c.want)
 		}

@@ -72,7 +72,8 @@ func TestDuplicateKeyRefusedInEveryFile(t *testing.T) {
 				_, err := undo.Open(dir).List("s1")
 				return err
 			}},
-		{"consents.json", "{\"version\": 1, \"consents\": [{\"kind\": \"command\", \"name\": \"x\", \"root\": \"/a\", \"hash\": \"h1\",\n\"hash\": \"h2\"}]}",
+		{"consents.json",
+			"{\"version\": 1, \"consents\": [{\"kind\": \"command\", \"name\": \"x\", \"root\": \"/a\", \"hash\": \"h1\",\n\"hash\": \"h2\"}]}",
 			"hash", func(d string) error { _, err := commands.ParseConsents([]byte(d)); return err }},
 	}
 	for _, c := range cases {

@@ -224,7 +224,9 @@ func TestRedTeamAllowCannotLoosen(t *testing.T) {
 	c := e.client()
 	sid := e.open(c)
 	unsandboxed := &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "echo hi > unsb.txt", Unsandboxed: true}}}
-	for _, op := range []*execv1.Start{write("run.sh", "x"), write("sub/../deploy.sh", "x"), bash("touch team.txt"), bash("true; touch team.txt")} {
+	for _, op := range []*execv1.Start{
+		write("run.sh", "x"), write("sub/../deploy.sh", "x"), bash("touch team.txt"), bash("true; touch team.txt"),
+	} {
 		res, qs, _ := run(t, start(t, c, ctx(t), sid, op), execv1.Choice_CHOICE_SESSION)
 		if res.GetStatus() != execv1.Status_STATUS_DENIED || len(qs) != 0 {
 			t.Errorf("team deny %v: %v (%d questions)", op, res, len(qs))
@@ -248,7 +250,8 @@ func TestRedTeamAllowCannotLoosen(t *testing.T) {
 		t.Error("e.txt was edited in plan mode")
 	}
 	c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_BUILD})
-	if res, qs, _ := run(t, start(t, c, ctx(t), sid, write("ok.txt", "x")), execv1.Choice_CHOICE_ONCE); res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 1 {
+	if res, qs, _ := run(t, start(t, c, ctx(t), sid, write("ok.txt", "x")),
+		execv1.Choice_CHOICE_ONCE); res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 1 {
 		t.Fatalf("control: %v (%d questions)", res, len(qs))
 	}
 }
@@ -288,7 +291,8 @@ func TestRedTeamFolderSwappedBetweenQuestionAndAnswer(t *testing.T) {
 			t.Errorf("an allowed write followed a folder swapped after its question to %s", p)
 		}
 	}
-	if res := swap("sub.real/b.txt", func() {}); res.GetStatus() != execv1.Status_STATUS_COMPLETED || fileText(filepath.Join(e.root, "sub.real", "b.txt")) != "pwned\n" {
+	if res := swap("sub.real/b.txt", func() {}); res.GetStatus() != execv1.Status_STATUS_COMPLETED ||
+		fileText(filepath.Join(e.root, "sub.real", "b.txt")) != "pwned\n" {
 		t.Fatalf("control: %v", res)
 	}
 }
@@ -311,7 +315,8 @@ func TestFileChangedAfterQuestion(t *testing.T) {
 	os.WriteFile(path, []byte("the user's edit\n"), 0o644)
 	answer(st, m.GetQuestion().QuestionId, execv1.Choice_CHOICE_ONCE)
 	m, err = next(t, st)
-	if err != nil || m.GetResult().GetStatus() != execv1.Status_STATUS_FAILED || !strings.Contains(m.GetResult().Content, "changed since the question") {
+	if err != nil || m.GetResult().GetStatus() != execv1.Status_STATUS_FAILED ||
+		!strings.Contains(m.GetResult().Content, "changed since the question") {
 		t.Fatalf("allow after a change: %v %v", m, err)
 	}
 	if data, _ := os.ReadFile(path); string(data) != "the user's edit\n" {

@@ -20,7 +20,8 @@ func TestRedTeamSetupAndUndoActBeforeTheirRecord(t *testing.T) {
 	e := newEnv(t)
 	c := e.client()
 	sid := e.open(c)
-	if res, _, err := run(t, start(t, c, ctx(t), sid, write("u.txt", "garuda\n")), execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+	if res, _, err := run(t, start(t, c, ctx(t), sid, write("u.txt", "garuda\n")),
+		execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("write: %v %v", res, err)
 	}
 	if _, err := c.Setup(ctx(t), &execv1.SetupRequest{Provider: "anthropic", Model: "m1", ApiKey: "sk-ant-first", Force: true}); err != nil {

@@ -133,7 +133,8 @@ func TestRedTeamHardLinkWritesReadOnlyGitConfig(t *testing.T) {
 	cfg := filepath.Join(e.root, ".git", "config")
 	before := fileText(cfg)
 	// Negative control: a direct write of .git/config is refused (the mount works on its path).
-	if res := sh(t, c, sid, "printf '[core]\\n\\thooksPath = /tmp/evil\\n' >> .git/config"); res.GetStatus() == execv1.Status_STATUS_COMPLETED {
+	if res := sh(t, c, sid,
+		"printf '[core]\\n\\thooksPath = /tmp/evil\\n' >> .git/config"); res.GetStatus() == execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("control: .git/config written directly: %v", res)
 	}
 	if fileText(cfg) != before {
@@ -221,7 +222,8 @@ func TestRedTeamGarudaHomeInsideTheRoot(t *testing.T) {
 	mustWrite(t, filepath.Join(root, "main.go"), "package main\n")
 	c := e.client()
 	sid := e.open(c)
-	res := sh(t, c, sid, "cat ghome/credentials; ls -la ghome; echo x > ghome/credentials; mv ghome gh2; ln ghome/credentials l 2>&1; cat l gh2/credentials; true")
+	res := sh(t, c, sid, "cat ghome/credentials; ls -la ghome; echo x > ghome/credentials; mv ghome gh2; "+
+		"ln ghome/credentials l 2>&1; cat l gh2/credentials; true")
 	if strings.Contains(res.GetContent(), "sk-ant-secret") {
 		t.Errorf("a command read Garuda's credentials: %s", res.GetContent())
 	}
@@ -239,7 +241,8 @@ func TestRedTeamGarudaHomeInsideTheRoot(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", op, err)
 		}
-		if strings.Contains(r.GetContent(), "sk-ant-secret") || strings.Contains(r.GetContent(), "credentials") && r.GetStatus() == execv1.Status_STATUS_COMPLETED {
+		if strings.Contains(r.GetContent(), "sk-ant-secret") ||
+			strings.Contains(r.GetContent(), "credentials") && r.GetStatus() == execv1.Status_STATUS_COMPLETED {
 			t.Errorf("%v reached Garuda's home: %v", op, r)
 		}
 	}
@@ -259,7 +262,8 @@ func TestRedTeamProcOfTheSandboxInit(t *testing.T) {
 	e := newEnv(t)
 	c := e.client()
 	sid := e.open(c)
-	res := sh(t, c, sid, "tr '\\0' '\\n' < /proc/1/environ; ls -l /proc/1/cwd/ /proc/1/fd/ /proc/1/root/; cat /proc/1/fd/4; echo self=$(tr '\\0' ' ' < /proc/self/cmdline); grep CapEff /proc/1/status; true")
+	res := sh(t, c, sid, "tr '\\0' '\\n' < /proc/1/environ; ls -l /proc/1/cwd/ /proc/1/fd/ /proc/1/root/; cat /proc/1/fd/4; "+
+		"echo self=$(tr '\\0' ' ' < /proc/self/cmdline); grep CapEff /proc/1/status; true")
 	out := res.GetContent()
 	if strings.Contains(out, "sk-probe-environ-42") {
 		t.Fatalf("a command read a provider key from /proc: %s", out)
@@ -287,7 +291,8 @@ func TestRedTeamCommandPlantedSymlinkAndNextWrite(t *testing.T) {
 	mustWrite(t, filepath.Join(outside, "victim.txt"), "original\n")
 	c := e.client()
 	sid := e.open(c)
-	res := sh(t, c, sid, "ln -s ../outside/victim.txt f.txt && ln -s ../outside/new.txt dangling.txt && ln -s ../outside d && mkdir -p real && ln -s ../../outside real/up")
+	res := sh(t, c, sid, "ln -s ../outside/victim.txt f.txt && ln -s ../outside/new.txt dangling.txt && "+
+		"ln -s ../outside d && mkdir -p real && ln -s ../../outside real/up")
 	if res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("plant: %v", res)
 	}
@@ -393,7 +398,8 @@ func TestRedTeamWorktreeRootRunsCommands(t *testing.T) {
 		sid := e.open(c)
 		res := sh(t, c, sid, "git status --short >/dev/null && echo ran-$((40+2))")
 		if !strings.Contains(res.GetContent(), "ran-42") {
-			t.Errorf("root %s (.git is a %s): a plain command does not run: %s", root, map[bool]string{true: "folder", false: "file"}[root == main], res.GetContent())
+			t.Errorf("root %s (.git is a %s): a plain command does not run: %s",
+				root, map[bool]string{true: "folder", false: "file"}[root == main], res.GetContent())
 		}
 	}
 }

@@ -308,7 +308,8 @@ func TestRedTeamNewNestedRepoHookIsNotNoticed(t *testing.T) {
 	c := e.client()
 	sid := e.open(c)
 	plant := func(dir string) *execv1.Result {
-		return sh(t, c, sid, fmt.Sprintf("git init -q %s && printf '#!/bin/sh\\necho pwned\\n' > %s/.git/hooks/pre-commit && chmod +x %s/.git/hooks/pre-commit", dir, dir, dir))
+		return sh(t, c, sid, fmt.Sprintf("git init -q %s && printf '#!/bin/sh\\necho pwned\\n' > %s/.git/hooks/pre-commit && "+
+			"chmod +x %s/.git/hooks/pre-commit", dir, dir, dir))
 	}
 	// Negative control: a repository made in the root (which had none) is named by the compare.
 	res := plant(".")

@@ -203,7 +203,8 @@ func editOp(path, old, new string, all bool) *execv1.Start {
 
 // within runs one call answering every question with ch, and fails when it takes longer than d (the broker is
 // then still busy with it: the cleanup may have to wait for it to end).
-func within(t *testing.T, c execv1.ExecServiceClient, sid string, op *execv1.Start, ch execv1.Choice, d time.Duration) (*execv1.Result, error) {
+func within(t *testing.T, c execv1.ExecServiceClient, sid string, op *execv1.Start, ch execv1.Choice,
+	d time.Duration) (*execv1.Result, error) {
 	t.Helper()
 	cx, cancel := context.WithTimeout(ctx(t), d)
 	defer cancel()

@@ -106,10 +106,12 @@ func TestRedTeamProtectedSpellingsAfterSessionAllow(t *testing.T) {
 	os.MkdirAll(filepath.Join(e.root, "sub"), 0o755)
 	c := e.client()
 	sid := e.open(c)
-	if res, qs, _ := run(t, start(t, c, ctx(t), sid, write("a.txt", "x")), execv1.Choice_CHOICE_SESSION); res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 1 {
+	if res, qs, _ := run(t, start(t, c, ctx(t), sid, write("a.txt", "x")),
+		execv1.Choice_CHOICE_SESSION); res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 1 {
 		t.Fatalf("allow for the session: %v (%d questions)", res, len(qs))
 	}
-	if res, qs, _ := run(t, start(t, c, ctx(t), sid, write("b.txt", "x")), execv1.Choice_CHOICE_DENY); res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 {
+	if res, qs, _ := run(t, start(t, c, ctx(t), sid, write("b.txt", "x")),
+		execv1.Choice_CHOICE_DENY); res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 {
 		t.Fatalf("control: the session rule does not apply: %v (%d questions)", res, len(qs))
 	}
 	for _, p := range []string{
@@ -135,7 +137,8 @@ func TestRedTeamProtectedSpellingsAfterSessionAllow(t *testing.T) {
 
 // Found by red team (first pass over the boundary).
 // HELD. Odd write targets fail cleanly: a folder (with or without a trailing slash), the root, an empty path, an
-// edit whose old_string is empty. ("w.txt/" is cleaned to w.txt and asked about as such: what is shown is done.) Control: an edit of the whole file's text works.
+// edit whose old_string is empty. ("w.txt/" is cleaned to w.txt and asked about as such: what is shown is done.)
+// Control: an edit of the whole file's text works.
 func TestRedTeamOddWriteTargets(t *testing.T) {
 	e := newEnv(t)
 	os.MkdirAll(filepath.Join(e.root, "dir", "inner"), 0o755)
@@ -159,7 +162,8 @@ func TestRedTeamOddWriteTargets(t *testing.T) {
 		t.Errorf("w.txt changed: %q", got)
 	}
 	edit := &execv1.Start{Op: &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: "w.txt", OldString: "whole\n", NewString: "new\n"}}}
-	if res, _, _ := run(t, start(t, c, ctx(t), sid, edit), execv1.Choice_CHOICE_ONCE); res.GetStatus() != execv1.Status_STATUS_COMPLETED || fileText(filepath.Join(e.root, "w.txt")) != "new\n" {
+	if res, _, _ := run(t, start(t, c, ctx(t), sid, edit), execv1.Choice_CHOICE_ONCE); res.GetStatus() != execv1.Status_STATUS_COMPLETED ||
+		fileText(filepath.Join(e.root, "w.txt")) != "new\n" {
 		t.Fatalf("control: %v", res)
 	}
 }
@@ -180,11 +184,13 @@ func TestRedTeamEditReplaceAllExplodes(t *testing.T) {
 		t.Errorf("an edit of 50 TB: %v %v (%d questions)", res, err, len(qs))
 	}
 	// Ambiguous without replace_all: refused before any question.
-	if res, qs, _ := run(t, start(t, c, ctx(t), sid, editOp("small.txt", "a", "b", false)), execv1.Choice_CHOICE_ONCE); res.GetStatus() != execv1.Status_STATUS_FAILED || len(qs) != 0 {
+	if res, qs, _ := run(t, start(t, c, ctx(t), sid, editOp("small.txt", "a", "b", false)),
+		execv1.Choice_CHOICE_ONCE); res.GetStatus() != execv1.Status_STATUS_FAILED || len(qs) != 0 {
 		t.Errorf("an ambiguous edit: %v (%d questions)", res, len(qs))
 	}
 	res, qs, err = run(t, start(t, c, ctx(t), sid, editOp("small.txt", "a", "bb", true)), execv1.Choice_CHOICE_ONCE)
-	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 1 || fileText(filepath.Join(e.root, "small.txt")) != "bb bb bb\n" {
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 1 ||
+		fileText(filepath.Join(e.root, "small.txt")) != "bb bb bb\n" {
 		t.Fatalf("control: %v %v (%d questions)", res, err, len(qs))
 	}
 }

@@ -51,7 +51,8 @@ func TestRedTeamProtocolOddities(t *testing.T) {
 		}
 	}
 	// Modes.
-	if _, err := c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_UNSPECIFIED}); code(err) != codes.InvalidArgument {
+	if _, err := c.SetMode(ctx(t),
+		&execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_UNSPECIFIED}); code(err) != codes.InvalidArgument {
 		t.Errorf("SetMode unspecified: %v", err)
 	}
 	if _, err := c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode(99)}); code(err) != codes.InvalidArgument {

@@ -101,7 +101,8 @@ func TestRedTeamSymlinkedRootReachesGarudaHome(t *testing.T) {
 			t.Errorf("%v reached Garuda's home through the symlinked root: %.200s", op, res.GetContent())
 		}
 	}
-	if res := sh(t, c, sid, "cat ghome/credentials; cat "+link+"/ghome/credentials; echo x > ghome/credentials; true"); leaked(res, "sk-ant-linked") {
+	if res := sh(t, c, sid,
+		"cat ghome/credentials; cat "+link+"/ghome/credentials; echo x > ghome/credentials; true"); leaked(res, "sk-ant-linked") {
 		t.Errorf("a command read Garuda's key through the symlinked root: %s", res.GetContent())
 	}
 	if _, err := os.Stat(filepath.Join(home, "policy.json")); err == nil {
@@ -114,7 +115,8 @@ func TestRedTeamSymlinkedRootReachesGarudaHome(t *testing.T) {
 		t.Fatal("control: a plain open through the link does not read the key")
 	}
 	// Control: an ordinary file of the symlinked root is read without a question.
-	if res, qs, _ := run(t, start(t, c, ctx(t), sid, read("main.go")), execv1.Choice_CHOICE_DENY); !strings.Contains(res.GetContent(), "package main") || len(qs) != 0 {
+	if res, qs, _ := run(t, start(t, c, ctx(t), sid, read("main.go")),
+		execv1.Choice_CHOICE_DENY); !strings.Contains(res.GetContent(), "package main") || len(qs) != 0 {
 		t.Fatalf("control: main.go: %v (%d questions)", res, len(qs))
 	}
 }
@@ -192,7 +194,8 @@ func TestRedTeamSymlinkedRootSkipsTeamDenyRule(t *testing.T) {
 	if res, _, _ := run(t, start(t, c, ctx(t), r.SessionId, read("private/id")), execv1.Choice_CHOICE_ONCE); leaked(res, "user-secret") {
 		t.Fatalf("control: the root-relative rule does not deny: %v", res)
 	}
-	if res, _, _ := run(t, start(t, c, ctx(t), r.SessionId, read(filepath.Join(real, "private", "id"))), execv1.Choice_CHOICE_ONCE); leaked(res, "user-secret") {
+	if res, _, _ := run(t, start(t, c, ctx(t), r.SessionId, read(filepath.Join(real, "private", "id"))),
+		execv1.Choice_CHOICE_ONCE); leaked(res, "user-secret") {
 		t.Errorf("the root-relative deny rule is bypassed by the real name of a symlinked root: %v", res)
 	}
 }
@@ -232,7 +235,8 @@ func TestRedTeamOddRoots(t *testing.T) {
 			t.Errorf("write_file %s in /proc completed: %s", p, res.GetContent())
 		}
 	}
-	if res, _, _ := run(t, start(t, c, ctx(t), r.SessionId, write("self/comm", "pwned")), execv1.Choice_CHOICE_ONCE); res.GetStatus() == execv1.Status_STATUS_COMPLETED {
+	if res, _, _ := run(t, start(t, c, ctx(t), r.SessionId, write("self/comm", "pwned")),
+		execv1.Choice_CHOICE_ONCE); res.GetStatus() == execv1.Status_STATUS_COMPLETED {
 		t.Errorf("write_file self/comm completed: %s", res.GetContent())
 	}
 	if !strings.Contains(fileText(fmt.Sprintf("/proc/self/fd/%d/credentials", fd)), "sk-ant-proc") {
@@ -272,7 +276,9 @@ func TestRedTeamSharedBrokerRootSwap(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	svc := broker.NewService(broker.Config{Home: filepath.Join(base, "home"), ManagedPolicy: filepath.Join(base, "managed.json"), Version: "test"})
+	svc := broker.NewService(broker.Config{
+		Home: filepath.Join(base, "home"), ManagedPolicy: filepath.Join(base, "managed.json"), Version: "test",
+	})
 	srv := broker.NewServer(svc, []uint32{0, 65534})
 	sock := filepath.Join(base, "b.sock")
 	ln, err := net.Listen("unix", sock)

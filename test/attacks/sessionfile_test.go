@@ -34,7 +34,8 @@ func TestRedTeamRecordStaysInSessions(t *testing.T) {
 			t.Errorf("Record %q %q accepted", r.SessionId, r.Kind)
 		}
 	}
-	if _, err := other.Record(ctx(t), &execv1.RecordRequest{SessionId: sid, Kind: "prompt", Data: []byte(`"foreign"`)}); status.Code(err) != codes.PermissionDenied {
+	if _, err := other.Record(ctx(t),
+		&execv1.RecordRequest{SessionId: sid, Kind: "prompt", Data: []byte(`"foreign"`)}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("another connection recorded into the session: %v", err)
 	}
 	if got := fileText(outside); got != "" {
@@ -49,7 +50,8 @@ func TestRedTeamRecordStaysInSessions(t *testing.T) {
 			t.Errorf("Record made %s", n)
 		}
 	}
-	if !strings.Contains(fileText(filepath.Join(e.home, "sessions", sid+".jsonl")), `"hi"`) || strings.Contains(fileText(filepath.Join(e.home, "sessions", sid+".jsonl")), "foreign") {
+	if !strings.Contains(fileText(filepath.Join(e.home, "sessions", sid+".jsonl")), `"hi"`) ||
+		strings.Contains(fileText(filepath.Join(e.home, "sessions", sid+".jsonl")), "foreign") {
 		t.Fatalf("control: %s", fileText(filepath.Join(e.home, "sessions", sid+".jsonl")))
 	}
 }

@@ -29,7 +29,8 @@ func TestRedTeamUndoThroughSwappedFolder(t *testing.T) {
 	c := e.client()
 	sid := e.open(c)
 	for _, w := range [][2]string{{"sub/keep.txt", "garuda-wrote\n"}, {"sub/pre.txt", "garuda-wrote\n"}, {"cfg/policy.json", teamPolicy}} {
-		if res, _, err := run(t, start(t, c, ctx(t), sid, write(w[0], w[1])), execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+		if res, _, err := run(t, start(t, c, ctx(t), sid, write(w[0], w[1])),
+			execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 			t.Fatalf("write %s: %v %v", w[0], res, err)
 		}
 	}
@@ -47,7 +48,8 @@ func TestRedTeamUndoThroughSwappedFolder(t *testing.T) {
 		t.Errorf("undo removed a file outside the root through a swapped folder: %v", err)
 	}
 	// Control: without the swap, undo removes what Garuda created.
-	if res, _, _ := run(t, start(t, c, ctx(t), sid, write("made.txt", "x")), execv1.Choice_CHOICE_ONCE); res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+	if res, _, _ := run(t, start(t, c, ctx(t), sid, write("made.txt", "x")),
+		execv1.Choice_CHOICE_ONCE); res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("control write: %v", res)
 	}
 	if _, err := c.Undo(ctx(t), &execv1.UndoRequest{SessionId: sid}); err != nil {

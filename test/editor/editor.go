@@ -60,7 +60,9 @@ func (e *Editor) RequestPermission(ctx context.Context, r acp.RequestPermissionR
 
 // Selected is the answer that selects the option id.
 func Selected(id string) acp.RequestPermissionResponse {
-	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Selected: &acp.RequestPermissionOutcomeSelected{OptionId: acp.PermissionOptionId(id), Outcome: "selected"}}}
+	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
+		Selected: &acp.RequestPermissionOutcomeSelected{OptionId: acp.PermissionOptionId(id), Outcome: "selected"},
+	}}
 }
 
 func (e *Editor) fs(what string) error {
