@@ -840,7 +840,8 @@ func TestMCPBadServersAreContained(t *testing.T) {
 
 func TestEditorMCPServersGetANoticeAtTheFirstPrompt(t *testing.T) {
 	e := newEnv(t)
-	sid := e.newSession(acp.McpServer{Stdio: &acp.McpServerStdio{Name: "fs-server", Command: "/bin/false", Args: []string{}, Env: []acp.EnvVariable{}}})
+	sid := e.newSession(acp.McpServer{Stdio: &acp.McpServerStdio{Name: "fs-server", Command: "/bin/false", Args: []string{},
+		Env: []acp.EnvVariable{}}})
 	ups, _ := e.ed.Snapshot()
 	if m := editor.Messages(ups); m != "" {
 		t.Errorf("a message before any prompt: %q", m)
