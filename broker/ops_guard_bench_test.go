@@ -97,11 +97,18 @@ func runBash(b testing.TB, c execv1.ExecServiceClient, sid, command string) *exe
 // BenchmarkBashTrueBigProject is a sandboxed `true` through Call on a project of 20,000 files in 1,000 folders,
 // with a "**" read-deny rule, in a session's steady state: what every command pays around its run.
 func BenchmarkBashTrueBigProject(b *testing.B) {
+	benchBashTrue(b, `{"permissions":{"deny":["Read(**/.env)"]}}`)
+}
+
+// BenchmarkBashTrueBigProjectNoRules is the same without read-deny rules (the default).
+func BenchmarkBashTrueBigProjectNoRules(b *testing.B) { benchBashTrue(b, "") }
+
+func benchBashTrue(b *testing.B, settings string) {
 	dir := b.TempDir()
 	root := filepath.Join(dir, "project")
 	os.MkdirAll(root, 0o755)
 	bigProject(b, root)
-	c, sid := benchBroker(b, dir, root, `{"permissions":{"deny":["Read(**/.env)"]}}`)
+	c, sid := benchBroker(b, dir, root, settings)
 	if r := runBash(b, c, sid, "true"); r.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		b.Fatalf("%v", r)
 	}
