@@ -114,7 +114,7 @@ func (s *Service) guardBefore(sess *session, st *policy.State, spec *sandbox.Spe
 		spec.ReadOnly, spec.EnsureDirs = watch.Before().ReadOnly(), watch.Before().EnsureDirs()
 		// What "**" read-deny rules name in the project, found by the same walk, is hidden with the other secrets.
 		for _, rel := range watch.Before().Denied() {
-			spec.Hidden = append(spec.Hidden, filepath.Join(st.Root, rel))
+			spec.Hidden = append(spec.Hidden, filepath.Join(sess.fs.Real(), rel)) // the walk's root, as ReadOnly's
 		}
 		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
 		if err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs); err != nil {

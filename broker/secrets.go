@@ -61,8 +61,9 @@ func readDenied(st *policy.State) (deny func(rel string) bool, key string) {
 	if !globbed {
 		return nil, ""
 	}
+	// Not the mode: a read is denied alike in both (a mode that would deny everything denies the command first).
 	var k strings.Builder
-	fmt.Fprintf(&k, "%s\x00%s\x00%s\x00%s\x00%s\x00%v", st.Root, st.RealRoot, st.Home, st.OutputDir, st.Mode, st.TeamErr)
+	fmt.Fprintf(&k, "%s\x00%s\x00%s\x00%s\x00%v", st.Root, st.RealRoot, st.Home, st.OutputDir, st.TeamErr)
 	for _, s := range []*policy.Settings{st.Team, st.User, st.Project} {
 		if s == nil {
 			continue
