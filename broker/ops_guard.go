@@ -34,9 +34,13 @@ func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec)
 		Deny: deny, DenyKey: denyKey})
 	w, err := sess.guard.Begin()
 	if errors.Is(err, guard.ErrTooLarge) {
-		return nil, fmt.Errorf("%w; commands are refused where Garuda cannot check what they leave behind. Raise the limit "+
+		err = fmt.Errorf("%w; commands are refused where Garuda cannot check what they leave behind. Raise the limit "+
 			`with "guard": {"max_entries": %d} in %s, or leave folders of data out with "guard": {"skip": ["path/in/project"]}`,
 			err, 2*maxEntries, filepath.Join(s.cfg.Home, "settings.json"))
+		if deny != nil {
+			err = fmt.Errorf("%w (a \"**\" read-deny rule is searched for in skipped folders too, so only the limit helps there)", err)
+		}
+		return nil, err
 	}
 	return w, err
 }

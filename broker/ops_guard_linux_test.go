@@ -123,3 +123,27 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestCommandPastTheLimitWithDenyRule: with a "**" read-deny rule the walk searches node_modules for what it hides,
+// so a tree past the limit there is refused with the limit named, never run half searched. Control: without the
+// rule the guard leaves node_modules out and the command runs.
+func TestCommandPastTheLimitWithDenyRule(t *testing.T) {
+	for _, rule := range []string{"", `,"permissions":{"deny":["Read(**/.env)"]}`} {
+		dir := t.TempDir()
+		root := filepath.Join(dir, "project")
+		must(t, os.MkdirAll(filepath.Join(root, "node_modules", "dep"), 0o755))
+		for i := range 30 {
+			must(t, os.WriteFile(filepath.Join(root, "node_modules", "dep", fmt.Sprintf("f%d.js", i)), nil, 0o644))
+		}
+		must(t, os.WriteFile(filepath.Join(root, "node_modules", "dep", ".env"), []byte("TOKEN=dep-secret"), 0o644))
+		c, sid := benchBroker(t, dir, root, `{"guard":{"max_entries":20}`+rule+`}`)
+		r := runBash(t, c, sid, "cat node_modules/dep/.env")
+		switch {
+		case rule == "" && (r.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(r.GetContent(), "dep-secret")):
+			t.Errorf("control, without the rule: %v", r)
+		case rule != "" && (r.GetStatus() != execv1.Status_STATUS_FAILED || !strings.Contains(r.GetContent(), "more than 20") ||
+			!strings.Contains(r.GetContent(), "read-deny rule") || strings.Contains(r.GetContent(), "dep-secret")):
+			t.Errorf("with the rule, past the limit: %v", r)
+		}
+	}
+}
