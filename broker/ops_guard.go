@@ -17,22 +17,30 @@ import (
 	"github.com/garuda-dev/garuda/policy"
 )
 
-// guardBegin takes the guard's scan before a sandboxed run. Past the walk's limit the run is refused: a tree the
-// guard cannot check is not left unchecked.
+// guardBegin takes the guard's scan before a sandboxed run: the one walk of the project before it, which also finds
+// what "**" read-deny rules name there (readDenied). Past the walk's limit the run is refused: a tree the guard
+// cannot check, or search for secrets, is not left unchecked.
 func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec) (*guard.Watch, error) {
 	maxEntries, skip := policy.GuardWalk(st)
-	// What the sandbox hides (read-denied folders) a command can neither see nor write: the walk leaves it out.
+	// What the sandbox hides a command can neither see nor write: the walk leaves it out.
+	var hidden []string
 	for _, h := range spec.Hidden {
 		if rel, in := pathglob.Within(sess.fs.Real(), filepath.Clean(h)); in && rel != "" {
-			skip = append(skip, rel)
+			hidden = append(hidden, rel)
 		}
 	}
-	sess.guard.Configure(guard.Options{MaxEntries: maxEntries, Skip: skip, Writable: spec.Writable})
+	deny, denyKey := readDenied(st)
+	sess.guard.Configure(guard.Options{MaxEntries: maxEntries, Skip: skip, Hidden: hidden, Writable: spec.Writable,
+		Deny: deny, DenyKey: denyKey})
 	w, err := sess.guard.Begin()
 	if errors.Is(err, guard.ErrTooLarge) {
-		return nil, fmt.Errorf("%w; commands are refused where Garuda cannot check what they leave behind. Raise the limit "+
+		err = fmt.Errorf("%w; commands are refused where Garuda cannot check what they leave behind. Raise the limit "+
 			`with "guard": {"max_entries": %d} in %s, or leave folders of data out with "guard": {"skip": ["path/in/project"]}`,
 			err, 2*maxEntries, filepath.Join(s.cfg.Home, "settings.json"))
+		if deny != nil {
+			err = fmt.Errorf("%w (a \"**\" read-deny rule is searched for in skipped folders too, so only the limit helps there)", err)
+		}
+		return nil, err
 	}
 	return w, err
 }
@@ -108,6 +116,10 @@ func (s *Service) guardBefore(sess *session, st *policy.State, spec *sandbox.Spe
 			return nil, err
 		}
 		spec.ReadOnly, spec.EnsureDirs = watch.Before().ReadOnly(), watch.Before().EnsureDirs()
+		// What "**" read-deny rules name in the project, found by the same walk, is hidden with the other secrets.
+		for _, rel := range watch.Before().Denied() {
+			spec.Hidden = append(spec.Hidden, filepath.Join(sess.fs.Real(), rel)) // the walk's root, as ReadOnly's
+		}
 		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
 		if err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs); err != nil {
 			return nil, fmt.Errorf("prepare the protected folders: %w", err)

@@ -1,10 +1,10 @@
-// What commands may not see: Garuda's home, the usual credential stores, and what read-deny rules name (the project
-// walked for "**" rules).
+// What commands may not see: Garuda's home, the usual credential stores, and what read-deny rules name (for "**"
+// rules in the project, the guard's walk asks the policy: readDenied).
 
 package broker
 
 import (
-	"io/fs"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +13,8 @@ import (
 	"github.com/garuda-dev/garuda/policy"
 )
 
-// secrets are hidden from commands: Garuda's own home, the usual credential stores, and what read-deny rules name.
+// secrets are hidden from commands: Garuda's own home, the usual credential stores, and what read-deny rules name
+// (but for "**" rules in the project, which the guard's walk finds: readDenied).
 func (s *Service) secrets(st *policy.State) []string {
 	out := []string{s.cfg.Home}
 	if st.Team != nil && st.Team.AuditDir != "" {
@@ -24,21 +25,18 @@ func (s *Service) secrets(st *policy.State) []string {
 			out = append(out, filepath.Join(s.userHome, p))
 		}
 	}
-	walkRoot := false
 	for _, p := range policy.ReadDenyPatterns(st) {
 		rel, inRoot := pathglob.Within(st.Root, p)
 		switch {
 		case !strings.ContainsAny(p, "*?["):
 			out = append(out, p)
 		case inRoot && rel != "":
-			walkRoot = true // "**" and friends: the walk below asks the policy itself, so its semantics hold
+			// "**" and friends in the project: the guard's walk before the command asks the policy itself
+			// (readDenied), so their semantics hold, and adds what they deny (guardBefore).
 		default:
 			matches, _ := filepath.Glob(p)
 			out = append(out, matches...)
 		}
-	}
-	if walkRoot {
-		out = append(out, deniedInRoot(st)...)
 	}
 	var existing []string
 	for _, p := range out {
@@ -49,29 +47,33 @@ func (s *Service) secrets(st *policy.State) []string {
 	return existing
 }
 
-// maxProtectedWalk bounds the walk for read-denied paths.
-const maxProtectedWalk = 50000
-
-// deniedInRoot lists the files and folders of the root that the rules deny reading, for the sandbox to hide
-// (a denied folder is hidden whole). Bounded like the scan of protected paths.
-func deniedInRoot(st *policy.State) []string {
-	var out []string
-	n := 0
-	filepath.WalkDir(st.Root, func(p string, d fs.DirEntry, err error) error {
-		n++
-		if err != nil || n > maxProtectedWalk {
-			return filepath.SkipDir
+// readDenied is what the guard's walk asks of every entry of the project when a read-deny rule with a glob names
+// paths in it (nil otherwise): whether read_file may not read it, decided by the policy itself so that its
+// semantics hold (a denied folder is hidden whole). The key names everything a read's denial depends on: when it
+// changes, the guard walks whole again. Defends against a command reading a secret that read_file may not.
+func readDenied(st *policy.State) (deny func(rel string) bool, key string) {
+	globbed := false
+	for _, p := range policy.ReadDenyPatterns(st) {
+		if rel, in := pathglob.Within(st.Root, p); in && rel != "" && strings.ContainsAny(p, "*?[") {
+			globbed = true
 		}
-		if p == st.Root {
-			return nil
+	}
+	if !globbed {
+		return nil, ""
+	}
+	// Not the mode: a read is denied alike in both (a mode that would deny everything denies the command first).
+	var k strings.Builder
+	fmt.Fprintf(&k, "%s\x00%s\x00%s\x00%s\x00%v", st.Root, st.RealRoot, st.Home, st.OutputDir, st.TeamErr)
+	for _, s := range []*policy.Settings{st.Team, st.User, st.Project} {
+		if s == nil {
+			continue
 		}
-		if policy.Decide(policy.Request{Kind: policy.KindRead, Tool: "read_file", Path: p}, st).Verdict == policy.Deny {
-			out = append(out, p)
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
+		for _, r := range s.Deny {
+			fmt.Fprintf(&k, "\x00%s\x01%s", r.Source, r.Text)
 		}
-		return nil
-	})
-	return out
+	}
+	return func(rel string) bool {
+		req := policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: filepath.Join(st.Root, rel)}
+		return policy.Decide(req, st).Verdict == policy.Deny
+	}, k.String()
 }

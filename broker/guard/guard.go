@@ -25,7 +25,14 @@ var ErrTooLarge = errors.New("too many files for the command guard")
 // Options bound the guard's walk and say where else commands may write.
 type Options struct {
 	MaxEntries int      // the walk's limit (policy.GuardWalk)
-	Skip       []string // root-relative folders the walk does not enter
+	Skip       []string // root-relative folders the guard does not check (walked only when Deny is set)
+	Hidden     []string // root-relative folders the sandbox hides whole: the walk enters none
+	// Deny says whether the policy denies reading a root-relative path (a "**" read-deny rule): the walk asks it of
+	// every entry it meets, lists the denied ones (Snapshot.Denied) and enters no denied folder. Walking for it
+	// too, the guard's walk is the only one a command pays. nil: nothing is asked.
+	Deny func(rel string) bool
+	// DenyKey names what Deny answers by (the rules, the roots): when it changes, the next scan walks whole.
+	DenyKey string
 	// Writable are the folders outside the root that commands may write (the session's temp and cache folders):
 	// a new symbolic link from the root into one of them is undone, since a repository planted there would be
 	// run by git in the root's name.
@@ -83,9 +90,14 @@ func (g *Guard) Close() {
 func (g *Guard) Configure(o Options) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.t != nil && (o.MaxEntries != g.opts.MaxEntries || strings.Join(o.Skip, "\x00") != strings.Join(g.opts.Skip, "\x00")) {
+	if g.t != nil && (o.MaxEntries != g.opts.MaxEntries || o.DenyKey != g.opts.DenyKey || (o.Deny == nil) != (g.opts.Deny == nil) ||
+		strings.Join(o.Skip, "\x00") != strings.Join(g.opts.Skip, "\x00") ||
+		strings.Join(o.Hidden, "\x00") != strings.Join(g.opts.Hidden, "\x00")) {
 		g.t.n.close()
 		g.t = nil
+	}
+	if g.t != nil {
+		g.t.deny = o.Deny // the same rules: what the tree holds stands, and folders read again ask the new one
 	}
 	g.opts = o
 }
@@ -124,6 +136,7 @@ type Snapshot struct {
 	pointed   []string          // policy.GitPointed
 	pointedFP map[string]string // each pointed path → fingerprint ("absent" included)
 	ensure    []string          // hooks and info folders of git folders that lack them, absolute
+	denied    []string          // what Options.Deny denied, root-relative, sorted
 }
 
 type repo struct {
@@ -145,7 +158,7 @@ func (g *Guard) scan(bounded bool) (*Snapshot, error) {
 		if max <= 0 {
 			max = policy.DefaultGuardEntries
 		}
-		g.t = newTree(g.root, max, g.opts.Skip)
+		g.t = newTree(g.root, max, g.opts)
 	}
 	limit := g.t.max
 	if !bounded {
@@ -167,6 +180,9 @@ func (g *Guard) snapshot() *Snapshot {
 		links: map[string]bool{}, pointedFP: map[string]string{}}
 	var prot []string
 	for rel, nd := range g.t.nodes {
+		for _, name := range nd.denied {
+			s.denied = append(s.denied, path.Join(rel, name))
+		}
 		for _, name := range nd.prot {
 			prot = append(prot, path.Join(rel, name))
 		}
@@ -204,6 +220,7 @@ func (g *Guard) snapshot() *Snapshot {
 		s.pointedFP[p] = fingerprint(g.abs(p))
 	}
 	sort.Strings(s.ensure)
+	sort.Strings(s.denied)
 	return s
 }
 
@@ -247,6 +264,10 @@ func (s *Snapshot) EnsureDirs() []string { return s.ensure }
 
 // Pointed returns what the repositories point git at (policy.GitPointed).
 func (s *Snapshot) Pointed() []string { return s.pointed }
+
+// Denied returns the root-relative paths Options.Deny denied, for the sandbox to hide; a denied folder is listed,
+// not what is below it.
+func (s *Snapshot) Denied() []string { return s.denied }
 
 func dedupTop(sorted []string) []string {
 	var out []string

@@ -16,20 +16,34 @@ import (
 type node struct {
 	wd      int32    // its watch, or -1
 	inGit   bool     // it is a git folder or below one
-	subdirs []string // the subfolders walked
-	prot    []string // entries policy.Protected names
-	links   []string // symbolic links
-	gitDir  bool     // a git folder: named .git, or HEAD beside objects and refs (or commondir)
-	dotGit  byte     // its ".git" entry: 0 none, 'd' folder, 'f' file, 'l' symlink
-	count   int      // entries
+	subdirs []subdir // the subfolders walked
+	denied  []string // entries tree.deny names: hidden from commands, never entered
+	// denyOnly: a folder the guard itself does not enter (a skipped or protected one, git's data), walked only to
+	// find what the read-deny rules name in it; nothing else of it is kept.
+	denyOnly bool
+	prot     []string // entries policy.Protected names
+	links    []string // symbolic links
+	gitDir   bool     // a git folder: named .git, or HEAD beside objects and refs (or commondir)
+	dotGit   byte     // its ".git" entry: 0 none, 'd' folder, 'f' file, 'l' symlink
+	count    int      // entries
+}
+
+// subdir is a subfolder to walk, and whether only for what the read-deny rules name in it.
+type subdir struct {
+	name     string
+	denyOnly bool
 }
 
 // tree is the root's folders as last walked. With a notifier, a refresh re-reads only the folders whose entries
 // changed since; without one (or after its queue overflowed), it walks everything again.
 type tree struct {
-	root  string
-	max   int
-	skip  map[string]bool // root-relative folders not entered
+	root string
+	max  int
+	skip map[string]bool // root-relative folders the guard does not enter (walked for deny alone)
+	// hidden are root-relative folders the sandbox hides whole: nothing below them is walked.
+	hidden map[string]bool
+	// deny says whether reading a root-relative path is denied (Options.Deny); nil: nothing is asked.
+	deny  func(rel string) bool
 	nodes map[string]*node
 	byWD  map[int32]string
 	n     notifier
@@ -45,10 +59,14 @@ var (
 	gitInternal = []string{"objects", "refs", "logs", "lfs"}
 )
 
-func newTree(root string, max int, skip []string) *tree {
-	t := &tree{root: root, max: max, skip: map[string]bool{}, nodes: map[string]*node{}, byWD: map[int32]string{}}
-	for _, s := range skip {
+func newTree(root string, max int, o Options) *tree {
+	t := &tree{root: root, max: max, skip: map[string]bool{}, hidden: map[string]bool{}, deny: o.Deny,
+		nodes: map[string]*node{}, byWD: map[int32]string{}}
+	for _, s := range o.Skip {
 		t.skip[s] = true
+	}
+	for _, h := range o.Hidden {
+		t.hidden[h] = true
 	}
 	t.n = newNotifier()
 	return t
@@ -102,13 +120,13 @@ func (t *tree) refresh() {
 func (t *tree) rewalk() {
 	t.n.reset()
 	t.nodes, t.byWD, t.count, t.over = map[string]*node{}, map[int32]string{}, 0, false
-	t.load("", false)
+	t.load("", false, false)
 	t.fresh = true
 }
 
 // reload re-reads one folder whose entries changed, walks its new subfolders and forgets the gone ones.
 func (t *tree) reload(rel string, old *node) {
-	nd, ok := t.read(rel, old.inGit, old.wd)
+	nd, ok := t.read(rel, old.inGit, old.denyOnly, old.wd)
 	if !ok {
 		t.drop(rel)
 		return
@@ -117,12 +135,12 @@ func (t *tree) reload(rel string, old *node) {
 	t.nodes[rel] = nd
 	for _, s := range old.subdirs {
 		if !slices.Contains(nd.subdirs, s) {
-			t.drop(path.Join(rel, s))
+			t.drop(path.Join(rel, s.name))
 		}
 	}
 	for _, s := range nd.subdirs {
-		if _, known := t.nodes[path.Join(rel, s)]; !known {
-			t.load(path.Join(rel, s), nd.inGit || nd.gitDir || s == ".git")
+		if _, known := t.nodes[path.Join(rel, s.name)]; !known {
+			t.load(path.Join(rel, s.name), nd.inGit || nd.gitDir || s.name == ".git", s.denyOnly)
 		}
 	}
 }
@@ -149,7 +167,7 @@ func (t *tree) drop(rel string) {
 }
 
 // load walks the folder rel and everything below it, up to max entries in all.
-func (t *tree) load(rel string, inGit bool) {
+func (t *tree) load(rel string, inGit, denyOnly bool) {
 	if t.count > t.max {
 		t.over = true
 		return
@@ -161,7 +179,7 @@ func (t *tree) load(rel string, inGit bool) {
 		}
 		t.byWD[wd] = rel
 	}
-	nd, ok := t.read(rel, inGit, wd)
+	nd, ok := t.read(rel, inGit, denyOnly, wd)
 	if !ok {
 		return
 	}
@@ -172,21 +190,39 @@ func (t *tree) load(rel string, inGit bool) {
 		return
 	}
 	for _, s := range nd.subdirs {
-		t.load(path.Join(rel, s), nd.inGit || nd.gitDir || s == ".git")
+		t.load(path.Join(rel, s.name), nd.inGit || nd.gitDir || s.name == ".git", s.denyOnly)
 	}
 }
 
-// read lists one folder without following a symbolic link to it.
-func (t *tree) read(rel string, inGit bool, wd int32) (*node, bool) {
+// read lists one folder without following a symbolic link to it. With a deny function, it asks it of every entry:
+// a denied entry is listed for the sandbox to hide and, a folder, not entered (hidden whole, as read_file's rules
+// deny everything below it); the folders the guard itself does not enter are walked for that alone (denyOnly).
+func (t *tree) read(rel string, inGit, denyOnly bool, wd int32) (*node, bool) {
 	f, err := os.OpenFile(t.abs(rel), os.O_RDONLY|oDirectory|oNoFollow|oNonblock, 0)
 	if err != nil {
 		return nil, false
 	}
 	ents, _ := f.ReadDir(-1)
 	f.Close()
-	nd := &node{wd: wd, inGit: inGit, gitDir: path.Base(rel) == ".git", count: len(ents)}
+	nd := &node{wd: wd, inGit: inGit, denyOnly: denyOnly, count: len(ents)}
+	denied := func(name string) bool {
+		if t.deny != nil && t.deny(path.Join(rel, name)) {
+			nd.denied = append(nd.denied, name)
+			return true
+		}
+		return false
+	}
+	if denyOnly {
+		for _, e := range ents {
+			if !denied(e.Name()) && e.IsDir() && t.deny != nil && !t.hidden[path.Join(rel, e.Name())] {
+				nd.subdirs = append(nd.subdirs, subdir{e.Name(), true})
+			}
+		}
+		return nd, true
+	}
+	nd.gitDir = path.Base(rel) == ".git"
 	var head, objects, refs, commondir bool
-	var dirs []string
+	var dirs []subdir // denyOnly: a protected folder, covered whole
 	for _, e := range ents {
 		name, typ := e.Name(), e.Type()
 		switch {
@@ -223,16 +259,23 @@ func (t *tree) read(rel string, inGit bool, wd int32) (*node, bool) {
 				nd.prot = append(nd.prot, name)
 			}
 		}
-		if typ.IsDir() && !protected {
-			dirs = append(dirs, name)
+		if !denied(name) && typ.IsDir() {
+			dirs = append(dirs, subdir{name, protected})
 		}
 	}
 	nd.gitDir = nd.gitDir || head && (objects && refs || commondir)
 	for _, d := range dirs {
-		if slices.Contains(skipNames, d) || t.skip[path.Join(rel, d)] || nd.gitDir && slices.Contains(gitInternal, d) {
-			continue
+		p := path.Join(rel, d.name)
+		switch {
+		case t.hidden[p]:
+		case d.denyOnly || slices.Contains(skipNames, d.name) || t.skip[p] || nd.gitDir && slices.Contains(gitInternal, d.name):
+			// What the guard leaves out may still hold what a read-deny rule names: walked for that alone.
+			if t.deny != nil {
+				nd.subdirs = append(nd.subdirs, subdir{d.name, true})
+			}
+		default:
+			nd.subdirs = append(nd.subdirs, d)
 		}
-		nd.subdirs = append(nd.subdirs, d)
 	}
 	return nd, true
 }

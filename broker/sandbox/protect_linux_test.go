@@ -13,7 +13,7 @@ func TestAttackGitHooksAndConfig(t *testing.T) {
 	f, s := gitFixture(t)
 	protected := append(append([]string{}, s.ReadOnly...), s.EnsureDirs...)
 	must(t, EnsureProtectedDirs(f.root, s.EnsureDirs))
-	before := SnapshotPaths(protected)
+	before := snapshotPaths(protected)
 	attacks := map[string]string{
 		"write .git/hooks/pre-commit": "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit",
 		"git config core.fsmonitor":   "git config core.fsmonitor 'echo pwned'",
@@ -31,17 +31,17 @@ func TestAttackGitHooksAndConfig(t *testing.T) {
 			t.Errorf("%s: exit 0 in the sandbox, output %q", name, r.Output)
 		}
 	}
-	if ch := Changed(before, SnapshotPaths(protected)); len(ch) > 0 {
+	if ch := changedPaths(before, snapshotPaths(protected)); len(ch) > 0 {
 		t.Errorf("protected paths changed by the sandboxed attacks: %v", ch)
 	}
 	if _, err := os.Stat(filepath.Join(f.root, ".git.old")); err == nil {
 		t.Errorf(".git was renamed away")
 	}
-	// Negative control: without the sandbox the same hook write works and Changed reports it.
+	// Negative control: without the sandbox the same hook write works and changedPaths reports it.
 	s.Command, s.Unsandboxed = attacks["write .git/hooks/pre-commit"], true
 	expectWorked(t, "write .git/hooks/pre-commit", f.run(s))
-	if ch := Changed(before, SnapshotPaths(protected)); len(ch) != 1 || !strings.HasSuffix(ch[0], "hooks") {
-		t.Errorf("Changed after an unsandboxed hook write = %v, want the hooks folder", ch)
+	if ch := changedPaths(before, snapshotPaths(protected)); len(ch) != 1 || !strings.HasSuffix(ch[0], "hooks") {
+		t.Errorf("changedPaths after an unsandboxed hook write = %v, want the hooks folder", ch)
 	}
 }
 

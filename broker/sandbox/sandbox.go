@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"path/filepath"
 	"time"
 )
 
@@ -153,4 +154,14 @@ var systemSecretGlobs = []string{
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
 	"/etc/ssh/ssh_host_*_key", "/etc/ssl/private", "/root/.ssh", "/root/.aws", "/root/.docker", "/root/.netrc",
 	"/root/.config/gh", "/root/.garuda", "/var/lib/docker", "/run/secrets",
+}
+
+// systemSecrets expands systemSecretGlobs to the paths that exist.
+func systemSecrets() []string {
+	var out []string
+	for _, pat := range systemSecretGlobs {
+		m, _ := filepath.Glob(pat)
+		out = append(out, m...)
+	}
+	return out
 }

@@ -1,125 +1,138 @@
-// Protected folders made without following a planted link, and protected files hashed without blocking.
+// Fingerprints of protected paths, taken before and after the attacks of protect_linux_test.go, and what changed
+// between two: the tests' own check that a protected path stayed as it was, contents included.
 
 package sandbox
 
 import (
-	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
+	"sort"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-func TestEnsureDirsRefusesSymlinkedParent(t *testing.T) {
-	f, s := gitFixture(t)
-	must(t, os.Rename(filepath.Join(f.root, ".git"), filepath.Join(f.outside, "git")))
-	must(t, os.Symlink(filepath.Join(f.outside, "git"), filepath.Join(f.root, ".git")))
-	s.Command = "true"
-	if _, err := Run(context.Background(), s); err == nil {
-		t.Error("Run created a protected folder through a symlink")
+// snapshotPaths fingerprints each path without following symlinks: absent (or an empty folder), a symlink and its
+// target, a file's mode and content, or a folder's whole tree (names, modes, link targets, contents). Comparing fingerprints taken before
+// and after a command catches protected files a mount could not cover (they did not exist yet) and replacements
+// of a protected path or of its parent.
+func snapshotPaths(paths []string) map[string]string {
+	out := make(map[string]string, len(paths))
+	for _, p := range paths {
+		out[p] = fingerprint(p)
 	}
-	if _, err := os.Stat(filepath.Join(f.outside, "git", "hooks")); err == nil {
-		t.Error("hooks folder created outside the root")
-	}
-	// Negative control: a plain MkdirAll follows the planted symlink out of the root.
-	must(t, os.MkdirAll(filepath.Join(f.root, ".git", "hooks"), 0o755))
-	if _, err := os.Stat(filepath.Join(f.outside, "git", "hooks")); err != nil {
-		t.Error("negative control: MkdirAll did not follow the symlink")
-	}
+	return out
 }
 
-// TestEnsureDirsRaceWithSymlinkSwap: a command still running swaps a nested repository's .git for a symlink to
-// outside the root, over and over, while the broker creates that repository's hooks folder for the next command;
-// the folder is never created outside the root.
-// Found by red team.
-func TestEnsureDirsRaceWithSymlinkSwap(t *testing.T) {
-	f := newFixture(t)
-	gitDir := filepath.Join(f.root, "sub", ".git")
-	must(t, os.MkdirAll(gitDir, 0o755))
-	link := filepath.Join(f.root, "sub", "link")
-	must(t, os.Symlink(f.outside, link))
-	stop := make(chan struct{})
-	swapped := make(chan struct{})
-	go func() {
-		defer close(swapped)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+// changedPaths lists, sorted, the paths whose fingerprints differ (including paths present in only one snapshot).
+func changedPaths(before, after map[string]string) []string {
+	var out []string
+	for p, b := range before {
+		if a, ok := after[p]; !ok || a != b {
+			out = append(out, p)
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func fingerprint(p string) string {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "absent"
+	}
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t, _ := os.Readlink(p)
+		return "symlink:" + t
+	case fi.Mode().IsRegular():
+		return fmt.Sprintf("file:%v:%s", fi.Mode(), hashFile(p))
+	case fi.IsDir():
+		if ents, err := os.ReadDir(p); err == nil && len(ents) == 0 {
+			// An empty folder runs nothing: the same as absent, so the folders EnsureDirs creates are no change.
+			return "absent"
+		}
+		h := sha256.New()
+		_ = filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
+			rel, _ := filepath.Rel(p, q)
+			if err != nil {
+				fmt.Fprintf(h, "%s\x00error %v\x00", rel, err)
+				return nil
 			}
-			// .git is a folder, then the symlink, then the folder again: one atomic exchange each time.
-			_ = unix.Renameat2(unix.AT_FDCWD, gitDir, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
-		}
-	}()
-	escaped := false
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) && !escaped {
-		_ = EnsureProtectedDirs(f.root, []string{filepath.Join(gitDir, "hooks")})
-		if _, err := os.Lstat(filepath.Join(f.outside, "hooks")); err == nil {
-			escaped = true
-		}
-		os.Remove(filepath.Join(gitDir, "hooks"))
-		os.Remove(filepath.Join(link, "hooks"))
-	}
-	close(stop)
-	<-swapped
-	if escaped {
-		t.Fatal("the hooks folder was created outside the root through the swapped symlink")
-	}
-	// Negative control: a plain mkdir through the symlink lands outside.
-	target := gitDir
-	if fi, _ := os.Lstat(gitDir); fi.Mode()&os.ModeSymlink == 0 {
-		target = link
-	}
-	must(t, os.Mkdir(filepath.Join(target, "hooks"), 0o755))
-	if _, err := os.Stat(filepath.Join(f.outside, "hooks")); err != nil {
-		t.Error("negative control: mkdir through the symlink did not land outside")
+			info, ierr := d.Info()
+			if ierr != nil {
+				fmt.Fprintf(h, "%s\x00error %v\x00", rel, ierr)
+				return nil
+			}
+			fmt.Fprintf(h, "%s\x00%v\x00", rel, info.Mode())
+			switch {
+			case info.Mode()&fs.ModeSymlink != 0:
+				t, _ := os.Readlink(q)
+				fmt.Fprintf(h, "%s\x00", t)
+			case info.Mode().IsRegular():
+				fmt.Fprintf(h, "%s\x00", hashFile(q))
+			}
+			return nil
+		})
+		return "dir:" + hex.EncodeToString(h.Sum(nil))
+	default:
+		return fmt.Sprintf("other:%v", fi.Mode())
 	}
 }
 
-// TestSnapshotOpensNoFIFOOrSymlink: hashing a protected file follows no symlink and does not block on a FIFO (a
-// command still running could swap the file for either between the listing and the open).
-// Found by red team.
-func TestSnapshotOpensNoFIFOOrSymlink(t *testing.T) {
+// hashFile hashes the regular file p, following no symlink and never blocking on a FIFO.
+func hashFile(p string) string {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return "unreadable " + err.Error()
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Sprintf("not a regular file (%v)", err)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "unreadable " + err.Error()
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func TestSnapshotChanged(t *testing.T) {
 	d := t.TempDir()
-	fifo := filepath.Join(d, "fifo")
-	must(t, unix.Mkfifo(fifo, 0o644))
-	target := filepath.Join(d, "target")
-	must(t, os.WriteFile(target, []byte("x"), 0o644))
-	link := filepath.Join(d, "link")
-	must(t, os.Symlink(target, link))
-	done := make(chan string, 1)
-	go func() { done <- hashFile(fifo) }()
-	select {
-	case h := <-done:
-		if !strings.HasPrefix(h, "not a regular file") {
-			t.Errorf("hash of a FIFO: %q", h)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("hashing a FIFO blocked")
+	hooks := filepath.Join(d, "hooks")
+	cfg := filepath.Join(d, "config")
+	missing := filepath.Join(d, "missing")
+	must(t, os.Mkdir(hooks, 0o755))
+	must(t, os.WriteFile(cfg, []byte("a"), 0o644))
+	paths := []string{hooks, cfg, missing}
+	before := snapshotPaths(paths)
+	if ch := changedPaths(before, snapshotPaths(paths)); len(ch) != 0 {
+		t.Fatalf("unchanged paths reported: %v", ch)
 	}
-	if h := hashFile(link); h == hashFile(target) {
-		t.Errorf("hashing a symlink followed it")
+	must(t, os.Mkdir(missing, 0o755))
+	if ch := changedPaths(before, snapshotPaths(paths)); len(ch) != 0 {
+		t.Fatalf("an empty folder where nothing was reported: %v", ch)
 	}
-	// Negative control: a plain open of the FIFO blocks until a writer comes.
-	opened := make(chan struct{})
-	go func() {
-		if f, err := os.Open(fifo); err == nil {
-			f.Close()
-		}
-		close(opened)
-	}()
-	select {
-	case <-opened:
-		t.Error("negative control: a plain open of the FIFO did not block")
-	case <-time.After(200 * time.Millisecond):
+	must(t, os.Remove(missing))
+	must(t, os.WriteFile(filepath.Join(hooks, "pre-commit"), []byte("x"), 0o755))
+	must(t, os.WriteFile(cfg, []byte("b"), 0o644))
+	must(t, os.Symlink("/etc", missing))
+	if ch := changedPaths(before, snapshotPaths(paths)); !slices.Equal(ch, []string{cfg, hooks, missing}) {
+		t.Fatalf("Changed = %v", ch)
 	}
-	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // lets the blocked open return
-	must(t, err)
-	w.Close()
-	<-opened
 }
