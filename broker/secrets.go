@@ -21,7 +21,8 @@ func (s *Service) secrets(st *policy.State) []string {
 		out = append(out, st.Team.AuditDir) // the audit log holds every session's command text
 	}
 	if s.userHome != "" {
-		for _, p := range []string{".ssh", ".aws", ".config/gh", ".netrc", ".docker", ".gnupg", ".kube", ".git-credentials", ".config/gcloud", ".azure", ".npmrc", ".pypirc"} {
+		for _, p := range []string{".ssh", ".aws", ".config/gh", ".netrc", ".docker", ".gnupg", ".kube", ".git-credentials",
+			".config/gcloud", ".azure", ".npmrc", ".pypirc"} {
 			out = append(out, filepath.Join(s.userHome, p))
 		}
 	}
