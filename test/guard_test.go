@@ -162,6 +162,36 @@ func TestBrokerDeps(t *testing.T) {
 	}
 }
 
+// testOnly reports whether a package of the module is a helper for tests (a broker on a temp root, a fake server or
+// provider, the process and command helpers): none may be linked into a shipped binary.
+func testOnly(p string) bool {
+	rel, ok := strings.CutPrefix(p, module+"/")
+	return ok && (rel == "test" || strings.HasPrefix(rel, "test/") || strings.HasPrefix(rel, "internal/test") ||
+		strings.HasSuffix(rel, "test") || strings.Contains(rel, "test/") || rel == "frontend/model/fakeprovider")
+}
+
+// The helpers of the tests (broker/brokertest, internal/testproc, internal/testenv, mcptest, the fake provider,
+// test/...) stay out of the shipped binaries: brokertest serves a broker that trusts its own uid, testproc signals
+// processes.
+func TestTestHelpersAreNotShipped(t *testing.T) {
+	for _, d := range goList(t, "-deps", "-tags", release.Tags, "./cmd/garuda", "./cmd/garuda-exec") {
+		if testOnly(d) {
+			t.Errorf("a shipped binary links the test helper %s", d)
+		}
+	}
+	// Control: the rule names the helpers the tree has.
+	pkgs := goList(t, "./...")
+	for _, p := range []string{"broker/brokertest", "internal/testproc", "internal/testenv", "broker/mcphost/mcptest",
+		"frontend/model/fakeprovider", "test/nobody"} {
+		if !slices.Contains(pkgs, module+"/"+p) || !testOnly(module+"/"+p) {
+			t.Errorf("%s is not a package the guard knows as a test helper: the guard is out of date", p)
+		}
+	}
+	if testOnly(module + "/broker") {
+		t.Error("the guard takes the broker for a test helper")
+	}
+}
+
 // The Makefile builds what the process tests, the benchmarks and make release run: the settings of test/release.
 func TestMakefileBuildsRelease(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "Makefile"))

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	. "github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -48,7 +49,7 @@ func snapshot(t testing.TB, dir string, skip ...string) map[string]string {
 // this machine unconfined, even through a bug.
 func FuzzCallStart(f *testing.F) {
 	for _, s := range []*execv1.Start{
-		read("a.txt"), read("../outside/canary.txt"), read("/etc/passwd"), write("a.txt", "x"), write("../outside/new", "x"),
+		Read("a.txt"), Read("../outside/canary.txt"), Read("/etc/passwd"), Write("a.txt", "x"), Write("../outside/new", "x"),
 		{Op: &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: "a.txt", OldString: "hello", NewString: "bye", ReplaceAll: true}}},
 		{Op: &execv1.Start_Glob{Glob: &execv1.Glob{Pattern: "**/*", Path: ".."}}},
 		{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: "MARK", Path: "/", Glob: "*", Context: 3, OutputMode: "content"}}},
@@ -82,7 +83,7 @@ func FuzzCallStart(f *testing.F) {
 			b.Unsandboxed = false
 			b.TimeoutMs = min(max(b.TimeoutMs, 1), 3000)
 		}
-		was := snapshot(t, h.dir, h.e.root, h.e.home)
+		was := snapshot(t, h.dir, h.e.Root, h.e.Home)
 		cx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		st, err := h.a.Call(cx)
@@ -104,14 +105,14 @@ func FuzzCallStart(f *testing.F) {
 			}
 			replies.WriteString(prototext.Format(m))
 			if q := m.GetQuestion(); q != nil {
-				answer(st, q.QuestionId, execv1.Choice_CHOICE_DENY)
+				Answer(st, q.QuestionId, execv1.Choice_CHOICE_DENY)
 				continue
 			}
 			if m.GetResult() != nil {
 				break
 			}
 		}
-		h.check(t, prototext.Format(&op), was, replies.String(), h.e.root, h.e.home)
+		h.check(t, prototext.Format(&op), was, replies.String(), h.e.Root, h.e.Home)
 	})
 }
 
@@ -209,7 +210,7 @@ func FuzzUnaryRPC(f *testing.F) {
 		}
 		// Undo takes any session id by design (docs/broker-api.md: the clients of a broker share its undo history,
 		// so `garuda undo` can restore a change of the editor's session): it may restore B's file in B's root.
-		skip := []string{h.e.root, h.e.home}
+		skip := []string{h.e.Root, h.e.Home}
 		if _, ok := m.(*execv1.UndoRequest); ok {
 			skip = append(skip, filepath.Join(h.dir, "b"))
 		}
@@ -229,7 +230,7 @@ func FuzzUnaryRPC(f *testing.F) {
 // hostile is a broker with two sessions on two connections: B's holds data (an undo snapshot, a command's output)
 // that A, the hostile front end, must never be answered with.
 type hostile struct {
-	e          *env
+	e          *Env
 	dir        string
 	a          execv1.ExecServiceClient
 	sidA, sidB string
@@ -237,16 +238,16 @@ type hostile struct {
 
 func newHostile(f *testing.F) *hostile {
 	dir := f.TempDir()
-	e := newEnvIn(f, dir, filepath.Join(dir, "a"), filepath.Join(dir, "home"))
+	e := NewIn(f, dir, filepath.Join(dir, "a"), filepath.Join(dir, "home"))
 	rootB, outside := filepath.Join(dir, "b"), filepath.Join(dir, "outside")
 	for _, d := range []string{rootB, outside} {
 		os.MkdirAll(d, 0o755)
 	}
-	os.WriteFile(filepath.Join(e.root, "a.txt"), []byte("hello\n"), 0o644)
+	os.WriteFile(filepath.Join(e.Root, "a.txt"), []byte("hello\n"), 0o644)
 	os.WriteFile(filepath.Join(outside, "canary.txt"), []byte("canary\n"), 0o644)
 
 	// Session B, on its own connection, leaves its data in the broker: an undo snapshot and a command's output.
-	cb := e.client()
+	cb := e.Client()
 	rb, err := cb.OpenSession(context.Background(), &execv1.OpenSessionRequest{Root: rootB, Mode: execv1.Mode_MODE_BUILD})
 	if err != nil {
 		f.Fatal(err)
@@ -266,7 +267,7 @@ func newHostile(f *testing.F) *hostile {
 				f.Fatalf("session B: %v", err)
 			}
 			if q := m.GetQuestion(); q != nil {
-				answer(st, q.QuestionId, execv1.Choice_CHOICE_ONCE)
+				Answer(st, q.QuestionId, execv1.Choice_CHOICE_ONCE)
 				continue
 			}
 			if r := m.GetResult(); r != nil {
@@ -277,13 +278,13 @@ func newHostile(f *testing.F) *hostile {
 			}
 		}
 	}
-	callB(write("notes.txt", markB+"\n"))
-	callB(write("notes.txt", "nothing here\n"))
+	callB(Write("notes.txt", markB+"\n"))
+	callB(Write("notes.txt", "nothing here\n"))
 	callB(&execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "printf 'MARK-B-%s\\n' q7v2k9"}}})
 
 	// Control: B's data is in the broker's keeping (GARUDA_HOME), so an answer that leaked it would be seen.
 	held := false
-	filepath.WalkDir(e.home, func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(e.Home, func(p string, d fs.DirEntry, err error) error {
 		if b, rerr := os.ReadFile(p); err == nil && rerr == nil && strings.Contains(string(b), markB) {
 			held = true
 		}
@@ -293,8 +294,8 @@ func newHostile(f *testing.F) *hostile {
 		f.Fatal("session B's data is nowhere in the broker's home: the leak check would be vacuous")
 	}
 
-	a := e.client()
-	return &hostile{e: e, dir: dir, a: a, sidA: e.open(a), sidB: rb.SessionId}
+	a := e.Client()
+	return &hostile{e: e, dir: dir, a: a, sidA: e.Open(a), sidB: rb.SessionId}
 }
 
 // check is what every fuzzed request must leave true: the broker answers, no file outside the folders skipped (A's

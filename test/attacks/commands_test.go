@@ -9,70 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
-
-func bash(cmd string) *execv1.Start {
-	return &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: cmd}}}
-}
-
-// A read-deny rule reaches commands: the sandbox hides what read_file may not read, at any depth for "**" rules.
-func TestReadDenyRuleHidesFromCommands(t *testing.T) {
-	e := newEnv(t)
-	os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(`{"permissions":{"deny":["Read(**/.env)","read_file(./private/**)"]}}`), 0o600)
-	os.MkdirAll(filepath.Join(e.root, "app", "deep"), 0o755)
-	os.MkdirAll(filepath.Join(e.root, "private"), 0o755)
-	os.WriteFile(filepath.Join(e.root, "app", "deep", ".env"), []byte("TOKEN=deep-secret"), 0o644)
-	os.WriteFile(filepath.Join(e.root, ".env"), []byte("TOKEN=top-secret"), 0o644)
-	os.WriteFile(filepath.Join(e.root, "private", "key.pem"), []byte("private-secret"), 0o644)
-	os.WriteFile(filepath.Join(e.root, "app", "main.go"), []byte("package main // visible"), 0o644)
-	c := e.client()
-	sid := e.open(c)
-	res, _, err := run(t, start(t, c, ctx(t), sid,
-		bash("cat .env app/deep/.env private/key.pem app/main.go 2>&1; true")), execv1.Choice_CHOICE_ONCE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, secret := range []string{"deep-secret", "top-secret", "private-secret"} {
-		if strings.Contains(res.GetContent(), secret) {
-			t.Errorf("a command read %s:\n%s", secret, res.GetContent())
-		}
-	}
-	// Negative control: what the rules allow is read.
-	if !strings.Contains(res.GetContent(), "package main // visible") {
-		t.Fatalf("the allowed file was not read:\n%s", res.GetContent())
-	}
-}
-
-// A long output is cut in the result, saved whole in the session's output folder, and read_file reads it there
-// without a question, while the rest of Garuda's home stays closed.
-func TestFullOutputIsReadable(t *testing.T) {
-	e := newEnv(t)
-	c := e.client()
-	sid := e.open(c)
-	res, _, err := run(t, start(t, c, ctx(t), sid, bash("seq 1 20000")), execv1.Choice_CHOICE_DENY)
-	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
-		t.Fatalf("%v %v", res, err)
-	}
-	i := strings.Index(res.Content, e.home)
-	if i < 0 || strings.Contains(res.Content, "\n10000\n") {
-		t.Fatalf("the result is not cut with a note naming the saved output:\n%.300s", res.Content)
-	}
-	path := res.Content[i:]
-	path = path[:strings.IndexAny(path, " \n]")]
-	op := &execv1.Start{Op: &execv1.Start_ReadFile{ReadFile: &execv1.ReadFile{Path: path, Offset: 10000, Limit: 1}}}
-	out, qs, err := run(t, start(t, c, ctx(t), sid, op), execv1.Choice_CHOICE_DENY)
-	if err != nil || len(qs) != 0 || out.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(out.Content, "\t10000") {
-		t.Fatalf("read of the saved output %s: %.300v %v (%d questions)", path, out, err, len(qs))
-	}
-	// Negative control: another file of Garuda's home is denied.
-	os.WriteFile(filepath.Join(e.home, "credentials"), []byte("{}"), 0o600)
-	out, _, _ = run(t, start(t, c, ctx(t), sid, read(filepath.Join(e.home, "credentials"))), execv1.Choice_CHOICE_ONCE)
-	if out.GetStatus() != execv1.Status_STATUS_DENIED {
-		t.Fatalf("credentials: %v", out)
-	}
-}
 
 // Found by red team (first pass over the boundary).
 // FOUND AND FIXED. Protected paths are "protected at any depth" (policy.Protected, the one list for the file tools and
@@ -80,8 +20,8 @@ func TestFullOutputIsReadable(t *testing.T) {
 // that have a .git folder. A command rewrites an existing .vscode/ or .envrc of a plain sub-folder (a monorepo
 // package), a submodule's hooks under .git/modules, or a worktree's commondir, silently.
 func TestRedTeamProtectedPathsBelowTheRootAreWritableByCommands(t *testing.T) {
-	e := newEnv(t)
-	mustWrite(t, filepath.Join(e.root, ".git", "config"), "[core]\n")
+	e := New(t)
+	MustWrite(t, filepath.Join(e.Root, ".git", "config"), "[core]\n")
 	targets := []string{
 		"packages/web/.vscode/tasks.json",
 		"packages/web/.envrc",
@@ -95,27 +35,27 @@ func TestRedTeamProtectedPathsBelowTheRootAreWritableByCommands(t *testing.T) {
 		if !policy.Protected(rel) {
 			t.Fatalf("precondition: %s is not on the protected list", rel)
 		}
-		mustWrite(t, filepath.Join(e.root, rel), "original\n")
+		MustWrite(t, filepath.Join(e.Root, rel), "original\n")
 	}
 	// Negative control for the protection: the same kind of file at the root is read-only for commands.
-	mustWrite(t, filepath.Join(e.root, ".vscode", "tasks.json"), "original\n")
-	c := e.client()
-	sid := e.open(c)
+	MustWrite(t, filepath.Join(e.Root, ".vscode", "tasks.json"), "original\n")
+	c := e.Client()
+	sid := e.Open(c)
 	var cmd strings.Builder
 	for _, rel := range append(targets, ".vscode/tasks.json", "packages/web/plain.txt") {
 		fmt.Fprintf(&cmd, "echo pwned >> %s 2>/dev/null; ", rel)
 	}
 	cmd.WriteString("true")
-	res := sh(t, c, sid, cmd.String())
+	res := Sh(t, c, sid, cmd.String())
 	// Control: the command ran and wrote where it may.
-	if got := fileText(filepath.Join(e.root, "packages/web/plain.txt")); got != "pwned\n" {
+	if got := FileText(filepath.Join(e.Root, "packages/web/plain.txt")); got != "pwned\n" {
 		t.Fatalf("control: the command did not run: %q\n%s", got, res.GetContent())
 	}
-	if got := fileText(filepath.Join(e.root, ".vscode/tasks.json")); got != "original\n" {
+	if got := FileText(filepath.Join(e.Root, ".vscode/tasks.json")); got != "original\n" {
 		t.Fatalf("control: the root's .vscode/tasks.json was written: %q", got)
 	}
 	for _, rel := range targets {
-		if got := fileText(filepath.Join(e.root, rel)); got != "original\n" {
+		if got := FileText(filepath.Join(e.Root, rel)); got != "original\n" {
 			t.Errorf("a sandboxed command rewrote the protected %s: %q (notices: %v)", rel, got, res.GetNotices())
 		}
 	}
@@ -126,22 +66,22 @@ func TestRedTeamProtectedPathsBelowTheRootAreWritableByCommands(t *testing.T) {
 // (here while creating the repository, which the compare names as "created") writes .git/config later though a
 // direct write is refused. The compare after the write names it; the write is not stopped.
 func TestRedTeamHardLinkWritesReadOnlyGitConfig(t *testing.T) {
-	e := newEnv(t)
-	c := e.client()
-	sid := e.open(c)
-	sh(t, c, sid, "git init -q && ln .git/config cfg")
-	cfg := filepath.Join(e.root, ".git", "config")
-	before := fileText(cfg)
+	e := New(t)
+	c := e.Client()
+	sid := e.Open(c)
+	Sh(t, c, sid, "git init -q && ln .git/config cfg")
+	cfg := filepath.Join(e.Root, ".git", "config")
+	before := FileText(cfg)
 	// Negative control: a direct write of .git/config is refused (the mount works on its path).
-	if res := sh(t, c, sid,
+	if res := Sh(t, c, sid,
 		"printf '[core]\\n\\thooksPath = /tmp/evil\\n' >> .git/config"); res.GetStatus() == execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("control: .git/config written directly: %v", res)
 	}
-	if fileText(cfg) != before {
+	if FileText(cfg) != before {
 		t.Fatal("control: .git/config changed by a direct write")
 	}
-	res := sh(t, c, sid, "printf '[core]\\n\\thooksPath = /tmp/evil\\n' >> cfg")
-	if got := fileText(cfg); got != before {
+	res := Sh(t, c, sid, "printf '[core]\\n\\thooksPath = /tmp/evil\\n' >> cfg")
+	if got := FileText(cfg); got != before {
 		t.Errorf("a command wrote .git/config through a hard link (status %v, notices %v):\n%s", res.GetStatus(), res.GetNotices(), got)
 	}
 }
@@ -154,11 +94,11 @@ func TestRedTeamSetuidBinaryLeftInRoot(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("only a root broker's commands own files as root")
 	}
-	e := newEnv(t)
-	c := e.client()
-	sid := e.open(c)
-	res := sh(t, c, sid, "cp /usr/bin/id ./sid && chmod 6755 ./sid; stat -c %A ./sid")
-	bin := filepath.Join(e.root, "sid")
+	e := New(t)
+	c := e.Client()
+	sid := e.Open(c)
+	res := Sh(t, c, sid, "cp /usr/bin/id ./sid && chmod 6755 ./sid; stat -c %A ./sid")
+	bin := filepath.Join(e.Root, "sid")
 	fi, err := os.Stat(bin)
 	if err != nil {
 		t.Fatalf("the command did not run: %v %v", err, res)
@@ -167,7 +107,7 @@ func TestRedTeamSetuidBinaryLeftInRoot(t *testing.T) {
 		return
 	}
 	// Show what it gives: "nobody" runs it outside the sandbox (the folders opened so that nobody can reach it).
-	for d := e.root; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+	for d := e.Root; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
 		os.Chmod(d, 0o755)
 	}
 	out, _ := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-u").CombinedOutput()
@@ -195,15 +135,15 @@ func TestRedTeamHostIPv6Loopback(t *testing.T) {
 		}
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
-	e := newEnv(t)
-	c := e.client()
-	sid := e.open(c)
+	e := New(t)
+	c := e.Client()
+	sid := e.Open(c)
 	cmd := fmt.Sprintf("exec 3<>/dev/tcp/::1/%d && head -1 <&3", port)
-	if res := sh(t, c, sid, cmd); strings.Contains(res.GetContent(), "host-ipv6-service") {
+	if res := Sh(t, c, sid, cmd); strings.Contains(res.GetContent(), "host-ipv6-service") {
 		t.Fatalf("a sandboxed command reached the host's [::1]:%d: %s", port, res.GetContent())
 	}
 	op := &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: cmd, Unsandboxed: true}}}
-	res, _, _ := run(t, start(t, c, ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+	res, _, _ := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
 	if !strings.Contains(res.GetContent(), "host-ipv6-service") {
 		t.Fatalf("control: unsandboxed the command did not connect: %v", res)
 	}
@@ -215,29 +155,30 @@ func TestRedTeamHostIPv6Loopback(t *testing.T) {
 func TestRedTeamGarudaHomeInsideTheRoot(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "project")
 	home := filepath.Join(root, "ghome")
-	e := newEnvAt(t, root, home)
+	e := NewAt(t, root, home)
 	creds := filepath.Join(home, "credentials")
-	mustWrite(t, creds, `{"anthropic":"sk-ant-secret-0001"}`)
+	MustWrite(t, creds, `{"anthropic":"sk-ant-secret-0001"}`)
 	os.Chmod(creds, 0o600)
-	mustWrite(t, filepath.Join(root, "main.go"), "package main\n")
-	c := e.client()
-	sid := e.open(c)
-	res := sh(t, c, sid, "cat ghome/credentials; ls -la ghome; echo x > ghome/credentials; mv ghome gh2; "+
+	MustWrite(t, filepath.Join(root, "main.go"), "package main\n")
+	c := e.Client()
+	sid := e.Open(c)
+	res := Sh(t, c, sid, "cat ghome/credentials; ls -la ghome; echo x > ghome/credentials; mv ghome gh2; "+
 		"ln ghome/credentials l 2>&1; cat l gh2/credentials; true")
+
 	if strings.Contains(res.GetContent(), "sk-ant-secret") {
 		t.Errorf("a command read Garuda's credentials: %s", res.GetContent())
 	}
-	if got := fileText(creds); !strings.Contains(got, "sk-ant-secret") {
+	if got := FileText(creds); !strings.Contains(got, "sk-ant-secret") {
 		t.Errorf("a command changed or moved Garuda's home: %q", got)
 	}
 	for _, op := range []*execv1.Start{
-		read("ghome/credentials"),
+		Read("ghome/credentials"),
 		{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: "sk-ant", OutputMode: "content"}}},
 		{Op: &execv1.Start_Glob{Glob: &execv1.Glob{Pattern: "**/cred*"}}},
-		write("ghome/credentials", "{}"),
-		write("ghome/policy.json", "{}"),
+		Write("ghome/credentials", "{}"),
+		Write("ghome/policy.json", "{}"),
 	} {
-		r, _, err := run(t, start(t, c, ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+		r, _, err := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
 		if err != nil {
 			t.Fatalf("%v: %v", op, err)
 		}
@@ -249,7 +190,7 @@ func TestRedTeamGarudaHomeInsideTheRoot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "policy.json")); err == nil {
 		t.Error("a file tool wrote into Garuda's home")
 	}
-	if !strings.Contains(fileText(creds), "sk-ant-secret") {
+	if !strings.Contains(FileText(creds), "sk-ant-secret") {
 		t.Fatal("control: the key is not readable by a plain open")
 	}
 }
@@ -259,11 +200,12 @@ func TestRedTeamGarudaHomeInsideTheRoot(t *testing.T) {
 // init stage (pid 1), which holds capabilities the command has dropped. Control: its own /proc entries it reads.
 func TestRedTeamProcOfTheSandboxInit(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-probe-environ-42")
-	e := newEnv(t)
-	c := e.client()
-	sid := e.open(c)
-	res := sh(t, c, sid, "tr '\\0' '\\n' < /proc/1/environ; ls -l /proc/1/cwd/ /proc/1/fd/ /proc/1/root/; cat /proc/1/fd/4; "+
+	e := New(t)
+	c := e.Client()
+	sid := e.Open(c)
+	res := Sh(t, c, sid, "tr '\\0' '\\n' < /proc/1/environ; ls -l /proc/1/cwd/ /proc/1/fd/ /proc/1/root/; cat /proc/1/fd/4; "+
 		"echo self=$(tr '\\0' ' ' < /proc/self/cmdline); grep CapEff /proc/1/status; true")
+
 	out := res.GetContent()
 	if strings.Contains(out, "sk-probe-environ-42") {
 		t.Fatalf("a command read a provider key from /proc: %s", out)
@@ -286,22 +228,23 @@ func TestRedTeamProcOfTheSandboxInit(t *testing.T) {
 // HELD. A symlink a command plants (to a file or folder outside, dangling or not) does not carry the next
 // file-tool write out of the root, even when the user allows it. Control: a plain open through the link escapes.
 func TestRedTeamCommandPlantedSymlinkAndNextWrite(t *testing.T) {
-	e := newEnv(t)
-	outside := filepath.Join(filepath.Dir(e.root), "outside")
-	mustWrite(t, filepath.Join(outside, "victim.txt"), "original\n")
-	c := e.client()
-	sid := e.open(c)
-	res := sh(t, c, sid, "ln -s ../outside/victim.txt f.txt && ln -s ../outside/new.txt dangling.txt && "+
+	e := New(t)
+	outside := filepath.Join(filepath.Dir(e.Root), "outside")
+	MustWrite(t, filepath.Join(outside, "victim.txt"), "original\n")
+	c := e.Client()
+	sid := e.Open(c)
+	res := Sh(t, c, sid, "ln -s ../outside/victim.txt f.txt && ln -s ../outside/new.txt dangling.txt && "+
 		"ln -s ../outside d && mkdir -p real && ln -s ../../outside real/up")
+
 	if res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("plant: %v", res)
 	}
 	for _, p := range []string{"f.txt", "dangling.txt", "d/victim.txt", "d/new2.txt", "real/up/victim.txt"} {
-		run(t, start(t, c, ctx(t), sid, write(p, "pwned\n")), execv1.Choice_CHOICE_ONCE)
+		Run(t, Start(t, c, Ctx(t), sid, Write(p, "pwned\n")), execv1.Choice_CHOICE_ONCE)
 		edit := &execv1.Start{Op: &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: p, OldString: "original", NewString: "pwned"}}}
-		run(t, start(t, c, ctx(t), sid, edit), execv1.Choice_CHOICE_ONCE)
+		Run(t, Start(t, c, Ctx(t), sid, edit), execv1.Choice_CHOICE_ONCE)
 	}
-	if got := fileText(filepath.Join(outside, "victim.txt")); got != "original\n" {
+	if got := FileText(filepath.Join(outside, "victim.txt")); got != "original\n" {
 		t.Errorf("a write left the root through a planted symlink: %q", got)
 	}
 	for _, n := range []string{"new.txt", "new2.txt"} {
@@ -309,7 +252,7 @@ func TestRedTeamCommandPlantedSymlinkAndNextWrite(t *testing.T) {
 			t.Errorf("a write created %s outside the root", n)
 		}
 	}
-	if got := fileText(filepath.Join(e.root, "f.txt")); got != "original\n" {
+	if got := FileText(filepath.Join(e.Root, "f.txt")); got != "original\n" {
 		t.Fatalf("control: a plain open through the link does not reach the outside file: %q", got)
 	}
 }
@@ -320,21 +263,21 @@ func TestRedTeamCommandPlantedSymlinkAndNextWrite(t *testing.T) {
 // and the full text of earlier commands, which may carry tokens). Control: in the default place it is hidden.
 func TestRedTeamAuditDirReadableByCommands(t *testing.T) {
 	for _, moved := range []bool{false, true} {
-		e := newEnv(t)
-		dir := filepath.Join(e.home, "audit")
+		e := New(t)
+		dir := filepath.Join(e.Home, "audit")
 		if moved {
 			dir = filepath.Join(t.TempDir(), "garuda-audit")
 			os.MkdirAll(dir, 0o700)
-			mustWrite(t, filepath.Join(e.home, "policy.json"), fmt.Sprintf(`{"audit_dir": %q}`, dir))
+			MustWrite(t, filepath.Join(e.Home, "policy.json"), fmt.Sprintf(`{"audit_dir": %q}`, dir))
 		}
-		c := e.client()
-		other := e.open(c)
-		sh(t, c, other, "true curl -H 'Authorization: Bearer tok-in-another-session-77'")
+		c := e.Client()
+		other := e.Open(c)
+		Sh(t, c, other, "true curl -H 'Authorization: Bearer tok-in-another-session-77'")
 		if files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl")); len(files) == 0 {
 			t.Fatalf("precondition: no audit log in %s", dir)
 		}
-		sid := e.open(c)
-		res := sh(t, c, sid, fmt.Sprintf("cat %s/*.jsonl 2>&1; true", dir))
+		sid := e.Open(c)
+		res := Sh(t, c, sid, fmt.Sprintf("cat %s/*.jsonl 2>&1; true", dir))
 		if strings.Contains(res.GetContent(), "tok-in-another-session-77") {
 			t.Errorf("audit_dir moved=%v: a command read the audit log in %s:\n%.300s", moved, dir, res.GetContent())
 		} else if moved {
@@ -347,24 +290,24 @@ func TestRedTeamAuditDirReadableByCommands(t *testing.T) {
 // HELD. read_file reads the session's own saved output without a question, but not another session's, nor Garuda's
 // home through a path that starts in the output folder. Control: its own output is read.
 func TestRedTeamSavedOutputOfAnotherSession(t *testing.T) {
-	e := newEnv(t)
-	mustWrite(t, filepath.Join(e.home, "credentials"), `{"anthropic":"sk-out-secret"}`)
-	owner, other := e.client(), e.client()
-	sa, sb := e.open(owner), e.open(other)
-	res := sh(t, owner, sa, "echo OUTPUT-OF-A-$((6*7)); seq 1 20000")
-	i := strings.Index(res.Content, e.home)
+	e := New(t)
+	MustWrite(t, filepath.Join(e.Home, "credentials"), `{"anthropic":"sk-out-secret"}`)
+	owner, other := e.Client(), e.Client()
+	sa, sb := e.Open(owner), e.Open(other)
+	res := Sh(t, owner, sa, "echo OUTPUT-OF-A-$((6*7)); seq 1 20000")
+	i := strings.Index(res.Content, e.Home)
 	if i < 0 {
 		t.Fatalf("no saved output named: %.200s", res.Content)
 	}
 	path := res.Content[i:]
 	path = path[:strings.IndexAny(path, " \n]")]
 	for _, p := range []string{path, filepath.Dir(path) + "/../../credentials", filepath.Dir(path) + "/../" + sa + "/" + filepath.Base(path)} {
-		r, qs, _ := run(t, start(t, other, ctx(t), sb, read(p)), execv1.Choice_CHOICE_ONCE)
+		r, qs, _ := Run(t, Start(t, other, Ctx(t), sb, Read(p)), execv1.Choice_CHOICE_ONCE)
 		if strings.Contains(r.GetContent(), "OUTPUT-OF-A-42") || strings.Contains(r.GetContent(), "sk-out-secret") {
 			t.Errorf("session B read %s (%d questions): %.200s", p, len(qs), r.GetContent())
 		}
 	}
-	r, qs, _ := run(t, start(t, owner, ctx(t), sa, read(path)), execv1.Choice_CHOICE_DENY)
+	r, qs, _ := Run(t, Start(t, owner, Ctx(t), sa, Read(path)), execv1.Choice_CHOICE_DENY)
 	if !strings.Contains(r.GetContent(), "OUTPUT-OF-A-42") || len(qs) != 0 {
 		t.Fatalf("control: %v (%d questions)", r, len(qs))
 	}
@@ -393,10 +336,10 @@ func TestRedTeamWorktreeRootRunsCommands(t *testing.T) {
 		t.Fatalf("precondition: the worktree's .git is not a file: %v", err)
 	}
 	for _, root := range []string{main, wt} {
-		e := newEnvAt(t, root, filepath.Join(t.TempDir(), "home"))
-		c := e.client()
-		sid := e.open(c)
-		res := sh(t, c, sid, "git status --short >/dev/null && echo ran-$((40+2))")
+		e := NewAt(t, root, filepath.Join(t.TempDir(), "home"))
+		c := e.Client()
+		sid := e.Open(c)
+		res := Sh(t, c, sid, "git status --short >/dev/null && echo ran-$((40+2))")
 		if !strings.Contains(res.GetContent(), "ran-42") {
 			t.Errorf("root %s (.git is a %s): a plain command does not run: %s",
 				root, map[bool]string{true: "folder", false: "file"}[root == main], res.GetContent())

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/internal/testenv"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 	"github.com/garuda-dev/garuda/test/nobody"
-
-	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // Deferred execution (issue 18): nothing a sandboxed command leaves behind runs later, outside the sandbox, when
@@ -57,7 +57,7 @@ func planter(name string) string {
 func unsandboxedSh(t *testing.T, c execv1.ExecServiceClient, sid, cmd string) *execv1.Result {
 	t.Helper()
 	op := &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: cmd, Unsandboxed: true}}}
-	res, _, err := run(t, start(t, c, ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+	res, _, err := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
 	if err != nil {
 		t.Fatalf("%q: %v", cmd, err)
 	}
@@ -116,23 +116,23 @@ func TestDeferredGitRunsNothingACommandLeft(t *testing.T) {
 	for _, dc := range deferredCases {
 		t.Run(dc.name, func(t *testing.T) {
 			for _, sandboxed := range []bool{false, true} {
-				e := newEnv(t)
+				e := New(t)
 				if dc.before != "" {
-					setup(t, e.root, dc.before)
+					setup(t, e.Root, dc.before)
 				}
-				c := e.client()
-				sid := e.open(c)
+				c := e.Client()
+				sid := e.Open(c)
 				if dc.earlier != "" {
-					sh(t, c, sid, dc.earlier)
+					Sh(t, c, sid, dc.earlier)
 				}
 				var res *execv1.Result
 				if sandboxed {
-					res = sh(t, c, sid, dc.attack)
+					res = Sh(t, c, sid, dc.attack)
 				} else {
 					res = unsandboxedSh(t, c, sid, dc.attack)
 				}
-				out := asUser(t, filepath.Join(e.root, dc.in), dc.git...)
-				ran := exists(filepath.Join(e.root, dc.marker))
+				out := asUser(t, filepath.Join(e.Root, dc.in), dc.git...)
+				ran := Exists(filepath.Join(e.Root, dc.marker))
 				switch {
 				case !sandboxed && !ran:
 					t.Fatalf("control: outside the sandbox the attack did not work (%v)\n%s", res.GetContent(), out)
@@ -147,8 +147,6 @@ func TestDeferredGitRunsNothingACommandLeft(t *testing.T) {
 	}
 }
 
-func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
-
 // TestDeferredEditorFiles: editor files that name programs (Zed's settings and tasks, and the others) are
 // removed when a command creates them and read-only when they exist; no folder is made in the project to cover
 // them. Control: outside the sandbox the files stay.
@@ -159,25 +157,25 @@ func TestDeferredEditorFiles(t *testing.T) {
 	for _, f := range files {
 		cmd += "mkdir -p $(dirname " + f + "); echo '{\"lsp\":{}}' > " + f + "; "
 	}
-	e := newEnv(t)
-	c := e.client()
-	sid := e.open(c)
+	e := New(t)
+	c := e.Client()
+	sid := e.Open(c)
 	unsandboxedSh(t, c, sid, cmd)
 	for _, f := range files {
-		if !exists(filepath.Join(e.root, f)) {
+		if !Exists(filepath.Join(e.Root, f)) {
 			t.Fatalf("control: %s not written outside the sandbox", f)
 		}
 	}
-	e = newEnv(t)
-	c = e.client()
-	sid = e.open(c)
-	sh(t, c, sid, "true")
-	if exists(filepath.Join(e.root, ".zed")) || exists(filepath.Join(e.root, ".vscode")) {
+	e = New(t)
+	c = e.Client()
+	sid = e.Open(c)
+	Sh(t, c, sid, "true")
+	if Exists(filepath.Join(e.Root, ".zed")) || Exists(filepath.Join(e.Root, ".vscode")) {
 		t.Fatalf("a command made editor folders in the project")
 	}
-	res := sh(t, c, sid, cmd)
+	res := Sh(t, c, sid, cmd)
 	for _, f := range files {
-		if exists(filepath.Join(e.root, f)) {
+		if Exists(filepath.Join(e.Root, f)) {
 			t.Errorf("%s left by a sandboxed command", f)
 		}
 		if !strings.Contains(res.GetContent(), f) && !strings.Contains(res.GetContent(), strings.Split(f, "/")[0]) {
@@ -185,9 +183,9 @@ func TestDeferredEditorFiles(t *testing.T) {
 		}
 	}
 	// There before: read-only for commands.
-	mustWrite(t, filepath.Join(e.root, ".zed/settings.json"), "{}")
-	res = sh(t, c, sid, `echo '{"lsp":{"x":{"binary":{"path":"/tmp/evil"}}}}' > .zed/settings.json`)
-	if got := fileText(filepath.Join(e.root, ".zed/settings.json")); got != "{}" {
+	MustWrite(t, filepath.Join(e.Root, ".zed/settings.json"), "{}")
+	res = Sh(t, c, sid, `echo '{"lsp":{"x":{"binary":{"path":"/tmp/evil"}}}}' > .zed/settings.json`)
+	if got := FileText(filepath.Join(e.Root, ".zed/settings.json")); got != "{}" {
 		t.Errorf("a command rewrote the user's .zed/settings.json: %q (%v)", got, res.GetContent())
 	}
 }
@@ -195,59 +193,60 @@ func TestDeferredEditorFiles(t *testing.T) {
 // TestDeferredOrdinaryGitWork: what the guard undoes never gets in the way of ordinary work.
 func TestDeferredOrdinaryGitWork(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
-	e := newEnv(t)
+	e := New(t)
 	src := filepath.Join(t.TempDir(), "src")
 	os.MkdirAll(src, 0o755)
 	setup(t, src, "git init -q && echo a > a && git add a && git commit -q -m one")
 	os.Chmod(filepath.Dir(src), 0o755)
-	c := e.client()
-	sid := e.open(c)
+	c := e.Client()
+	sid := e.Open(c)
 	for _, cmd := range []string{
 		ident + "git init -q newproj && cd newproj && git commit -q --allow-empty -m x",
 		ident + "git clone -q " + src + " copy && git -C copy log --oneline",
 		"cd newproj && git config user.name x && git config user.name",
 	} {
-		res := sh(t, c, sid, cmd)
+		res := Sh(t, c, sid, cmd)
 		if res.GetStatus() != execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "Undone after") {
 			t.Errorf("%q: %v %s", cmd, res.GetStatus(), res.GetContent())
 		}
 	}
-	if out := asUser(t, filepath.Join(e.root, "copy"), "log", "--oneline"); !strings.Contains(out, "one") {
+	if out := asUser(t, filepath.Join(e.Root, "copy"), "log", "--oneline"); !strings.Contains(out, "one") {
 		t.Errorf("the clone: %s", out)
 	}
 	// A project whose hook manager the user installed: the user's commit runs its (unchanged) config.
-	setup(t, e.root, "cd copy && echo 'echo ok > OK' > .pre-commit-config.yaml && "+
+	setup(t, e.Root, "cd copy && echo 'echo ok > OK' > .pre-commit-config.yaml && "+
 		preCommitHook)
-	if res := sh(t, c, sid, "cd copy && echo b > b && git add b"); res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+	if res := Sh(t, c, sid, "cd copy && echo b > b && git add b"); res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Errorf("git add in a project with a hook manager: %s", res.GetContent())
 	}
-	asUser(t, filepath.Join(e.root, "copy"), "commit", "-q", "-m", "two")
-	if !exists(filepath.Join(e.root, "copy", "OK")) {
+	asUser(t, filepath.Join(e.Root, "copy"), "commit", "-q", "-m", "two")
+	if !Exists(filepath.Join(e.Root, "copy", "OK")) {
 		t.Errorf("the user's own hook did not run")
 	}
 }
 
 // TestDeferredWalkLimit: past the guard's walk limit a command is refused with the way out; raised, it runs.
 func TestDeferredWalkLimit(t *testing.T) {
-	e := newEnv(t)
+	e := New(t)
 	for i := 0; i < 40; i++ {
-		os.WriteFile(filepath.Join(e.root, "f"+strconv.Itoa(i)), nil, 0o644)
+		os.WriteFile(filepath.Join(e.Root, "f"+strconv.Itoa(i)), nil, 0o644)
 	}
-	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"guard":{"max_entries":20}}`)
-	c := e.client()
-	sid := e.open(c)
-	res := sh(t, c, sid, "touch ran")
-	if res.GetStatus() == execv1.Status_STATUS_COMPLETED || exists(filepath.Join(e.root,
-		"ran")) || !strings.Contains(res.GetContent(), "max_entries") {
+	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"guard":{"max_entries":20}}`)
+	c := e.Client()
+	sid := e.Open(c)
+	res := Sh(t, c, sid, "touch ran")
+	if res.GetStatus() == execv1.Status_STATUS_COMPLETED || Exists(filepath.Join(e.Root,
+		"ran")) ||
+		!strings.Contains(res.GetContent(), "max_entries") {
 		t.Errorf("a command past the walk limit: %v %s", res.GetStatus(), res.GetContent())
 	}
-	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"guard":{"max_entries":20,"skip":["big"]}}`)
-	os.MkdirAll(filepath.Join(e.root, "big"), 0o755)
+	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"guard":{"max_entries":20,"skip":["big"]}}`)
+	os.MkdirAll(filepath.Join(e.Root, "big"), 0o755)
 	for i := 0; i < 40; i++ {
-		os.Rename(filepath.Join(e.root, "f"+strconv.Itoa(i)), filepath.Join(e.root, "big", "f"+strconv.Itoa(i)))
+		os.Rename(filepath.Join(e.Root, "f"+strconv.Itoa(i)), filepath.Join(e.Root, "big", "f"+strconv.Itoa(i)))
 	}
-	sid = e.open(c)
-	if res := sh(t, c, sid, "touch ran"); res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+	sid = e.Open(c)
+	if res := Sh(t, c, sid, "touch ran"); res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Errorf("with the folder skipped: %v %s", res.GetStatus(), res.GetContent())
 	}
 }
@@ -270,23 +269,23 @@ func rerunAsNobody(t *testing.T, run string, wantPass ...string) {
 // and never offer "for this session". Control: the same rules write an ordinary file without a question.
 func TestDeferredFileToolsAskForWhatGitIsPointedAt(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
-	e := newEnv(t)
-	setup(t, e.root, "git init -q && git config core.hooksPath .githooks && git init -q web && "+
+	e := New(t)
+	setup(t, e.Root, "git init -q && git config core.hooksPath .githooks && git init -q web && "+
 		`printf '#!/bin/sh\n# File generated by pre-commit: https://pre-commit.com\n' > web/.git/hooks/pre-commit && `+
 		`chmod +x web/.git/hooks/pre-commit`)
-	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["write_file(**)"]}}`)
-	c := e.client()
-	sid := e.open(c)
-	if res, qs, _ := run(t, start(t, c, ctx(t), sid, write("src/a.go", "package a")),
+	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["write_file(**)"]}}`)
+	c := e.Client()
+	sid := e.Open(c)
+	if res, qs, _ := Run(t, Start(t, c, Ctx(t), sid, Write("src/a.go", "package a")),
 		execv1.Choice_CHOICE_DENY); len(qs) != 0 || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("control: an ordinary write %v, %d questions", res.GetStatus(), len(qs))
 	}
 	for _, p := range []string{".githooks/pre-commit", "web/.pre-commit-config.yaml", ".zed/settings.json", ".nvim.lua"} {
-		res, qs, err := run(t, start(t, c, ctx(t), sid, write(p, "x")), execv1.Choice_CHOICE_DENY)
+		res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Write(p, "x")), execv1.Choice_CHOICE_DENY)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(qs) != 1 || res.GetStatus() != execv1.Status_STATUS_DENIED || exists(filepath.Join(e.root, p)) {
+		if len(qs) != 1 || res.GetStatus() != execv1.Status_STATUS_DENIED || Exists(filepath.Join(e.Root, p)) {
 			t.Errorf("%s: %d questions, %v", p, len(qs), res.GetStatus())
 			continue
 		}
@@ -304,12 +303,13 @@ func TestDeferredFileToolsAskForWhatGitIsPointedAt(t *testing.T) {
 // in that folder later runs the hook outside the sandbox. Control: the same in the root is named. Since the guard
 // (issue 18), the hook is also made non-executable, and named.
 func TestRedTeamNewNestedRepoHookIsNotNoticed(t *testing.T) {
-	e := newEnv(t)
-	c := e.client()
-	sid := e.open(c)
+	e := New(t)
+	c := e.Client()
+	sid := e.Open(c)
 	plant := func(dir string) *execv1.Result {
-		return sh(t, c, sid, fmt.Sprintf("git init -q %s && printf '#!/bin/sh\\necho pwned\\n' > %s/.git/hooks/pre-commit && "+
+		return Sh(t, c, sid, fmt.Sprintf("git init -q %s && printf '#!/bin/sh\\necho pwned\\n' > %s/.git/hooks/pre-commit && "+
 			"chmod +x %s/.git/hooks/pre-commit", dir, dir, dir))
+
 	}
 	// Negative control: a repository made in the root (which had none) is named by the compare.
 	res := plant(".")
@@ -317,13 +317,13 @@ func TestRedTeamNewNestedRepoHookIsNotNoticed(t *testing.T) {
 		t.Fatalf("control: a hook planted in the root is not named: %v", res)
 	}
 	res = plant("nested")
-	if _, err := os.Stat(filepath.Join(e.root, "nested/.git/hooks/pre-commit")); err != nil {
+	if _, err := os.Stat(filepath.Join(e.Root, "nested/.git/hooks/pre-commit")); err != nil {
 		t.Fatalf("the command did not run: %v %v", err, res)
 	}
 	if !strings.Contains(strings.Join(res.GetNotices(), "\n"), "nested/.git/hooks") {
 		t.Errorf("a hook planted in a new nested repository was not named:\n%s\nnotices: %v", res.GetContent(), res.GetNotices())
 	}
-	if fi, err := os.Stat(filepath.Join(e.root, "nested/.git/hooks/pre-commit")); err != nil || fi.Mode().Perm()&0o111 != 0 {
+	if fi, err := os.Stat(filepath.Join(e.Root, "nested/.git/hooks/pre-commit")); err != nil || fi.Mode().Perm()&0o111 != 0 {
 		t.Errorf("the planted hook can still run: %v %v", fi.Mode(), err)
 	}
 }
@@ -334,20 +334,20 @@ func TestRedTeamNewNestedRepoHookIsNotNoticed(t *testing.T) {
 func TestRedTeamGitConfigGlobal(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	e := newEnv(t)
-	c := e.client()
-	sid := e.open(c)
+	e := New(t)
+	c := e.Client()
+	sid := e.Open(c)
 	cmd := `git config --global core.hooksPath "$PWD/hooks"; echo "HOME=$HOME"`
-	res := sh(t, c, sid, cmd)
+	res := Sh(t, c, sid, cmd)
 	if !strings.Contains(res.GetContent(), "HOME="+home) {
 		t.Fatalf("the command's HOME is not the user's: %s", res.GetContent())
 	}
 	if _, err := os.Stat(filepath.Join(home, ".gitconfig")); err == nil {
-		t.Fatalf("a sandboxed command wrote ~/.gitconfig: %s", fileText(filepath.Join(home, ".gitconfig")))
+		t.Fatalf("a sandboxed command wrote ~/.gitconfig: %s", FileText(filepath.Join(home, ".gitconfig")))
 	}
 	op := &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: cmd, Unsandboxed: true}}}
-	run(t, start(t, c, ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
-	if !strings.Contains(fileText(filepath.Join(home, ".gitconfig")), "hooksPath") {
+	Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+	if !strings.Contains(FileText(filepath.Join(home, ".gitconfig")), "hooksPath") {
 		t.Fatal("control: unsandboxed git config --global did not write")
 	}
 }

@@ -3,7 +3,6 @@ package attacks
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,7 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/garuda-dev/garuda/broker"
+	. "github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -59,14 +58,14 @@ func alloc(t *testing.T, mib int) string {
 // that allocates 2 GiB fails with the limit named; while it runs, and after it was killed, the broker and another
 // session keep answering. The negative control: with team policy's 4096 alone the same command succeeds.
 func TestMemoryFloodIsContained(t *testing.T) {
-	e := newEnv(t)
-	must(t, os.WriteFile(filepath.Join(e.home, "policy.json"), []byte(`{"limits": {"memory_mb": 4096}}`), 0o600))
-	userSettings := filepath.Join(e.home, "settings.json")
+	e := New(t)
+	must(t, os.WriteFile(filepath.Join(e.Home, "policy.json"), []byte(`{"limits": {"memory_mb": 4096}}`), 0o600))
+	userSettings := filepath.Join(e.Home, "settings.json")
 	must(t, os.WriteFile(userSettings, []byte(`{"limits": {"memory_mb": 1024}}`), 0o600))
 	cx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // the flood is slow on a loaded machine
 	defer cancel()
-	c, other := e.client(), e.client()
-	sid, osid := e.open(c), e.open(other)
+	c, other := e.Client(), e.Client()
+	sid, osid := e.Open(c), e.Open(other)
 	answering := func(when string) {
 		t.Helper()
 		h, err := c.Hello(cx, &execv1.HelloRequest{})
@@ -80,12 +79,12 @@ func TestMemoryFloodIsContained(t *testing.T) {
 		if !memory {
 			t.Errorf("%s: Hello does not say how memory is limited: %v", when, h.GetSandbox())
 		}
-		res, _, err := run(t, start(t, other, cx, osid, bash("echo alive")), execv1.Choice_CHOICE_DENY)
+		res, _, err := Run(t, Start(t, other, cx, osid, Bash("echo alive")), execv1.Choice_CHOICE_DENY)
 		if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "alive") {
 			t.Fatalf("%s: the other session's command: %v %v", when, res, err)
 		}
 	}
-	st := start(t, c, cx, sid, bash("echo waiting; while [ ! -e release ]; do sleep 0.05; done; "+alloc(t, 2048)))
+	st := Start(t, c, cx, sid, Bash("echo waiting; while [ ! -e release ]; do sleep 0.05; done; "+alloc(t, 2048)))
 	for {
 		m, err := st.Recv()
 		if err != nil {
@@ -99,8 +98,8 @@ func TestMemoryFloodIsContained(t *testing.T) {
 		}
 	}
 	answering("while the command runs")
-	must(t, os.WriteFile(filepath.Join(e.root, "release"), nil, 0o644))
-	res, _, err := run(t, st, execv1.Choice_CHOICE_DENY)
+	must(t, os.WriteFile(filepath.Join(e.Root, "release"), nil, 0o644))
+	res, _, err := Run(t, st, execv1.Choice_CHOICE_DENY)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +110,7 @@ func TestMemoryFloodIsContained(t *testing.T) {
 	answering("after the flood")
 
 	must(t, os.Remove(userSettings)) // settings are read when a session opens
-	res, _, err = run(t, start(t, c, cx, e.open(c), bash(alloc(t, 2048)+" && echo done")), execv1.Choice_CHOICE_DENY)
+	res, _, err = Run(t, Start(t, c, cx, e.Open(c), Bash(alloc(t, 2048)+" && echo done")), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "done") {
 		t.Errorf("negative control: 2 GiB under memory_mb 4096: %v %v", res, err)
 	}
@@ -126,20 +125,20 @@ func must(t *testing.T, err error) {
 
 // A project's settings cannot set the limits of the user's commands: the session says they are ignored.
 func TestProjectLimitsAreIgnored(t *testing.T) {
-	e := newEnv(t)
-	must(t, os.MkdirAll(filepath.Join(e.root, ".garuda"), 0o755))
-	must(t, os.WriteFile(filepath.Join(e.root, ".garuda", "settings.json"), []byte(`{"limits": {"memory_mb": 16}}`), 0o644))
-	c := e.client()
-	r, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: e.root, Mode: execv1.Mode_MODE_BUILD})
+	e := New(t)
+	must(t, os.MkdirAll(filepath.Join(e.Root, ".garuda"), 0o755))
+	must(t, os.WriteFile(filepath.Join(e.Root, ".garuda", "settings.json"), []byte(`{"limits": {"memory_mb": 16}}`), 0o644))
+	c := e.Client()
+	r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: e.Root, Mode: execv1.Mode_MODE_BUILD})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `"limits" in ` + filepath.Join(e.root, ".garuda", "settings.json") + " are ignored"
+	want := `"limits" in ` + filepath.Join(e.Root, ".garuda", "settings.json") + " are ignored"
 	if !strings.Contains(strings.Join(r.GetNotices(), "\n"), want) {
 		t.Errorf("notices %q", r.GetNotices())
 	}
 	// A command that needs more than 16 MiB runs.
-	res, _, err := run(t, start(t, c, ctx(t), r.GetSessionId(), bash(alloc(t, 64))), execv1.Choice_CHOICE_DENY)
+	res, _, err := Run(t, Start(t, c, Ctx(t), r.GetSessionId(), Bash(alloc(t, 64))), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Errorf("64 MiB with a project's memory_mb 16: %v %v", res, err)
 	}
@@ -151,39 +150,39 @@ func TestProjectLimitsAreIgnored(t *testing.T) {
 // (and the broker's Shutdown, which waits for every call) waited for ever, with the front end still connected.
 // Control: a client that reads gets its result and CloseSession returns.
 func TestRedTeamUnreadStreamsBlockClose(t *testing.T) {
-	e := newEnv(t)
-	mustWrite(t, filepath.Join(e.root, "big.txt"), strings.Repeat("needle "+strings.Repeat("x", 230)+"\n", 1000))
+	e := New(t)
+	MustWrite(t, filepath.Join(e.Root, "big.txt"), strings.Repeat("needle "+strings.Repeat("x", 230)+"\n", 1000))
 	// The front end picks its own flow-control window: a fixed 64 KiB (no BDP growth) is smaller than a result.
-	cc, err := grpc.NewClient("unix://"+e.sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	cc, err := grpc.NewClient("unix://"+e.Sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
 	c := execv1.NewExecServiceClient(cc)
-	sid := e.open(c)
+	sid := e.Open(c)
 	op := &execv1.Start{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: "needle", OutputMode: "content"}}}
 	if res, _ := within(t, c, sid, op, execv1.Choice_CHOICE_ONCE, 5*time.Second); len(res.GetContent()) < 200<<10 {
 		t.Fatalf("control: the result is small: %d bytes", len(res.GetContent()))
 	}
-	start(t, c, ctx(t), sid, op)                                                                                      // never read
-	start(t, c, ctx(t), sid, bash("for i in $(seq 1 200); do head -c 20000 /dev/zero | tr '\\0' x; sleep 0.1; done")) // progress, never read
+	Start(t, c, Ctx(t), sid, op)                                                                                      // never read
+	Start(t, c, Ctx(t), sid, Bash("for i in $(seq 1 200); do head -c 20000 /dev/zero | tr '\\0' x; sleep 0.1; done")) // progress, never read
 	time.Sleep(3 * time.Second)
-	cx, cancel := context.WithTimeout(ctx(t), 5*time.Second)
+	cx, cancel := context.WithTimeout(Ctx(t), 5*time.Second)
 	defer cancel()
 	if _, err := c.CloseSession(cx, &execv1.CloseSessionRequest{SessionId: sid}); err != nil {
 		t.Errorf("CloseSession with unread calls: %v", err)
 	}
 	// Control: another session of the same client still works.
-	sid2 := e.open(c)
+	sid2 := e.Open(c)
 	if res, _ := within(t, c, sid2, op, execv1.Choice_CHOICE_ONCE, 5*time.Second); len(res.GetContent()) < 200<<10 {
 		t.Fatalf("control: %v", res)
 	}
 	// The broker's shutdown with an unread command running.
-	start(t, c, ctx(t), sid2, bash("for i in $(seq 1 200); do head -c 20000 /dev/zero | tr '\\0' x; sleep 0.1; done"))
+	Start(t, c, Ctx(t), sid2, Bash("for i in $(seq 1 200); do head -c 20000 /dev/zero | tr '\\0' x; sleep 0.1; done"))
 	time.Sleep(3 * time.Second)
 	done := make(chan struct{})
-	go func() { e.svc.Shutdown(); close(done) }()
+	go func() { e.Svc.Shutdown(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -206,34 +205,17 @@ func openFDs(t *testing.T) int {
 // until the broker stopped, so opening sessions and hanging up, again and again, ran the broker out of file
 // descriptors for every user. Control: sessions open up to the bound, and again once the connection is gone.
 func TestRedTeamSessionsExhaustTheBroker(t *testing.T) {
-	dir := t.TempDir()
-	root, home := filepath.Join(dir, "project"), filepath.Join(dir, "home")
-	os.MkdirAll(root, 0o755)
-	svc := broker.NewService(broker.Config{Home: home, ManagedPolicy: filepath.Join(dir, "managed.json"), Version: "test"})
-	srv := broker.NewServer(svc, []uint32{uint32(os.Getuid())})
-	sock := filepath.Join(dir, "b.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { svc.Shutdown(); srv.Stop() })
-	dial := func() (*grpc.ClientConn, execv1.ExecServiceClient) {
-		cc, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cc.Close() })
-		return cc, execv1.NewExecServiceClient(cc)
-	}
+	e := New(t)
+	root := e.Root
+	dial := func() (*grpc.ClientConn, execv1.ExecServiceClient) { return Dial(t, e.Sock) }
 	cc, c := dial()
-	if _, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: root}); err != nil {
+	if _, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root}); err != nil {
 		t.Fatal(err)
 	}
 	before := openFDs(t)
 	opened := 1
 	for ; opened < 1100; opened++ {
-		_, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: root})
+		_, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root})
 		if status.Code(err) == codes.ResourceExhausted {
 			break
 		}
@@ -253,7 +235,7 @@ func TestRedTeamSessionsExhaustTheBroker(t *testing.T) {
 		t.Errorf("the sessions of a closed connection still hold %d descriptors", n-before)
 	}
 	_, c2 := dial()
-	if _, err := c2.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: root}); err != nil {
+	if _, err := c2.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root}); err != nil {
 		t.Fatalf("control: a new connection cannot open a session: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	. "github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -17,45 +18,45 @@ import (
 // HELD. Hostile or malformed protocol messages are refused with InvalidArgument and change nothing; each has a
 // legitimate control that is served.
 func TestRedTeamProtocolOddities(t *testing.T) {
-	e := newEnv(t)
-	c := e.client()
-	sid := e.open(c)
+	e := New(t)
+	c := e.Client()
+	sid := e.Open(c)
 	code := func(err error) codes.Code { return status.Code(err) }
 
 	// A Start with no operation.
-	st := start(t, c, ctx(t), sid, &execv1.Start{})
-	if _, err := next(t, st); code(err) != codes.InvalidArgument {
+	st := Start(t, c, Ctx(t), sid, &execv1.Start{})
+	if _, err := Next(t, st); code(err) != codes.InvalidArgument {
 		t.Errorf("empty Start: %v", err)
 	}
 	// Two Starts: the second (a write) must not run.
-	st = start(t, c, ctx(t), sid, write("first.txt", "1"))
-	m, err := next(t, st)
+	st = Start(t, c, Ctx(t), sid, Write("first.txt", "1"))
+	m, err := Next(t, st)
 	if err != nil || m.GetQuestion() == nil {
 		t.Fatalf("want a question: %v %v", m, err)
 	}
-	second := write("second.txt", "2")
+	second := Write("second.txt", "2")
 	second.SessionId = sid
 	st.Send(&execv1.CallRequest{Msg: &execv1.CallRequest_Start{Start: second}})
-	answer(st, m.GetQuestion().QuestionId, execv1.Choice_CHOICE_ONCE)
-	if _, err := next(t, st); code(err) != codes.InvalidArgument {
+	Answer(st, m.GetQuestion().QuestionId, execv1.Choice_CHOICE_ONCE)
+	if _, err := Next(t, st); code(err) != codes.InvalidArgument {
 		t.Errorf("second Start: %v", err)
 	}
 	// CHOICE_UNSPECIFIED is a deny.
-	res, _, err := run(t, start(t, c, ctx(t), sid, write("unspec.txt", "x")), execv1.Choice_CHOICE_UNSPECIFIED)
+	res, _, err := Run(t, Start(t, c, Ctx(t), sid, Write("unspec.txt", "x")), execv1.Choice_CHOICE_UNSPECIFIED)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_DENIED {
 		t.Errorf("CHOICE_UNSPECIFIED: %v %v", res, err)
 	}
 	for _, f := range []string{"first.txt", "second.txt", "unspec.txt"} {
-		if _, err := os.Stat(filepath.Join(e.root, f)); err == nil {
+		if _, err := os.Stat(filepath.Join(e.Root, f)); err == nil {
 			t.Errorf("%s was written", f)
 		}
 	}
 	// Modes.
-	if _, err := c.SetMode(ctx(t),
+	if _, err := c.SetMode(Ctx(t),
 		&execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_UNSPECIFIED}); code(err) != codes.InvalidArgument {
 		t.Errorf("SetMode unspecified: %v", err)
 	}
-	if _, err := c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode(99)}); code(err) != codes.InvalidArgument {
+	if _, err := c.SetMode(Ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode(99)}); code(err) != codes.InvalidArgument {
 		t.Errorf("SetMode 99: %v", err)
 	}
 	// Records.
@@ -66,39 +67,39 @@ func TestRedTeamProtocolOddities(t *testing.T) {
 		{SessionId: sid, Kind: "prompt", Data: []byte("not json")},
 		{SessionId: "../" + sid, Kind: "prompt", Data: []byte(`1`)},
 	} {
-		if _, err := c.Record(ctx(t), r); code(err) != codes.InvalidArgument && code(err) != codes.NotFound {
+		if _, err := c.Record(Ctx(t), r); code(err) != codes.InvalidArgument && code(err) != codes.NotFound {
 			t.Errorf("Record %q %q: %v", r.Kind, r.Data, err)
 		}
 	}
 	// Undo and VerifyAudit with path tricks.
 	for _, id := range []string{"../audit", "../../etc", sid + "/../x", "/etc/passwd"} {
-		if _, err := c.Undo(ctx(t), &execv1.UndoRequest{SessionId: id}); code(err) != codes.InvalidArgument {
+		if _, err := c.Undo(Ctx(t), &execv1.UndoRequest{SessionId: id}); code(err) != codes.InvalidArgument {
 			t.Errorf("Undo %q: %v", id, err)
 		}
 	}
-	mustWrite(t, filepath.Join(e.home, "credentials"), `{"anthropic":"sk-verify-secret"}`)
-	for _, f := range []string{e.home + "/audit/../credentials", "../credentials", e.home + "/credentials", "/etc/passwd"} {
-		r, err := c.VerifyAudit(ctx(t), &execv1.VerifyAuditRequest{File: f})
+	MustWrite(t, filepath.Join(e.Home, "credentials"), `{"anthropic":"sk-verify-secret"}`)
+	for _, f := range []string{e.Home + "/audit/../credentials", "../credentials", e.Home + "/credentials", "/etc/passwd"} {
+		r, err := c.VerifyAudit(Ctx(t), &execv1.VerifyAuditRequest{File: f})
 		if code(err) != codes.InvalidArgument || strings.Contains(fmt.Sprint(r, err), "sk-verify") {
 			t.Errorf("VerifyAudit %q: %v %v", f, r, err)
 		}
 	}
 	// A message over gRPC's limit is refused without harm to the broker.
-	big := start(t, c, ctx(t), sid, write("huge.txt", strings.Repeat("x", 64<<20)))
-	if _, err := next(t, big); err == nil {
+	big := Start(t, c, Ctx(t), sid, Write("huge.txt", strings.Repeat("x", 64<<20)))
+	if _, err := Next(t, big); err == nil {
 		t.Errorf("a 64 MiB message was accepted")
 	}
-	if _, err := os.Stat(filepath.Join(e.root, "huge.txt")); err == nil {
+	if _, err := os.Stat(filepath.Join(e.Root, "huge.txt")); err == nil {
 		t.Errorf("huge.txt was written")
 	}
 	// Controls: a good record is kept, a mode change is taken, and verify checks the real log.
-	if _, err := c.Record(ctx(t), &execv1.RecordRequest{SessionId: sid, Kind: "prompt", Data: []byte(`"hi"`)}); err != nil {
+	if _, err := c.Record(Ctx(t), &execv1.RecordRequest{SessionId: sid, Kind: "prompt", Data: []byte(`"hi"`)}); err != nil {
 		t.Fatalf("control Record: %v", err)
 	}
-	if _, err := c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
+	if _, err := c.SetMode(Ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
 		t.Fatalf("control SetMode: %v", err)
 	}
-	if r, err := c.VerifyAudit(ctx(t), &execv1.VerifyAuditRequest{}); err != nil || len(r.Files) == 0 || !r.Files[0].Ok {
+	if r, err := c.VerifyAudit(Ctx(t), &execv1.VerifyAuditRequest{}); err != nil || len(r.Files) == 0 || !r.Files[0].Ok {
 		t.Fatalf("control VerifyAudit: %v %v", r, err)
 	}
 }
@@ -107,10 +108,10 @@ func TestRedTeamProtocolOddities(t *testing.T) {
 // HELD. Messages in the wrong order and VerifyAudit spellings: an Answer as the first message, a Start for an
 // unknown session, verify of the audit folder itself or a missing file in it. Control: verify of the real log.
 func TestRedTeamWrongOrderAndVerifySpellings(t *testing.T) {
-	e := newEnv(t)
-	c := e.client()
-	sid := e.open(c)
-	st, err := c.Call(ctx(t))
+	e := New(t)
+	c := e.Client()
+	sid := e.Open(c)
+	st, err := c.Call(Ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,26 +119,26 @@ func TestRedTeamWrongOrderAndVerifySpellings(t *testing.T) {
 	if _, err := st.Recv(); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("an answer first: %v", err)
 	}
-	if _, err := next(t, start(t, c, ctx(t), "no-such-session", write("x.txt", "x"))); status.Code(err) != codes.NotFound {
+	if _, err := Next(t, Start(t, c, Ctx(t), "no-such-session", Write("x.txt", "x"))); status.Code(err) != codes.NotFound {
 		t.Errorf("unknown session: %v", err)
 	}
-	run(t, start(t, c, ctx(t), sid, read("nothing.txt")), execv1.Choice_CHOICE_DENY) // a record in the log
-	dir := filepath.Join(e.home, "audit")
+	Run(t, Start(t, c, Ctx(t), sid, Read("nothing.txt")), execv1.Choice_CHOICE_DENY) // a record in the log
+	dir := filepath.Join(e.Home, "audit")
 	for _, f := range []string{dir, dir + "/", dir + "/.", dir + "/.."} {
-		if _, err := c.VerifyAudit(ctx(t), &execv1.VerifyAuditRequest{File: f}); status.Code(err) != codes.InvalidArgument {
+		if _, err := c.VerifyAudit(Ctx(t), &execv1.VerifyAuditRequest{File: f}); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("VerifyAudit %q: %v", f, err)
 		}
 	}
 	for _, f := range []string{dir + "/../audit/missing.jsonl", dir + "/x\x00.jsonl"} {
-		if r, err := c.VerifyAudit(ctx(t), &execv1.VerifyAuditRequest{File: f}); err != nil || len(r.Files) != 1 || r.Files[0].Ok {
+		if r, err := c.VerifyAudit(Ctx(t), &execv1.VerifyAuditRequest{File: f}); err != nil || len(r.Files) != 1 || r.Files[0].Ok {
 			t.Errorf("VerifyAudit of a missing file %q: %v %v", f, r, err)
 		}
 	}
-	if r, err := c.VerifyAudit(ctx(t), &execv1.VerifyAuditRequest{}); err != nil || len(r.Files) == 0 || !r.Files[0].Ok {
+	if r, err := c.VerifyAudit(Ctx(t), &execv1.VerifyAuditRequest{}); err != nil || len(r.Files) == 0 || !r.Files[0].Ok {
 		t.Fatalf("control: %v %v", r, err)
 	}
 	for _, f := range []string{"x.txt", "nothing.txt"} {
-		if _, err := os.Stat(filepath.Join(e.root, f)); err == nil {
+		if _, err := os.Stat(filepath.Join(e.Root, f)); err == nil {
 			t.Errorf("%s was written", f)
 		}
 	}

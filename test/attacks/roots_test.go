@@ -2,7 +2,6 @@ package attacks
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,12 +9,10 @@ import (
 	"syscall"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/garuda-dev/garuda/broker"
+	. "github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -25,19 +22,19 @@ import (
 // without a question (the $GARUDA_HOME rule compares paths, and the symlink's spelling is not $GARUDA_HOME's).
 // Control: the broker refuses "/" itself, and a plain open through the link reads the key.
 func TestRedTeamSymlinkToSlashOrHomeAsRoot(t *testing.T) {
-	e := newEnv(t)
-	mustWrite(t, filepath.Join(e.home, "credentials"), `{"anthropic":"sk-ant-slash-0001"}`)
+	e := New(t)
+	MustWrite(t, filepath.Join(e.Home, "credentials"), `{"anthropic":"sk-ant-slash-0001"}`)
 	base := t.TempDir()
 	slash, home, audit := filepath.Join(base, "slash"), filepath.Join(base, "home"), filepath.Join(base, "audit")
-	os.MkdirAll(filepath.Join(e.home, "audit"), 0o700)
-	for link, to := range map[string]string{slash: "/", home: e.home, audit: filepath.Join(e.home, "audit")} {
+	os.MkdirAll(filepath.Join(e.Home, "audit"), 0o700)
+	for link, to := range map[string]string{slash: "/", home: e.Home, audit: filepath.Join(e.Home, "audit")} {
 		if err := os.Symlink(to, link); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c := e.client()
+	c := e.Client()
 	for _, root := range []string{slash, home, audit, slash + "/.", home + "/"} {
-		r, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: root})
+		r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root})
 		if status.Code(err) == codes.InvalidArgument {
 			continue
 		}
@@ -45,19 +42,19 @@ func TestRedTeamSymlinkToSlashOrHomeAsRoot(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		cred := filepath.Join(r.Root, strings.TrimPrefix(e.home, "/"), "credentials")
+		cred := filepath.Join(r.Root, strings.TrimPrefix(e.Home, "/"), "credentials")
 		if root != slash {
 			cred = filepath.Join(r.Root, "credentials")
 		}
-		res, _, _ := run(t, start(t, c, ctx(t), r.SessionId, read(cred)), execv1.Choice_CHOICE_ONCE)
+		res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Read(cred)), execv1.Choice_CHOICE_ONCE)
 		if leaked(res, "sk-ant-slash") {
 			t.Errorf("and read_file %s read Garuda's key: %s", cred, res.GetContent())
 		}
 	}
-	if _, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: "/"}); status.Code(err) != codes.InvalidArgument {
+	if _, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: "/"}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("control: / itself opened: %v", err)
 	}
-	if !strings.Contains(fileText(filepath.Join(slash, e.home, "credentials")), "sk-ant-slash") {
+	if !strings.Contains(FileText(filepath.Join(slash, e.Home, "credentials")), "sk-ant-slash") {
 		t.Fatal("control: a plain open through the link does not read the key")
 	}
 }
@@ -72,28 +69,28 @@ func TestRedTeamSymlinkedRootReachesGarudaHome(t *testing.T) {
 	base := t.TempDir()
 	real, link := filepath.Join(base, "real"), filepath.Join(base, "link")
 	home := filepath.Join(real, "ghome")
-	mustWrite(t, filepath.Join(home, "credentials"), `{"anthropic":"sk-ant-linked-0002"}`)
-	mustWrite(t, filepath.Join(real, "main.go"), "package main\n")
+	MustWrite(t, filepath.Join(home, "credentials"), `{"anthropic":"sk-ant-linked-0002"}`)
+	MustWrite(t, filepath.Join(real, "main.go"), "package main\n")
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvAt(t, link, home)
-	c := e.client()
-	r, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: link})
+	e := NewAt(t, link, home)
+	c := e.Client()
+	r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: link})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sid := r.SessionId
 	for _, op := range []*execv1.Start{
-		read("ghome/credentials"),
-		read(filepath.Join(link, "ghome", "credentials")),
+		Read("ghome/credentials"),
+		Read(filepath.Join(link, "ghome", "credentials")),
 		{Op: &execv1.Start_AttachMention{AttachMention: &execv1.AttachMention{Path: "ghome/credentials"}}},
-		grepOp("sk-ant", "content"),
-		globOp("**/cred*"),
-		write("ghome/policy.json", `{"permissions":{"allow":["Bash"]}}`),
-		editOp("ghome/credentials", "sk-ant", "sk-xxx", false),
+		GrepOp("sk-ant", "content"),
+		GlobOp("**/cred*"),
+		Write("ghome/policy.json", `{"permissions":{"allow":["Bash"]}}`),
+		EditOp("ghome/credentials", "sk-ant", "sk-xxx", false),
 	} {
-		res, _, err := run(t, start(t, c, ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+		res, _, err := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
 		if err != nil {
 			t.Fatalf("%v: %v", op, err)
 		}
@@ -101,21 +98,21 @@ func TestRedTeamSymlinkedRootReachesGarudaHome(t *testing.T) {
 			t.Errorf("%v reached Garuda's home through the symlinked root: %.200s", op, res.GetContent())
 		}
 	}
-	if res := sh(t, c, sid,
+	if res := Sh(t, c, sid,
 		"cat ghome/credentials; cat "+link+"/ghome/credentials; echo x > ghome/credentials; true"); leaked(res, "sk-ant-linked") {
 		t.Errorf("a command read Garuda's key through the symlinked root: %s", res.GetContent())
 	}
 	if _, err := os.Stat(filepath.Join(home, "policy.json")); err == nil {
 		t.Error("write_file wrote $GARUDA_HOME/policy.json through the symlinked root")
 	}
-	if !strings.Contains(fileText(filepath.Join(home, "credentials")), "sk-ant-linked") {
+	if !strings.Contains(FileText(filepath.Join(home, "credentials")), "sk-ant-linked") {
 		t.Error("the key was changed")
 	}
-	if !strings.Contains(fileText(filepath.Join(link, "ghome", "credentials")), "sk-ant-linked") {
+	if !strings.Contains(FileText(filepath.Join(link, "ghome", "credentials")), "sk-ant-linked") {
 		t.Fatal("control: a plain open through the link does not read the key")
 	}
 	// Control: an ordinary file of the symlinked root is read without a question.
-	if res, qs, _ := run(t, start(t, c, ctx(t), sid, read("main.go")),
+	if res, qs, _ := Run(t, Start(t, c, Ctx(t), sid, Read("main.go")),
 		execv1.Choice_CHOICE_DENY); !strings.Contains(res.GetContent(), "package main") || len(qs) != 0 {
 		t.Fatalf("control: main.go: %v (%d questions)", res, len(qs))
 	}
@@ -128,15 +125,15 @@ func TestRedTeamSymlinkedRootReachesGarudaHome(t *testing.T) {
 func TestRedTeamGarudaHomeSpelledThroughASymlink(t *testing.T) {
 	base := t.TempDir()
 	real := filepath.Join(base, "real")
-	mustWrite(t, filepath.Join(real, "ghome", "credentials"), `{"anthropic":"sk-ant-homelink-0003"}`)
+	MustWrite(t, filepath.Join(real, "ghome", "credentials"), `{"anthropic":"sk-ant-homelink-0003"}`)
 	if err := os.Symlink(real, filepath.Join(base, "hl")); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvAt(t, real, filepath.Join(base, "hl", "ghome"))
-	c := e.client()
-	sid := e.open(c)
-	for _, op := range []*execv1.Start{read("ghome/credentials"), grepOp("sk-ant", "content"), write("ghome/policy.json", "{}")} {
-		res, _, err := run(t, start(t, c, ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+	e := NewAt(t, real, filepath.Join(base, "hl", "ghome"))
+	c := e.Client()
+	sid := e.Open(c)
+	for _, op := range []*execv1.Start{Read("ghome/credentials"), GrepOp("sk-ant", "content"), Write("ghome/policy.json", "{}")} {
+		res, _, err := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
 		if err != nil {
 			t.Fatalf("%v: %v", op, err)
 		}
@@ -147,7 +144,7 @@ func TestRedTeamGarudaHomeSpelledThroughASymlink(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(real, "ghome", "policy.json")); err == nil {
 		t.Error("write_file wrote $GARUDA_HOME/policy.json")
 	}
-	if !strings.Contains(fileText(filepath.Join(real, "ghome", "credentials")), "sk-ant-homelink") {
+	if !strings.Contains(FileText(filepath.Join(real, "ghome", "credentials")), "sk-ant-homelink") {
 		t.Fatal("control: a plain open does not read the key")
 	}
 }
@@ -159,24 +156,24 @@ func TestRedTeamGarudaHomeSpelledThroughASymlink(t *testing.T) {
 func TestRedTeamSymlinkedRootSkipsTeamDenyRule(t *testing.T) {
 	base := t.TempDir()
 	real, link := filepath.Join(base, "real"), filepath.Join(base, "link")
-	mustWrite(t, filepath.Join(real, "secret", "key.pem"), "team-secret-0004\n")
+	MustWrite(t, filepath.Join(real, "secret", "key.pem"), "team-secret-0004\n")
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvAt(t, link, filepath.Join(t.TempDir(), "home"))
-	c := e.client()
+	e := NewAt(t, link, filepath.Join(t.TempDir(), "home"))
+	c := e.Client()
 	probe := func(root string) *execv1.Result {
-		r, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: root})
+		r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, _, _ := run(t, start(t, c, ctx(t), r.SessionId, read("secret/key.pem")), execv1.Choice_CHOICE_ONCE)
+		res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Read("secret/key.pem")), execv1.Choice_CHOICE_ONCE)
 		return res
 	}
 	if res := probe(link); !leaked(res, "team-secret") {
 		t.Fatalf("control: without the rule the file is not read: %v", res)
 	}
-	mustWrite(t, filepath.Join(e.home, "policy.json"), fmt.Sprintf(`{"permissions":{"deny":["read_file(/%s/secret/**)"]}}`, real))
+	MustWrite(t, filepath.Join(e.Home, "policy.json"), fmt.Sprintf(`{"permissions":{"deny":["read_file(/%s/secret/**)"]}}`, real))
 	if res := probe(real); leaked(res, "team-secret") {
 		t.Fatalf("control: the team rule does not deny the real path: %v", res)
 	}
@@ -185,16 +182,16 @@ func TestRedTeamSymlinkedRootSkipsTeamDenyRule(t *testing.T) {
 	}
 	// The other way round: a root-relative rule, the root by the link's name, the file by its real name (outside
 	// the root as spelled, so a question the front end allows).
-	mustWrite(t, filepath.Join(real, "private", "id"), "user-secret-0008\n")
-	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"deny":["read_file(./private/**)"]}}`)
-	r, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: link})
+	MustWrite(t, filepath.Join(real, "private", "id"), "user-secret-0008\n")
+	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"deny":["read_file(./private/**)"]}}`)
+	r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: link})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, _, _ := run(t, start(t, c, ctx(t), r.SessionId, read("private/id")), execv1.Choice_CHOICE_ONCE); leaked(res, "user-secret") {
+	if res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Read("private/id")), execv1.Choice_CHOICE_ONCE); leaked(res, "user-secret") {
 		t.Fatalf("control: the root-relative rule does not deny: %v", res)
 	}
-	if res, _, _ := run(t, start(t, c, ctx(t), r.SessionId, read(filepath.Join(real, "private", "id"))),
+	if res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Read(filepath.Join(real, "private", "id"))),
 		execv1.Choice_CHOICE_ONCE); leaked(res, "user-secret") {
 		t.Errorf("the root-relative deny rule is bypassed by the real name of a symlinked root: %v", res)
 	}
@@ -205,41 +202,41 @@ func TestRedTeamSymlinkedRootSkipsTeamDenyRule(t *testing.T) {
 // but its magic links (self/root, self/cwd, self/fd/N, thread-self/root) lead the file tools nowhere and writes
 // there fail. Control: a plain open of /proc/self/fd/N reads the key.
 func TestRedTeamOddRoots(t *testing.T) {
-	e := newEnv(t)
-	mustWrite(t, filepath.Join(e.home, "credentials"), `{"anthropic":"sk-ant-proc-0007"}`)
-	c := e.client()
-	file := filepath.Join(e.root, "f.txt")
-	mustWrite(t, file, "x")
-	for _, root := range []string{"project", file, filepath.Join(e.root, "missing"), e.root + "\x00x", "", "./" + e.root} {
-		if _, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: root}); status.Code(err) != codes.InvalidArgument {
+	e := New(t)
+	MustWrite(t, filepath.Join(e.Home, "credentials"), `{"anthropic":"sk-ant-proc-0007"}`)
+	c := e.Client()
+	file := filepath.Join(e.Root, "f.txt")
+	MustWrite(t, file, "x")
+	for _, root := range []string{"project", file, filepath.Join(e.Root, "missing"), e.Root + "\x00x", "", "./" + e.Root} {
+		if _, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root}); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("root %q: %v", root, err)
 		}
 	}
-	fd, err := syscall.Open(e.home, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	fd, err := syscall.Open(e.Home, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer syscall.Close(fd)
-	r, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: "/proc"})
+	r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: "/proc"})
 	if err != nil {
 		t.Fatalf("/proc: %v", err)
 	}
-	for _, p := range []string{"self/root" + e.home + "/credentials", fmt.Sprintf("self/fd/%d/credentials", fd),
-		fmt.Sprintf("%d/fd/%d/credentials", os.Getpid(), fd), "thread-self/root" + e.home + "/credentials"} {
-		res, _, _ := run(t, start(t, c, ctx(t), r.SessionId, read(p)), execv1.Choice_CHOICE_ONCE)
+	for _, p := range []string{"self/root" + e.Home + "/credentials", fmt.Sprintf("self/fd/%d/credentials", fd),
+		fmt.Sprintf("%d/fd/%d/credentials", os.Getpid(), fd), "thread-self/root" + e.Home + "/credentials"} {
+		res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Read(p)), execv1.Choice_CHOICE_ONCE)
 		if leaked(res, "sk-ant-proc") {
 			t.Errorf("read_file %s in /proc read the key", p)
 		}
-		res, _, _ = run(t, start(t, c, ctx(t), r.SessionId, write(p, "x")), execv1.Choice_CHOICE_ONCE)
+		res, _, _ = Run(t, Start(t, c, Ctx(t), r.SessionId, Write(p, "x")), execv1.Choice_CHOICE_ONCE)
 		if res.GetStatus() == execv1.Status_STATUS_COMPLETED {
 			t.Errorf("write_file %s in /proc completed: %s", p, res.GetContent())
 		}
 	}
-	if res, _, _ := run(t, start(t, c, ctx(t), r.SessionId, write("self/comm", "pwned")),
+	if res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Write("self/comm", "pwned")),
 		execv1.Choice_CHOICE_ONCE); res.GetStatus() == execv1.Status_STATUS_COMPLETED {
 		t.Errorf("write_file self/comm completed: %s", res.GetContent())
 	}
-	if !strings.Contains(fileText(fmt.Sprintf("/proc/self/fd/%d/credentials", fd)), "sk-ant-proc") {
+	if !strings.Contains(FileText(fmt.Sprintf("/proc/self/fd/%d/credentials", fd)), "sk-ant-proc") {
 		t.Fatal("control: a plain open through /proc does not read the key")
 	}
 }
@@ -265,8 +262,8 @@ func TestRedTeamSharedBrokerRootSwap(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(base) })
 	os.Chmod(base, 0o755)
 	mine, theirs := filepath.Join(base, "mine"), filepath.Join(base, "theirs")
-	mustWrite(t, filepath.Join(mine, "marker.txt"), "mine\n")
-	mustWrite(t, filepath.Join(theirs, "marker.txt"), "root-secret-0009\n")
+	MustWrite(t, filepath.Join(mine, "marker.txt"), "mine\n")
+	MustWrite(t, filepath.Join(theirs, "marker.txt"), "root-secret-0009\n")
 	os.Chown(mine, 65534, 65534)
 	bin := filepath.Join(base, "attacks.test")
 	data, err := os.ReadFile(os.Args[0])
@@ -276,18 +273,8 @@ func TestRedTeamSharedBrokerRootSwap(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	svc := broker.NewService(broker.Config{
-		Home: filepath.Join(base, "home"), ManagedPolicy: filepath.Join(base, "managed.json"), Version: "test",
-	})
-	srv := broker.NewServer(svc, []uint32{0, 65534})
-	sock := filepath.Join(base, "b.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sock := NewIn(t, base, filepath.Join(base, "project"), filepath.Join(base, "home"), 0, 65534).Sock
 	os.Chmod(sock, 0o777)
-	go srv.Serve(ln)
-	t.Cleanup(func() { svc.Shutdown(); srv.Stop() })
 	// The client's link, flipped between its own folder and root's for as long as the client runs.
 	link := filepath.Join(base, "link")
 	os.Symlink(mine, link)
@@ -330,25 +317,20 @@ func TestRedTeamSharedBrokerRootSwap(t *testing.T) {
 
 // swapClient is the uid 65534 side of TestRedTeamSharedBrokerRootSwap.
 func swapClient(t *testing.T, sock, link string) {
-	cc, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	c := execv1.NewExecServiceClient(cc)
+	_, c := Dial(t, sock)
 	theirs := filepath.Join(filepath.Dir(link), "theirs")
-	if _, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: theirs}); status.Code(err) != codes.PermissionDenied {
+	if _, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: theirs}); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("control: root's folder named directly: %v", err)
 	}
 	opened := 0
 	for i := 0; i < 3000; i++ {
-		r, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: link})
+		r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: link})
 		if err != nil {
 			continue
 		}
 		opened++
-		res, _, _ := run(t, start(t, c, ctx(t), r.SessionId, read("marker.txt")), execv1.Choice_CHOICE_DENY)
-		c.CloseSession(ctx(t), &execv1.CloseSessionRequest{SessionId: r.SessionId})
+		res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Read("marker.txt")), execv1.Choice_CHOICE_DENY)
+		c.CloseSession(Ctx(t), &execv1.CloseSessionRequest{SessionId: r.SessionId})
 		if strings.Contains(res.GetContent(), "root-secret") {
 			fmt.Printf("attempt %d: %s\n", i, res.GetContent())
 			break
@@ -366,16 +348,16 @@ func lastLines(s string, n int) string {
 
 // A front end cannot make the whole filesystem, or Garuda's own home, its project.
 func TestRootThatIsNoProject(t *testing.T) {
-	e := newEnv(t)
-	c := e.client()
-	for _, root := range []string{"/", e.home, filepath.Join(e.home, "audit")} {
+	e := New(t)
+	c := e.Client()
+	for _, root := range []string{"/", e.Home, filepath.Join(e.Home, "audit")} {
 		os.MkdirAll(root, 0o700)
-		if _, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: root}); status.Code(err) != codes.InvalidArgument {
+		if _, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root}); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("root %s: %v", root, err)
 		}
 	}
 	// Negative control: a project folder opens.
-	if _, err := c.OpenSession(ctx(t), &execv1.OpenSessionRequest{Root: e.root}); err != nil {
+	if _, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: e.Root}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	. "github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -22,7 +23,7 @@ import (
 // skill as a regular file opens.
 func TestRedTeamFIFOsPlantedForTheNextSession(t *testing.T) {
 	openWithin := func(c execv1.ExecServiceClient, root string, d time.Duration) error {
-		cx, cancel := context.WithTimeout(ctx(t), d)
+		cx, cancel := context.WithTimeout(Ctx(t), d)
 		defer cancel()
 		r, err := c.OpenSession(cx, &execv1.OpenSessionRequest{Root: root, Mode: execv1.Mode_MODE_BUILD})
 		if err == nil {
@@ -31,23 +32,24 @@ func TestRedTeamFIFOsPlantedForTheNextSession(t *testing.T) {
 		return err
 	}
 	// Control: FIFOs as instructions and commands do not block, and a regular skill file is read.
-	e := newEnv(t)
-	c := e.client()
-	sid := e.open(c)
-	sh(t, c, sid, "mkdir -p .claude/commands .claude/skills/s sub && mkfifo AGENTS.md CLAUDE.md sub/AGENTS.md .claude/commands/x.md && "+
+	e := New(t)
+	c := e.Client()
+	sid := e.Open(c)
+	Sh(t, c, sid, "mkdir -p .claude/commands .claude/skills/s sub && mkfifo AGENTS.md CLAUDE.md sub/AGENTS.md .claude/commands/x.md && "+
 		"printf -- '---\\nname: s\\ndescription: d\\n---\\nbody\\n' > .claude/skills/s/SKILL.md")
-	if err := openWithin(c, e.root, 5*time.Second); err != nil {
+
+	if err := openWithin(c, e.Root, 5*time.Second); err != nil {
 		t.Fatalf("control: %v", err)
 	}
 	// The attack: the skill file is a FIFO.
-	e = newEnv(t)
-	c = e.client()
-	sid = e.open(c)
-	res := sh(t, c, sid, "mkdir -p .claude/skills/s && mkfifo .claude/skills/s/SKILL.md")
+	e = New(t)
+	c = e.Client()
+	sid = e.Open(c)
+	res := Sh(t, c, sid, "mkdir -p .claude/skills/s && mkfifo .claude/skills/s/SKILL.md")
 	if res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("plant: %v", res)
 	}
-	if err := openWithin(c, e.root, 3*time.Second); status.Code(err) == codes.DeadlineExceeded {
+	if err := openWithin(c, e.Root, 3*time.Second); status.Code(err) == codes.DeadlineExceeded {
 		t.Errorf("OpenSession hangs on a FIFO a command planted as .claude/skills/s/SKILL.md: %v", err)
 	}
 }
@@ -57,16 +59,16 @@ func TestRedTeamFIFOsPlantedForTheNextSession(t *testing.T) {
 // looked up in the list the broker made, never joined to a path; a symlinked command file is skipped. Control:
 // the project's own command resolves (after its consent).
 func TestRedTeamCommandAndSkillNames(t *testing.T) {
-	e := newEnv(t)
-	outside := filepath.Join(filepath.Dir(e.root), "outside")
-	mustWrite(t, filepath.Join(outside, "x.md"), "OUTSIDE-PROMPT\n")
-	mustWrite(t, filepath.Join(outside, "s", "SKILL.md"), "---\nname: s\ndescription: d\n---\nOUTSIDE-SKILL\n")
-	mustWrite(t, filepath.Join(e.home, "credentials"), `{"anthropic":"sk-ant-cmd-0006"}`)
-	mustWrite(t, filepath.Join(e.root, ".garuda", "commands", "ok.md"), "OK-PROMPT\n")
-	os.Symlink(filepath.Join(outside, "x.md"), filepath.Join(e.root, ".garuda", "commands", "link.md"))
-	os.Symlink(filepath.Join(outside, "s"), filepath.Join(e.root, ".garuda", "skills", "s"))
-	c := e.client()
-	sid := e.open(c)
+	e := New(t)
+	outside := filepath.Join(filepath.Dir(e.Root), "outside")
+	MustWrite(t, filepath.Join(outside, "x.md"), "OUTSIDE-PROMPT\n")
+	MustWrite(t, filepath.Join(outside, "s", "SKILL.md"), "---\nname: s\ndescription: d\n---\nOUTSIDE-SKILL\n")
+	MustWrite(t, filepath.Join(e.Home, "credentials"), `{"anthropic":"sk-ant-cmd-0006"}`)
+	MustWrite(t, filepath.Join(e.Root, ".garuda", "commands", "ok.md"), "OK-PROMPT\n")
+	os.Symlink(filepath.Join(outside, "x.md"), filepath.Join(e.Root, ".garuda", "commands", "link.md"))
+	os.Symlink(filepath.Join(outside, "s"), filepath.Join(e.Root, ".garuda", "skills", "s"))
+	c := e.Client()
+	sid := e.Open(c)
 	resolve := func(text string) *execv1.Start {
 		return &execv1.Start{Op: &execv1.Start_ResolveCommand{ResolveCommand: &execv1.ResolveCommand{Text: text}}}
 	}
@@ -78,7 +80,7 @@ func TestRedTeamCommandAndSkillNames(t *testing.T) {
 		resolve("/../credentials"), resolve("/" + outside + "/x"),
 		skill("../../outside/s"), skill("../outside/s"), skill("s"), skill("/" + outside + "/s"), skill("../credentials"),
 	} {
-		res, _, err := run(t, start(t, c, ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+		res, _, err := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
 		if err != nil {
 			t.Fatalf("%v: %v", op, err)
 		}
@@ -86,7 +88,7 @@ func TestRedTeamCommandAndSkillNames(t *testing.T) {
 			t.Errorf("%v reached a file outside: %v", op, res)
 		}
 	}
-	res, qs, _ := run(t, start(t, c, ctx(t), sid, resolve("/ok")), execv1.Choice_CHOICE_ONCE)
+	res, qs, _ := Run(t, Start(t, c, Ctx(t), sid, resolve("/ok")), execv1.Choice_CHOICE_ONCE)
 	if res.GetResolved().GetPrompt() != "OK-PROMPT\n" && !strings.Contains(res.GetResolved().GetPrompt(), "OK-PROMPT") || len(qs) != 1 {
 		t.Fatalf("control: %v (%d questions)", res, len(qs))
 	}

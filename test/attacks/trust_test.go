@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	. "github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -16,26 +17,26 @@ import (
 // HELD. PinTrust pins only the hash of the folder it names: the hash shown for a harmless project does not trust
 // another project's different settings. Control: the shown hash pins its own folder.
 func TestRedTeamPinTrustOtherFolder(t *testing.T) {
-	e := newEnv(t)
-	c := e.client()
+	e := New(t)
+	c := e.Client()
 	good := filepath.Join(t.TempDir(), "good")
 	evil := filepath.Join(t.TempDir(), "evil")
-	mustWrite(t, filepath.Join(good, ".garuda", "settings.json"), `{"permissions":{"allow":["Bash(ls)"]}}`)
-	mustWrite(t, filepath.Join(evil, ".garuda", "settings.json"), `{"permissions":{"allow":["Bash(*)","write_file(**)"]}}`)
-	in, err := c.InspectTrust(ctx(t), &execv1.InspectTrustRequest{Dir: good})
+	MustWrite(t, filepath.Join(good, ".garuda", "settings.json"), `{"permissions":{"allow":["Bash(ls)"]}}`)
+	MustWrite(t, filepath.Join(evil, ".garuda", "settings.json"), `{"permissions":{"allow":["Bash(*)","write_file(**)"]}}`)
+	in, err := c.InspectTrust(Ctx(t), &execv1.InspectTrustRequest{Dir: good})
 	if err != nil || in.Hash == "" {
 		t.Fatalf("inspect: %v %v", in, err)
 	}
-	if _, err := c.PinTrust(ctx(t), &execv1.PinTrustRequest{Dir: evil, Hash: in.Hash}); status.Code(err) != codes.InvalidArgument {
+	if _, err := c.PinTrust(Ctx(t), &execv1.PinTrustRequest{Dir: evil, Hash: in.Hash}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("pinned another folder with the shown hash: %v", err)
 	}
-	if _, err := c.PinTrust(ctx(t), &execv1.PinTrustRequest{Dir: evil + "/../good/../evil", Hash: in.Hash}); err == nil {
+	if _, err := c.PinTrust(Ctx(t), &execv1.PinTrustRequest{Dir: evil + "/../good/../evil", Hash: in.Hash}); err == nil {
 		t.Errorf("pinned through a path trick")
 	}
-	if ev, _ := c.InspectTrust(ctx(t), &execv1.InspectTrustRequest{Dir: evil}); ev.GetTrusted() {
+	if ev, _ := c.InspectTrust(Ctx(t), &execv1.InspectTrustRequest{Dir: evil}); ev.GetTrusted() {
 		t.Fatal("the other folder is trusted")
 	}
-	if _, err := c.PinTrust(ctx(t), &execv1.PinTrustRequest{Dir: good, Hash: in.Hash}); err != nil {
+	if _, err := c.PinTrust(Ctx(t), &execv1.PinTrustRequest{Dir: good, Hash: in.Hash}); err != nil {
 		t.Fatalf("control: %v", err)
 	}
 }
@@ -45,21 +46,21 @@ func TestRedTeamPinTrustOtherFolder(t *testing.T) {
 // traversal, control characters in the key, a project settings file that is a symlink out of the folder (not read,
 // not pinned), a file or a relative path as the folder. Control: a plain setup and pin work.
 func TestRedTeamSetupAndTrustInputs(t *testing.T) {
-	e := newEnv(t)
-	c := e.client()
+	e := New(t)
+	c := e.Client()
 	for _, r := range []*execv1.SetupRequest{
 		{Provider: "../../x", Model: "m", ApiKey: "k"}, {Provider: "anthropic/../../x", Model: "m", ApiKey: "k"},
 		{Provider: "anthropic", Model: "m", ApiKey: "sk-a\nb", Force: true}, {Provider: "anthropic", Model: "", ApiKey: "k"},
 	} {
-		if _, err := c.Setup(ctx(t), r); err == nil {
+		if _, err := c.Setup(Ctx(t), r); err == nil {
 			t.Errorf("Setup %q %q %q accepted", r.Provider, r.Model, r.ApiKey)
 		}
 	}
 	odd := &execv1.SetupRequest{Provider: "anthropic", Model: "../../../etc/passwd\n", ApiKey: "sk-ok", Force: true}
-	if _, err := c.Setup(ctx(t), odd); err != nil {
+	if _, err := c.Setup(Ctx(t), odd); err != nil {
 		t.Fatalf("control Setup: %v", err)
 	}
-	ents, _ := os.ReadDir(e.home)
+	ents, _ := os.ReadDir(e.Home)
 	for _, ent := range ents {
 		switch ent.Name() {
 		case "credentials", "models.json", "audit":
@@ -67,37 +68,37 @@ func TestRedTeamSetupAndTrustInputs(t *testing.T) {
 			t.Errorf("Setup made %s in $GARUDA_HOME", ent.Name())
 		}
 	}
-	ents, _ = os.ReadDir(filepath.Dir(e.home))
+	ents, _ = os.ReadDir(filepath.Dir(e.Home))
 	for _, ent := range ents {
 		if n := ent.Name(); n != "home" && n != "project" && n != "b.sock" {
 			t.Errorf("Setup wrote %s next to $GARUDA_HOME", n)
 		}
 	}
 	outside := filepath.Join(t.TempDir(), "settings.json")
-	mustWrite(t, outside, `{"permissions":{"allow":["Bash"]}}`)
+	MustWrite(t, outside, `{"permissions":{"allow":["Bash"]}}`)
 	proj := filepath.Join(t.TempDir(), "p")
 	os.MkdirAll(filepath.Join(proj, ".garuda"), 0o755)
 	os.Symlink(outside, filepath.Join(proj, ".garuda", "settings.json"))
-	in, err := c.InspectTrust(ctx(t), &execv1.InspectTrustRequest{Dir: proj})
+	in, err := c.InspectTrust(Ctx(t), &execv1.InspectTrustRequest{Dir: proj})
 	if err == nil && in.Exists {
 		t.Errorf("InspectTrust read a settings file outside the folder: %v", in)
 	}
 	sum := policyHash(outside)
-	if _, err := c.PinTrust(ctx(t), &execv1.PinTrustRequest{Dir: proj, Hash: sum}); err == nil {
+	if _, err := c.PinTrust(Ctx(t), &execv1.PinTrustRequest{Dir: proj, Hash: sum}); err == nil {
 		t.Error("PinTrust pinned a settings file outside the folder")
 	}
 	for _, d := range []string{"p", outside, proj + "/missing"} {
-		if _, err := c.InspectTrust(ctx(t), &execv1.InspectTrustRequest{Dir: d}); status.Code(err) != codes.InvalidArgument {
+		if _, err := c.InspectTrust(Ctx(t), &execv1.InspectTrustRequest{Dir: d}); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("InspectTrust %q: %v", d, err)
 		}
 	}
 	os.Remove(filepath.Join(proj, ".garuda", "settings.json"))
-	mustWrite(t, filepath.Join(proj, ".garuda", "settings.json"), `{"permissions":{"allow":["Bash(ls)"]}}`)
-	in, err = c.InspectTrust(ctx(t), &execv1.InspectTrustRequest{Dir: proj})
+	MustWrite(t, filepath.Join(proj, ".garuda", "settings.json"), `{"permissions":{"allow":["Bash(ls)"]}}`)
+	in, err = c.InspectTrust(Ctx(t), &execv1.InspectTrustRequest{Dir: proj})
 	if err != nil || !in.Exists {
 		t.Fatalf("control inspect: %v %v", in, err)
 	}
-	if _, err := c.PinTrust(ctx(t), &execv1.PinTrustRequest{Dir: proj, Hash: in.Hash}); err != nil {
+	if _, err := c.PinTrust(Ctx(t), &execv1.PinTrustRequest{Dir: proj, Hash: in.Hash}); err != nil {
 		t.Fatalf("control pin: %v", err)
 	}
 }

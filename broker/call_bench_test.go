@@ -1,4 +1,4 @@
-package attacks
+package broker_test
 
 import (
 	"os"
@@ -8,16 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // BenchmarkBrokerReadFile1MB is read_file of a 1 MB file through the broker over gRPC, decided and audited.
 func BenchmarkBrokerReadFile1MB(b *testing.B) {
-	e := newBenchEnv(b)
-	c := e.client()
-	sid := e.open(c)
+	e := New(b)
+	c := e.Client()
+	sid := e.Open(c)
 	line := strings.Repeat("x", 99) + "\n"
-	os.WriteFile(filepath.Join(e.root, "big.txt"), []byte(strings.Repeat(line, 10_000)), 0o644)
+	os.WriteFile(filepath.Join(e.Root, "big.txt"), []byte(strings.Repeat(line, 10_000)), 0o644)
 	op := &execv1.Start{Op: &execv1.Start_ReadFile{ReadFile: &execv1.ReadFile{Path: "big.txt", Limit: 10_000}}}
 	b.ResetTimer()
 	for b.Loop() {
@@ -64,11 +65,11 @@ func benchCall(b *testing.B, c execv1.ExecServiceClient, sid string, op *execv1.
 // BenchmarkBrokerEditFile is edit_file of a 100 KB file in the project through the broker: decided, previewed,
 // asked (answered at once), snapshotted for undo, written and audited.
 func BenchmarkBrokerEditFile(b *testing.B) {
-	e := newBenchEnv(b)
-	c := e.client()
-	sid := e.open(c)
-	os.WriteFile(filepath.Join(e.root, "a.go"), []byte(strings.Repeat("line of code\n", 8000)+"MARK-A\n"), 0o644)
-	ops := []*execv1.Start{editOp("a.go", "MARK-A", "MARK-B", false), editOp("a.go", "MARK-B", "MARK-A", false)}
+	e := New(b)
+	c := e.Client()
+	sid := e.Open(c)
+	os.WriteFile(filepath.Join(e.Root, "a.go"), []byte(strings.Repeat("line of code\n", 8000)+"MARK-A\n"), 0o644)
+	ops := []*execv1.Start{EditOp("a.go", "MARK-A", "MARK-B", false), EditOp("a.go", "MARK-B", "MARK-A", false)}
 	i := 0
 	for b.Loop() {
 		benchCall(b, c, sid, ops[i%2])
@@ -79,11 +80,11 @@ func BenchmarkBrokerEditFile(b *testing.B) {
 // BenchmarkBrokerGrep is grep over 2,000 files of the project through the broker, every file decided by the read
 // policy before it is opened.
 func BenchmarkBrokerGrep(b *testing.B) {
-	e := newBenchEnv(b)
-	c := e.client()
-	sid := e.open(c)
+	e := New(b)
+	c := e.Client()
+	sid := e.Open(c)
 	for i := range 2000 {
-		p := filepath.Join(e.root, "pkg"+strconv.Itoa(i%40), "f"+strconv.Itoa(i)+".go")
+		p := filepath.Join(e.Root, "pkg"+strconv.Itoa(i%40), "f"+strconv.Itoa(i)+".go")
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte(strings.Repeat("func Something() {}\n", 50)), 0o644)
 	}
@@ -96,9 +97,9 @@ func BenchmarkBrokerGrep(b *testing.B) {
 // BenchmarkProcessRead1GB: a background process prints 1 GiB; the broker's heap stays bounded (heap-MB, measured
 // after the flood) and each read of it returns at most its head and tail (read-bytes). Run with -benchtime=10x.
 func BenchmarkProcessRead1GB(b *testing.B) {
-	e := newBenchEnv(b)
-	c := e.client()
-	sid := e.open(c)
+	e := New(b)
+	c := e.Client()
+	sid := e.Open(c)
 	pm := func(p *execv1.ProcessManager) *execv1.Result {
 		st, err := c.Call(b.Context())
 		if err != nil {

@@ -1,10 +1,11 @@
-package attacks
+package broker_test
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
+	. "github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -14,13 +15,13 @@ import (
 func BenchmarkHookEvent(b *testing.B) {
 	for _, bc := range []struct{ name, settings string }{
 		{"no-hooks", `{}`},
-		{"noop-hook", hooksJSON("UserPromptSubmit", "", "true", "")},
+		{"noop-hook", HooksJSON("UserPromptSubmit", "", "true", "")},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			e := newBenchEnv(b)
-			os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(bc.settings), 0o600)
-			c := e.client()
-			sid := e.open(c)
+			e := New(b)
+			os.WriteFile(filepath.Join(e.Home, "settings.json"), []byte(bc.settings), 0o600)
+			c := e.Client()
+			sid := e.Open(c)
 			op := &execv1.Start{Op: &execv1.Start_HookEvent{HookEvent: &execv1.HookEvent{Event: "UserPromptSubmit", Prompt: "hi"}}}
 			for b.Loop() {
 				benchCall(b, c, sid, op)
@@ -33,16 +34,16 @@ func BenchmarkHookEvent(b *testing.B) {
 func BenchmarkHookPreToolUse(b *testing.B) {
 	for _, bc := range []struct{ name, settings string }{
 		{"no-hooks", `{}`},
-		{"noop-hook", hooksJSON("PreToolUse", "*", "true", "")},
+		{"noop-hook", HooksJSON("PreToolUse", "*", "true", "")},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			e := newBenchEnv(b)
-			os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(bc.settings), 0o600)
-			os.WriteFile(filepath.Join(e.root, "a.txt"), []byte("alpha\n"), 0o644)
-			c := e.client()
-			sid := e.open(c)
+			e := New(b)
+			os.WriteFile(filepath.Join(e.Home, "settings.json"), []byte(bc.settings), 0o600)
+			os.WriteFile(filepath.Join(e.Root, "a.txt"), []byte("alpha\n"), 0o644)
+			c := e.Client()
+			sid := e.Open(c)
 			for b.Loop() {
-				benchCall(b, c, sid, read("a.txt"))
+				benchCall(b, c, sid, Read("a.txt"))
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package attacks
+package broker_test
 
 import (
 	"archive/tar"
@@ -17,9 +17,10 @@ import (
 	"testing"
 	"time"
 
-	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
-
+	. "github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/internal/testenv"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+	"github.com/garuda-dev/garuda/test/nobody"
 )
 
 // internet is a server standing in for a host of the internet: on 127.0.0.2 of the broker's network namespace,
@@ -47,15 +48,15 @@ func internet(t *testing.T, tls bool) (*httptest.Server, string) {
 // the host), then with a rule it gets the page, over plain HTTP and over a CONNECT tunnel (TLS not intercepted).
 // A command that ignores the proxy variables, or speaks raw TCP, still fails.
 func TestProxySandboxedCurl(t *testing.T) {
-	e := newEnv(t)
+	e := New(t)
 	_, plain := internet(t, false)
 	_, secure := internet(t, true)
-	c := e.client()
-	sid := e.open(c)
+	c := e.Client()
+	sid := e.Open(c)
 	curl := "curl -sS --max-time 20 -w ' [%{http_code}]' http://" + plain + "/pkg"
 
 	// Before any rule: a question on the bash call while the command waits; a no gives curl a 403.
-	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(curl)), execv1.Choice_CHOICE_DENY)
+	res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(curl)), execv1.Choice_CHOICE_DENY)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +67,10 @@ func TestProxySandboxedCurl(t *testing.T) {
 		t.Fatalf("denied: want a 403 that says how to allow the host, got %q", res.GetContent())
 	}
 
-	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
-	sid = e.open(c)
+	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
+	sid = e.Open(c)
 	for _, cmd := range []string{curl, "curl -sSk --max-time 20 -w ' [%{http_code}]' https://" + secure + "/tls"} {
-		res, qs, err = run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+		res, qs, err = Run(t, Start(t, c, Ctx(t), sid, Bash(cmd)), execv1.Choice_CHOICE_DENY)
 		if err != nil || len(qs) != 0 || !strings.Contains(res.GetContent(), "hello from the internet") ||
 			!strings.Contains(res.GetContent(), "[200]") {
 			t.Fatalf("%s with the rule: %v, questions %v, %v", cmd, res.GetContent(), qs, err)
@@ -83,7 +84,7 @@ func TestProxySandboxedCurl(t *testing.T) {
 		"echo x > /dev/udp/1.1.1.1/53 && echo sent",
 		"getent hosts example.com && echo resolved",
 	} {
-		res := sh(t, c, sid, cmd)
+		res := Sh(t, c, sid, cmd)
 		if res.GetStatus() == execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "hello from") ||
 			strings.Contains(res.GetContent(), "connected") || strings.Contains(res.GetContent(), "resolved") {
 			t.Errorf("%s: got through: %q", cmd, res.GetContent())
@@ -91,7 +92,7 @@ func TestProxySandboxedCurl(t *testing.T) {
 	}
 	// Every connection is recorded: host, port, the address dialled, bytes, verdict.
 	var allowed, denied int
-	for _, r := range auditRecords(t, e.home) {
+	for _, r := range AuditRecords(t, e.Home) {
 		if r.Event != "connection" {
 			continue
 		}
@@ -110,21 +111,23 @@ func TestProxySandboxedCurl(t *testing.T) {
 // "Allow for this session" adds a session rule: the next command reaches the host without a question; a request
 // whose Host header names another host than its URL is refused.
 func TestProxySessionConsent(t *testing.T) {
-	e := newEnv(t)
+	e := New(t)
 	_, plain := internet(t, false)
-	c := e.client()
-	sid := e.open(c)
+	c := e.Client()
+	sid := e.Open(c)
 	curl := "curl -sS --max-time 20 -w ' [%{http_code}]' http://" + plain + "/a"
-	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(curl+" && "+curl)), execv1.Choice_CHOICE_SESSION)
+	res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(curl+" && "+curl)), execv1.Choice_CHOICE_SESSION)
 	if err != nil || len(qs) != 1 || strings.Count(res.GetContent(), "[200]") != 2 {
 		t.Fatalf("allowed for the session: %q, questions %v, %v", res.GetContent(), qs, err)
 	}
-	res, qs, err = run(t, start(t, c, ctx(t), sid, bash(curl)), execv1.Choice_CHOICE_DENY)
+	res, qs, err = Run(t, Start(t, c, Ctx(t), sid, Bash(curl)), execv1.Choice_CHOICE_DENY)
 	if err != nil || len(qs) != 0 || !strings.Contains(res.GetContent(), "[200]") {
 		t.Fatalf("the next command: %q, questions %v, %v", res.GetContent(), qs, err)
 	}
-	res, _, _ = run(t, start(t, c, ctx(t), sid,
-		bash("curl -sS --max-time 20 -H 'Host: evil.example' -w ' [%{http_code}]' http://"+plain+"/b")), execv1.Choice_CHOICE_DENY)
+	res, _, _ = Run(t, Start(t, c, Ctx(t), sid,
+		Bash("curl -sS --max-time 20 -H 'Host: evil.example' -w ' [%{http_code}]' http://"+plain+"/b")),
+		execv1.Choice_CHOICE_DENY)
+
 	if !strings.Contains(res.GetContent(), "[400]") || !strings.Contains(res.GetContent(), "names another host") {
 		t.Errorf("a Host header for another host: %q", res.GetContent())
 	}
@@ -132,7 +135,7 @@ func TestProxySessionConsent(t *testing.T) {
 
 // TestProxyAsNobody runs the proxy tests again as the unprivileged user nobody (a user namespace for the sandbox).
 func TestProxyAsNobody(t *testing.T) {
-	rerunAsNobody(t, "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload|NpmInstall|PlanMode)$",
+	nobody.Rerun(t, "^TestProxy(SandboxedCurl|SessionConsent|GoModDownload|NpmInstall|PlanMode)$",
 		"TestProxySandboxedCurl", "TestProxyGoModDownload", "TestProxyNpmInstall", "TestProxyPlanMode")
 }
 
@@ -189,18 +192,18 @@ func TestProxyGoModDownload(t *testing.T) {
 	testenv.NeedCommand(t, "go", "golang (or Go from go.dev)")
 	ip := hostAddress(t)
 	registry := goProxy(t, ip)
-	e := newEnv(t)
-	c := e.client()
+	e := New(t)
+	c := e.Client()
 	cmd := "cd \"$TMPDIR\" && GOPROXY=" + registry + " GOSUMDB=off GOTOOLCHAIN=local GOFLAGS=-modcacherw " +
 		"GOMODCACHE=\"$TMPDIR/mod\" go mod download -json example.com/hello@v1.0.0"
-	sid := e.open(c)
-	res, _, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+	sid := e.Open(c)
+	res, _, err := Run(t, Start(t, c, Ctx(t), sid, Bash(cmd)), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() == execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "403") {
 		t.Fatalf("before the host is allowed: %v %v", res.GetContent(), err)
 	}
-	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:`+ip+`)"]}}`)
-	sid = e.open(c)
-	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:`+ip+`)"]}}`)
+	sid = e.Open(c)
+	res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(cmd)), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 ||
 		!strings.Contains(res.GetContent(), `"Version": "v1.0.0"`) {
 		t.Fatalf("with the host allowed: %v, questions %v, %v", res.GetContent(), qs, err)
@@ -252,19 +255,19 @@ func TestProxyNpmInstall(t *testing.T) {
 	testenv.NeedCommand(t, "npm", "npm")
 	ip := hostAddress(t)
 	registry := npmRegistry(t, ip)
-	e := newEnv(t)
-	mustWrite(t, filepath.Join(e.root, "package.json"), `{"name":"app","version":"0.0.1","private":true}`)
-	c := e.client()
+	e := New(t)
+	MustWrite(t, filepath.Join(e.Root, "package.json"), `{"name":"app","version":"0.0.1","private":true}`)
+	c := e.Client()
 	cmd := "npm install --no-audit --no-fund --fetch-retries=0 --registry=" + registry + " left-pad-garuda && " +
 		"node -e \"console.log(require('left-pad-garuda')())\""
-	sid := e.open(c)
-	res, _, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+	sid := e.Open(c)
+	res, _, err := Run(t, Start(t, c, Ctx(t), sid, Bash(cmd)), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() == execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "padded") {
 		t.Fatalf("before the host is allowed: %v %v", res.GetContent(), err)
 	}
-	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:`+ip+`)"]}}`)
-	sid = e.open(c)
-	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:`+ip+`)"]}}`)
+	sid = e.Open(c)
+	res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(cmd)), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 || !strings.Contains(res.GetContent(), "padded") {
 		t.Fatalf("with the host allowed: %v, questions %v, %v", res.GetContent(), qs, err)
 	}
@@ -273,20 +276,21 @@ func TestProxyNpmInstall(t *testing.T) {
 // A background process reaches the network through the proxy as a command does: a host a rule allows is reached; a
 // host no rule allows is refused with how to allow it, without a question (no call is running to ask on).
 func TestProxyBackgroundProcess(t *testing.T) {
-	e := newEnv(t)
+	e := New(t)
 	_, plain := internet(t, false)
-	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
-	c := e.client()
-	sid := e.open(c)
+	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
+	c := e.Client()
+	sid := e.Open(c)
 	_, port, _ := net.SplitHostPort(plain)
 	for _, tc := range []struct{ url, want string }{
 		{"http://" + plain + "/pkg", "hello from the internet"},
 		{"http://127.0.0.3:" + port + "/pkg", `network(domain:127.0.0.3)`},
 	} {
-		res := pm(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_START,
+		res := Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_START,
 			Command: "curl -sS --max-time 20 -w ' [%{http_code}]' " + tc.url})
+
 		id := strings.TrimPrefix(strings.SplitN(res.GetContent(), "\n", 2)[0], "id: ")
-		res = pm(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_WAIT, Id: id, TimeoutMs: 60_000})
+		res = Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_WAIT, Id: id, TimeoutMs: 60_000})
 		if !strings.Contains(res.GetContent(), tc.want) {
 			t.Errorf("%s from a background process: want %q in %q", tc.url, tc.want, res.GetContent())
 		}
@@ -298,16 +302,16 @@ func TestProxyBackgroundProcess(t *testing.T) {
 func TestProxyHook(t *testing.T) {
 	_, plain := internet(t, false)
 	for _, allowed := range []bool{false, true} {
-		e := newEnv(t)
-		sc := e.script(t, "fetch.sh", "cat >/dev/null; curl -sS --max-time 20 http://"+plain+"/hook")
+		e := New(t)
+		sc := e.Script(t, "fetch.sh", "cat >/dev/null; curl -sS --max-time 20 http://"+plain+"/hook")
 		rules := ""
 		if allowed {
 			rules = `"permissions": {"allow": ["network(domain:127.0.0.2)"]}, `
 		}
-		e.settings(t, "{"+rules+strings.TrimPrefix(hooksJSON("UserPromptSubmit", "", sc, ""), "{"))
-		c := e.client()
-		sid := e.open(c)
-		res, qs, err := run(t, start(t, c, ctx(t), sid, hookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+		e.Settings(t, "{"+rules+strings.TrimPrefix(HooksJSON("UserPromptSubmit", "", sc, ""), "{"))
+		c := e.Client()
+		sid := e.Open(c)
+		res, qs, err := Run(t, Start(t, c, Ctx(t), sid, HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
 		got := res.GetHook().GetContext()
 		if err != nil || len(qs) != 0 || strings.Contains(got, "hello from the internet") != allowed {
 			t.Errorf("rule %v: context %q, questions %v, %v", allowed, got, qs, err)
@@ -319,26 +323,26 @@ func TestProxyHook(t *testing.T) {
 // root read-only: curl reaches the host but cannot save the page in the project. Control: the same save in build
 // mode lands.
 func TestProxyPlanMode(t *testing.T) {
-	e := newEnv(t)
+	e := New(t)
 	_, plain := internet(t, false)
-	c := e.client()
-	sid := e.open(c)
-	if _, err := c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
+	c := e.Client()
+	sid := e.Open(c)
+	if _, err := c.SetMode(Ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
 		t.Fatal(err)
 	}
 	curl := "curl -sS --max-time 20 -w ' [%{http_code}]' http://" + plain + "/plan"
-	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(curl)), execv1.Choice_CHOICE_DENY)
+	res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(curl)), execv1.Choice_CHOICE_DENY)
 	if err != nil || len(qs) != 1 || qs[0].GetKind() != "network" || !strings.Contains(res.GetContent(), "[403]") {
 		t.Fatalf("plan mode, no rule: want a network question and a 403, got %q, questions %v, %v", res.GetContent(), qs, err)
 	}
-	mustWrite(t, filepath.Join(e.home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
-	sid = e.open(c)
-	if _, err := c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
+	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
+	sid = e.Open(c)
+	if _, err := c.SetMode(Ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
 		t.Fatal(err)
 	}
 	save := "curl -sS --max-time 20 -o page.txt http://" + plain + "/plan && echo saved"
 	for cmd, want := range map[string]string{curl: "[200]", save: ""} {
-		res, qs, err := run(t, start(t, c, ctx(t), sid, bash(cmd)), execv1.Choice_CHOICE_DENY)
+		res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(cmd)), execv1.Choice_CHOICE_DENY)
 		if err != nil || len(qs) != 0 {
 			t.Fatalf("%s: %v, questions %v", cmd, err, qs)
 		}
@@ -349,15 +353,15 @@ func TestProxyPlanMode(t *testing.T) {
 			t.Errorf("plan mode saved the page in the project: %q", res.GetContent())
 		}
 	}
-	if _, err := os.Stat(filepath.Join(e.root, "page.txt")); err == nil {
+	if _, err := os.Stat(filepath.Join(e.Root, "page.txt")); err == nil {
 		t.Error("page.txt was written in plan mode")
 	}
 	// The control: in build mode the same command saves the page.
-	if _, err := c.SetMode(ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_BUILD}); err != nil {
+	if _, err := c.SetMode(Ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_BUILD}); err != nil {
 		t.Fatal(err)
 	}
-	res, _, _ = run(t, start(t, c, ctx(t), sid, bash(save)), execv1.Choice_CHOICE_DENY)
-	page := fileText(filepath.Join(e.root, "page.txt"))
+	res, _, _ = Run(t, Start(t, c, Ctx(t), sid, Bash(save)), execv1.Choice_CHOICE_DENY)
+	page := FileText(filepath.Join(e.Root, "page.txt"))
 	if !strings.Contains(res.GetContent(), "saved") || !strings.Contains(page, "hello from the internet") {
 		t.Errorf("build mode: %q", res.GetContent())
 	}
@@ -366,21 +370,21 @@ func TestProxyPlanMode(t *testing.T) {
 // A network question waits no longer than the command may run: left unanswered, the command ends at its timeout and
 // the call's result comes, the host not reached. Control: answered at once, the same command gets the page.
 func TestProxyQuestionBoundedByTimeout(t *testing.T) {
-	e := newEnv(t)
+	e := New(t)
 	_, plain := internet(t, false)
-	c := e.client()
-	sid := e.open(c)
+	c := e.Client()
+	sid := e.Open(c)
 	curl := "curl -sS --max-time 30 -w ' [%{http_code}]' http://" + plain + "/wait"
-	op := bash(curl)
+	op := Bash(curl)
 	op.GetBash().TimeoutMs = 2000
-	st := start(t, c, ctx(t), sid, op)
-	m, err := next(t, st)
+	st := Start(t, c, Ctx(t), sid, op)
+	m, err := Next(t, st)
 	if err != nil || m.GetQuestion() == nil || m.GetQuestion().GetKind() != "network" {
 		t.Fatalf("want the network question first, got %v, %v", m, err)
 	}
 	began := time.Now()
 	for {
-		m, err = next(t, st)
+		m, err = Next(t, st)
 		if err != nil {
 			t.Fatalf("waiting for the result: %v", err)
 		}
@@ -398,7 +402,7 @@ func TestProxyQuestionBoundedByTimeout(t *testing.T) {
 		t.Errorf("unanswered: want the command timed out without reaching the host, got %v", res)
 	}
 	// The control: the same command, its question answered, gets the page.
-	res, qs, err := run(t, start(t, c, ctx(t), sid, bash(curl)), execv1.Choice_CHOICE_ONCE)
+	res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(curl)), execv1.Choice_CHOICE_ONCE)
 	if err != nil || len(qs) != 1 || !strings.Contains(res.GetContent(), "[200]") {
 		t.Fatalf("answered: %q, questions %v, %v", res.GetContent(), qs, err)
 	}

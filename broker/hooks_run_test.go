@@ -1,4 +1,4 @@
-package attacks
+package broker_test
 
 import (
 	"encoding/json"
@@ -10,47 +10,11 @@ import (
 	"testing"
 	"time"
 
-	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
-
+	. "github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/internal/testproc"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+	"github.com/garuda-dev/garuda/test/nobody"
 )
-
-// hooksJSON is a settings file with one hook: {"hooks": {event: [{"matcher": m, "hooks": [{command…}]}]}}.
-func hooksJSON(event, matcher, command string, extra string) string {
-	m, _ := json.Marshal(matcher)
-	c, _ := json.Marshal(command)
-	return fmt.Sprintf(`{"hooks": {%q: [{"matcher": %s, "hooks": [{"type": "command", "command": %s%s}]}]}}`, event, m, c, extra)
-}
-
-// script writes an executable bash script into $GARUDA_HOME/hooks/ (where users keep theirs) and returns its path.
-func (e *env) script(t *testing.T, name, body string) string {
-	t.Helper()
-	dir := filepath.Join(e.home, "hooks")
-	os.MkdirAll(dir, 0o755)
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte("#!/bin/bash\n"+body+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func (e *env) settings(t *testing.T, body string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (e *env) team(t *testing.T, body string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(e.home, "policy.json"), []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func hookEvent(event, prompt, subject string) *execv1.Start {
-	return &execv1.Start{Op: &execv1.Start_HookEvent{HookEvent: &execv1.HookEvent{Event: event, Prompt: prompt, Subject: subject}}}
-}
 
 // denyRmRf is the classic PreToolUse hook: it reads the call from stdin and blocks rm -rf with exit 2.
 const denyRmRf = `in=$(cat)
@@ -61,28 +25,28 @@ exit 0`
 // does not run; the script lives in $GARUDA_HOME/hooks/, which hooks see though the rest of GARUDA_HOME is hidden.
 // Control: a command the hook lets through runs.
 func TestHookPreToolUseBlocksWithExit2(t *testing.T) {
-	e := newEnv(t)
-	e.settings(t, hooksJSON("PreToolUse", "Bash", e.script(t, "deny.sh", denyRmRf), ""))
-	os.WriteFile(filepath.Join(e.root, "keep"), []byte("x"), 0o644)
-	c := e.client()
-	sid := e.open(c)
-	cx := ctx(t)
-	res, qs, err := run(t, start(t, c, cx, sid, bash("rm -rf keep")), execv1.Choice_CHOICE_ONCE)
+	e := New(t)
+	e.Settings(t, HooksJSON("PreToolUse", "Bash", e.Script(t, "deny.sh", denyRmRf), ""))
+	os.WriteFile(filepath.Join(e.Root, "keep"), []byte("x"), 0o644)
+	c := e.Client()
+	sid := e.Open(c)
+	cx := Ctx(t)
+	res, qs, err := Run(t, Start(t, c, cx, sid, Bash("rm -rf keep")), execv1.Choice_CHOICE_ONCE)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Status != execv1.Status_STATUS_FAILED || !strings.Contains(res.Content, "rm -rf is not allowed here") || len(qs) != 0 {
 		t.Fatalf("blocked call: %v %q, %d questions", res.Status, res.Content, len(qs))
 	}
-	if !exists(filepath.Join(e.root, "keep")) {
+	if !Exists(filepath.Join(e.Root, "keep")) {
 		t.Fatal("the blocked command ran")
 	}
-	res, _, err = run(t, start(t, c, cx, sid, bash("echo allowed")), execv1.Choice_CHOICE_ONCE)
+	res, _, err = Run(t, Start(t, c, cx, sid, Bash("echo allowed")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_COMPLETED || !strings.Contains(res.Content, "allowed") {
 		t.Fatalf("control: %v %v", res, err)
 	}
 	var hooks int
-	for _, r := range auditRecords(t, e.home) {
+	for _, r := range AuditRecords(t, e.Home) {
 		if r.Event == "hook" && r.Detail["event"] == "PreToolUse" {
 			hooks++
 			if r.ExitCode == nil || (*r.ExitCode != 2 && *r.ExitCode != 0) {
@@ -99,37 +63,38 @@ func TestHookPreToolUseBlocksWithExit2(t *testing.T) {
 // would have asked, but never one team policy asks (nor, see policy.HookMayAllow, a protected path's). Control:
 // without the hook, the user's ask rule asks.
 func TestHookJSONDecisions(t *testing.T) {
-	e := newEnv(t)
-	allow := e.script(t, "allow.sh", `cat >/dev/null; echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "permissionDecisionReason": "ok by hook"}}'`)
-	deny := e.script(t, "deny.sh", `cat >/dev/null; echo '{"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no curl"}}'`)
-	e.settings(t, `{"permissions": {"ask": ["Bash(echo asked)"]}, "hooks": {"PreToolUse": [
+	e := New(t)
+	allow := e.Script(t, "allow.sh", `cat >/dev/null; echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "permissionDecisionReason": "ok by hook"}}'`)
+	deny := e.Script(t, "deny.sh", `cat >/dev/null; echo '{"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no curl"}}'`)
+	e.Settings(t, `{"permissions": {"ask": ["Bash(echo asked)"]}, "hooks": {"PreToolUse": [
 		{"matcher": "Bash", "hooks": [{"type": "command", "command": "`+allow+`"}]},
 		{"matcher": "bash", "hooks": [{"type": "command", "command": "if grep -q curl; then `+deny+`; fi"}]}]}}`)
-	c := e.client()
-	sid := e.open(c)
-	cx := ctx(t)
-	res, qs, err := run(t, start(t, c, cx, sid, bash("echo asked")), execv1.Choice_CHOICE_DENY)
+
+	c := e.Client()
+	sid := e.Open(c)
+	cx := Ctx(t)
+	res, qs, err := Run(t, Start(t, c, cx, sid, Bash("echo asked")), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.Status != execv1.Status_STATUS_COMPLETED || len(qs) != 0 {
 		t.Fatalf("a hook's allow: %v %q, %d questions, %v", res.GetStatus(), res.GetContent(), len(qs), err)
 	}
-	res, _, err = run(t, start(t, c, cx, sid, bash("echo curl")), execv1.Choice_CHOICE_ONCE)
+	res, _, err = Run(t, Start(t, c, cx, sid, Bash("echo curl")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_FAILED || !strings.Contains(res.Content, "no curl") {
 		t.Fatalf("a hook's deny: %v %v", res, err)
 	}
 
 	// Team policy asks: the hook's allow does not answer for the user.
-	e.team(t, `{"permissions": {"ask": ["Bash(echo asked)"]}}`)
-	sid = e.open(c)
-	_, qs, err = run(t, start(t, c, cx, sid, bash("echo asked")), execv1.Choice_CHOICE_DENY)
+	e.Team(t, `{"permissions": {"ask": ["Bash(echo asked)"]}}`)
+	sid = e.Open(c)
+	_, qs, err = Run(t, Start(t, c, cx, sid, Bash("echo asked")), execv1.Choice_CHOICE_DENY)
 	if err != nil || len(qs) != 1 {
 		t.Fatalf("team ask under a hook's allow: %d questions, %v", len(qs), err)
 	}
 
 	// Control: no hooks, the user's ask rule asks.
-	os.Remove(filepath.Join(e.home, "policy.json"))
-	e.settings(t, `{"permissions": {"ask": ["Bash(echo asked)"]}}`)
-	sid = e.open(c)
-	_, qs, err = run(t, start(t, c, cx, sid, bash("echo asked")), execv1.Choice_CHOICE_DENY)
+	os.Remove(filepath.Join(e.Home, "policy.json"))
+	e.Settings(t, `{"permissions": {"ask": ["Bash(echo asked)"]}}`)
+	sid = e.Open(c)
+	_, qs, err = Run(t, Start(t, c, cx, sid, Bash("echo asked")), execv1.Choice_CHOICE_DENY)
 	if err != nil || len(qs) != 1 {
 		t.Fatalf("control: %d questions, %v", len(qs), err)
 	}
@@ -138,25 +103,27 @@ func TestHookJSONDecisions(t *testing.T) {
 // A hook's "ask" asks even where the policy allows; PostToolUse gets the tool's input and result, runs in the
 // project (gofmt-style hooks change files there), and its additionalContext reaches the model.
 func TestHookAskAndPostToolUse(t *testing.T) {
-	e := newEnv(t)
-	ask := e.script(t, "ask.sh", `cat >/dev/null; echo '{"permissionDecision": "ask", "reason": "check this"}'`)
-	post := e.script(t, "post.sh", `cat > "$CLAUDE_PROJECT_DIR/post.json"; [ "$GARUDA_PROJECT_DIR" = "$CLAUDE_PROJECT_DIR" ] || exit 1
+	e := New(t)
+	ask := e.Script(t, "ask.sh", `cat >/dev/null; echo '{"permissionDecision": "ask", "reason": "check this"}'`)
+	post := e.Script(t, "post.sh", `cat > "$CLAUDE_PROJECT_DIR/post.json"; [ "$GARUDA_PROJECT_DIR" = "$CLAUDE_PROJECT_DIR" ] || exit 1
 echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "formatted by the hook"}}'`)
-	e.settings(t, `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "`+ask+`"}]}],
+
+	e.Settings(t, `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "`+ask+`"}]}],
 		"PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "`+post+`"}]}]}}`)
-	c := e.client()
-	sid := e.open(c)
-	cx := ctx(t)
-	res, qs, err := run(t, start(t, c, cx, sid, bash("echo hi")), execv1.Choice_CHOICE_ONCE)
+
+	c := e.Client()
+	sid := e.Open(c)
+	cx := Ctx(t)
+	res, qs, err := Run(t, Start(t, c, cx, sid, Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || len(qs) != 1 || !strings.Contains(qs[0].Preview, "check this") || res.Status != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("a hook's ask: %d questions, %v, %v", len(qs), res, err)
 	}
-	target := filepath.Join(e.root, "a.go")
-	res, _, err = run(t, start(t, c, cx, sid, write(target, "package a\n")), execv1.Choice_CHOICE_ONCE)
+	target := filepath.Join(e.Root, "a.go")
+	res, _, err = Run(t, Start(t, c, cx, sid, Write(target, "package a\n")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_COMPLETED || !strings.Contains(res.Content, "formatted by the hook") {
 		t.Fatalf("write under PostToolUse: %v %v", res, err)
 	}
-	data, err := os.ReadFile(filepath.Join(e.root, "post.json"))
+	data, err := os.ReadFile(filepath.Join(e.Root, "post.json"))
 	if err != nil {
 		t.Fatal("the PostToolUse hook did not run in the project")
 	}
@@ -170,7 +137,7 @@ echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext
 	if err := json.Unmarshal(data, &in); err != nil {
 		t.Fatalf("the hook's input is not JSON: %v\n%s", err, data)
 	}
-	if in.Event != "PostToolUse" || in.Tool != "Write" || in.Input["file_path"] != target || in.Response == nil || in.Cwd != e.root {
+	if in.Event != "PostToolUse" || in.Tool != "Write" || in.Input["file_path"] != target || in.Response == nil || in.Cwd != e.Root {
 		t.Fatalf("the hook's input: %s", data)
 	}
 }
@@ -178,22 +145,22 @@ echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext
 // UserPromptSubmit through hook_event: plain stdout is context for the model; exit 2 blocks the prompt with the
 // reason. An event with no hooks runs nothing and records nothing.
 func TestHookUserPromptSubmit(t *testing.T) {
-	e := newEnv(t)
-	c := e.client()
-	sid := e.open(c)
-	cx := ctx(t)
-	res, _, err := run(t, start(t, c, cx, sid, hookEvent("UserPromptSubmit", "hello", "")), execv1.Choice_CHOICE_ONCE)
-	if err != nil || res.GetHook() == nil || res.GetHook().GetRan() != 0 || len(auditRecords(t, e.home)) != 0 {
-		t.Fatalf("no hooks: %v %v, %d records", res, err, len(auditRecords(t, e.home)))
+	e := New(t)
+	c := e.Client()
+	sid := e.Open(c)
+	cx := Ctx(t)
+	res, _, err := Run(t, Start(t, c, cx, sid, HookEvent("UserPromptSubmit", "hello", "")), execv1.Choice_CHOICE_ONCE)
+	if err != nil || res.GetHook() == nil || res.GetHook().GetRan() != 0 || len(AuditRecords(t, e.Home)) != 0 {
+		t.Fatalf("no hooks: %v %v, %d records", res, err, len(AuditRecords(t, e.Home)))
 	}
-	sc := e.script(t, "prompt.sh", `p=$(cat); if [[ "$p" == *secret* ]]; then echo "no secrets in prompts" >&2; exit 2; fi; echo "branch: main"`)
-	e.settings(t, hooksJSON("UserPromptSubmit", "", sc, ""))
-	sid = e.open(c)
-	res, _, err = run(t, start(t, c, cx, sid, hookEvent("UserPromptSubmit", "hello", "")), execv1.Choice_CHOICE_ONCE)
+	sc := e.Script(t, "prompt.sh", `p=$(cat); if [[ "$p" == *secret* ]]; then echo "no secrets in prompts" >&2; exit 2; fi; echo "branch: main"`)
+	e.Settings(t, HooksJSON("UserPromptSubmit", "", sc, ""))
+	sid = e.Open(c)
+	res, _, err = Run(t, Start(t, c, cx, sid, HookEvent("UserPromptSubmit", "hello", "")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.GetHook().GetBlocked() || res.GetHook().GetContext() != "branch: main" {
 		t.Fatalf("context: %v %v", res, err)
 	}
-	res, _, err = run(t, start(t, c, cx, sid, hookEvent("UserPromptSubmit", "the secret is", "")), execv1.Choice_CHOICE_ONCE)
+	res, _, err = Run(t, Start(t, c, cx, sid, HookEvent("UserPromptSubmit", "the secret is", "")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || !res.GetHook().GetBlocked() || res.GetHook().GetReason() != "no secrets in prompts" {
 		t.Fatalf("block: %v %v", res, err)
 	}
@@ -202,22 +169,22 @@ func TestHookUserPromptSubmit(t *testing.T) {
 // Every front-end event runs its hooks with the documented input, and SessionStart's stdout is context; JSON
 // "continue": false stops with its reason.
 func TestHookFrontEndEvents(t *testing.T) {
-	e := newEnv(t)
-	log := filepath.Join(e.root, "events.log")
-	sc := e.script(t, "log.sh", `cat >> "$CLAUDE_PROJECT_DIR/events.log"; echo >> "$CLAUDE_PROJECT_DIR/events.log"; echo started`)
-	stop := e.script(t, "stop.sh", `cat >/dev/null; echo '{"continue": false, "stopReason": "enough for today"}'`)
+	e := New(t)
+	log := filepath.Join(e.Root, "events.log")
+	sc := e.Script(t, "log.sh", `cat >> "$CLAUDE_PROJECT_DIR/events.log"; echo >> "$CLAUDE_PROJECT_DIR/events.log"; echo started`)
+	stop := e.Script(t, "stop.sh", `cat >/dev/null; echo '{"continue": false, "stopReason": "enough for today"}'`)
 	var entries []string
 	for _, ev := range []string{"SessionStart", "SessionEnd", "PreCompact", "Notification"} {
 		entries = append(entries, fmt.Sprintf(`%q: [{"hooks": [{"type": "command", "command": %q}]}]`, ev, sc))
 	}
 	entries = append(entries, fmt.Sprintf(`"Stop": [{"hooks": [{"type": "command", "command": %q}]}]`, stop))
-	e.settings(t, `{"hooks": {`+strings.Join(entries, ",")+`}}`)
-	c := e.client()
-	sid := e.open(c)
-	cx := ctx(t)
+	e.Settings(t, `{"hooks": {`+strings.Join(entries, ",")+`}}`)
+	c := e.Client()
+	sid := e.Open(c)
+	cx := Ctx(t)
 	for _, ev := range []struct{ event, subject string }{{"SessionStart", "startup"}, {"PreCompact", "auto"},
 		{"Notification", "permission_prompt"}, {"SessionEnd", "other"}} {
-		res, _, err := run(t, start(t, c, cx, sid, hookEvent(ev.event, "", ev.subject)), execv1.Choice_CHOICE_ONCE)
+		res, _, err := Run(t, Start(t, c, cx, sid, HookEvent(ev.event, "", ev.subject)), execv1.Choice_CHOICE_ONCE)
 		if err != nil || res.GetHook().GetRan() != 1 {
 			t.Fatalf("%s: %v %v", ev.event, res, err)
 		}
@@ -225,7 +192,7 @@ func TestHookFrontEndEvents(t *testing.T) {
 			t.Errorf("SessionStart's stdout is not context: %q", res.GetHook().GetContext())
 		}
 	}
-	res, _, err := run(t, start(t, c, cx, sid, hookEvent("Stop", "", "")), execv1.Choice_CHOICE_ONCE)
+	res, _, err := Run(t, Start(t, c, cx, sid, HookEvent("Stop", "", "")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || !res.GetHook().GetStop() || res.GetHook().GetStopReason() != "enough for today" {
 		t.Fatalf("Stop: %v %v", res, err)
 	}
@@ -236,7 +203,7 @@ func TestHookFrontEndEvents(t *testing.T) {
 			t.Errorf("the hooks' input lacks %s:\n%s", want, data)
 		}
 	}
-	if _, _, err := run(t, start(t, c, cx, sid, hookEvent("PreToolUse", "", "")), execv1.Choice_CHOICE_ONCE); err == nil {
+	if _, _, err := Run(t, Start(t, c, cx, sid, HookEvent("PreToolUse", "", "")), execv1.Choice_CHOICE_ONCE); err == nil {
 		t.Error("the front end could report a tool event of its own")
 	}
 }
@@ -244,31 +211,31 @@ func TestHookFrontEndEvents(t *testing.T) {
 // Team hooks run first and their deny stands whatever the user's hooks say; a team hook that fails with
 // fail_closed blocks. Control: the same failing hook without fail_closed only gives a notice.
 func TestHookTeamPrecedenceAndFailClosed(t *testing.T) {
-	e := newEnv(t)
-	allow := e.script(t, "allow.sh", `cat >/dev/null; echo '{"permissionDecision": "allow"}'`)
-	e.settings(t, hooksJSON("PreToolUse", "*", allow, ""))
-	e.team(t, hooksJSON("PreToolUse", "Bash", "echo 'team says no' >&2; exit 2", ""))
-	c := e.client()
-	cx := ctx(t)
-	res, _, err := run(t, start(t, c, cx, e.open(c), bash("echo hi")), execv1.Choice_CHOICE_ONCE)
+	e := New(t)
+	allow := e.Script(t, "allow.sh", `cat >/dev/null; echo '{"permissionDecision": "allow"}'`)
+	e.Settings(t, HooksJSON("PreToolUse", "*", allow, ""))
+	e.Team(t, HooksJSON("PreToolUse", "Bash", "echo 'team says no' >&2; exit 2", ""))
+	c := e.Client()
+	cx := Ctx(t)
+	res, _, err := Run(t, Start(t, c, cx, e.Open(c), Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_FAILED || !strings.Contains(res.Content, "team says no") {
 		t.Fatalf("team deny under a user allow: %v %v", res, err)
 	}
 
-	e.team(t, hooksJSON("PreToolUse", "Bash", "exit 7", `, "fail_closed": true`))
-	res, _, err = run(t, start(t, c, cx, e.open(c), bash("echo hi")), execv1.Choice_CHOICE_ONCE)
+	e.Team(t, HooksJSON("PreToolUse", "Bash", "exit 7", `, "fail_closed": true`))
+	res, _, err = Run(t, Start(t, c, cx, e.Open(c), Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_FAILED || !strings.Contains(res.Content, "team policy blocks the action") {
 		t.Fatalf("fail_closed: %v %v", res, err)
 	}
-	e.team(t, hooksJSON("PreToolUse", "Bash", "exit 7", `, "fail_closed": true, "timeout": 1`)) // (same hook, still closed)
-	e.team(t, hooksJSON("PreToolUse", "Bash", "sleep 30", `, "fail_closed": true, "timeout": 1`))
-	res, _, err = run(t, start(t, c, cx, e.open(c), bash("echo hi")), execv1.Choice_CHOICE_ONCE)
+	e.Team(t, HooksJSON("PreToolUse", "Bash", "exit 7", `, "fail_closed": true, "timeout": 1`)) // (same hook, still closed)
+	e.Team(t, HooksJSON("PreToolUse", "Bash", "sleep 30", `, "fail_closed": true, "timeout": 1`))
+	res, _, err = Run(t, Start(t, c, cx, e.Open(c), Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_FAILED || !strings.Contains(res.Content, "timed out") {
 		t.Fatalf("fail_closed on a timeout: %v %v", res, err)
 	}
 
-	e.team(t, hooksJSON("PreToolUse", "Bash", "exit 7", ""))
-	res, _, err = run(t, start(t, c, cx, e.open(c), bash("echo hi")), execv1.Choice_CHOICE_ONCE)
+	e.Team(t, HooksJSON("PreToolUse", "Bash", "exit 7", ""))
+	res, _, err = Run(t, Start(t, c, cx, e.Open(c), Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_COMPLETED || !slices.ContainsFunc(res.Notices, func(n string) bool {
 		return strings.HasPrefix(n, "Garuda: ") && strings.Contains(n, "exit code 7")
 	}) {
@@ -280,25 +247,25 @@ func TestHookTeamPrecedenceAndFailClosed(t *testing.T) {
 // hash of their definitions: a no keeps them off for the session; a yes is remembered; a changed definition asks
 // again. Control: the user's own hooks need no consent.
 func TestHookProjectConsent(t *testing.T) {
-	e := newEnv(t)
-	os.MkdirAll(filepath.Join(e.root, ".claude", "hooks"), 0o755)
-	os.WriteFile(filepath.Join(e.root, ".claude", "hooks", "p.sh"), []byte("#!/bin/bash\ncat >/dev/null; echo project-ran\n"), 0o755)
+	e := New(t)
+	os.MkdirAll(filepath.Join(e.Root, ".claude", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(e.Root, ".claude", "hooks", "p.sh"), []byte("#!/bin/bash\ncat >/dev/null; echo project-ran\n"), 0o755)
 	claude := func(cmd string) {
-		os.WriteFile(filepath.Join(e.root, ".claude", "settings.json"), []byte(`{"model": "opus", "env": {"X": "1"},
+		os.WriteFile(filepath.Join(e.Root, ".claude", "settings.json"), []byte(`{"model": "opus", "env": {"X": "1"},
 			"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "`+cmd+`"}]}]}}`), 0o644)
 	}
 	claude(`\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/p.sh`)
-	c := e.client()
-	cx := ctx(t)
+	c := e.Client()
+	cx := Ctx(t)
 	prompt := func(sid string, ch execv1.Choice) (*execv1.Result, []*execv1.Question) {
 		t.Helper()
-		res, qs, err := run(t, start(t, c, cx, sid, hookEvent("UserPromptSubmit", "hi", "")), ch)
+		res, qs, err := Run(t, Start(t, c, cx, sid, HookEvent("UserPromptSubmit", "hi", "")), ch)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res, qs
 	}
-	sid := e.open(c)
+	sid := e.Open(c)
 	res, qs := prompt(sid, execv1.Choice_CHOICE_DENY)
 	if len(qs) != 1 || !qs[0].Consent || !strings.Contains(qs[0].Preview, "p.sh") || res.GetHook().GetRan() != 0 {
 		t.Fatalf("first event: %d questions, %v", len(qs), res)
@@ -306,21 +273,21 @@ func TestHookProjectConsent(t *testing.T) {
 	if res, qs = prompt(sid, execv1.Choice_CHOICE_ONCE); len(qs) != 0 || res.GetHook().GetRan() != 0 {
 		t.Fatalf("after a no: %d questions, ran %d", len(qs), res.GetHook().GetRan())
 	}
-	sid = e.open(c)
+	sid = e.Open(c)
 	if res, qs = prompt(sid, execv1.Choice_CHOICE_ONCE); len(qs) != 1 || res.GetHook().GetContext() != "project-ran" {
 		t.Fatalf("a yes: %d questions, %v", len(qs), res)
 	}
-	if res, qs = prompt(e.open(c), execv1.Choice_CHOICE_DENY); len(qs) != 0 || res.GetHook().GetContext() != "project-ran" {
+	if res, qs = prompt(e.Open(c), execv1.Choice_CHOICE_DENY); len(qs) != 0 || res.GetHook().GetContext() != "project-ran" {
 		t.Fatalf("remembered: %d questions, %v", len(qs), res)
 	}
 	claude(`echo changed`)
-	if _, qs = prompt(e.open(c), execv1.Choice_CHOICE_DENY); len(qs) != 1 {
+	if _, qs = prompt(e.Open(c), execv1.Choice_CHOICE_DENY); len(qs) != 1 {
 		t.Fatalf("a changed definition: %d questions", len(qs))
 	}
 	// Control: the user's hooks run at once.
-	os.RemoveAll(filepath.Join(e.root, ".claude"))
-	e.settings(t, hooksJSON("UserPromptSubmit", "", "echo user-ran", ""))
-	if res, qs = prompt(e.open(c), execv1.Choice_CHOICE_DENY); len(qs) != 0 || res.GetHook().GetContext() != "user-ran" {
+	os.RemoveAll(filepath.Join(e.Root, ".claude"))
+	e.Settings(t, HooksJSON("UserPromptSubmit", "", "echo user-ran", ""))
+	if res, qs = prompt(e.Open(c), execv1.Choice_CHOICE_DENY); len(qs) != 0 || res.GetHook().GetContext() != "user-ran" {
 		t.Fatalf("user hooks: %d questions, %v", len(qs), res)
 	}
 }
@@ -328,9 +295,9 @@ func TestHookProjectConsent(t *testing.T) {
 // Bad hooks: one that hangs is killed at its timeout, one that floods is bounded, invalid JSON is plain output, a
 // daemon it forks dies with it, one that is not executable gives a clear notice; the turn goes on each time.
 func TestHookBadHooks(t *testing.T) {
-	e := newEnv(t)
-	noexec := filepath.Join(e.home, "hooks", "noexec.sh")
-	e.script(t, "noexec.sh", "exit 0")
+	e := New(t)
+	noexec := filepath.Join(e.Home, "hooks", "noexec.sh")
+	e.Script(t, "noexec.sh", "exit 0")
 	os.Chmod(noexec, 0o644)
 	cases := []struct {
 		name, command, extra, notice string
@@ -338,11 +305,11 @@ func TestHookBadHooks(t *testing.T) {
 		{"hangs", "sleep 60", `, "timeout": 1`, "timed out after 1s"},
 		{"not executable", noexec, "", "exit code 126"},
 	}
-	c := e.client()
-	cx := ctx(t)
+	c := e.Client()
+	cx := Ctx(t)
 	for _, tc := range cases {
-		e.settings(t, hooksJSON("UserPromptSubmit", "", tc.command, tc.extra))
-		res, _, err := run(t, start(t, c, cx, e.open(c), hookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+		e.Settings(t, HooksJSON("UserPromptSubmit", "", tc.command, tc.extra))
+		res, _, err := Run(t, Start(t, c, cx, e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
 		if err != nil || res.GetHook().GetBlocked() || !slices.ContainsFunc(res.Notices, func(n string) bool {
 			return strings.HasPrefix(n, "Garuda: ") && strings.Contains(n, tc.notice)
 		}) {
@@ -350,20 +317,20 @@ func TestHookBadHooks(t *testing.T) {
 		}
 	}
 	// A flood of stdout and stderr: bounded, and the hook is not blocked writing it.
-	e.settings(t, hooksJSON("UserPromptSubmit", "", "head -c 20000000 /dev/zero | tr '\\0' x; head -c 20000000 /dev/zero >&2", ""))
-	res, _, err := run(t, start(t, c, cx, e.open(c), hookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	e.Settings(t, HooksJSON("UserPromptSubmit", "", "head -c 20000000 /dev/zero | tr '\\0' x; head -c 20000000 /dev/zero >&2", ""))
+	res, _, err := Run(t, Start(t, c, cx, e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || len(res.GetHook().GetContext()) > 64<<10 || len(res.GetHook().GetContext()) == 0 {
 		t.Fatalf("flood: %d bytes of context, %v", len(res.GetHook().GetContext()), err)
 	}
 	// Invalid JSON is plain output.
-	e.settings(t, hooksJSON("UserPromptSubmit", "", `echo '{"decision": "block", oops'`, ""))
-	res, _, err = run(t, start(t, c, cx, e.open(c), hookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	e.Settings(t, HooksJSON("UserPromptSubmit", "", `echo '{"decision": "block", oops'`, ""))
+	res, _, err = Run(t, Start(t, c, cx, e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.GetHook().GetBlocked() || !strings.Contains(res.GetHook().GetContext(), "oops") {
 		t.Fatalf("invalid JSON: %v %v", res, err)
 	}
 	// A daemon: killed with the hook's pid namespace.
-	e.settings(t, hooksJSON("UserPromptSubmit", "", "setsid sleep 3147 </dev/null >/dev/null 2>&1 & (sleep 3147 &) ; echo bye", ""))
-	res, _, err = run(t, start(t, c, cx, e.open(c), hookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	e.Settings(t, HooksJSON("UserPromptSubmit", "", "setsid sleep 3147 </dev/null >/dev/null 2>&1 & (sleep 3147 &) ; echo bye", ""))
+	res, _, err = Run(t, Start(t, c, cx, e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.GetHook().GetContext() != "bye" {
 		t.Fatalf("daemon: %v %v", res, err)
 	}
@@ -375,31 +342,32 @@ func TestHookBadHooks(t *testing.T) {
 // A hook runs in the command sandbox: GARUDA_HOME's secrets are hidden (its hooks/ folder is not), nothing outside
 // the project is writable. Control: the files exist on the host.
 func TestHookSandboxed(t *testing.T) {
-	e := newEnv(t)
-	os.WriteFile(filepath.Join(e.home, "credentials"), []byte("sk-secret"), 0o644) // readable by anyone: only the hiding keeps it from a hook
-	os.MkdirAll(filepath.Join(e.home, "hooks"), 0o755)
-	os.WriteFile(filepath.Join(e.home, "hooks", "lib.sh"), []byte("echo from-lib"), 0o644)
-	outside := filepath.Join(filepath.Dir(e.root), "outside")
-	probe := e.script(t, "probe.sh", fmt.Sprintf(`cat >/dev/null; source %s/hooks/lib.sh; cat %s/credentials 2>&1 | head -c 100; echo; touch %s 2>&1 | head -c 0; echo done`,
-		e.home, e.home, outside))
-	e.settings(t, hooksJSON("UserPromptSubmit", "", probe, ""))
-	c := e.client()
-	res, _, err := run(t, start(t, c, ctx(t), e.open(c), hookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	e := New(t)
+	os.WriteFile(filepath.Join(e.Home, "credentials"), []byte("sk-secret"), 0o644) // readable by anyone: only the hiding keeps it from a hook
+	os.MkdirAll(filepath.Join(e.Home, "hooks"), 0o755)
+	os.WriteFile(filepath.Join(e.Home, "hooks", "lib.sh"), []byte("echo from-lib"), 0o644)
+	outside := filepath.Join(filepath.Dir(e.Root), "outside")
+	probe := e.Script(t, "probe.sh", fmt.Sprintf(`cat >/dev/null; source %s/hooks/lib.sh; cat %s/credentials 2>&1 | head -c 100; echo; touch %s 2>&1 | head -c 0; echo done`,
+		e.Home, e.Home, outside))
+
+	e.Settings(t, HooksJSON("UserPromptSubmit", "", probe, ""))
+	c := e.Client()
+	res, _, err := Run(t, Start(t, c, Ctx(t), e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := res.GetHook().GetContext()
-	if strings.Contains(out, "sk-secret") || exists(outside) || !strings.Contains(out, "from-lib") || !strings.Contains(out, "done") {
-		t.Fatalf("the hook saw or wrote outside the sandbox: %q (outside written: %v)", out, exists(outside))
+	if strings.Contains(out, "sk-secret") || Exists(outside) || !strings.Contains(out, "from-lib") || !strings.Contains(out, "done") {
+		t.Fatalf("the hook saw or wrote outside the sandbox: %q (outside written: %v)", out, Exists(outside))
 	}
-	if data, _ := os.ReadFile(filepath.Join(e.home, "credentials")); string(data) != "sk-secret" {
+	if data, _ := os.ReadFile(filepath.Join(e.Home, "credentials")); string(data) != "sk-secret" {
 		t.Fatal("control: the secret is not on the host")
 	}
 }
 
 // TestHookAsNobody reruns the hook tests that prove sandbox properties as the unprivileged user nobody.
 func TestHookAsNobody(t *testing.T) {
-	rerunAsNobody(t, "^TestHook(Sandboxed|BadHooks|PreToolUseBlocksWithExit2|DoesNotSeeWhatTheBrokerWritesDuringItsRun)$", "TestHookSandboxed")
+	nobody.Rerun(t, "^TestHook(Sandboxed|BadHooks|PreToolUseBlocksWithExit2|DoesNotSeeWhatTheBrokerWritesDuringItsRun)$", "TestHookSandboxed")
 }
 
 // Nothing written in $GARUDA_HOME while a hook runs is seen by it: neither a session file in a folder made during
@@ -409,32 +377,33 @@ func TestHookAsNobody(t *testing.T) {
 // entry-by-entry cover hooks had before shows the top-level file (TestAttackHiddenFolderGrowsDuringTheRun
 // [broker/sandbox], and this test fails on it).
 func TestHookDoesNotSeeWhatTheBrokerWritesDuringItsRun(t *testing.T) {
-	e := newEnv(t)
-	probe := e.script(t, "late.sh", fmt.Sprintf(`cat >/dev/null; touch "$CLAUDE_PROJECT_DIR/started"
+	e := New(t)
+	probe := e.Script(t, "late.sh", fmt.Sprintf(`cat >/dev/null; touch "$CLAUDE_PROJECT_DIR/started"
 for i in $(seq 200); do [ -s "$CLAUDE_PROJECT_DIR/written" ] && break; sleep 0.05; done
-cat %[1]s/sessions/late.jsonl %[1]s/late-top.txt "$CLAUDE_PROJECT_DIR/written" 2>/dev/null; exit 0`, e.home))
-	e.settings(t, hooksJSON("UserPromptSubmit", "", probe, ""))
-	c := e.client()
-	sid := e.open(c)
-	os.RemoveAll(filepath.Join(e.home, "sessions"))
+cat %[1]s/sessions/late.jsonl %[1]s/late-top.txt "$CLAUDE_PROJECT_DIR/written" 2>/dev/null; exit 0`, e.Home))
+
+	e.Settings(t, HooksJSON("UserPromptSubmit", "", probe, ""))
+	c := e.Client()
+	sid := e.Open(c)
+	os.RemoveAll(filepath.Join(e.Home, "sessions"))
 	done := make(chan *execv1.Result, 1)
 	go func() {
-		res, _, err := run(t, start(t, c, ctx(t), sid, hookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+		res, _, err := Run(t, Start(t, c, Ctx(t), sid, HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
 		if err != nil {
 			t.Error(err)
 		}
 		done <- res
 	}()
-	for i := 0; !exists(filepath.Join(e.root, "started")); i++ {
+	for i := 0; !Exists(filepath.Join(e.Root, "started")); i++ {
 		if i > 2000 {
 			t.Fatal("the hook never started")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	os.MkdirAll(filepath.Join(e.home, "sessions"), 0o700)
-	os.WriteFile(filepath.Join(e.home, "sessions", "late.jsonl"), []byte("conversation-secret\n"), 0o644)
-	os.WriteFile(filepath.Join(e.home, "late-top.txt"), []byte("top-level-file\n"), 0o644)
-	os.WriteFile(filepath.Join(e.root, "written"), []byte("written-in-time\n"), 0o644)
+	os.MkdirAll(filepath.Join(e.Home, "sessions"), 0o700)
+	os.WriteFile(filepath.Join(e.Home, "sessions", "late.jsonl"), []byte("conversation-secret\n"), 0o644)
+	os.WriteFile(filepath.Join(e.Home, "late-top.txt"), []byte("top-level-file\n"), 0o644)
+	os.WriteFile(filepath.Join(e.Root, "written"), []byte("written-in-time\n"), 0o644)
 	res := <-done
 	out := res.GetHook().GetContext()
 	if strings.Contains(out, "conversation-secret") || strings.Contains(out, "top-level-file") {
@@ -448,16 +417,16 @@ cat %[1]s/sessions/late.jsonl %[1]s/late-top.txt "$CLAUDE_PROJECT_DIR/written" 2
 // A team policy that cannot be read blocks prompts, as it refuses every action: its hooks may be what guards them.
 // Control: with the file fixed, the prompt goes on.
 func TestHookUnreadableTeamPolicyBlocksPrompts(t *testing.T) {
-	e := newEnv(t)
-	e.team(t, `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "exit 0"}]}]}`) // one brace short
-	c := e.client()
-	cx := ctx(t)
-	res, _, err := run(t, start(t, c, cx, e.open(c), hookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	e := New(t)
+	e.Team(t, `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "exit 0"}]}]}`) // one brace short
+	c := e.Client()
+	cx := Ctx(t)
+	res, _, err := Run(t, Start(t, c, cx, e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || !res.GetHook().GetBlocked() || !strings.Contains(res.GetHook().GetReason(), "team policy could not be read") {
 		t.Fatalf("unreadable team policy: %v %v", res, err)
 	}
-	e.team(t, `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "exit 0"}]}]}}`)
-	res, _, err = run(t, start(t, c, cx, e.open(c), hookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	e.Team(t, `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "exit 0"}]}]}}`)
+	res, _, err = Run(t, Start(t, c, cx, e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.GetHook().GetBlocked() || res.GetHook().GetRan() != 1 {
 		t.Fatalf("control: %v %v", res, err)
 	}

@@ -1,0 +1,40 @@
+package broker_test
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/garuda-dev/garuda/broker/brokertest"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// Each call leaves its records, chained: the decision, the user's answer, the execution; a read only its decision
+// and execution. No file content reaches the log.
+func TestCallsLeaveTheirAuditRecords(t *testing.T) {
+	e := New(t)
+	c := e.Client()
+	sid := e.Open(c)
+	Run(t, Start(t, c, Ctx(t), sid, Write("w.txt", "SECRET-CONTENT")), execv1.Choice_CHOICE_ONCE)
+	Run(t, Start(t, c, Ctx(t), sid, Read("w.txt")), execv1.Choice_CHOICE_ONCE)
+	Run(t, Start(t, c, Ctx(t), sid, Write("d.txt", "x")), execv1.Choice_CHOICE_DENY)
+	e.Svc.Shutdown()
+
+	var got []string
+	for _, r := range AuditRecords(t, e.Home) {
+		if r.Session != sid {
+			continue
+		}
+		got = append(got, strings.Join([]string{r.Event, r.Op, r.Verdict, r.AnsweredBy, r.Status}, "/"))
+		if strings.Contains(r.Input+r.Reason, "SECRET-CONTENT") {
+			t.Errorf("file content in the audit log: %+v", r)
+		}
+	}
+	want := []string{
+		"decision/write_file/ask//", "answer/write_file/allow/user: once/", "execution/write_file///completed",
+		"decision/read_file/allow//", "execution/read_file///completed",
+		"decision/write_file/ask//", "answer/write_file/deny/user: deny/", "execution/write_file///denied",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audit records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
