@@ -69,7 +69,10 @@ func FuzzInbox(f *testing.F) {
 		}
 
 		var out bytes.Buffer
-		srv := &server{opts: Options{Log: slog.New(slog.DiscardHandler)}, out: newHookWriter(&out), sessions: map[string]*acpSession{}}
+		ready := make(chan struct{})
+		close(ready) // the inbox hands nothing on before Serve is ready
+		srv := &server{opts: Options{Log: slog.New(slog.DiscardHandler)}, out: newHookWriter(&out), sessions: map[string]*acpSession{},
+			ready: ready}
 		sess := &acpSession{srv: srv, id: "s1"}
 		srv.sessions["s1"] = sess
 		in := newInbox(bytes.NewReader(input.Bytes()), srv)
