@@ -76,6 +76,8 @@ lint: tools
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@out=$$(awk -f .ci/longlines.awk $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go:'); \
 	if [ -n "$$out" ]; then echo "lines over 140 columns:"; echo "$$out"; exit 1; fi
+	@out=$$(git grep -n -E '^(<<<<<<<|>>>>>>>) ' 2>/dev/null); \
+	if [ -n "$$out" ]; then echo "merge conflict markers left:"; echo "$$out"; exit 1; fi
 
 bench: build
 	$(GO) test -p 1 -run '^$$' -bench . -benchmem -count 1 ./...
