@@ -464,6 +464,37 @@ func BenchmarkCallDirect(b *testing.B) {
 	}
 }
 
+// BenchmarkStartFiveServers starts 5 stdio servers at once without the sandbox and lists their tools and prompts, as
+// a session's first prompt does through the broker: the servers' own start, which frontend/acpagent's
+// BenchmarkMCPFirstPromptFiveServers pays too (BenchmarkStartOneServer: one). The server is $MCPTEST_SERVER where
+// set (mcptest's server built as a small binary of its own, as the first-prompt benchmarks run it), else this test
+// binary, whose start costs more.
+func BenchmarkStartFiveServers(b *testing.B) { benchStart(b, 5) }
+
+func BenchmarkStartOneServer(b *testing.B) { benchStart(b, 1) }
+
+func benchStart(b *testing.B, n int) {
+	prog, args := os.Getenv("MCPTEST_SERVER"), []string{mcptest.Good}
+	if prog == "" {
+		prog, _ = os.Executable()
+		args = []string{mcptest.Arg, mcptest.Good}
+	}
+	dir := b.TempDir()
+	var defs []config.MCPServer
+	for i := range n {
+		defs = append(defs, config.MCPServer{Name: fmt.Sprintf("s%d", i), Type: config.MCPStdio, Command: prog, Args: args, File: "bench"})
+	}
+	for b.Loop() {
+		h := New(Options{Root: dir, Launch: launchPlain(dir)})
+		if notices := h.Start(context.Background(), defs); len(notices) > 0 {
+			b.Fatal(notices)
+		}
+		b.StopTimer()
+		h.Close()
+		b.StartTimer()
+	}
+}
+
 func TestSSEServer(t *testing.T) {
 	srv := httptest.NewServer(mcptest.SSEHandler())
 	h, _ := newHost(t, 20*time.Second)
