@@ -94,8 +94,13 @@ func soakResponder(marker string) func(body []byte) fakeprovider.Turn {
 		if len(req.Messages) == 0 {
 			return fakeprovider.Turn{Text: "nothing to do"}
 		}
+		// The last message may hold more than the newest step: the agent sends consecutive user messages as one (a
+		// cancelled call's result and the next prompt; after a compaction, the kept prompts and the summary). What
+		// is answered is what comes last in it: a tool result, or a prompt.
 		last := string(req.Messages[len(req.Messages)-1])
-		if m := toolIDRE.FindStringSubmatch(last); m != nil {
+		tm, pm := lastMatch(toolIDRE, last), lastMatch(turnRE, last)
+		if tm != nil && (pm == nil || tm[0] > pm[0]) {
+			m := submatches(last, tm)
 			k, sess := m[2], m[3]
 			switch m[1] {
 			case "r":
@@ -109,7 +114,8 @@ func soakResponder(marker string) func(body []byte) fakeprovider.Turn {
 			}
 			return fakeprovider.Turn{Text: "done with turn " + k}
 		}
-		if m := turnRE.FindStringSubmatch(last); m != nil {
+		if pm != nil {
+			m := submatches(last, pm)
 			k, sess := m[2], m[3]
 			if m[1] == "sleep" {
 				n, _ := strconv.Atoi(sess)
@@ -123,6 +129,26 @@ func soakResponder(marker string) func(body []byte) fakeprovider.Turn {
 		}
 		return fakeprovider.Turn{Text: "Summary: the soak edited notes.txt and ran commands."}
 	}
+}
+
+// lastMatch is the index pairs of re's last match in s (nil when none).
+func lastMatch(re *regexp.Regexp, s string) []int {
+	all := re.FindAllStringSubmatchIndex(s, -1)
+	if len(all) == 0 {
+		return nil
+	}
+	return all[len(all)-1]
+}
+
+// submatches turns a match's index pairs into its strings.
+func submatches(s string, idx []int) []string {
+	out := make([]string, len(idx)/2)
+	for i := range out {
+		if idx[2*i] >= 0 {
+			out[i] = s[idx[2*i]:idx[2*i+1]]
+		}
+	}
+	return out
 }
 
 // sleepArg is the number the sleep of session i sleeps, unique to this soak and the session so that its processes
