@@ -293,6 +293,7 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 	type sess struct {
 		id, root string
 		turn     int
+		reloaded bool // closed and loaded after its last turn: no command has run in it since
 	}
 	sessions := make([]*sess, cfg.sessions)
 	for i := range sessions {
@@ -371,7 +372,8 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 		if _, err := await(ctx, ch, "session/prompt ("+text+")", 2*r.timeout, &pr); err != nil {
 			return err
 		}
-		if s.turn%reopenEvery == 0 {
+		s.reloaded = s.turn%reopenEvery == 0
+		if s.reloaded {
 			if err := reopen(s.id, s.root); err != nil {
 				return err
 			}
@@ -397,10 +399,10 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 	atRest := func() (rest, error) {
 		var rs rest
 		var err error
-		if rs.fdsFront, err = fdCount(front.pid); err != nil {
+		if rs.fdsFront, err = fdCount(front.pid, prof); err != nil {
 			return rs, err
 		}
-		if rs.fdsExec, err = fdCount(broker.pid); err != nil {
+		if rs.fdsExec, err = fdCount(broker.pid, prof); err != nil {
 			return rs, err
 		}
 		h, err := bc.Hello(ctx, &execv1.HelloRequest{})
@@ -410,13 +412,15 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 		rs.goroutines, rs.children = int(h.Goroutines), len(descendants(broker.pid))
 		return rs, nil
 	}
-	// phase runs every session's turns until the deadline, then waits for the turns in flight.
+	// phase runs every session's turns until the deadline, then waits for the turns in flight. A session just
+	// loaded again runs one more turn: at rest every session has run a command since its load, so that the
+	// descriptors it then holds (its guard's inotify, its network's holder) are counted alike at every rest.
 	phase := func(until time.Time) error {
 		var wg sync.WaitGroup
 		errs := make([]error, len(sessions))
 		for i := range sessions {
 			wg.Go(func() {
-				for time.Now().Before(until) && ctx.Err() == nil {
+				for (time.Now().Before(until) || sessions[i].reloaded) && ctx.Err() == nil {
 					if err := turn(i); err != nil {
 						errs[i] = err
 						return
@@ -455,8 +459,8 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 			s.pssExec, _ = pss(broker.pid)
 			s.anonFront, _ = pssAnon(front.pid)
 			s.anonExec, _ = pssAnon(broker.pid)
-			s.fdsFront, _ = fdCount(front.pid)
-			s.fdsExec, _ = fdCount(broker.pid)
+			s.fdsFront, _ = fdCount(front.pid, prof)
+			s.fdsExec, _ = fdCount(broker.pid, prof)
 			s.children = len(descendants(broker.pid))
 			if h, err := bc.Hello(ctx, &execv1.HelloRequest{}); err == nil {
 				s.goroutines = int(h.Goroutines)
@@ -637,13 +641,22 @@ func meanOf(ss []soakSample, get func(soakSample) int64) int64 {
 	return sum / int64(max(len(ss), 1))
 }
 
-// fdCount counts the open descriptors of pid.
-func fdCount(pid int) (int, error) {
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+// fdCount counts the open descriptors of pid, but for the files of soakprof (in prof).
+func fdCount(pid int, prof string) (int, error) {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, fmt.Errorf("list the descriptors of pid %d: %w", pid, err)
 	}
-	return len(ents), nil
+	n := 0
+	for _, e := range ents {
+		// soakprof's profile files, opened ahead and closed one by one as the soak goes, are not the process's own.
+		if t, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(t, prof+"/") {
+			continue
+		}
+		n++
+	}
+	return n, nil
 }
 
 // quarters returns the medians of the first and the last quarter of samples: a leak raises them, while a transient
