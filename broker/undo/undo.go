@@ -83,7 +83,18 @@ func (s *Store) Snapshot(session, abs string, old []byte, existed bool, newHash 
 			return "", fmt.Errorf("undo snapshot of %s: %w", abs, err)
 		}
 	}
-	err = s.locked(session, func(idx []Entry) ([]Entry, error) { return append(idx, e), nil })
+	err = s.locked(session, func(idx []Entry) ([]Entry, error) {
+		idx = append(idx, e)
+		// The oldest snapshots past the bound are forgotten, their pre-images removed: a long session's history
+		// neither fills the disk nor makes every write rewrite an ever longer index.
+		if over := len(idx) - maxEntries; over > 0 {
+			for _, old := range idx[:over] {
+				os.Remove(filepath.Join(sdir, old.ID+".pre"))
+			}
+			idx = slices.Delete(idx, 0, over)
+		}
+		return idx, nil
+	})
 	if err != nil {
 		os.Remove(filepath.Join(sdir, e.ID+".pre"))
 		return "", fmt.Errorf("undo snapshot of %s: %w", abs, err)
@@ -246,7 +257,10 @@ func (s *Store) locked(session string, f func([]Entry) ([]Entry, error)) error {
 	return nil
 }
 
-// maxIndex bounds a session's undo index (about 250 bytes an entry: some 65,000 writes).
+// maxEntries is how many of a session's changes can be undone: older ones are forgotten as new ones come.
+var maxEntries = 1000 // a variable for the test of the bound
+
+// maxIndex bounds a session's undo index file as read (about 250 bytes an entry: far more than maxEntries).
 const maxIndex = 16 << 20
 
 func (s *Store) load(session string) ([]Entry, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -257,5 +258,37 @@ func TestHostileSessionIDs(t *testing.T) {
 	}
 	if _, err := p.store.Snapshot("s1", "relative/a.txt", nil, false, [32]byte{}); err == nil {
 		t.Fatal("Snapshot of a relative path succeeded")
+	}
+}
+
+// A session keeps its newest maxEntries snapshots: the oldest are forgotten with their pre-images, and the newest
+// still undo in order.
+func TestSnapshotsBeyondTheBoundAreForgotten(t *testing.T) {
+	defer func(n int) { maxEntries = n }(maxEntries)
+	maxEntries = 3
+	p, root := newProject(t)
+	a := filepath.Join(root, "a.txt")
+	os.WriteFile(a, []byte("v0"), 0o644)
+	for i := 1; i <= 5; i++ {
+		p.edit("s1", a, []byte(fmt.Sprintf("v%d", i)))
+	}
+	list, err := p.store.List("s1")
+	if err != nil || len(list) != 3 {
+		t.Fatalf("List = %d entries, %v; want the newest 3", len(list), err)
+	}
+	pres, _ := filepath.Glob(filepath.Join(p.store.dir, "s1", "*.pre"))
+	if len(pres) != 3 {
+		t.Errorf("%d pre-images on disk, want 3 (the forgotten ones removed): %v", len(pres), pres)
+	}
+	for _, want := range []string{"v4", "v3", "v2"} {
+		if _, err := p.undo("s1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(mustRead(t, a)); got != want {
+			t.Fatalf("undo gave %q, want %q", got, want)
+		}
+	}
+	if _, err := p.undo("s1"); !errors.Is(err, ErrNothing) {
+		t.Fatalf("undo past the bound = %v, want ErrNothing", err)
 	}
 }
