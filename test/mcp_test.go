@@ -106,8 +106,8 @@ func TestProcessMCP50MBResultMemory(t *testing.T) {
 		t.Errorf("garuda and garuda-exec peaked at %d MiB together, want under 250 MiB", (frontPeak+brokerPeak)>>20)
 	}
 	ups, _ := p.ed.Snapshot()
-	if _, st, _ := editor.ToolCall(ups, "call_big"); st != acp.ToolCallStatusCompleted {
-		t.Fatalf("the call ended %q:\n%s", st, editor.Messages(ups))
+	if _, st, texts := editor.ToolCall(ups, "call_big"); st != acp.ToolCallStatusCompleted {
+		t.Fatalf("the call ended %q: %q\n%s", st, texts, editor.Messages(ups))
 	}
 	m.mu.Lock()
 	body := m.bodies[len(m.bodies)-1]
