@@ -338,7 +338,10 @@ func v1Group(base, user, name string, memory bool, memBytes int64) (string, erro
 		}
 	}
 	if memory {
-		if err := setV1Memory(parent, memBytes); err != nil {
+		// EBUSY: the user's commands already hold more than memBytes, under another broker's higher limit (another
+		// editor, another team policy). Lowering the shared limit now would fail every command of the user; the
+		// command still gets its own group's limit, which defends against it taking more than memBytes.
+		if err := setV1Memory(parent, memBytes); err != nil && !errors.Is(err, unix.EBUSY) {
 			_ = os.Remove(dir)
 			return "", err
 		}

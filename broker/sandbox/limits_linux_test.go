@@ -214,3 +214,44 @@ func TestForkBomb(t *testing.T) {
 	// No negative control: an unbounded fork bomb would take down this shared machine; TestProcessLimit shows
 	// the limit is what stops it.
 }
+
+// TestMemoryLimitUnderAnotherBrokersHigherOne: while a command of the user holds 700 MiB under a 2 GiB limit (one
+// broker), another broker's command with a 512 MiB limit still starts, under a group of its own capped at 512 MiB
+// (cgroup v1 refuses to lower the user's shared limit below what it holds: EBUSY). Found when two test packages ran
+// memory tests at once.
+func TestMemoryLimitUnderAnotherBrokersHigherOne(t *testing.T) {
+	m := chooseMechanisms(true, nil)
+	if m.memory != byCgroupV1 {
+		t.Skipf("the memory limit is not a cgroup v1 group here (%s)", m.memWhy)
+	}
+	f := newFixture(t)
+	release := filepath.Join(f.tmp, "release")
+	held := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s := f.spec(attackCmd(t, "alloc", "700", release))
+		s.Limits = Limits{MemoryBytes: 2 << 30}
+		var once sync.Once
+		s.OnOutput = func(b []byte) {
+			if strings.Contains(string(b), "allocated") {
+				once.Do(func() { close(held) })
+			}
+		}
+		if _, err := Run(context.Background(), s); err != nil {
+			t.Error(err)
+		}
+		once.Do(func() { close(held) })
+	}()
+	<-held
+	defer func() { must(t, os.WriteFile(release, nil, 0o644)); <-done }()
+	cg, err := newCommandCgroup(m, 512<<20, 64)
+	if err != nil {
+		t.Fatalf("a command under a lower limit could not start beside the user's 700 MiB: %v", err)
+	}
+	defer cg.remove()
+	b, err := os.ReadFile(filepath.Join(cg.mem, "memory.limit_in_bytes"))
+	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(512<<20) {
+		t.Errorf("its own group's limit: %q %v, want %d", b, err, 512<<20)
+	}
+}
