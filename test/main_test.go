@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
+	"github.com/garuda-dev/garuda/internal/testenv"
 	"github.com/garuda-dev/garuda/test/release"
 )
 
@@ -60,6 +61,8 @@ func run(m *testing.M) int {
 		"./cmd/garuda", "./cmd/garuda-exec").CombinedOutput(); err != nil {
 		bins.err = fmt.Errorf("build the binaries: %v\n%s", err, out)
 	}
+	// The brokers these tests start share their user's memory limit with no other test binary's.
+	defer testenv.IsolateMemoryCgroup()()
 	return m.Run()
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/internal/testenv"
 	"github.com/garuda-dev/garuda/internal/testproc"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 	"github.com/garuda-dev/garuda/test/editor"
@@ -34,7 +35,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == mcptest.Arg {
 		os.Exit(mcptest.Serve(os.Args[2])) // the MCP tests' server, run by the broker in the sandbox
 	}
+	restore := testenv.IsolateMemoryCgroup() // the commands' per-user memory limit is this binary's alone
 	code := m.Run()
+	restore()
 	if serverBin != "" {
 		os.RemoveAll(filepath.Dir(serverBin)) // the MCP benchmarks' server
 	}

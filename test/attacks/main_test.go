@@ -12,6 +12,7 @@ import (
 
 	. "github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/broker/sandbox"
+	"github.com/garuda-dev/garuda/internal/testenv"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -21,7 +22,11 @@ func TestMain(m *testing.M) {
 	if len(os.Args) == 3 && os.Args[1] == allocArg {
 		os.Exit(allocate(os.Args[2]))
 	}
-	os.Exit(m.Run())
+	// The memory floods of these tests count against this binary's per-user limit only (and others' not here).
+	restore := testenv.IsolateMemoryCgroup()
+	code := m.Run()
+	restore()
+	os.Exit(code)
 }
 
 // within runs one call answering every question with ch, and fails when it takes longer than d (the broker is
