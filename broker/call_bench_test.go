@@ -35,30 +35,11 @@ func BenchmarkBrokerReadFile1MB(b *testing.B) {
 	}
 }
 
-// call runs one call of op in session sid and fails unless it completes; questions are answered "once".
+// benchCall runs one call of op in session sid and fails unless it completes; questions are answered "once".
 func benchCall(b *testing.B, c execv1.ExecServiceClient, sid string, op *execv1.Start) {
-	st, err := c.Call(b.Context())
-	if err != nil {
-		b.Fatal(err)
-	}
-	op.SessionId = sid
-	st.Send(&execv1.CallRequest{Msg: &execv1.CallRequest_Start{Start: op}})
-	for {
-		m, err := st.Recv()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if q := m.GetQuestion(); q != nil {
-			st.Send(&execv1.CallRequest{Msg: &execv1.CallRequest_Answer{Answer: &execv1.Answer{QuestionId: q.QuestionId,
-				Choice: execv1.Choice_CHOICE_ONCE}}})
-			continue
-		}
-		if r := m.GetResult(); r != nil {
-			if r.GetStatus() != execv1.Status_STATUS_COMPLETED {
-				b.Fatalf("%v", r)
-			}
-			return
-		}
+	res, _, err := Run(b, Start(b, c, b.Context(), sid, op), execv1.Choice_CHOICE_ONCE)
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+		b.Fatalf("%v %v", res, err)
 	}
 }
 

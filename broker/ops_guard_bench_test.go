@@ -2,41 +2,17 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/garuda-dev/garuda/internal/testenv"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
-
-// bigProject fills root with 20,000 files in 1,000 folders, a repository at its top and two nested ones (the
-// project of frontend/acpagent's and broker/guard's benchmarks).
-func bigProject(b testing.TB, root string) {
-	for i := range 50 {
-		for j := range 20 {
-			d := filepath.Join(root, fmt.Sprintf("pkg%02d", i), fmt.Sprintf("sub%02d", j))
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				b.Fatal(err)
-			}
-			for k := range 20 {
-				os.WriteFile(filepath.Join(d, fmt.Sprintf("f%02d.go", k)), nil, 0o644)
-			}
-		}
-	}
-	for _, d := range []string{".", "pkg01/sub01", "pkg02"} {
-		cmd := exec.Command("git", "init", "-q", d)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git init: %v %s", err, out)
-		}
-	}
-}
 
 // benchBroker serves a broker for root with the user settings given, on a socket in dir, and opens a session.
 func benchBroker(b testing.TB, dir, root, settings string) (execv1.ExecServiceClient, string) {
@@ -107,7 +83,7 @@ func benchBashTrue(b *testing.B, settings string) {
 	dir := b.TempDir()
 	root := filepath.Join(dir, "project")
 	os.MkdirAll(root, 0o755)
-	bigProject(b, root)
+	testenv.BigProject(b, root)
 	c, sid := benchBroker(b, dir, root, settings)
 	if r := runBash(b, c, sid, "true"); r.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		b.Fatalf("%v", r)

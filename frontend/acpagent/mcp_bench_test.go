@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
 	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/internal/testenv"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 	"github.com/garuda-dev/garuda/test/release"
 )
@@ -36,30 +36,12 @@ func BenchmarkMCPFirstPromptOneServer(b *testing.B) { benchFirstPrompt(b, 1) }
 // 1,000 folders and 3 repositories, where the command guard's scan before the servers is no longer free: the
 // session's first scan walks the whole project (issue 18's BenchmarkScanCold20k), and each further scan re-reads
 // what changed. BenchmarkMCPFirstPromptNoServersBigProject is the same prompt without servers (no scan at all).
-func BenchmarkMCPFirstPromptFiveServersBigProject(b *testing.B) { benchFirstPrompt(b, 5, bigProject) }
+func BenchmarkMCPFirstPromptFiveServersBigProject(b *testing.B) {
+	benchFirstPrompt(b, 5, testenv.BigProject)
+}
 
-func BenchmarkMCPFirstPromptNoServersBigProject(b *testing.B) { benchFirstPrompt(b, 0, bigProject) }
-
-// bigProject fills root with 20,000 files in 1,000 folders, a repository at its top and two nested ones.
-func bigProject(b *testing.B, root string) {
-	for i := range 50 {
-		for j := range 20 {
-			d := filepath.Join(root, fmt.Sprintf("pkg%02d", i), fmt.Sprintf("sub%02d", j))
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				b.Fatal(err)
-			}
-			for k := range 20 {
-				os.WriteFile(filepath.Join(d, fmt.Sprintf("f%02d.go", k)), nil, 0o644)
-			}
-		}
-	}
-	for _, d := range []string{".", "pkg01/sub01", "pkg02"} {
-		cmd := exec.Command("git", "init", "-q", d)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Skipf("git init: %v %s", err, out)
-		}
-	}
+func BenchmarkMCPFirstPromptNoServersBigProject(b *testing.B) {
+	benchFirstPrompt(b, 0, testenv.BigProject)
 }
 
 var (
@@ -95,7 +77,7 @@ func mcpTestServer(b testing.TB) string {
 // by a kernel worker after the processes are gone), so that the next first prompt is not measured beside it.
 func settle() { time.Sleep(150 * time.Millisecond) }
 
-func benchFirstPrompt(b *testing.B, n int, project ...func(*testing.B, string)) {
+func benchFirstPrompt(b *testing.B, n int, project ...func(testing.TB, string)) {
 	server := mcpTestServer(b) // before newEnv changes HOME, and with it the build cache
 	e := newEnv(b)
 	for _, fill := range project {
