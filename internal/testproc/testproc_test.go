@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // A sleep started here is found by its marker and by its binary while it runs, and no longer once it ended.
@@ -14,7 +15,11 @@ func TestFindsASleep(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Start returns once the exec began; its new command line may show a moment later on a loaded machine.
 	ps := Live("sleep 31.4159")
+	for deadline := time.Now().Add(5 * time.Second); len(ps) == 0 && time.Now().Before(deadline); ps = Live("sleep 31.4159") {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if len(ps) != 1 || ps[0].PID != cmd.Process.Pid || ps[0].Cmdline != "sleep 31.4159" {
 		t.Fatalf("Live: %v", ps)
 	}
