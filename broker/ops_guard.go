@@ -31,7 +31,7 @@ func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec)
 	}
 	deny, denyKey := readDenied(st)
 	sess.guard.Configure(guard.Options{MaxEntries: maxEntries, Skip: skip, Hidden: hidden, Writable: spec.Writable,
-		Deny: deny, DenyKey: denyKey})
+		Deny: deny, DenyKey: denyKey, UserHome: s.userHome})
 	w, err := sess.guard.Begin()
 	if errors.Is(err, guard.ErrTooLarge) {
 		err = fmt.Errorf("%w; commands are refused where Garuda cannot check what they leave behind. Raise the limit "+

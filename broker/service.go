@@ -264,7 +264,7 @@ func (s *Service) openSession(p peercred.Peer, reqRoot string, mode execv1.Mode,
 	commands, warnings := s.commandList(sess)
 	notices = append(notices, warnings...)
 	maxEntries, skip := policy.GuardWalk(s.state(sess))
-	sess.guard = guard.New(fsroot.Real(), guard.Options{MaxEntries: maxEntries, Skip: skip})
+	sess.guard = guard.New(fsroot.Real(), guard.Options{MaxEntries: maxEntries, Skip: skip, UserHome: s.userHome})
 	sess.guard.Prime()
 	return sess, &execv1.OpenSessionResponse{SessionId: sess.id, Root: root, Notices: notices,
 		Instructions: instr, InstructionsFile: instrFile, Commands: commands, Hooked: hookedEvents(sess.files)}, nil

@@ -591,9 +591,21 @@ func warning(req *Request, st *State) string {
 // (so that ~/.bashrc is protected when the root is elsewhere).
 func protectedAbs(p string, st *State) bool {
 	if rel, in := pathglob.Within(st.Root, p); in {
-		return Protected(rel) || pointed(rel, st)
+		return Protected(rel) || pointed(rel, st) || homeProtected(p, st)
 	}
 	return Protected(strings.TrimPrefix(p, "/"))
+}
+
+// homeProtected applies HomeProtected to an absolute path, under the root by either of its names.
+func homeProtected(p string, st *State) bool {
+	for _, root := range []string{st.Root, st.RealRoot} {
+		rel, in := pathglob.Within(root, p)
+		home, ok := HomeIn(root, st.UserHome)
+		if in && ok && HomeProtected(rel, home) {
+			return true
+		}
+	}
+	return false
 }
 
 func displayPath(p string, st *State) string {

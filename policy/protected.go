@@ -2,13 +2,18 @@ package policy
 
 import (
 	"strings"
+
+	"github.com/garuda-dev/garuda/internal/pathglob"
 )
 
 // protectedDirs are folders whose content can run code or change settings when a program (git, an editor, a
 // shell, an agent) next opens the project. They are protected at any depth, matched case-insensitively.
 // Editors' project folders are here because they name programs the editor runs when it opens the project:
 // Zed's settings and tasks (language servers, tasks), VS Code's tasks and settings, JetBrains' run configurations.
-var protectedDirs = []string{".garuda", ".claude", ".agents", ".vscode", ".idea", ".zed", ".ssh", ".direnv"}
+// Helix's .helix/languages.toml names language-server programs; mise runs the hooks and sources the scripts its
+// project files name whenever the user's shell enters the folder, and trusts a file by its path, not its content.
+var protectedDirs = []string{".garuda", ".claude", ".agents", ".vscode", ".idea", ".zed", ".helix", ".ssh", ".direnv",
+	".mise", "mise"}
 
 // protectedFiles are single files of the same nature, protected at any depth.
 var protectedFiles = []string{
@@ -61,9 +66,60 @@ func Protected(rel string) bool {
 			return true
 		case strings.HasSuffix(s, WorkspaceSuffix):
 			return true // a VS Code workspace file holds settings and tasks like .vscode/
+		case miseConfig(s):
+			return true // mise.toml, .mise.local.toml, mise.<env>.toml (its folders are in protectedDirs)
 		}
 	}
 	return false
+}
+
+// miseConfig reports whether a folded name is one of mise's project configuration files: [.]mise[.<env>][.local].toml.
+func miseConfig(name string) bool {
+	return strings.HasPrefix(strings.TrimPrefix(name, "."), "mise.") && strings.HasSuffix(name, ".toml")
+}
+
+// MayBeProtected is a quick test of one name, for walks: false means no path ending in name is Protected unless
+// a folder above it is (a plain name that is neither a workspace file nor mise's). Every other protected name
+// starts with a dot; a name that is not plain ASCII may fold to a protected one.
+func MayBeProtected(name string) bool {
+	if name == "" || name[0] == '.' || strings.HasSuffix(name, WorkspaceSuffix) {
+		return true
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] >= 0x80 {
+			return true
+		}
+	}
+	return len(name) >= 4 && strings.EqualFold(name[:4], "mise")
+}
+
+// HomeIn returns the user's home folder relative to root ("" for the root itself) and true when the root is the
+// home folder or holds it; the home rule of HomeProtected applies there.
+func HomeIn(root, userHome string) (string, bool) {
+	if userHome == "" || userHome == "/" {
+		return "", false
+	}
+	return pathglob.Within(root, userHome)
+}
+
+// HomeProtected reports whether rel, a root-relative slash path, is or lies below an entry whose name starts with
+// a dot directly inside home (root-relative; "" is the root). A home folder's dot files and folders configure what
+// the user runs later, unsandboxed: git reads ~/.config/git/config, login shells put ~/.local/bin first in PATH,
+// systemd starts ~/.config/systemd/user units, editors load ~/.vim and ~/.emacs.d. Defends against a command that
+// plants them when the project folder is (or holds) the user's home. Its .git (a dotfiles repository) is left to
+// the rules of every repository.
+func HomeProtected(rel, home string) bool {
+	rel = strings.Trim(foldName(rel), "/")
+	home = strings.Trim(foldName(home), "/")
+	if home != "" {
+		sub, in := pathglob.Within(home, rel)
+		if !in {
+			return false
+		}
+		rel = sub
+	}
+	first, _, _ := strings.Cut(rel, "/")
+	return strings.HasPrefix(first, ".") && first != ".git"
 }
 
 // ProtectedNames returns the root-relative names the sandbox makes read-only for commands (binding the ones

@@ -1,6 +1,9 @@
 package policy
 
-import "testing"
+import (
+	"path"
+	"testing"
+)
 
 func TestProtected(t *testing.T) {
 	yes := []string{
@@ -9,10 +12,13 @@ func TestProtected(t *testing.T) {
 		".gitmodules", "a/.gitmodules", ".garuda/settings.json", ".claude/settings.json", ".agents/x", ".vscode/tasks.json",
 		".idea/workspace.xml", ".envrc", "pkg/.envrc", ".mcp.json", ".bashrc", ".zshrc", ".profile", "home/.bash_profile",
 		".GIT/HOOKS/pre-commit", ".Git/Config", ".VSCode/settings.json", ".ENVRC", ".g\u200cit/hooks/x", ".vs\ufeffcode/a",
-		"/.git/config/",
+		"/.git/config/", ".helix/languages.toml", "mise.toml", ".mise.toml", "sub/mise.local.toml", "mise.dev.toml",
+		".mise.dev.local.toml", ".config/mise/config.toml", ".config/mise.toml", "mise/config.toml", ".mise/config.toml",
+		"MISE.TOML", "mi\u200bse.toml",
 	}
 	no := []string{"", "src/main.go", ".gitignore", ".github/workflows/ci.yml", "git/hooks/x", ".git/objects/ab/cd",
-		".git/HEAD", "hooks/pre-commit", "config", "docs/.vscode.md", "envrc", ".mcp.json.bak"}
+		".git/HEAD", "hooks/pre-commit", "config", "docs/.vscode.md", "envrc", ".mcp.json.bak", "misery.toml",
+		"src/mise.go", "mise.toml.bak", ".config/nextest.toml", "helix/config.toml"}
 	for _, p := range yes {
 		if !Protected(p) {
 			t.Errorf("Protected(%q) = false", p)
@@ -22,6 +28,88 @@ func TestProtected(t *testing.T) {
 		if Protected(p) {
 			t.Errorf("Protected(%q) = true", p)
 		}
+	}
+}
+
+// TestMayBeProtectedLetsEveryProtectedNameThrough: the walks' quick test of a name passes the last name of every
+// protected path whose parent is not protected itself (else the walk would not ask Protected about it).
+func TestMayBeProtectedLetsEveryProtectedNameThrough(t *testing.T) {
+	paths := []string{".envrc", "a/.envrc", "x.code-workspace", "mise.toml", "sub/mise", "MISE.dev.toml", "mi\u200bse.toml",
+		".config/mise/config.toml", ".VSCode", ".helix", ".g\u200cit"}
+	for _, p := range paths {
+		if !Protected(p) {
+			t.Fatalf("%q: not protected", p)
+		}
+		dir, name := path.Split(p)
+		if dir != "" && Protected(dir) {
+			continue
+		}
+		if !MayBeProtected(name) {
+			t.Errorf("MayBeProtected(%q) = false, but %q is protected", name, p)
+		}
+	}
+	// Control: plain names are let through to no check.
+	for _, name := range []string{"main.go", "config.toml", "Makefile", "hooks"} {
+		if MayBeProtected(name) {
+			t.Errorf("MayBeProtected(%q) = true", name)
+		}
+	}
+}
+
+// TestHomeProtected: in a home folder inside the root, every dot entry is protected, whatever its name; elsewhere,
+// and for the home's own .git, only the fixed names are.
+func TestHomeProtected(t *testing.T) {
+	for _, c := range []struct {
+		rel, home string
+		want      bool
+	}{
+		{".config/git/config", "", true},
+		{".local/bin/git", "", true},
+		{".config/systemd/user/x.service", "", true},
+		{".emacs.d/init.el", "", true},
+		{".Config/autostart/x.desktop", "", true},
+		{"home/u/.config/git/config", "home/u", true},
+		{"home/u/.cargo/bin/ls", "home/u", true},
+		{"home/u/.git/config", "home/u", false},
+		{".git/hooks", "", false},
+		{"home/u", "home/u", false},
+		{"home/u/src/.config/x", "home/u", false},
+		{"home/v/.config/git/config", "home/u", false},
+		{"src/.local/bin/x", "", false},
+		{"notes.txt", "", false},
+	} {
+		if got := HomeProtected(c.rel, c.home); got != c.want {
+			t.Errorf("HomeProtected(%q, %q) = %v, want %v", c.rel, c.home, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		root, home, rel string
+		ok              bool
+	}{
+		{"/home/u", "/home/u", "", true}, {"/home", "/home/u", "u", true}, {"/home/u/proj", "/home/u", "", false},
+		{"/home/u", "", "", false}, {"/", "/", "", false},
+	} {
+		if rel, ok := HomeIn(c.root, c.home); rel != c.rel || ok != c.ok {
+			t.Errorf("HomeIn(%q, %q) = %q, %v; want %q, %v", c.root, c.home, rel, ok, c.rel, c.ok)
+		}
+	}
+}
+
+// TestHomeDotfilesAsk: with the root the user's home, an edit of a dot file in it asks, whatever the rules, and
+// never for the session. Control: the same edit where the root is not the home is allowed by the same rules.
+func TestHomeDotfilesAsk(t *testing.T) {
+	st := newState(ModeBuild)
+	st.User = mustSettings(t, "/u/.garuda/settings.json", `{"permissions":{"allow":["edit_file(**)"]}}`)
+	req := Request{Kind: KindEdit, Path: tRoot + "/.config/git/config"}
+	if d := Decide(req, st); d.Verdict != Allow {
+		t.Fatalf("control: the root is not the home, %v %s", d.Verdict, d.Reason)
+	}
+	st.UserHome = tRoot
+	if d := Decide(req, st); d.Verdict != Ask || has(d.Choices, ChoiceSession) {
+		t.Errorf("the root is the home: %v %v, want ask with no session choice", d.Verdict, d.Choices)
+	}
+	if d := Decide(Request{Kind: KindEdit, Path: tRoot + "/src/a.go"}, st); d.Verdict != Allow {
+		t.Errorf("an ordinary file in the home: %v", d.Verdict)
 	}
 }
 

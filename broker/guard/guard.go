@@ -37,6 +37,9 @@ type Options struct {
 	// a new symbolic link from the root into one of them is undone, since a repository planted there would be
 	// run by git in the root's name.
 	Writable []string
+	// UserHome is the user's home folder: when the root is or holds it, its dot files and folders are protected
+	// (policy.HomeProtected).
+	UserHome string
 }
 
 // Guard is one root's command guard. It is safe for concurrent use; several commands of a session may run at once.

@@ -125,7 +125,8 @@ func TestGuardUndoesWhatGitRunsLater(t *testing.T) {
 // was nothing to mount over); the same files, there before the run, are left alone.
 func TestGuardRemovesCreatedProtectedFiles(t *testing.T) {
 	files := []string{".zed/settings.json", ".zed/tasks.json", ".vscode/tasks.json", ".nvim.lua", "sub/.exrc", ".dir-locals.el",
-		".envrc", ".lfsconfig", "x.code-workspace", ".lazy.lua", ".idea/x.xml"}
+		".envrc", ".lfsconfig", "x.code-workspace", ".lazy.lua", ".idea/x.xml", ".helix/languages.toml", "mise.toml",
+		".config/mise/config.toml", "sub/.mise.local.toml"}
 	script := ""
 	for _, f := range files {
 		script += "mkdir -p $(dirname " + f + ") && echo x > " + f + "; "

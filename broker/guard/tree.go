@@ -43,13 +43,17 @@ type tree struct {
 	// hidden are root-relative folders the sandbox hides whole: nothing below them is walked.
 	hidden map[string]bool
 	// deny says whether reading a root-relative path is denied (Options.Deny); nil: nothing is asked.
-	deny  func(rel string) bool
-	nodes map[string]*node
-	byWD  map[int32]string
-	n     notifier
-	count int
-	over  bool // the last walk stopped at max
-	fresh bool // nodes hold a walk (else the next refresh walks whole)
+	deny func(rel string) bool
+	// home is the user's home folder, root-relative, when the root is or holds it (inHome): its dot entries are
+	// protected (policy.HomeProtected).
+	home   string
+	inHome bool
+	nodes  map[string]*node
+	byWD   map[int32]string
+	n      notifier
+	count  int
+	over   bool // the last walk stopped at max
+	fresh  bool // nodes hold a walk (else the next refresh walks whole)
 }
 
 // skipNames are never entered, at any depth (policy.GuardSkipAlways says why), and gitInternal inside a git
@@ -62,6 +66,7 @@ var (
 func newTree(root string, max int, o Options) *tree {
 	t := &tree{root: root, max: max, skip: map[string]bool{}, hidden: map[string]bool{}, deny: o.Deny,
 		nodes: map[string]*node{}, byWD: map[int32]string{}}
+	t.home, t.inHome = policy.HomeIn(root, o.UserHome)
 	for _, s := range o.Skip {
 		t.skip[s] = true
 	}
@@ -247,15 +252,14 @@ func (t *tree) read(rel string, inGit, denyOnly bool, wd int32) (*node, bool) {
 		if typ&fs.ModeSymlink != 0 {
 			nd.links = append(nd.links, name)
 		}
-		// Every protected name but a workspace file's starts with a dot (policy.Protected folds case and ignorable
-		// characters, so a name that is not plain ASCII is asked about too); outside a git folder, a plain name is
-		// not protected.
+		// Outside a git folder, only a name policy.MayBeProtected lets through can be protected.
 		protected := false
 		// A .git folder stays writable (git writes objects and its index there); what is protected inside it is
 		// found by walking on. A .git file (a worktree's or submodule's pointer) is protected itself.
 		isGitFolder := typ.IsDir() && strings.EqualFold(name, ".git")
-		if !isGitFolder && (inGit || nd.gitDir || name[0] == '.' || !isASCII(name) || strings.HasSuffix(name, policy.WorkspaceSuffix)) {
-			if protected = policy.Protected(path.Join(rel, name)); protected {
+		if !isGitFolder && (inGit || nd.gitDir || policy.MayBeProtected(name)) {
+			p := path.Join(rel, name)
+			if protected = policy.Protected(p) || t.inHome && policy.HomeProtected(p, t.home); protected {
 				nd.prot = append(nd.prot, name)
 			}
 		}
@@ -278,13 +282,4 @@ func (t *tree) read(rel string, inGit, denyOnly bool, wd int32) (*node, bool) {
 		}
 	}
 	return nd, true
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
 }

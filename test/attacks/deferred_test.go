@@ -152,7 +152,7 @@ func TestDeferredGitRunsNothingACommandLeft(t *testing.T) {
 // them. Control: outside the sandbox the files stay.
 func TestDeferredEditorFiles(t *testing.T) {
 	files := []string{".zed/settings.json", ".zed/tasks.json", ".vscode/tasks.json", ".idea/workspace.xml", ".nvim.lua", ".exrc",
-		".dir-locals.el", ".envrc"}
+		".dir-locals.el", ".envrc", ".helix/languages.toml", "mise.toml", ".config/mise/config.toml"}
 	cmd := ""
 	for _, f := range files {
 		cmd += "mkdir -p $(dirname " + f + "); echo '{\"lsp\":{}}' > " + f + "; "
@@ -187,6 +187,68 @@ func TestDeferredEditorFiles(t *testing.T) {
 	res = Sh(t, c, sid, `echo '{"lsp":{"x":{"binary":{"path":"/tmp/evil"}}}}' > .zed/settings.json`)
 	if got := FileText(filepath.Join(e.Root, ".zed/settings.json")); got != "{}" {
 		t.Errorf("a command rewrote the user's .zed/settings.json: %q (%v)", got, res.GetContent())
+	}
+}
+
+// TestDeferredInTheHomeFolder: when the project folder is the user's home, what a command leaves among its dot
+// files is removed (git's ~/.config/git/config, whose core.fsmonitor every git status runs; ~/.local/bin, which
+// login shells put first in PATH), and the dot files there before are read-only. Controls: outside the sandbox the
+// command plants both and git runs the fsmonitor; with the home elsewhere the sandboxed command keeps them (the
+// home rule, not a fixed name, is what removes them).
+func TestDeferredInTheHomeFolder(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	const attack = `mkdir -p .config/git .local/bin && printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > fsm && chmod +x fsm && ` +
+		`printf '[core]\n\tfsmonitor = %s/fsm\n' "$PWD" > .config/git/config && cp fsm .local/bin/git`
+	planted := []string{".config/git/config", ".local/bin/git"}
+	// gitStatus runs git status in the home's repository as the user would: with that home's global config.
+	gitStatus := func(home string) bool {
+		cmd := exec.Command("git", "status")
+		cmd.Dir = filepath.Join(home, "proj")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1"}
+		cmd.Run()
+		return Exists(filepath.Join(home, "proj", "PWNED"))
+	}
+	run := func(homeIsRoot, sandboxed bool) (string, *execv1.Result) {
+		root := filepath.Join(t.TempDir(), "u")
+		os.MkdirAll(root, 0o755)
+		setup(t, root, "git init -q proj")
+		if homeIsRoot {
+			t.Setenv("HOME", root)
+		} else {
+			t.Setenv("HOME", t.TempDir())
+		}
+		e := NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
+		c := e.Client()
+		sid := e.Open(c)
+		if !sandboxed {
+			return root, unsandboxedSh(t, c, sid, attack)
+		}
+		return root, Sh(t, c, sid, attack)
+	}
+	if root, res := run(true, false); !gitStatus(root) {
+		t.Fatalf("control: outside the sandbox git did not run the planted fsmonitor: %s", res.GetContent())
+	}
+	if root, res := run(false, true); !Exists(filepath.Join(root, planted[0])) || !gitStatus(root) {
+		t.Fatalf("control: with the home elsewhere the command's files should stay and run: %s", res.GetContent())
+	}
+	root, res := run(true, true)
+	for _, f := range planted {
+		if Exists(filepath.Join(root, f)) {
+			t.Errorf("%s left by a sandboxed command in the home folder: %s", f, res.GetContent())
+		}
+	}
+	if gitStatus(root) {
+		t.Errorf("git ran what a sandboxed command left in the home folder")
+	}
+	// There before: read-only for commands.
+	root = filepath.Join(t.TempDir(), "u")
+	MustWrite(t, filepath.Join(root, ".config/git/config"), "[user]\n\tname = me\n")
+	t.Setenv("HOME", root)
+	e := NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
+	c := e.Client()
+	res = Sh(t, c, e.Open(c), `printf '[core]\n\tfsmonitor = /tmp/x\n' >> .config/git/config`)
+	if got := FileText(filepath.Join(root, ".config/git/config")); got != "[user]\n\tname = me\n" {
+		t.Errorf("a command changed the user's ~/.config/git/config: %q (%s)", got, res.GetContent())
 	}
 }
 
@@ -254,7 +316,7 @@ func TestDeferredWalkLimit(t *testing.T) {
 // TestDeferredAsNobody reruns the deferred-execution tests as the unprivileged user nobody, where the sandbox
 // runs in a user namespace.
 func TestDeferredAsNobody(t *testing.T) {
-	rerunAsNobody(t, "^TestDeferred(GitRunsNothing|EditorFiles|OrdinaryGitWork|WalkLimit|FileTools|ByABackgroundProcess)",
+	rerunAsNobody(t, "^TestDeferred(GitRunsNothing|EditorFiles|InTheHomeFolder|OrdinaryGitWork|WalkLimit|FileTools|ByABackgroundProcess)",
 		"TestDeferredGitRunsNothingACommandLeft", "TestDeferredByABackgroundProcess")
 }
 
