@@ -10,14 +10,15 @@ import (
 // shell, an agent) next opens the project. They are protected at any depth, matched case-insensitively.
 // Editors' project folders are here because they name programs the editor runs when it opens the project:
 // Zed's settings and tasks (language servers, tasks), VS Code's tasks and settings, JetBrains' run configurations.
-// Helix's .helix/languages.toml names language-server programs; mise runs the hooks and sources the scripts its
+// Helix's .helix/languages.toml names language-server programs; a dev container's initializeCommand runs on the
+// host each time the editor reopens the project in its container; mise runs the hooks and sources the scripts its
 // project files name whenever the user's shell enters the folder, and trusts a file by its path, not its content.
-var protectedDirs = []string{".garuda", ".claude", ".agents", ".vscode", ".idea", ".zed", ".helix", ".ssh", ".direnv",
-	".mise", "mise"}
+var protectedDirs = []string{".garuda", ".claude", ".agents", ".vscode", ".idea", ".zed", ".helix", ".devcontainer",
+	".ssh", ".direnv", ".mise", "mise"}
 
 // protectedFiles are single files of the same nature, protected at any depth.
 var protectedFiles = []string{
-	".gitmodules", ".envrc", ".mcp.json", ".gitconfig",
+	".gitmodules", ".envrc", ".mcp.json", ".gitconfig", ".devcontainer.json",
 	// git-lfs reads lfs.url from it: where git push sends the project's large files
 	".lfsconfig",
 	// run by an editor when it opens the project: Neovim's and Vim's exrc files, Emacs's directory variables

@@ -14,7 +14,7 @@ func TestProtected(t *testing.T) {
 		".GIT/HOOKS/pre-commit", ".Git/Config", ".VSCode/settings.json", ".ENVRC", ".g\u200cit/hooks/x", ".vs\ufeffcode/a",
 		"/.git/config/", ".helix/languages.toml", "mise.toml", ".mise.toml", "sub/mise.local.toml", "mise.dev.toml",
 		".mise.dev.local.toml", ".config/mise/config.toml", ".config/mise.toml", "mise/config.toml", ".mise/config.toml",
-		"MISE.TOML", "mi\u200bse.toml",
+		"MISE.TOML", "mi\u200bse.toml", ".devcontainer/devcontainer.json", ".devcontainer.json",
 	}
 	no := []string{"", "src/main.go", ".gitignore", ".github/workflows/ci.yml", "git/hooks/x", ".git/objects/ab/cd",
 		".git/HEAD", "hooks/pre-commit", "config", "docs/.vscode.md", "envrc", ".mcp.json.bak", "misery.toml",

@@ -126,7 +126,7 @@ func TestGuardUndoesWhatGitRunsLater(t *testing.T) {
 func TestGuardRemovesCreatedProtectedFiles(t *testing.T) {
 	files := []string{".zed/settings.json", ".zed/tasks.json", ".vscode/tasks.json", ".nvim.lua", "sub/.exrc", ".dir-locals.el",
 		".envrc", ".lfsconfig", "x.code-workspace", ".lazy.lua", ".idea/x.xml", ".helix/languages.toml", "mise.toml",
-		".config/mise/config.toml", "sub/.mise.local.toml"}
+		".config/mise/config.toml", "sub/.mise.local.toml", ".devcontainer/devcontainer.json", ".devcontainer.json"}
 	script := ""
 	for _, f := range files {
 		script += "mkdir -p $(dirname " + f + ") && echo x > " + f + "; "

@@ -152,7 +152,8 @@ func TestDeferredGitRunsNothingACommandLeft(t *testing.T) {
 // them. Control: outside the sandbox the files stay.
 func TestDeferredEditorFiles(t *testing.T) {
 	files := []string{".zed/settings.json", ".zed/tasks.json", ".vscode/tasks.json", ".idea/workspace.xml", ".nvim.lua", ".exrc",
-		".dir-locals.el", ".envrc", ".helix/languages.toml", "mise.toml", ".config/mise/config.toml"}
+		".dir-locals.el", ".envrc", ".helix/languages.toml", "mise.toml", ".config/mise/config.toml",
+		".devcontainer/devcontainer.json"}
 	cmd := ""
 	for _, f := range files {
 		cmd += "mkdir -p $(dirname " + f + "); echo '{\"lsp\":{}}' > " + f + "; "
