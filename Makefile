@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     ?= bin
 VERSION ?= 0.16.0-dev
-LDFLAGS := -X github.com/garuda-dev/garuda/frontend/cli.Version=$(VERSION) -X github.com/garuda-dev/garuda/broker.Version=$(VERSION)
+LDFLAGS := -X github.com/garuda-dev/garuda/internal/version.Version=$(VERSION)
 BUF     ?= $(shell command -v buf 2>/dev/null || echo .tools/node_modules/.bin/buf)
 GOBIN   ?= $(shell $(GO) env GOBIN)
 PREFIX_BIN := $(if $(GOBIN),$(GOBIN),$(HOME)/.local/bin)
@@ -30,7 +30,8 @@ test: check-generated lint unit
 vet:
 	$(GO) vet ./...
 
-# Linux is the platform; elsewhere the binaries build and refuse to act with a reason.
+# Linux is the platform; elsewhere each binary is cmd/*/main_other.go: its version, and a refusal with the reason
+# (internal/version.Unsupported), linking nothing else.
 cross:
 	GOOS=darwin $(BUILD) ./cmd/...
 	GOOS=windows $(BUILD) ./cmd/...

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 
@@ -19,11 +18,9 @@ import (
 
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/peercred"
+	"github.com/garuda-dev/garuda/internal/version"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
-
-// Version is the binary's version, set at build time.
-var Version = "0.16.0-dev"
 
 // ManagedPolicyPath is the team's managed policy file. It is fixed at build time (-ldflags -X) or by the serve
 // mode's own --managed-policy flag, never by an environment variable an editor could set.
@@ -47,13 +44,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, usage)
 		return errors.New("no command given")
 	}
-	if runtime.GOOS != "linux" && args[0] != "version" && args[0] != "--version" {
-		return fmt.Errorf("garuda-exec needs Linux (Landlock, namespaces, seccomp, SO_PEERCRED) and refuses to act on %s; "+
-			"on Windows use WSL", runtime.GOOS)
-	}
 	switch args[0] {
 	case "version", "--version":
-		fmt.Fprintf(stdout, "garuda-exec %s (broker API v1)\n", Version)
+		fmt.Fprintf(stdout, "garuda-exec %s (broker API v1)\n", version.Version)
 		return nil
 	case "doctor":
 		return doctor(stdout)
@@ -90,7 +83,7 @@ func newConfig(managed string, stderr io.Writer) (Config, error) {
 		return Config{}, err
 	}
 	return Config{
-		Version:       Version,
+		Version:       version.Version,
 		Home:          h,
 		ManagedPolicy: managed,
 		Log:           slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),

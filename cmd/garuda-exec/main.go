@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command garuda-exec is Garuda's broker: the only process that touches the project or runs commands.
 package main
 

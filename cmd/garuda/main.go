@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command garuda is Garuda's front end: the agent that editors run over the Agent Client Protocol.
 package main
 

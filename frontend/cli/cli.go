@@ -19,11 +19,9 @@ import (
 	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/confine"
 	"github.com/garuda-dev/garuda/internal/featuretable"
+	"github.com/garuda-dev/garuda/internal/version"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
-
-// Version is the binary's version, set at build time.
-var Version = "0.16.0-dev"
 
 const usage = `usage: garuda <command> [flags]
 
@@ -124,7 +122,7 @@ func Main(ctx context.Context, args []string) error {
 	case "audit":
 		return audit(ctx, args[1:])
 	case "version", "--version":
-		fmt.Printf("garuda %s (%s/%s)\n", Version, runtime.GOOS, runtime.GOARCH)
+		fmt.Printf("garuda %s (%s/%s)\n", version.Version, runtime.GOOS, runtime.GOARCH)
 		return nil
 	case "help", "-h", "--help":
 		fmt.Println(usage)
@@ -173,7 +171,7 @@ func acp(ctx context.Context, args []string) error {
 	err = acpagent.Serve(ctx, os.Stdin, answered, acpagent.Options{
 		Broker:     b.Client,
 		BrokerDone: b.Done(),
-		Version:    Version,
+		Version:    version.Version,
 		Model:      *model,
 		Getenv:     os.Getenv,
 	})
@@ -241,7 +239,7 @@ func doctor(ctx context.Context, args []string, w io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	defer tw.Flush()
-	fmt.Fprintf(tw, "garuda\t%s\n", Version)
+	fmt.Fprintf(tw, "garuda\t%s\n", version.Version)
 	if *addr == "" {
 		p, err := brokerconn.Find()
 		if err != nil {

@@ -21,8 +21,7 @@ const CGO = "0"
 // broker's Hello and the agentInfo.version of ACP initialize. The Makefile's LDFLAGS line is LDFlags("$(VERSION)");
 // TestMakefileBuildsRelease keeps the two in step.
 func LDFlags(version string) string {
-	return "-X github.com/garuda-dev/garuda/frontend/cli.Version=" + version +
-		" -X github.com/garuda-dev/garuda/broker.Version=" + version
+	return "-X github.com/garuda-dev/garuda/internal/version.Version=" + version
 }
 
 // Command returns the `go build` of pkgs into out (a file, or a folder for several packages) with the shipped
