@@ -13,8 +13,10 @@ import (
 // Helix's .helix/languages.toml names language-server programs; a dev container's initializeCommand runs on the
 // host each time the editor reopens the project in its container; mise runs the hooks and sources the scripts its
 // project files name whenever the user's shell enters the folder, and trusts a file by its path, not its content.
-var protectedDirs = []string{".garuda", ".claude", ".agents", ".vscode", ".idea", ".zed", ".helix", ".devcontainer",
-	".ssh", ".direnv", ".mise", "mise"}
+// Other agents' project folders name the MCP servers, hooks and commands they run (Cursor, Gemini CLI, Codex,
+// Continue, opencode), like Garuda's and Claude Code's own.
+var protectedDirs = []string{".garuda", ".claude", ".agents", ".cursor", ".gemini", ".codex", ".continue", ".opencode",
+	".vscode", ".idea", ".zed", ".helix", ".devcontainer", ".ssh", ".direnv", ".mise", "mise"}
 
 // protectedFiles are single files of the same nature, protected at any depth.
 var protectedFiles = []string{

@@ -15,6 +15,7 @@ func TestProtected(t *testing.T) {
 		"/.git/config/", ".helix/languages.toml", "mise.toml", ".mise.toml", "sub/mise.local.toml", "mise.dev.toml",
 		".mise.dev.local.toml", ".config/mise/config.toml", ".config/mise.toml", "mise/config.toml", ".mise/config.toml",
 		"MISE.TOML", "mi\u200bse.toml", ".devcontainer/devcontainer.json", ".devcontainer.json",
+		".cursor/mcp.json", ".gemini/settings.json", ".codex/config.toml", ".continue/config.yaml", ".opencode/x",
 	}
 	no := []string{"", "src/main.go", ".gitignore", ".github/workflows/ci.yml", "git/hooks/x", ".git/objects/ab/cd",
 		".git/HEAD", "hooks/pre-commit", "config", "docs/.vscode.md", "envrc", ".mcp.json.bak", "misery.toml",
