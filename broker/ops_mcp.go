@@ -160,6 +160,11 @@ func checkMCPStart(s *Service, c *call) (*request, error) {
 		// opened (a holder process for each of up to 1024 open sessions).
 		c.sess.net.warm()
 		res, changed, err := s.mcpStart(ctx, g)
+		if res != nil && res.Status != execv1.Status_STATUS_FAILED {
+			// The tools of the servers that started (each after its consent), so that the front end's first model
+			// request needs no McpTools call first.
+			res.McpTools = mcpList(c.sess)
+		}
 		// The execution record names what started (the server, and the program it runs or the address it reaches)
 		// and what stopped. Each start was on disk before it ran (mcpStart).
 		if len(changed) > 0 {
@@ -518,11 +523,17 @@ func (s *Service) McpTools(ctx context.Context, req *execv1.McpToolsRequest) (*e
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	return mcpList(sess), nil
+}
+
+// mcpList is what the session's running MCP servers offer: their tools and prompts, and what happened to them since
+// the last list (for McpTools and mcp_start's result). Only a server that started is listed: after its consent.
+func mcpList(sess *session) *execv1.McpToolsResponse {
 	sess.mcp.mu.Lock()
 	h := sess.mcp.host
 	sess.mcp.mu.Unlock()
 	if h == nil {
-		return &execv1.McpToolsResponse{}, nil
+		return &execv1.McpToolsResponse{}
 	}
 	tools, notices, gen := h.Tools()
 	out := &execv1.McpToolsResponse{Notices: notices, Generation: gen}
@@ -538,7 +549,7 @@ func (s *Service) McpTools(ctx context.Context, req *execv1.McpToolsRequest) (*e
 		out.Tools = append(out.Tools, &execv1.McpTool{Name: t.Name, Server: t.Server, Tool: t.Tool, Description: t.Description,
 			InputSchemaJson: string(t.Schema), ReadOnlyHint: t.ReadOnlyHint})
 	}
-	return out, nil
+	return out
 }
 
 func checkMCPCall(s *Service, c *call) (*request, error) {

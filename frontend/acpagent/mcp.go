@@ -60,7 +60,7 @@ func (s *acpSession) startMCP(ctx, uctx context.Context) {
 	for _, n := range res.GetNotices() {
 		s.notice(uctx, n)
 	}
-	for _, n := range s.runner.RefreshMCP(ctx) {
+	for _, n := range s.runner.RefreshMCP(ctx, res.GetMcpTools()) {
 		s.notice(uctx, n)
 	}
 	// The servers' prompts join the / menu (as /server:prompt) when they change.

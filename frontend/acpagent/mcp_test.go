@@ -16,6 +16,7 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+	"google.golang.org/grpc"
 
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
 	"github.com/garuda-dev/garuda/frontend/brokerconn"
@@ -852,4 +853,41 @@ func TestEditorMCPServersGetANoticeAtTheFirstPrompt(t *testing.T) {
 	if m := editor.Messages(ups); !strings.Contains(m, "Garuda:") || !strings.Contains(m, "fs-server") {
 		t.Errorf("no notice naming the editor's MCP server: %q", m)
 	}
+}
+
+// mcp_start's result carries the tools of the servers that started, so the turn's first model request needs no
+// McpTools call of its own (one round trip less before the first answer), and it lists only what was allowed: the
+// user's own server, not the project's server whose consent the user denied.
+func TestMCPStartResultCarriesTheTools(t *testing.T) {
+	var lists atomic.Int32
+	e := newEnv(t, func(_ *env, o *Options) { o.Broker = countingMcpTools{o.Broker, &lists} })
+	e.write(".mcp.json", mcpJSON(t, "proj", mcptest.Good, nil))
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "mine", mcptest.Good, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.ed.Answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+		return editor.Selected("deny"), nil
+	}
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("done"))
+	e.promptOK(sid, "hi")
+	reqs := e.fake.Requests()
+	if len(reqs) != 1 || !offered(reqs[0], "mcp__mine__echo") || offered(reqs[0], "mcp__proj__echo") {
+		t.Fatalf("the first request's tools: %+v", reqs)
+	}
+	if n := lists.Load(); n != 0 {
+		t.Errorf("the front end asked McpTools %d times before the first request; mcp_start's result has the list", n)
+	}
+}
+
+// countingMcpTools counts the front end's McpTools calls.
+type countingMcpTools struct {
+	execv1.ExecServiceClient
+	n *atomic.Int32
+}
+
+func (c countingMcpTools) McpTools(ctx context.Context, in *execv1.McpToolsRequest, opts ...grpc.CallOption) (*execv1.McpToolsResponse,
+	error) {
+	c.n.Add(1)
+	return c.ExecServiceClient.McpTools(ctx, in, opts...)
 }

@@ -55,7 +55,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 		opts.Getenv = os.Getenv
 	}
 	if opts.NewModel == nil {
-		opts.NewModel = newModel
+		opts.NewModel = NewModel
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -82,8 +82,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	return err
 }
 
-// newModel is the default Options.NewModel.
-func newModel(ms *execv1.ModelSettings, apiKey string) (model.Client, error) {
+// NewModel is the default Options.NewModel: the client of the provider the broker's settings name.
+func NewModel(ms *execv1.ModelSettings, apiKey string) (model.Client, error) {
 	return model.New(model.ProviderConfig{
 		Type:            ms.GetType(),
 		BaseURL:         ms.GetBaseUrl(),

@@ -62,15 +62,18 @@ func (r *Runner) MCPPrompts() []*execv1.CommandInfo {
 // refreshWait bounds how long a refresh inside Specs waits for the broker.
 const refreshWait = 2 * time.Second
 
-// RefreshMCP takes the session's MCP tools from the broker (after mcp_start) and returns the broker's notices:
-// servers that failed or restarted, tools left out. Later Specs calls refresh the list themselves, so that a
-// server's tools/list_changed reaches the model from its next step.
-func (r *Runner) RefreshMCP(ctx context.Context) []string {
+// RefreshMCP takes the session's MCP tools after mcp_start, from its result (listed) or, when it has none, from the
+// broker, and returns the broker's notices: servers that failed or restarted, tools left out. Later Specs calls
+// refresh the list themselves, so that a server's tools/list_changed reaches the model from its next step.
+func (r *Runner) RefreshMCP(ctx context.Context, listed *execv1.McpToolsResponse) []string {
 	r.mcp.mu.Lock()
 	r.mcp.started = true
 	pending := r.mcp.pending
 	r.mcp.pending = nil
 	r.mcp.mu.Unlock()
+	if listed != nil {
+		return append(pending, r.take(listed)...)
+	}
 	return append(pending, r.refresh(ctx)...)
 }
 
@@ -79,6 +82,11 @@ func (r *Runner) refresh(ctx context.Context) []string {
 	if err != nil {
 		return []string{fmt.Sprintf("the MCP tools could not be listed: %v", Words(err))}
 	}
+	return r.take(res)
+}
+
+// take makes the broker's list the model's MCP tools, and returns its notices.
+func (r *Runner) take(res *execv1.McpToolsResponse) []string {
 	r.mcp.mu.Lock()
 	defer r.mcp.mu.Unlock()
 	r.mcp.listed, r.mcp.ran = time.Now(), false

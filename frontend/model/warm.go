@@ -2,31 +2,35 @@ package model
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 )
 
-// Warm streams one canned answer through each provider's client, in memory (no connection is made), with tools,
-// so that what the SDKs build at their first use (the encoders and decoders of their request and event types,
+// Warm streams one canned answer through the client of provider type typ, in memory (no connection is made), with
+// tools, so that what its SDK builds at its first use (the encoders and decoders of its request and event types,
 // reflected once per process) is built before the first real request: about 1.5 ms of a first request otherwise.
-// garuda run calls it while it waits for the broker to start. It returns the first error (a canned answer the
-// client no longer reads).
-func Warm(ctx context.Context, tools []ToolSpec) error {
-	var first error
-	for _, c := range []struct{ typ, body string }{{TypeAnthropic, warmAnthropic}, {TypeOpenAI, warmOpenAI}} {
-		client, err := New(ProviderConfig{Type: c.typ, BaseURL: "http://warm.invalid", Model: "warm", APIKey: "warm",
-			HTTPClient: &http.Client{Transport: canned(c.body)}})
-		if err == nil {
-			_, err = client.Stream(ctx, Request{System: "warm", Tools: tools, MaxTokens: 16,
-				Messages: []Message{{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "warm"}}}}}, discard{})
-		}
-		if first == nil {
-			first = err
-		}
+// garuda run calls it, for the session's provider only (warming the other SDK too took about a millisecond of CPU
+// from the first request's own work), while it waits for the first prompt's broker calls. It returns an error
+// for an unknown type or a canned answer the client no longer reads.
+func Warm(ctx context.Context, typ string, tools []ToolSpec) error {
+	body, ok := warmStreams[typ]
+	if !ok {
+		return fmt.Errorf("warm: no canned answer for provider type %q", typ)
 	}
-	return first
+	client, err := New(ProviderConfig{Type: typ, BaseURL: "http://warm.invalid", Model: "warm", APIKey: "warm",
+		HTTPClient: &http.Client{Transport: canned(body)}})
+	if err != nil {
+		return err
+	}
+	_, err = client.Stream(ctx, Request{System: "warm", Tools: tools, MaxTokens: 16,
+		Messages: []Message{{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "warm"}}}}}, discard{})
+	return err
 }
+
+// warmStreams are Warm's canned answers, by provider type.
+var warmStreams = map[string]string{TypeAnthropic: warmAnthropic, TypeOpenAI: warmOpenAI}
 
 type discard struct{}
 

@@ -8,12 +8,18 @@ import (
 	"testing"
 )
 
-// Warm's canned streams are complete answers to both clients, so that the first real request finds the SDKs warm;
-// a stream the client would not read (the control: one cut before its end) is an error, not a silent no-op.
+// Warm's canned streams are complete answers to both clients, so that the first real request finds the SDK warm;
+// a stream the client would not read (the control: one cut before its end) is an error, not a silent no-op, and
+// so is a provider type with no canned answer.
 func TestWarm(t *testing.T) {
 	tools := []ToolSpec{{Name: "read_file", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object"}`)}}
-	if err := Warm(context.Background(), tools); err != nil {
-		t.Fatalf("Warm: %v", err)
+	for _, typ := range []string{TypeAnthropic, TypeOpenAI} {
+		if err := Warm(context.Background(), typ, tools); err != nil {
+			t.Fatalf("Warm %s: %v", typ, err)
+		}
+	}
+	if err := Warm(context.Background(), "gemini", tools); err == nil {
+		t.Error("Warm of an unknown provider type said nothing")
 	}
 	cut := canned(warmAnthropic[:strings.Index(warmAnthropic, "event: message_delta")])
 	c := NewAnthropic(ProviderConfig{Type: TypeAnthropic, BaseURL: "http://warm.invalid", Model: "warm", APIKey: "warm",

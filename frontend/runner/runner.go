@@ -91,10 +91,20 @@ func Run(ctx context.Context, o Options) int {
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	served := make(chan error, 1)
+	// The provider type of the session's model, told when its client is made (at session/new or resume): what warm
+	// warms.
+	modelType := make(chan string, 1)
+	newModel := func(ms *execv1.ModelSettings, apiKey string) (model.Client, error) {
+		select {
+		case modelType <- ms.GetType():
+		default:
+		}
+		return acpagent.NewModel(ms, apiKey)
+	}
 	go func() {
 		err := acpagent.Serve(ctx, agentIn, agentOut, acpagent.Options{
 			Broker: o.Broker, BrokerDone: o.BrokerDone, Version: o.Version, Model: o.Model, Getenv: o.Getenv,
-			MaxSteps: o.MaxSteps, Ask: out.ask,
+			MaxSteps: o.MaxSteps, Ask: out.ask, NewModel: newModel,
 			Log: slog.New(slog.NewTextHandler(o.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})
 		agentOut.Close()
@@ -136,9 +146,14 @@ func Run(ctx context.Context, o Options) int {
 	}
 	out.begin(string(id))
 	// While the first prompt's broker calls (hooks, MCP, agents) are waited for, what the first model request would
-	// build at first use is built already: the tools' schemas, the SDKs' encoders and decoders, the ACP update the
+	// build at first use is built already: the tools' schemas, the SDK's encoders and decoders, the ACP update the
 	// answer streams in. Not earlier: until now the broker's start and the front end's own need both cores.
-	go warm(ctx)
+	typ := ""
+	select {
+	case typ = <-modelType:
+	default: // no client was made
+	}
+	go warm(ctx, typ)
 	if o.Mode != "" {
 		if _, err := conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: id, ModeId: acp.SessionModeId(o.Mode)}); err != nil {
 			out.fail(message(err))
@@ -197,9 +212,13 @@ func Run(ctx context.Context, o Options) int {
 	}
 }
 
-// warm builds once, in memory, what the first model request and its first streamed update would build.
-func warm(ctx context.Context) {
-	model.Warm(ctx, tools.Specs())
+// warm builds once, in memory, what the first model request to a provider of type typ ("": none) and its first
+// streamed update would build.
+func warm(ctx context.Context, typ string) {
+	specs := tools.Specs()
+	if typ != "" {
+		model.Warm(ctx, typ, specs)
+	}
 	b, _ := json.Marshal(acp.SessionNotification{SessionId: "warm", Update: acp.UpdateAgentMessageText("warm")})
 	var n acp.SessionNotification
 	json.Unmarshal(b, &n)

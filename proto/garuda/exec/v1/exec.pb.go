@@ -3608,7 +3608,10 @@ type Result struct {
 	// hook is set for hook_event.
 	Hook *HookOutcome `protobuf:"bytes,35,opt,name=hook,proto3" json:"hook,omitempty"`
 	// agent is set for load_agent.
-	Agent         *AgentDefinition `protobuf:"bytes,30,opt,name=agent,proto3" json:"agent,omitempty"`
+	Agent *AgentDefinition `protobuf:"bytes,30,opt,name=agent,proto3" json:"agent,omitempty"`
+	// mcp_tools is set for mcp_start: the session's MCP tools and prompts once its servers started, as McpTools
+	// answers (the first model request needs no McpTools of its own).
+	McpTools      *McpToolsResponse `protobuf:"bytes,36,opt,name=mcp_tools,json=mcpTools,proto3" json:"mcp_tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3695,6 +3698,13 @@ func (x *Result) GetHook() *HookOutcome {
 func (x *Result) GetAgent() *AgentDefinition {
 	if x != nil {
 		return x.Agent
+	}
+	return nil
+}
+
+func (x *Result) GetMcpTools() *McpToolsResponse {
+	if x != nil {
+		return x.McpTools
 	}
 	return nil
 }
@@ -5655,7 +5665,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x06Cancel\"6\n" +
 	"\bProgress\x12\x16\n" +
 	"\x06output\x18\x01 \x01(\fR\x06output\x12\x12\n" +
-	"\x04line\x18\x02 \x01(\tR\x04line\"\xdf\x02\n" +
+	"\x04line\x18\x02 \x01(\tR\x04line\"\x9e\x03\n" +
 	"\x06Result\x12.\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x16.garuda.exec.v1.StatusR\x06status\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x126\n" +
@@ -5664,7 +5674,8 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\anotices\x18\x05 \x03(\tR\anotices\x124\n" +
 	"\bresolved\x18\x06 \x01(\v2\x18.garuda.exec.v1.ResolvedR\bresolved\x12/\n" +
 	"\x04hook\x18# \x01(\v2\x1b.garuda.exec.v1.HookOutcomeR\x04hook\x125\n" +
-	"\x05agent\x18\x1e \x01(\v2\x1f.garuda.exec.v1.AgentDefinitionR\x05agent\"2\n" +
+	"\x05agent\x18\x1e \x01(\v2\x1f.garuda.exec.v1.AgentDefinitionR\x05agent\x12=\n" +
+	"\tmcp_tools\x18$ \x01(\v2 .garuda.exec.v1.McpToolsResponseR\bmcpTools\"2\n" +
 	"\bLocation\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04line\x18\x02 \x01(\x05R\x04line\"\xc6\x01\n" +
@@ -5980,55 +5991,56 @@ var file_garuda_exec_v1_exec_proto_depIdxs = []int32{
 	51, // 43: garuda.exec.v1.Result.resolved:type_name -> garuda.exec.v1.Resolved
 	29, // 44: garuda.exec.v1.Result.hook:type_name -> garuda.exec.v1.HookOutcome
 	39, // 45: garuda.exec.v1.Result.agent:type_name -> garuda.exec.v1.AgentDefinition
-	4,  // 46: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
-	54, // 47: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
-	59, // 48: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
-	68, // 49: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
-	68, // 50: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
-	71, // 51: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
-	80, // 52: garuda.exec.v1.McpServer.env:type_name -> garuda.exec.v1.McpServer.EnvEntry
-	81, // 53: garuda.exec.v1.McpServer.headers:type_name -> garuda.exec.v1.McpServer.HeadersEntry
-	78, // 54: garuda.exec.v1.McpToolsResponse.tools:type_name -> garuda.exec.v1.McpTool
-	54, // 55: garuda.exec.v1.McpToolsResponse.prompts:type_name -> garuda.exec.v1.CommandInfo
-	5,  // 56: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
-	8,  // 57: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
-	12, // 58: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
-	14, // 59: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
-	18, // 60: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
-	21, // 61: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
-	23, // 62: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
-	25, // 63: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
-	52, // 64: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
-	55, // 65: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
-	57, // 66: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
-	60, // 67: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
-	62, // 68: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
-	64, // 69: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
-	66, // 70: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
-	69, // 71: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
-	76, // 72: garuda.exec.v1.ExecService.McpTools:input_type -> garuda.exec.v1.McpToolsRequest
-	6,  // 73: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
-	9,  // 74: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
-	13, // 75: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
-	15, // 76: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
-	19, // 77: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
-	22, // 78: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
-	24, // 79: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
-	26, // 80: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
-	53, // 81: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
-	56, // 82: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
-	58, // 83: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
-	61, // 84: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
-	63, // 85: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
-	65, // 86: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
-	67, // 87: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
-	70, // 88: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
-	77, // 89: garuda.exec.v1.ExecService.McpTools:output_type -> garuda.exec.v1.McpToolsResponse
-	73, // [73:90] is the sub-list for method output_type
-	56, // [56:73] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	77, // 46: garuda.exec.v1.Result.mcp_tools:type_name -> garuda.exec.v1.McpToolsResponse
+	4,  // 47: garuda.exec.v1.Resolved.kind:type_name -> garuda.exec.v1.Resolved.Kind
+	54, // 48: garuda.exec.v1.ListCommandsResponse.commands:type_name -> garuda.exec.v1.CommandInfo
+	59, // 49: garuda.exec.v1.SetupOptionsResponse.providers:type_name -> garuda.exec.v1.SetupProvider
+	68, // 50: garuda.exec.v1.UndoResponse.entries:type_name -> garuda.exec.v1.UndoEntry
+	68, // 51: garuda.exec.v1.UndoResponse.restored:type_name -> garuda.exec.v1.UndoEntry
+	71, // 52: garuda.exec.v1.VerifyAuditResponse.files:type_name -> garuda.exec.v1.AuditFileCheck
+	80, // 53: garuda.exec.v1.McpServer.env:type_name -> garuda.exec.v1.McpServer.EnvEntry
+	81, // 54: garuda.exec.v1.McpServer.headers:type_name -> garuda.exec.v1.McpServer.HeadersEntry
+	78, // 55: garuda.exec.v1.McpToolsResponse.tools:type_name -> garuda.exec.v1.McpTool
+	54, // 56: garuda.exec.v1.McpToolsResponse.prompts:type_name -> garuda.exec.v1.CommandInfo
+	5,  // 57: garuda.exec.v1.ExecService.Hello:input_type -> garuda.exec.v1.HelloRequest
+	8,  // 58: garuda.exec.v1.ExecService.Prepare:input_type -> garuda.exec.v1.PrepareRequest
+	12, // 59: garuda.exec.v1.ExecService.OpenSession:input_type -> garuda.exec.v1.OpenSessionRequest
+	14, // 60: garuda.exec.v1.ExecService.ResumeSession:input_type -> garuda.exec.v1.ResumeSessionRequest
+	18, // 61: garuda.exec.v1.ExecService.ListSessions:input_type -> garuda.exec.v1.ListSessionsRequest
+	21, // 62: garuda.exec.v1.ExecService.CloseSession:input_type -> garuda.exec.v1.CloseSessionRequest
+	23, // 63: garuda.exec.v1.ExecService.SetMode:input_type -> garuda.exec.v1.SetModeRequest
+	25, // 64: garuda.exec.v1.ExecService.Call:input_type -> garuda.exec.v1.CallRequest
+	52, // 65: garuda.exec.v1.ExecService.Record:input_type -> garuda.exec.v1.RecordRequest
+	55, // 66: garuda.exec.v1.ExecService.ListCommands:input_type -> garuda.exec.v1.ListCommandsRequest
+	57, // 67: garuda.exec.v1.ExecService.SetupOptions:input_type -> garuda.exec.v1.SetupOptionsRequest
+	60, // 68: garuda.exec.v1.ExecService.Setup:input_type -> garuda.exec.v1.SetupRequest
+	62, // 69: garuda.exec.v1.ExecService.InspectTrust:input_type -> garuda.exec.v1.InspectTrustRequest
+	64, // 70: garuda.exec.v1.ExecService.PinTrust:input_type -> garuda.exec.v1.PinTrustRequest
+	66, // 71: garuda.exec.v1.ExecService.Undo:input_type -> garuda.exec.v1.UndoRequest
+	69, // 72: garuda.exec.v1.ExecService.VerifyAudit:input_type -> garuda.exec.v1.VerifyAuditRequest
+	76, // 73: garuda.exec.v1.ExecService.McpTools:input_type -> garuda.exec.v1.McpToolsRequest
+	6,  // 74: garuda.exec.v1.ExecService.Hello:output_type -> garuda.exec.v1.HelloResponse
+	9,  // 75: garuda.exec.v1.ExecService.Prepare:output_type -> garuda.exec.v1.PrepareResponse
+	13, // 76: garuda.exec.v1.ExecService.OpenSession:output_type -> garuda.exec.v1.OpenSessionResponse
+	15, // 77: garuda.exec.v1.ExecService.ResumeSession:output_type -> garuda.exec.v1.ResumeSessionResponse
+	19, // 78: garuda.exec.v1.ExecService.ListSessions:output_type -> garuda.exec.v1.ListSessionsResponse
+	22, // 79: garuda.exec.v1.ExecService.CloseSession:output_type -> garuda.exec.v1.CloseSessionResponse
+	24, // 80: garuda.exec.v1.ExecService.SetMode:output_type -> garuda.exec.v1.SetModeResponse
+	26, // 81: garuda.exec.v1.ExecService.Call:output_type -> garuda.exec.v1.CallResponse
+	53, // 82: garuda.exec.v1.ExecService.Record:output_type -> garuda.exec.v1.RecordResponse
+	56, // 83: garuda.exec.v1.ExecService.ListCommands:output_type -> garuda.exec.v1.ListCommandsResponse
+	58, // 84: garuda.exec.v1.ExecService.SetupOptions:output_type -> garuda.exec.v1.SetupOptionsResponse
+	61, // 85: garuda.exec.v1.ExecService.Setup:output_type -> garuda.exec.v1.SetupResponse
+	63, // 86: garuda.exec.v1.ExecService.InspectTrust:output_type -> garuda.exec.v1.InspectTrustResponse
+	65, // 87: garuda.exec.v1.ExecService.PinTrust:output_type -> garuda.exec.v1.PinTrustResponse
+	67, // 88: garuda.exec.v1.ExecService.Undo:output_type -> garuda.exec.v1.UndoResponse
+	70, // 89: garuda.exec.v1.ExecService.VerifyAudit:output_type -> garuda.exec.v1.VerifyAuditResponse
+	77, // 90: garuda.exec.v1.ExecService.McpTools:output_type -> garuda.exec.v1.McpToolsResponse
+	74, // [74:91] is the sub-list for method output_type
+	57, // [57:74] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_garuda_exec_v1_exec_proto_init() }
