@@ -17,7 +17,6 @@ var (
 	ErrNoMatch     = errors.New("old_string was found 0 times; it must match the file exactly (whitespace and indentation too)")
 	ErrManyMatches = errors.New("old_string was found more than once; add surrounding lines to make it unique, or set replace_all")
 	ErrTooLarge    = errors.New("the file is too large for this operation")
-	ErrUnsupported = errors.New("file tools need Linux (openat2)")
 	ErrBadPattern  = errors.New("invalid pattern")
 	ErrDenied      = errors.New("the permission rules do not allow reading that file")
 )

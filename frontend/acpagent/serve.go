@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -212,7 +211,7 @@ func (s *server) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.I
 	caps := p.ClientCapabilities
 	terminal := caps.Auth.Terminal || caps.Meta["terminal-auth"] == true
 	methods := []acp.AuthMethod{}
-	if terminal && runtime.GOOS != "windows" {
+	if terminal {
 		methods = append(methods, acp.AuthMethod{Terminal: &acp.AuthMethodTerminalInline{
 			Type:        "terminal",
 			Id:          "garuda-setup",

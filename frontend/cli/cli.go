@@ -155,9 +155,6 @@ func acp(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if runtime.GOOS == "windows" {
-		return errors.New("native Windows is not supported; run Garuda in WSL")
-	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	// The broker's connection, its Hello and the confinement wait until the editor's first message is answered:
