@@ -268,6 +268,21 @@ func tool(id, name, input string) model.Step {
 	return model.ToolStep("", model.ToolCall{ID: id, Name: name, Input: input})
 }
 
+// oneQuestionEntry checks that the editor was asked one question, the agent's own (a consent, not about a tool
+// call), and that it shows as an entry of its own, of kind other, completed; it returns that entry and the updates.
+func (e *env) oneQuestionEntry() (*acp.SessionUpdateToolCall, []acp.SessionNotification) {
+	e.t.Helper()
+	ups, perms := e.ed.Snapshot()
+	if len(perms) != 1 || perms[0].ToolCall.ToolCallId != "garuda-question-1" {
+		e.t.Fatalf("questions %+v", perms)
+	}
+	tc, st, _ := editor.ToolCall(ups, "garuda-question-1")
+	if tc == nil || tc.Kind != acp.ToolKindOther || st != acp.ToolCallStatusCompleted {
+		e.t.Fatalf("the question's entry %+v, status %q", tc, st)
+	}
+	return tc, ups
+}
+
 // waitingAnswer blocks until the request's context ends, like an editor whose user never answers.
 func waitingAnswer(ctx context.Context, _ acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 	<-ctx.Done()
