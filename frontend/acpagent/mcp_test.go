@@ -210,20 +210,7 @@ func TestMCPServerIsSandboxed(t *testing.T) {
 		t.Fatal(err)
 	}
 	outside := filepath.Join(filepath.Dir(e.root), "outside.txt")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ln := testenv.ClosingListener(t)
 	if out, err := exec.Command("git", "init", "-q", e.root).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
