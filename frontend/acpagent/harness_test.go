@@ -237,6 +237,14 @@ func (e *env) promptOK(sid string, text string) acp.StopReason {
 	return res.StopReason
 }
 
+// promptEndsTurn sends a text prompt and fails the test unless the turn ends (end_turn).
+func (e *env) promptEndsTurn(sid string, text string) {
+	e.t.Helper()
+	if stop := e.promptOK(sid, text); stop != acp.StopReasonEndTurn {
+		e.t.Fatalf("session/prompt %q: stop %q, want end_turn", text, stop)
+	}
+}
+
 func (e *env) write(rel, content string) string {
 	e.t.Helper()
 	p := filepath.Join(e.root, rel)

@@ -36,9 +36,7 @@ func TestHookDeniesBashInTheEditor(t *testing.T) {
 	e.write("a.txt", "alpha\n")
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_b", "bash", `{"command":"touch ran"}`), tool("toolu_r", "read_file", `{"path":"a.txt"}`), model.TextStep("done"))
-	if stop := e.promptOK(sid, "go"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "go")
 	ups, perms := e.ed.Snapshot()
 	if _, st, texts := editor.ToolCall(ups, "toolu_b"); st != acp.ToolCallStatusFailed ||
 		!strings.Contains(strings.Join(texts, "\n"), "no shell today") {
@@ -85,9 +83,7 @@ func TestHookTurnEvents(t *testing.T) {
 		t.Errorf("SessionStart ran again: %s", second)
 	}
 	n := len(reqs)
-	if stop := e.promptOK(sid, "something forbidden"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("blocked prompt: stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "something forbidden") // a blocked prompt ends its turn
 	ups, _ := e.ed.Snapshot()
 	if len(e.fake.Requests()) != n || !strings.Contains(editor.Messages(ups), "Garuda: a hook blocked this prompt: not that") {
 		t.Fatalf("the blocked prompt reached the model, or no notice:\n%s", editor.Messages(ups))

@@ -70,9 +70,7 @@ func TestDeniedMentionIsNotAttached(t *testing.T) {
 func TestBuiltinCommandDoesNotReachTheModel(t *testing.T) {
 	e := newEnv(t)
 	sid := e.newSession()
-	if stop := e.promptOK(sid, "/diff"); stop != acp.StopReasonEndTurn {
-		t.Errorf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "/diff")
 	if n := len(e.fake.Requests()); n != 0 {
 		t.Errorf("/diff reached the model (%d requests)", n)
 	}
@@ -96,9 +94,7 @@ func TestSlashTextReachesTheModel(t *testing.T) {
 		seen := len(ups)
 		before := len(e.fake.Requests())
 		e.fake.Push(model.TextStep("the answer"))
-		if stop := e.promptOK(sid, c.text); stop != acp.StopReasonEndTurn {
-			t.Fatalf("%q: stop %q", c.text, stop)
-		}
+		e.promptEndsTurn(sid, c.text)
 		reqs := e.fake.Requests()
 		if len(reqs) != before+1 || reqs[len(reqs)-1].LastUserText() != c.text {
 			t.Errorf("%q did not reach the model as typed: %+v", c.text, reqs[before:])
@@ -196,7 +192,5 @@ func TestEmptyPromptIsInvalidParams(t *testing.T) {
 		t.Errorf("an empty prompt reached the model (%d requests)", n)
 	}
 	e.fake.Push(model.TextStep("ok"))
-	if stop := e.promptOK(sid, "hi"); stop != acp.StopReasonEndTurn {
-		t.Errorf("the next prompt ended %q", stop)
-	}
+	e.promptEndsTurn(sid, "hi") // the next prompt works
 }

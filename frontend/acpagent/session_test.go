@@ -157,9 +157,7 @@ func TestCustomCommandWithConsentAndMenu(t *testing.T) {
 	}
 
 	e.fake.Push(model.TextStep("reviewed"))
-	if stop := e.promptOK(sid, "/review main.go"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "/review main.go")
 	reqs := e.fake.Requests()
 	if len(reqs) != 1 || !strings.Contains(reqs[0].LastUserText(), "Please review main.go carefully.") {
 		t.Errorf("the model did not get the command's prompt: %+v", reqs)

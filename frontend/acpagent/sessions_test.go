@@ -69,9 +69,7 @@ func aRichTurn(e *env, sid string) string {
 		tool("toolu_curl", "bash", `{"command":"curl https://example.com","sandbox":false}`),
 		model.TextStep("Done: a.txt says beta; curl was not allowed."))
 	prompt := "Change alpha to beta\nand fetch example.com"
-	if got := e.promptOK(sid, prompt); got != acp.StopReasonEndTurn {
-		e.t.Fatalf("stop %q", got)
-	}
+	e.promptEndsTurn(sid, prompt)
 	if e.read("a.txt") != "beta\n" {
 		e.t.Fatalf("a.txt = %q", e.read("a.txt"))
 	}
@@ -119,9 +117,7 @@ func TestLoadReplaysWhatTheEditorSaw(t *testing.T) {
 
 	// The session goes on: the model hears the whole conversation, and the load's notice comes with the prompt.
 	e2.fake.Push(model.TextStep("Still here."))
-	if got := e2.promptOK(sid, "what did you change?"); got != acp.StopReasonEndTurn {
-		t.Fatalf("follow-up stop %q", got)
-	}
+	e2.promptEndsTurn(sid, "what did you change?")
 	reqs := e2.fake.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d model requests after the load", len(reqs))

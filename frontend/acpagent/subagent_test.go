@@ -35,9 +35,7 @@ func TestExploreSubagentCannotWrite(t *testing.T) {
 		tool("toolu_r", "read_file", `{"path":"a.txt"}`),
 		model.TextStep("a.txt:1 says alpha"),
 		model.TextStep("the subagent found it"))
-	if stop := e.promptOK(sid, "explore"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "explore")
 	if e.read("a.txt") != "alpha\n" || e.read("b.txt") != "" {
 		t.Errorf("explore changed the project: a.txt %q, b.txt %q", e.read("a.txt"), e.read("b.txt"))
 	}
@@ -201,9 +199,7 @@ func TestSubagentThatLoopsIsStopped(t *testing.T) {
 		steps = append(steps, tool(fmt.Sprint("toolu_l", i), "read_file", `{"path":"a.txt"}`))
 	}
 	e.fake.Push(append(steps, model.TextStep("the parent goes on"))...)
-	if stop := e.promptOK(sid, "go"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "go")
 	reqs := e.fake.Requests()
 	if h := reqs[len(reqs)-1].LastUserText(); !strings.Contains(h, "the subagent stopped before it finished (repeated_calls)") {
 		t.Errorf("the parent heard %q", h)

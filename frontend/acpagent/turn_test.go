@@ -28,9 +28,7 @@ func TestPromptStreamsTextAndEndsTurn(t *testing.T) {
 			StopReason: model.StopEndTurn,
 		},
 	})
-	if stop := e.promptOK(sid, "hi"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "hi")
 	ups, _ := e.ed.Snapshot()
 	if got := editor.Messages(ups); got != `Hello wor\u202eld` {
 		t.Errorf("message %q: the model's text must arrive, with hidden characters visible", got)
@@ -82,9 +80,7 @@ func TestCancelDuringQuestion(t *testing.T) {
 	}
 	// The next prompt works.
 	e.fake = resetFake(e, model.TextStep("again"))
-	if stop := e.promptOK(sid, "hello"); stop != acp.StopReasonEndTurn {
-		t.Errorf("next prompt: %q", stop)
-	}
+	e.promptEndsTurn(sid, "hello")
 }
 
 func TestCancelDuringCommand(t *testing.T) {
@@ -289,9 +285,7 @@ func TestCancelRightAfterThePromptStopsIt(t *testing.T) {
 	close(hold)
 	holding = false
 	e.fake = resetFake(e, model.TextStep("fine"))
-	if stop := e.promptOK(sid, "hello"); stop != acp.StopReasonEndTurn {
-		t.Errorf("the prompt after a cancel between turns ended %q", stop)
-	}
+	e.promptEndsTurn(sid, "hello")
 }
 
 // Found by the conformance pass (what an editor relies on where the first tests did not look): it failed
@@ -334,9 +328,7 @@ func TestResultNoticesAreGarudaLines(t *testing.T) {
 	e := newEnv(t)
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_b", "bash", `{"command":"mkdir -p sub/.zed && echo {} > sub/.zed/tasks.json"}`), model.TextStep("done"))
-	if stop := e.promptOK(sid, "run"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "run")
 	ups, _ := e.ed.Snapshot()
 	_, st, texts := editor.ToolCall(ups, "toolu_b")
 	if st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, ""), "sub/.zed") {
