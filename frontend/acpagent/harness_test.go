@@ -245,6 +245,20 @@ func (e *env) promptEndsTurn(sid string, text string) {
 	}
 }
 
+// promptInBackground sends a text prompt without waiting for it: its answer comes on the channel. A prompt that
+// fails fails the test (and sends the zero answer).
+func (e *env) promptInBackground(sid, text string) <-chan acp.PromptResponse {
+	done := make(chan acp.PromptResponse, 1)
+	go func() {
+		r, err := e.prompt(sid, acp.TextBlock(text))
+		if err != nil {
+			e.t.Errorf("session/prompt %q: %v", text, err)
+		}
+		done <- r
+	}()
+	return done
+}
+
 func (e *env) write(rel, content string) string {
 	e.t.Helper()
 	p := filepath.Join(e.root, rel)

@@ -578,14 +578,7 @@ func TestMCPCancelDuringACall(t *testing.T) {
 	secs := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000)
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_s", "mcp__test__sleep", fmt.Sprintf(`{"secs":%q}`, secs)), model.TextStep("never"))
-	done := make(chan acp.PromptResponse, 1)
-	go func() {
-		r, err := e.prompt(sid, acp.TextBlock("sleep"))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := e.promptInBackground(sid, "sleep")
 	deadline := time.Now().Add(waitLimit)
 	for sleepers(secs) != 1 {
 		if time.Now().After(deadline) {

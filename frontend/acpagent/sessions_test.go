@@ -431,14 +431,7 @@ func TestCloseStopsTheRunningTurn(t *testing.T) {
 	working := model.Message{Content: []model.Block{{Type: model.BlockText, Text: "working"}}}
 	e.fake.Push(model.Step{Deltas: []model.FakeDelta{{Kind: model.DeltaText, Text: "working"}}, Wait: make(chan struct{}),
 		Response: &model.Response{Message: working}})
-	answered := make(chan acp.PromptResponse, 1)
-	go func() {
-		res, err := e.prompt(sid, acp.TextBlock("work for a long time"))
-		if err != nil {
-			t.Errorf("the prompt failed: %v", err)
-		}
-		answered <- res
-	}()
+	answered := e.promptInBackground(sid, "work for a long time")
 	e.ed.WaitFor(t, "the turn's first text", func(ed *editor.Editor) bool {
 		return strings.Contains(editor.Messages(ed.Updates), "working")
 	})

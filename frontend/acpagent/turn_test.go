@@ -110,14 +110,7 @@ func cancelWhileRunning(t *testing.T, e *env, id, cmd, sleep string) acp.PromptR
 	t.Helper()
 	sid := e.newSession()
 	e.fake.Push(tool(id, "bash", fmt.Sprintf(`{"command":%q}`, cmd)), model.TextStep("never"))
-	done := make(chan acp.PromptResponse, 1)
-	go func() {
-		r, err := e.prompt(sid, acp.TextBlock("run"))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := e.promptInBackground(sid, "run")
 	e.ed.WaitFor(t, "the command's output", func(ed *editor.Editor) bool {
 		_, _, texts := editor.ToolCall(ed.Updates, id)
 		return slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "started") })
@@ -177,14 +170,7 @@ func TestSecondPromptWhileOneRunsFails(t *testing.T) {
 			Message:    model.Message{Content: []model.Block{{Type: model.BlockText, Text: "working"}}},
 			StopReason: model.StopEndTurn,
 		}})
-	done := make(chan acp.PromptResponse, 1)
-	go func() {
-		r, err := e.prompt(sid, acp.TextBlock("first"))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := e.promptInBackground(sid, "first")
 	e.ed.WaitFor(t, "the first prompt to run", func(ed *editor.Editor) bool {
 		return strings.Contains(editor.Messages(ed.Updates), "working")
 	})
@@ -297,14 +283,7 @@ func TestCancelDuringAQuestionSendsNoUnstableMethod(t *testing.T) {
 	e.ed.Answer = waitingAnswer
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_w", "write_file", `{"path":"a.txt","content":"x"}`))
-	done := make(chan acp.PromptResponse, 1)
-	go func() {
-		r, err := e.prompt(sid, acp.TextBlock("write"))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := e.promptInBackground(sid, "write")
 	e.ed.WaitFor(t, "the question", func(ed *editor.Editor) bool { return len(ed.Perms) == 1 })
 	e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)})
 	if r := <-done; r.StopReason != acp.StopReasonCancelled {
