@@ -167,9 +167,7 @@ func TestMCPDeniedNeverStartsUserTrusted(t *testing.T) {
 		map[string]string{"MCPTEST_MARK": "mine-started"})), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.ed.Answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-		return editor.Selected("deny"), nil
-	}
+	e.ed.Answer = editor.Always("deny")
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("one"), model.TextStep("two"))
 	e.promptOK(sid, "first")

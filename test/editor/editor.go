@@ -27,8 +27,11 @@ type Editor struct {
 	Perms   []acp.RequestPermissionRequest
 	FSUsed  []string
 	// Answer decides a permission request; nil selects "once".
-	Answer func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error)
+	Answer AnswerFunc
 }
+
+// AnswerFunc is how a test's user answers a permission request.
+type AnswerFunc func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error)
 
 // New returns an Editor that has recorded nothing.
 func New() *Editor { return &Editor{changed: make(chan struct{})} }
@@ -56,6 +59,13 @@ func (e *Editor) RequestPermission(ctx context.Context, r acp.RequestPermissionR
 		return Selected("once"), nil
 	}
 	return answer(ctx, r)
+}
+
+// Always is an Answer that selects the option id whatever is asked: a user who always answers the same.
+func Always(id string) AnswerFunc {
+	return func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+		return Selected(id), nil
+	}
 }
 
 // Selected is the answer that selects the option id.
