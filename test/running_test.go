@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
 	"github.com/garuda-dev/garuda/internal/testproc"
-	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // startWithCommand starts garuda acp against a fake provider whose model runs `sleep <marker>` in the sandbox,
@@ -111,13 +109,7 @@ func TestProcessCancelSleep(t *testing.T) {
 	if res.StopReason != acp.StopReasonCancelled {
 		t.Errorf("stop %q", res.StopReason)
 	}
-	ups, _ := p.ed.Snapshot()
-	if !strings.Contains(editor.Messages(ups), "Garuda: $ sleep 60.75 cancelled.") {
-		t.Errorf("messages %q", editor.Messages(ups))
-	}
-	if _, st, _ := editor.ToolCall(ups, "call_s"); st != acp.ToolCallStatusFailed {
-		t.Errorf("status %q", st)
-	}
+	p.ed.WantCancelledCall(t, "call_s", "$ sleep 60.75")
 	testproc.WaitNoneLive(t, waitLimit, "sleep 60.75")
 }
 

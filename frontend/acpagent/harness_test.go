@@ -306,19 +306,13 @@ func (e *env) oneQuestionEntry() (*acp.SessionUpdateToolCall, []acp.SessionNotif
 }
 
 // wantCancelledCall checks what the editor was told of a cancelled call: the prompt stopped cancelled, the call
-// failed, and a line of Garuda's names it by its title ("Garuda: <title> cancelled.").
+// failed, and a line of Garuda's names it by its title (editor.WantCancelledCall).
 func wantCancelledCall(t *testing.T, e *env, id, title string, r acp.PromptResponse) {
 	t.Helper()
 	if r.StopReason != acp.StopReasonCancelled {
 		t.Errorf("stop %q", r.StopReason)
 	}
-	ups, _ := e.ed.Snapshot()
-	if _, st, _ := editor.ToolCall(ups, id); st != acp.ToolCallStatusFailed {
-		t.Errorf("the call %s ended %q, want failed", id, st)
-	}
-	if !strings.Contains(editor.Messages(ups), "Garuda: "+title+" cancelled.") {
-		t.Errorf("no line names the cancelled call: %q", editor.Messages(ups))
-	}
+	e.ed.WantCancelledCall(t, id, title)
 }
 
 // waitingAnswer blocks until the request's context ends, like an editor whose user never answers.

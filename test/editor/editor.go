@@ -176,6 +176,19 @@ func ToolCall(ups []acp.SessionNotification, id string) (*acp.SessionUpdateToolC
 	return tc, st, texts
 }
 
+// WantCancelledCall checks what the editor was told of a cancelled call: the call failed, and a line of Garuda's
+// names it by its title ("Garuda: <title> cancelled.").
+func (e *Editor) WantCancelledCall(t testing.TB, id, title string) {
+	t.Helper()
+	ups, _ := e.Snapshot()
+	if _, st, _ := ToolCall(ups, id); st != acp.ToolCallStatusFailed {
+		t.Errorf("the call %s ended %q, want failed", id, st)
+	}
+	if !strings.Contains(Messages(ups), "Garuda: "+title+" cancelled.") {
+		t.Errorf("no line names the cancelled call: %q", Messages(ups))
+	}
+}
+
 // Transcript is what an editor shows of a session's updates: runs of message or thought chunks joined, a tool
 // call's progress left out, the / menu left out. Each update as its JSON, to compare ids, order, statuses and
 // content at once.
