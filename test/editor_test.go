@@ -178,6 +178,14 @@ func (a *agent) prompt(sid acp.SessionId, text string) (acp.PromptResponse, erro
 	return a.conn.Prompt(a.ctx(), acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 }
 
+// promptEndsTurn sends a text prompt and fails the test unless the turn ends (end_turn).
+func (a *agent) promptEndsTurn(sid acp.SessionId, text string) {
+	a.t.Helper()
+	if res, err := a.prompt(sid, text); err != nil || res.StopReason != acp.StopReasonEndTurn {
+		a.t.Fatalf("prompt %q: %+v %v\nstderr:\n%s", text, res, err, a.stderr)
+	}
+}
+
 // closeAndWait closes stdin and waits for the exit; it returns the exit code and how long the exit took.
 func (a *agent) closeAndWait() (int, time.Duration) {
 	a.t.Helper()
