@@ -68,6 +68,22 @@ func startGarudaIn(t testing.TB, base, models string) *agent {
 	return startAgent(t, cmd, root)
 }
 
+// startGarudaWith is startGaruda with files (name: content) in garuda acp's GARUDA_HOME beside models.json.
+func startGarudaWith(t testing.TB, model *fakeOpenAI, files map[string]string) *agent {
+	t.Helper()
+	base := t.TempDir()
+	home := filepath.Join(base, "garuda-home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(home, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return startGarudaIn(t, base, model.modelsJSON(t))
+}
+
 // startGaruda is startGarudaIn a new folder, with model as the OpenAI-compatible provider.
 func startGaruda(t testing.TB, model *fakeOpenAI) *agent {
 	t.Helper()

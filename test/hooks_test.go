@@ -17,17 +17,10 @@ import (
 // (TestProcessStdoutOnlyProtocolAndCleanExit).
 func TestProcessHookDeniesBash(t *testing.T) {
 	m := &fakeOpenAI{answers: [][]string{bashAnswer("call_b", "touch ran"), textAnswer("done")}}
-	base := t.TempDir()
-	home := filepath.Join(base, "garuda-home")
-	os.MkdirAll(home, 0o755)
 	settings := `{"hooks": {
 		"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "cat >/dev/null; echo 'the team forbids shell commands' >&2; exit 2"}]}],
 		"SessionEnd": [{"hooks": [{"type": "command", "command": "cat > \"$CLAUDE_PROJECT_DIR/ended.json\""}]}]}}`
-	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(settings), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	models := m.modelsJSON(t)
-	p := startGarudaIn(t, base, models)
+	p := startGarudaWith(t, m, map[string]string{"settings.json": settings})
 	p.initialize()
 	sid := p.newSession("")
 	p.promptEndsTurn(sid, "run it")
