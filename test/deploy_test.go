@@ -192,13 +192,7 @@ func TestDeployUnitCommandLines(t *testing.T) {
 			// The units' --allow-uid (the instance's uid) must be this test's uid, or doctor below is refused.
 			srv := exec.Command(argv[0], argv[1:]...)
 			srv.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Join(dir, "home")}, env...)
-			log := &syncBuffer{}
-			srv.Stderr = log
-			if err := srv.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- srv.Wait() }()
+			log, done := startLogged(t, srv)
 			exited := false
 			defer func() {
 				if !exited {
@@ -532,13 +526,7 @@ func TestDeploySystemUnitServesOnlyItsUser(t *testing.T) {
 	}
 	srv := exec.Command("setpriv", append([]string{"--reuid=" + brokerUID, "--regid=" + brokerUID, "--groups=" + socketGID}, argv...)...)
 	srv.Env = env
-	log := &syncBuffer{}
-	srv.Stderr = log
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Wait() }()
+	log, done := startLogged(t, srv)
 	defer func() { srv.Process.Signal(syscall.SIGTERM); <-done }()
 	if !log.waitFor("serving", 10*time.Second) {
 		t.Fatalf("garuda-exec did not start as uid %s with the unit's flags %q:\n%s", brokerUID, argv[1:], log)

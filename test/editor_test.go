@@ -230,6 +230,19 @@ func (a *agent) wait() int {
 	return a.cmd.ProcessState.ExitCode()
 }
 
+// startLogged starts cmd with its stderr kept in log; done receives the result of its Wait.
+func startLogged(t testing.TB, cmd *exec.Cmd) (log *syncBuffer, done <-chan error) {
+	t.Helper()
+	log = &syncBuffer{}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	return log, waited
+}
+
 // syncBuffer is a strings.Builder that a process may write while a test reads it.
 type syncBuffer struct {
 	mu sync.Mutex
