@@ -207,17 +207,10 @@ func (a *agent) closeAndWait() (int, time.Duration) {
 	a.t.Helper()
 	start := time.Now()
 	a.stdin.Close()
-	select {
-	case err := <-a.waited:
-		a.waited <- err
-	case <-time.After(waitLimit):
-		a.cmd.Process.Kill()
-		a.t.Fatalf("garuda acp did not exit after stdin closed\nstderr:\n%s", a.stderr)
-	}
-	return a.cmd.ProcessState.ExitCode(), time.Since(start)
+	return a.wait(), time.Since(start)
 }
 
-// wait waits for the exit (after a signal) and returns the exit code.
+// wait waits for the exit (after a signal, or stdin's close) and returns the exit code.
 func (a *agent) wait() int {
 	a.t.Helper()
 	select {
