@@ -259,6 +259,19 @@ func (e *env) promptInBackground(sid, text string) <-chan acp.PromptResponse {
 	return done
 }
 
+// writeHome writes a file of GARUDA_HOME (settings.json, mcp.json, agents/x.md, ...), before the session that
+// reads it.
+func (e *env) writeHome(rel, content string) {
+	e.t.Helper()
+	p := filepath.Join(e.home, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 func (e *env) write(rel, content string) string {
 	e.t.Helper()
 	p := filepath.Join(e.root, rel)

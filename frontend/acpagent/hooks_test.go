@@ -22,9 +22,7 @@ func (e *env) hookSettings(hooks map[string]string) {
 		c, _ := json.Marshal(cmd)
 		entries = append(entries, fmt.Sprintf(`%q: [{"matcher": "*", "hooks": [{"type": "command", "command": %s}]}]`, ev, c))
 	}
-	if err := os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(`{"hooks": {`+strings.Join(entries, ",")+`}}`), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
+	e.writeHome("settings.json", `{"hooks": {`+strings.Join(entries, ",")+`}}`)
 }
 
 // A PreToolUse hook that denies bash makes the editor's tool call end failed with the hook's reason, and the command
@@ -165,9 +163,7 @@ func TestHookUnreadableTeamPolicyBlocksThePrompt(t *testing.T) {
 		if broken {
 			policy = `{"permissions": `
 		}
-		if err := os.WriteFile(filepath.Join(e.home, "policy.json"), []byte(policy), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		e.writeHome("policy.json", policy)
 		sid := e.newSession()
 		e.fake.Push(model.TextStep("answered"))
 		e.promptOK(sid, "hello")

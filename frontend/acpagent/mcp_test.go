@@ -163,10 +163,7 @@ func TestMCPProjectServerEndToEnd(t *testing.T) {
 func TestMCPDeniedNeverStartsUserTrusted(t *testing.T) {
 	e := newEnv(t)
 	e.write(".mcp.json", mcpJSON(t, "proj", mcptest.Good, map[string]string{"MCPTEST_MARK": "proj-started"}))
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "mine", mcptest.Good,
-		map[string]string{"MCPTEST_MARK": "mine-started"})), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "mine", mcptest.Good, map[string]string{"MCPTEST_MARK": "mine-started"}))
 	e.ed.Answer = editor.Always("deny")
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("one"), model.TextStep("two"))
@@ -204,9 +201,7 @@ func updatesOf(ed *editor.Editor) []acp.SessionNotification {
 // The negative controls: the same write and the same connection work from outside the sandbox.
 func TestMCPServerIsSandboxed(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "box", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "box", mcptest.Good, nil))
 	outside := filepath.Join(filepath.Dir(e.root), "outside.txt")
 	ln := testenv.ClosingListener(t)
 	if out, err := exec.Command("git", "init", "-q", e.root).CombinedOutput(); err != nil {
@@ -246,9 +241,7 @@ func TestMCPServerIsSandboxed(t *testing.T) {
 // A server's process tree, and what it started in a session of its own, dies with the ACP session.
 func TestMCPProcessTreeDiesWithTheSession(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "tree", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "tree", mcptest.Good, nil))
 	secs := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000)
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_s", "mcp__tree__spawn", fmt.Sprintf(`{"secs":%q}`, secs)), model.TextStep("done"))
@@ -304,9 +297,7 @@ func TestMCPReferenceServerEverything(t *testing.T) {
 	e := newEnv(t)
 	def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": "node",
 		"args": []string{entry, "stdio"}}}})
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), def, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", string(def))
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_e", "mcp__everything__echo", `{"message":"hello everything"}`), model.TextStep("done"))
 	e.promptOK(sid, "echo")
@@ -332,9 +323,7 @@ func TestMCPRulesAndTeamPolicy(t *testing.T) {
 		"settings.json": `{"permissions": {"allow": ["mcp__ok__echo"]}}`,
 		"policy.json":   `{"mcp_servers": {"deny": ["name:banned"]}}`,
 	} {
-		if err := os.WriteFile(filepath.Join(e.home, name), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		e.writeHome(name, data)
 	}
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_a", "mcp__ok__echo", `{"text":"allowed"}`), tool("toolu_b", "mcp__ok__big", `{"bytes":1}`), model.TextStep("done"))
@@ -375,9 +364,7 @@ func mcpDef(t *testing.T, mode string) string {
 // A result larger than the model's share reaches it as head and tail, the whole saved like command output.
 func TestMCPLargeResultIsCut(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "big", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "big", mcptest.Good, nil))
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_b", "mcp__big__big", `{"bytes":200000}`), model.TextStep("done"))
 	e.promptOK(sid, "big")
@@ -427,9 +414,7 @@ func TestMCPEditorHTTPServer(t *testing.T) {
 // A server's prompts join the / menu as /server:prompt, and one typed is the prompt's text for the model.
 func TestMCPPromptsInTheSlashMenu(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "test", mcptest.Good, nil))
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("one"), model.TextStep("two"))
 	e.promptOK(sid, "hi")
@@ -455,9 +440,7 @@ func TestMCPPromptsInTheSlashMenu(t *testing.T) {
 // "@file.go:12" that names no server is left alone.
 func TestMCPResourceMention(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "test", mcptest.Good, nil))
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("one"))
 	e.promptOK(sid, "look at @test:mem://notes and @main.go:12")
@@ -473,9 +456,7 @@ func TestMCPResourceMention(t *testing.T) {
 // Plan mode restarts the stdio servers with the project read-only: a write that worked in build mode fails.
 func TestMCPPlanModeRestartsReadOnly(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "box", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "box", mcptest.Good, nil))
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_1", "mcp__box__write", `{"path":"build.txt"}`), model.TextStep("one"))
 	e.promptOK(sid, "build")
@@ -514,9 +495,7 @@ func (a *askCounter) Ask(context.Context, *execv1.Question) execv1.Choice {
 // hears of it. Control: a tool of the list is asked about and called.
 func TestMCPToolNotOfferedIsRefused(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "raw", mcptest.Many, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "raw", mcptest.Many, nil))
 	sid := e.newSession()
 	asks := &askCounter{choice: execv1.Choice_CHOICE_ONCE}
 	r := &brokerconn.Runner{Client: e.broker, SessionID: sid, Approver: asks}
@@ -570,9 +549,7 @@ func processesWith(arg string) int {
 func TestMCPCancelDuringACall(t *testing.T) {
 	e := newEnv(t)
 	mark := fmt.Sprintf("--mark-%d", time.Now().UnixNano())
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil, mark)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "test", mcptest.Good, nil, mark))
 	secs := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000)
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_s", "mcp__test__sleep", fmt.Sprintf(`{"secs":%q}`, secs)), model.TextStep("never"))
@@ -660,9 +637,7 @@ func TestMCPGuardUndoesWhatServersLeave(t *testing.T) {
 	e := newEnv(t)
 	both, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"a": json.RawMessage(mcpDef(t, mcptest.Good)), "b": json.RawMessage(mcpDef(t, mcptest.Good))}})
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), both, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", string(both))
 	sid := e.newSession()
 	fsmonitor := func(dir string) string {
 		return strings.TrimSpace(gitAsUser(t, filepath.Join(e.root, dir), "config", "--local", "core.fsmonitor"))
@@ -710,9 +685,7 @@ func TestMCPGuardUndoesWhatServersLeave(t *testing.T) {
 // before it answers), and the very next model request offers it.
 func TestMCPToolListChangedReachesTheNextStep(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "test", mcptest.Good, nil))
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_g", "mcp__test__grow", `{}`), tool("toolu_a", "mcp__test__added", `{}`), model.TextStep("done"))
 	e.promptOK(sid, "grow")
@@ -730,10 +703,7 @@ func TestMCPToolListChangedReachesTheNextStep(t *testing.T) {
 // here the project's .garuda/mcp.json, which asks first like .mcp.json.
 func TestMCPMalformedFileOthersStillStart(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte("{\"mcpServers\": {\n  \"x\": {\"command\": 1}\n}}"),
-		0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", "{\"mcpServers\": {\n  \"x\": {\"command\": 1}\n}}")
 	e.write(".garuda/mcp.json", mcpJSON(t, "gar", mcptest.Good, nil))
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_g", "mcp__gar__echo", `{"text":"from .garuda"}`), model.TextStep("done"))
@@ -765,9 +735,7 @@ func TestMCPBadServersAreContained(t *testing.T) {
 	}
 	all, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"garbage": def(mcptest.Garbage), "many": def(mcptest.Many),
 		"flood": def(mcptest.Flood), "crash": def(mcptest.Good), "good": def(mcptest.Good)}})
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), all, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", string(all))
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_f", "mcp__flood__t00000", `{}`), tool("toolu_c", "mcp__crash__crash", `{}`),
 		tool("toolu_e", "mcp__good__echo", `{"text":"still fine"}`), model.TextStep("done"))

@@ -1,7 +1,6 @@
 package acpagent
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,10 +40,7 @@ func TestDeniedMentionIsNotAttached(t *testing.T) {
 	e.write("secret.txt", "THE-SECRET\n")
 	e.write("open.txt", "OPEN-TEXT\n")
 	// The user's policy denies reading secret.txt.
-	if err := os.WriteFile(filepath.Join(e.home, "policy.json"),
-		[]byte(`{"permissions":{"deny":["read_file(secret.txt)"]}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("policy.json", `{"permissions":{"deny":["read_file(secret.txt)"]}}`)
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("ok"))
 	_, err := e.prompt(sid, acp.TextBlock("see"), acp.ResourceLinkBlock("secret", "file://"+filepath.Join(e.root, "secret.txt")),

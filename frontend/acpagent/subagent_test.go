@@ -149,13 +149,7 @@ func TestCustomAgents(t *testing.T) {
 	e := newEnv(t)
 	e.write(".claude/agents/reviewer.md", "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\nmodel: "+
 		"opus\n---\nYou review code harshly.\n")
-	if err := os.MkdirAll(filepath.Join(e.home, "agents"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(e.home, "agents", "mine.md"),
-		[]byte("---\nname: mine\ndescription: Mine\n---\nBe brief.\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("agents/mine.md", "---\nname: mine\ndescription: Mine\n---\nBe brief.\n")
 	sid := e.newSession()
 	e.fake.Push(subagentCall("toolu_rev", "reviewer", "review a.go"), model.TextStep("looks fine"),
 		subagentCall("toolu_mine", "mine", "hi"), model.TextStep("hello"),
