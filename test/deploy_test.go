@@ -79,6 +79,23 @@ func specifiers(dir, instance string) *strings.Replacer {
 	)
 }
 
+// runHere makes a unit's ExecStart runnable here: the built garuda-exec, the group gid and a managed policy in dir
+// stand in for what cannot exist on this machine. It returns the socket --listen names ("" when none does).
+func runHere(argv []string, dir, gid string) (sock string) {
+	argv[0] = bins.exec
+	for i := 2; i < len(argv)-1; i++ {
+		switch argv[i] {
+		case "--listen":
+			sock = argv[i+1]
+		case "--socket-group":
+			argv[i+1] = gid
+		case "--managed-policy":
+			argv[i+1] = filepath.Join(dir, "managed-policy.json")
+		}
+	}
+	return sock
+}
+
 // execStart expands a unit's ExecStart as systemd does: specifiers, then each bare $VAR word split at whitespace.
 func execStart(t *testing.T, vals map[string][]string, spec *strings.Replacer) (argv, env []string) {
 	t.Helper()
@@ -168,31 +185,14 @@ func TestDeployUnitCommandLines(t *testing.T) {
 			if argv[0] != installedExec || len(argv) < 2 || argv[1] != "serve" {
 				t.Fatalf("ExecStart = %q, want %s serve ...", argv, installedExec)
 			}
-			argv[0] = bins.exec
-			sock := ""
-			for i := 2; i < len(argv)-1; i++ {
-				switch argv[i] {
-				case "--listen":
-					sock = argv[i+1]
-				case "--socket-group":
-					argv[i+1] = strconv.Itoa(os.Getgid())
-				case "--managed-policy":
-					argv[i+1] = filepath.Join(dir, "managed-policy.json")
-				}
-			}
+			sock := runHere(argv, dir, strconv.Itoa(os.Getgid()))
 			if sock == "" {
 				t.Fatalf("ExecStart %q has no --listen", argv)
 			}
 			// The units' --allow-uid (the instance's uid) must be this test's uid, or doctor below is refused.
 			srv := exec.Command(argv[0], argv[1:]...)
 			srv.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Join(dir, "home")}, env...)
-			log := &syncBuffer{}
-			srv.Stderr = log
-			if err := srv.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- srv.Wait() }()
+			log, done := startLogged(t, srv)
 			exited := false
 			defer func() {
 				if !exited {
@@ -507,18 +507,7 @@ func TestDeploySystemUnitServesOnlyItsUser(t *testing.T) {
 	const brokerUID, clientUID, otherUID, outsiderUID, socketGID = "65534", "65533", "65532", "65531", "4242"
 	dir := openDir(t)
 	argv, env := execStart(t, unitValues(t, deployUnits[1].path), specifiers(dir, clientUID))
-	argv[0] = bins.exec
-	sock := ""
-	for i := 2; i < len(argv)-1; i++ {
-		switch argv[i] {
-		case "--listen":
-			sock = argv[i+1]
-		case "--socket-group":
-			argv[i+1] = socketGID
-		case "--managed-policy":
-			argv[i+1] = filepath.Join(dir, "managed-policy.json")
-		}
-	}
+	sock := runHere(argv, dir, socketGID)
 	// What systemd prepares: the state folder (StateDirectory=, 0700) and the socket's folder (RuntimeDirectory=,
 	// 0750), both owned by the broker's user; their parents are root's.
 	for d, mode := range map[string]os.FileMode{filepath.Join(dir, "state", "garuda-exec", clientUID): 0o700, filepath.Dir(sock): 0o750} {
@@ -537,13 +526,7 @@ func TestDeploySystemUnitServesOnlyItsUser(t *testing.T) {
 	}
 	srv := exec.Command("setpriv", append([]string{"--reuid=" + brokerUID, "--regid=" + brokerUID, "--groups=" + socketGID}, argv...)...)
 	srv.Env = env
-	log := &syncBuffer{}
-	srv.Stderr = log
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Wait() }()
+	log, done := startLogged(t, srv)
 	defer func() { srv.Process.Signal(syscall.SIGTERM); <-done }()
 	if !log.waitFor("serving", 10*time.Second) {
 		t.Fatalf("garuda-exec did not start as uid %s with the unit's flags %q:\n%s", brokerUID, argv[1:], log)

@@ -68,6 +68,22 @@ func startGarudaIn(t testing.TB, base, models string) *agent {
 	return startAgent(t, cmd, root)
 }
 
+// startGarudaWith is startGaruda with files (name: content) in garuda acp's GARUDA_HOME beside models.json.
+func startGarudaWith(t testing.TB, model *fakeOpenAI, files map[string]string) *agent {
+	t.Helper()
+	base := t.TempDir()
+	home := filepath.Join(base, "garuda-home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(home, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return startGarudaIn(t, base, model.modelsJSON(t))
+}
+
 // startGaruda is startGarudaIn a new folder, with model as the OpenAI-compatible provider.
 func startGaruda(t testing.TB, model *fakeOpenAI) *agent {
 	t.Helper()
@@ -178,22 +194,23 @@ func (a *agent) prompt(sid acp.SessionId, text string) (acp.PromptResponse, erro
 	return a.conn.Prompt(a.ctx(), acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 }
 
+// promptEndsTurn sends a text prompt and fails the test unless the turn ends (end_turn).
+func (a *agent) promptEndsTurn(sid acp.SessionId, text string) {
+	a.t.Helper()
+	if res, err := a.prompt(sid, text); err != nil || res.StopReason != acp.StopReasonEndTurn {
+		a.t.Fatalf("prompt %q: %+v %v\nstderr:\n%s", text, res, err, a.stderr)
+	}
+}
+
 // closeAndWait closes stdin and waits for the exit; it returns the exit code and how long the exit took.
 func (a *agent) closeAndWait() (int, time.Duration) {
 	a.t.Helper()
 	start := time.Now()
 	a.stdin.Close()
-	select {
-	case err := <-a.waited:
-		a.waited <- err
-	case <-time.After(waitLimit):
-		a.cmd.Process.Kill()
-		a.t.Fatalf("garuda acp did not exit after stdin closed\nstderr:\n%s", a.stderr)
-	}
-	return a.cmd.ProcessState.ExitCode(), time.Since(start)
+	return a.wait(), time.Since(start)
 }
 
-// wait waits for the exit (after a signal) and returns the exit code.
+// wait waits for the exit (after a signal, or stdin's close) and returns the exit code.
 func (a *agent) wait() int {
 	a.t.Helper()
 	select {
@@ -204,6 +221,19 @@ func (a *agent) wait() int {
 		a.t.Fatalf("garuda acp did not exit\nstderr:\n%s", a.stderr)
 	}
 	return a.cmd.ProcessState.ExitCode()
+}
+
+// startLogged starts cmd with its stderr kept in log; done receives the result of its Wait.
+func startLogged(t testing.TB, cmd *exec.Cmd) (log *syncBuffer, done <-chan error) {
+	t.Helper()
+	log = &syncBuffer{}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	return log, waited
 }
 
 // syncBuffer is a strings.Builder that a process may write while a test reads it.

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/garuda-dev/garuda/internal/testproc"
@@ -18,28 +17,13 @@ import (
 // (TestProcessStdoutOnlyProtocolAndCleanExit).
 func TestProcessHookDeniesBash(t *testing.T) {
 	m := &fakeOpenAI{answers: [][]string{bashAnswer("call_b", "touch ran"), textAnswer("done")}}
-	base := t.TempDir()
-	home := filepath.Join(base, "garuda-home")
-	os.MkdirAll(home, 0o755)
 	settings := `{"hooks": {
 		"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "cat >/dev/null; echo 'the team forbids shell commands' >&2; exit 2"}]}],
 		"SessionEnd": [{"hooks": [{"type": "command", "command": "cat > \"$CLAUDE_PROJECT_DIR/ended.json\""}]}]}}`
-	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(settings), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	models := m.modelsJSON(t)
-	p := startGarudaIn(t, base, models)
-	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("run it")}})
-	if err != nil || res.StopReason != acp.StopReasonEndTurn {
-		t.Fatalf("prompt: %+v %v", res, err)
-	}
+	p := startGarudaWith(t, m, map[string]string{"settings.json": settings})
+	p.initialize()
+	sid := p.newSession("")
+	p.promptEndsTurn(sid, "run it")
 	ups, _ := p.ed.Snapshot()
 	if _, st, texts := editor.ToolCall(ups, "call_b"); st != acp.ToolCallStatusFailed ||
 		!strings.Contains(strings.Join(texts, ""), "the team forbids shell commands") {
@@ -48,15 +32,8 @@ func TestProcessHookDeniesBash(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(p.root, "ran")); err == nil {
 		t.Fatal("the denied command ran")
 	}
-	p.stdin.Close()
-	select {
-	case err := <-p.waited:
-		if err != nil {
-			t.Errorf("garuda acp exited with %v after stdin closed, want 0", err)
-		}
-		p.waited <- err
-	case <-time.After(waitLimit):
-		t.Fatal("garuda acp did not exit after stdin closed")
+	if code, _ := p.closeAndWait(); code != 0 {
+		t.Errorf("garuda acp exited with %d after stdin closed, want 0", code)
 	}
 	data, err := os.ReadFile(filepath.Join(p.root, "ended.json"))
 	if err != nil || !strings.Contains(string(data), `"hook_event_name":"SessionEnd"`) {

@@ -118,12 +118,8 @@ func TestServePeerCredentials(t *testing.T) {
 	home := filepath.Join(dir, "home")
 	srv := exec.Command(bins.exec, "serve", "--listen", sock, "--allow-uid", "65534", "--socket-group", "65534")
 	srv.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + home}
-	log := &syncBuffer{}
-	srv.Stderr = log
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
+	log, done := startLogged(t, srv)
+	defer func() { srv.Process.Signal(syscall.SIGTERM); <-done }()
 	for i := 0; i < 200; i++ {
 		if _, err := os.Stat(sock); err == nil {
 			break
@@ -189,17 +185,9 @@ func TestAcpRunsConfined(t *testing.T) {
 func TestProcessStdoutOnlyProtocolAndCleanExit(t *testing.T) {
 	m := &fakeOpenAI{answers: [][]string{bashAnswer("call_1", "echo hello; echo to-stdout; echo to-stderr >&2"), textAnswer("done")}}
 	p := startGaruda(t, m)
-	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("say hello")}})
-	if err != nil || res.StopReason != acp.StopReasonEndTurn {
-		t.Fatalf("prompt: %+v %v", res, err)
-	}
+	p.initialize()
+	sid := p.newSession("")
+	p.promptEndsTurn(sid, "say hello")
 	ups, _ := p.ed.Snapshot()
 	if _, st, texts := editor.ToolCall(ups, "call_1"); st != acp.ToolCallStatusCompleted ||
 		!strings.Contains(strings.Join(texts, ""), "hello") {
@@ -208,15 +196,8 @@ func TestProcessStdoutOnlyProtocolAndCleanExit(t *testing.T) {
 	if len(testproc.OfExe(bins.exec)) == 0 {
 		t.Fatal("negative control: no garuda-exec process found while garuda runs")
 	}
-	p.stdin.Close()
-	select {
-	case err := <-p.waited:
-		if err != nil {
-			t.Errorf("garuda acp exited with %v after stdin closed, want 0", err)
-		}
-		p.waited <- err
-	case <-time.After(waitLimit):
-		t.Fatal("garuda acp did not exit after stdin closed")
+	if code, _ := p.closeAndWait(); code != 0 {
+		t.Errorf("garuda acp exited with %d after stdin closed, want 0", code)
 	}
 	lines := p.lines()
 	if len(lines) == 0 {

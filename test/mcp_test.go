@@ -74,30 +74,13 @@ func TestProcessMCP50MBResultMemory(t *testing.T) {
 	const size = 50_000_000
 	m := &fakeOpenAI{answers: [][]string{toolAnswer("call_big", "mcp__big__big", fmt.Sprintf(`{"bytes":%d}`, size)),
 		textAnswer("done")}}
-	base := t.TempDir()
-	home := filepath.Join(base, "garuda-home")
-	os.MkdirAll(home, 0o755)
-	for name, data := range map[string]string{
+	p := startGarudaWith(t, m, map[string]string{
 		"mcp.json":      mcpJSON(t, "big", "good", nil),
 		"settings.json": `{"permissions": {"allow": ["mcp__big__big"]}}`,
-	} {
-		if err := os.WriteFile(filepath.Join(home, name), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	models := m.modelsJSON(t)
-	p := startGarudaIn(t, base, models)
-	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("big")}})
-	if err != nil || res.StopReason != acp.StopReasonEndTurn {
-		t.Fatalf("prompt: %+v %v", res, err)
-	}
+	})
+	p.initialize()
+	sid := p.newSession("")
+	p.promptEndsTurn(sid, "big")
 	front := p.cmd.Process.Pid
 	frontPeak, brokerPeak := peakRSS(t, front), peakRSS(t, childBroker(t, front))
 	t.Logf("peak resident memory: garuda %d MiB, garuda-exec %d MiB, together %d MiB", frontPeak>>20, brokerPeak>>20,
@@ -145,19 +128,12 @@ func BenchmarkProcessMCPFirstPromptNoServers(b *testing.B) { benchProcessFirstPr
 func benchProcessFirstPrompt(b *testing.B, n int) {
 	server := mcpTestServer(b)
 	m := &fakeOpenAI{}
-	base := b.TempDir()
-	home := filepath.Join(base, "garuda-home")
-	os.MkdirAll(home, 0o755)
 	servers := map[string]any{}
 	for i := range n {
 		servers[fmt.Sprintf("s%d", i)] = map[string]any{"command": server, "args": []string{"good"}}
 	}
 	def, _ := json.Marshal(map[string]any{"mcpServers": servers})
-	if err := os.WriteFile(filepath.Join(home, "mcp.json"), def, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	models := m.modelsJSON(b)
-	p := startGarudaIn(b, base, models)
+	p := startGarudaWith(b, m, map[string]string{"mcp.json": string(def)})
 	ctx := p.ctx()
 	if _, err := p.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
 		b.Fatal(err)

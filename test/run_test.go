@@ -86,6 +86,18 @@ func events(t *testing.T, stdout string) []map[string]any {
 	return evs
 }
 
+// questionsOfOneCall runs garuda run --json with flag and prompt against a model that makes the call and then says
+// "ok"; it fails the test unless the run exits 0, and returns the questions the run reported.
+func questionsOfOneCall(t *testing.T, call fakeprovider.ToolCall, flag, prompt string) []map[string]any {
+	t.Helper()
+	e := newRunEnv(t, fakeprovider.Turn{ToolCalls: []fakeprovider.ToolCall{call}}, fakeprovider.Turn{Text: "ok"})
+	code, stdout, stderr := e.run("--json", flag, prompt)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	return ofType(events(t, stdout), "question")
+}
+
 func ofType(evs []map[string]any, typ string) []map[string]any {
 	var out []map[string]any
 	for _, ev := range evs {
@@ -420,14 +432,8 @@ func TestRunAllowEditsStopsAtTheProjectFolder(t *testing.T) {
 		t.Run(flag, func(t *testing.T) {
 			outside := filepath.Join(t.TempDir(), "outside.txt")
 			in, _ := json.Marshal(map[string]string{"path": outside, "content": "x\n"})
-			e := newRunEnv(t, fakeprovider.Turn{ToolCalls: []fakeprovider.ToolCall{{ID: "w1", Name: "write_file", Input: string(in)}}},
-				fakeprovider.Turn{Text: "ok"})
-			code, stdout, stderr := e.run("--json", flag, "write outside")
-			if code != 0 {
-				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-			}
+			qs := questionsOfOneCall(t, fakeprovider.ToolCall{ID: "w1", Name: "write_file", Input: string(in)}, flag, "write outside")
 			_, err := os.Stat(outside)
-			qs := ofType(events(t, stdout), "question")
 			if len(qs) == 0 || qs[0]["outsideRoot"] != true {
 				t.Fatalf("questions: %v", qs)
 			}
@@ -517,14 +523,8 @@ func TestRunAllowCommandsStopsAtTheSandbox(t *testing.T) {
 		t.Run(flag, func(t *testing.T) {
 			marker := filepath.Join(t.TempDir(), "ran")
 			in, _ := json.Marshal(map[string]any{"command": "touch " + marker, "sandbox": false})
-			e := newRunEnv(t, fakeprovider.Turn{ToolCalls: []fakeprovider.ToolCall{{ID: "b1", Name: "bash", Input: string(in)}}},
-				fakeprovider.Turn{Text: "ok"})
-			code, stdout, stderr := e.run("--json", flag, "run it outside")
-			if code != 0 {
-				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-			}
+			qs := questionsOfOneCall(t, fakeprovider.ToolCall{ID: "b1", Name: "bash", Input: string(in)}, flag, "run it outside")
 			_, err := os.Stat(marker)
-			qs := ofType(events(t, stdout), "question")
 			if len(qs) != 1 || qs[0]["outsideSandbox"] != true || qs[0]["kind"] != "command" {
 				t.Fatalf("questions: %v", qs)
 			}

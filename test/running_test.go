@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
 	"github.com/garuda-dev/garuda/internal/testproc"
-	"github.com/garuda-dev/garuda/test/editor"
 )
 
 // startWithCommand starts garuda acp against a fake provider whose model runs `sleep <marker>` in the sandbox,
@@ -90,34 +88,23 @@ func TestRunningCommandEndsWithFrontEndKilled(t *testing.T) {
 func TestProcessCancelSleep(t *testing.T) {
 	m := &fakeOpenAI{answers: [][]string{bashAnswer("call_s", "sleep 60.75")}}
 	p := startGaruda(t, m)
-	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p.initialize()
+	sid := p.newSession("")
 	done := make(chan acp.PromptResponse, 1)
 	go func() {
-		res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("sleep")}})
+		res, err := p.prompt(sid, "sleep")
 		if err != nil {
 			t.Error(err)
 		}
 		done <- res
 	}()
 	testproc.WaitLive(t, waitLimit, "sleep 60.75")
-	p.conn.Cancel(p.ctx(), acp.CancelNotification{SessionId: ns.SessionId})
+	p.conn.Cancel(p.ctx(), acp.CancelNotification{SessionId: sid})
 	res := <-done
 	if res.StopReason != acp.StopReasonCancelled {
 		t.Errorf("stop %q", res.StopReason)
 	}
-	ups, _ := p.ed.Snapshot()
-	if !strings.Contains(editor.Messages(ups), "Garuda: $ sleep 60.75 cancelled.") {
-		t.Errorf("messages %q", editor.Messages(ups))
-	}
-	if _, st, _ := editor.ToolCall(ups, "call_s"); st != acp.ToolCallStatusFailed {
-		t.Errorf("status %q", st)
-	}
+	p.ed.WantCancelledCall(t, "call_s", "$ sleep 60.75")
 	testproc.WaitNoneLive(t, waitLimit, "sleep 60.75")
 }
 
@@ -129,17 +116,9 @@ func TestProcessBackgroundGoneAfterSIGKILL(t *testing.T) {
 		textAnswer("started"),
 	}}
 	p := startGaruda(t, m)
-	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("start it")}})
-	if err != nil || res.StopReason != acp.StopReasonEndTurn {
-		t.Fatalf("prompt: %+v %v", res, err)
-	}
+	p.initialize()
+	sid := p.newSession("")
+	p.promptEndsTurn(sid, "start it")
 	testproc.WaitLive(t, waitLimit, "sleep 61.61", "sleep 61.62") // the negative control: both run after the turn ended
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -166,9 +166,7 @@ func TestBackgroundProcessOfAnotherSessionIsRefused(t *testing.T) {
 // limit of processes per session holds.
 func TestBackgroundProcessFloodAndLimit(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(`{"limits": {"background_processes": 1}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("settings.json", `{"limits": {"background_processes": 1}}`)
 	sid := e.newSession()
 	id := e.startProcess(sid, "toolu_flood", "head -c 100000000 /dev/zero | tr '\\0' x; echo; echo the-end")
 	_, heard := e.useTool(sid, "toolu_wait", "process_manager", map[string]any{"action": "wait", "id": id, "timeout_ms": 600000})

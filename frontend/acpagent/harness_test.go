@@ -237,6 +237,41 @@ func (e *env) promptOK(sid string, text string) acp.StopReason {
 	return res.StopReason
 }
 
+// promptEndsTurn sends a text prompt and fails the test unless the turn ends (end_turn).
+func (e *env) promptEndsTurn(sid string, text string) {
+	e.t.Helper()
+	if stop := e.promptOK(sid, text); stop != acp.StopReasonEndTurn {
+		e.t.Fatalf("session/prompt %q: stop %q, want end_turn", text, stop)
+	}
+}
+
+// promptInBackground sends a text prompt without waiting for it: its answer comes on the channel. A prompt that
+// fails fails the test (and sends the zero answer).
+func (e *env) promptInBackground(sid, text string) <-chan acp.PromptResponse {
+	done := make(chan acp.PromptResponse, 1)
+	go func() {
+		r, err := e.prompt(sid, acp.TextBlock(text))
+		if err != nil {
+			e.t.Errorf("session/prompt %q: %v", text, err)
+		}
+		done <- r
+	}()
+	return done
+}
+
+// writeHome writes a file of GARUDA_HOME (settings.json, mcp.json, agents/x.md, ...), before the session that
+// reads it.
+func (e *env) writeHome(rel, content string) {
+	e.t.Helper()
+	p := filepath.Join(e.home, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 func (e *env) write(rel, content string) string {
 	e.t.Helper()
 	p := filepath.Join(e.root, rel)
@@ -266,6 +301,31 @@ func (e *env) lines() []string {
 
 func tool(id, name, input string) model.Step {
 	return model.ToolStep("", model.ToolCall{ID: id, Name: name, Input: input})
+}
+
+// oneQuestionEntry checks that the editor was asked one question, the agent's own (a consent, not about a tool
+// call), and that it shows as an entry of its own, of kind other, completed; it returns that entry and the updates.
+func (e *env) oneQuestionEntry() (*acp.SessionUpdateToolCall, []acp.SessionNotification) {
+	e.t.Helper()
+	ups, perms := e.ed.Snapshot()
+	if len(perms) != 1 || perms[0].ToolCall.ToolCallId != "garuda-question-1" {
+		e.t.Fatalf("questions %+v", perms)
+	}
+	tc, st, _ := editor.ToolCall(ups, "garuda-question-1")
+	if tc == nil || tc.Kind != acp.ToolKindOther || st != acp.ToolCallStatusCompleted {
+		e.t.Fatalf("the question's entry %+v, status %q", tc, st)
+	}
+	return tc, ups
+}
+
+// wantCancelledCall checks what the editor was told of a cancelled call: the prompt stopped cancelled, the call
+// failed, and a line of Garuda's names it by its title (editor.WantCancelledCall).
+func wantCancelledCall(t *testing.T, e *env, id, title string, r acp.PromptResponse) {
+	t.Helper()
+	if r.StopReason != acp.StopReasonCancelled {
+		t.Errorf("stop %q", r.StopReason)
+	}
+	e.ed.WantCancelledCall(t, id, title)
 }
 
 // waitingAnswer blocks until the request's context ends, like an editor whose user never answers.

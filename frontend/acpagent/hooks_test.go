@@ -22,9 +22,7 @@ func (e *env) hookSettings(hooks map[string]string) {
 		c, _ := json.Marshal(cmd)
 		entries = append(entries, fmt.Sprintf(`%q: [{"matcher": "*", "hooks": [{"type": "command", "command": %s}]}]`, ev, c))
 	}
-	if err := os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(`{"hooks": {`+strings.Join(entries, ",")+`}}`), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
+	e.writeHome("settings.json", `{"hooks": {`+strings.Join(entries, ",")+`}}`)
 }
 
 // A PreToolUse hook that denies bash makes the editor's tool call end failed with the hook's reason, and the command
@@ -36,9 +34,7 @@ func TestHookDeniesBashInTheEditor(t *testing.T) {
 	e.write("a.txt", "alpha\n")
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_b", "bash", `{"command":"touch ran"}`), tool("toolu_r", "read_file", `{"path":"a.txt"}`), model.TextStep("done"))
-	if stop := e.promptOK(sid, "go"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "go")
 	ups, perms := e.ed.Snapshot()
 	if _, st, texts := editor.ToolCall(ups, "toolu_b"); st != acp.ToolCallStatusFailed ||
 		!strings.Contains(strings.Join(texts, "\n"), "no shell today") {
@@ -85,9 +81,7 @@ func TestHookTurnEvents(t *testing.T) {
 		t.Errorf("SessionStart ran again: %s", second)
 	}
 	n := len(reqs)
-	if stop := e.promptOK(sid, "something forbidden"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("blocked prompt: stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "something forbidden") // a blocked prompt ends its turn
 	ups, _ := e.ed.Snapshot()
 	if len(e.fake.Requests()) != n || !strings.Contains(editor.Messages(ups), "Garuda: a hook blocked this prompt: not that") {
 		t.Fatalf("the blocked prompt reached the model, or no notice:\n%s", editor.Messages(ups))
@@ -169,9 +163,7 @@ func TestHookUnreadableTeamPolicyBlocksThePrompt(t *testing.T) {
 		if broken {
 			policy = `{"permissions": `
 		}
-		if err := os.WriteFile(filepath.Join(e.home, "policy.json"), []byte(policy), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		e.writeHome("policy.json", policy)
 		sid := e.newSession()
 		e.fake.Push(model.TextStep("answered"))
 		e.promptOK(sid, "hello")

@@ -88,9 +88,7 @@ func benchFirstPrompt(b *testing.B, n int, project ...func(testing.TB, string)) 
 		servers[fmt.Sprintf("s%d", i)] = map[string]any{"command": server, "args": []string{mcptest.Good}}
 	}
 	def, _ := json.Marshal(map[string]any{"mcpServers": servers})
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), def, 0o600); err != nil {
-		b.Fatal(err)
-	}
+	e.writeHome("mcp.json", string(def))
 	for b.Loop() {
 		b.StopTimer()
 		sid := e.newSession()
@@ -114,13 +112,8 @@ func benchFirstPrompt(b *testing.B, n int, project ...func(testing.TB, string)) 
 // request without the broker: the difference is the broker's share (target: under 2 ms).
 func BenchmarkMCPCallThroughBroker(b *testing.B) {
 	e := newEnv(b)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(b, "bench", mcptest.Good, nil)), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(`{"permissions": {"allow": ["mcp__bench__echo"]}}`),
-		0o600); err != nil {
-		b.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(b, "bench", mcptest.Good, nil))
+	e.writeHome("settings.json", `{"permissions": {"allow": ["mcp__bench__echo"]}}`)
 	sid := e.newSession()
 	r := &brokerconn.Runner{Client: e.broker, SessionID: sid}
 	ctx := context.Background()

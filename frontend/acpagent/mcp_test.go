@@ -164,13 +164,8 @@ func TestMCPProjectServerEndToEnd(t *testing.T) {
 func TestMCPDeniedNeverStartsUserTrusted(t *testing.T) {
 	e := newEnv(t)
 	e.write(".mcp.json", mcpJSON(t, "proj", mcptest.Good, map[string]string{"MCPTEST_MARK": "proj-started"}))
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "mine", mcptest.Good,
-		map[string]string{"MCPTEST_MARK": "mine-started"})), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.ed.Answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-		return editor.Selected("deny"), nil
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "mine", mcptest.Good, map[string]string{"MCPTEST_MARK": "mine-started"}))
+	e.ed.Answer = editor.Always("deny")
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("one"), model.TextStep("two"))
 	e.promptOK(sid, "first")
@@ -207,24 +202,9 @@ func updatesOf(ed *editor.Editor) []acp.SessionNotification {
 // The negative controls: the same write and the same connection work from outside the sandbox.
 func TestMCPServerIsSandboxed(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "box", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "box", mcptest.Good, nil))
 	outside := filepath.Join(filepath.Dir(e.root), "outside.txt")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ln := testenv.ClosingListener(t)
 	if out, err := exec.Command("git", "init", "-q", e.root).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
@@ -262,9 +242,7 @@ func TestMCPServerIsSandboxed(t *testing.T) {
 // A server's process tree, and what it started in a session of its own, dies with the ACP session.
 func TestMCPProcessTreeDiesWithTheSession(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "tree", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "tree", mcptest.Good, nil))
 	secs := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000)
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_s", "mcp__tree__spawn", fmt.Sprintf(`{"secs":%q}`, secs)), model.TextStep("done"))
@@ -320,9 +298,7 @@ func TestMCPReferenceServerEverything(t *testing.T) {
 	e := newEnv(t)
 	def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": "node",
 		"args": []string{entry, "stdio"}}}})
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), def, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", string(def))
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_e", "mcp__everything__echo", `{"message":"hello everything"}`), model.TextStep("done"))
 	e.promptOK(sid, "echo")
@@ -348,9 +324,7 @@ func TestMCPRulesAndTeamPolicy(t *testing.T) {
 		"settings.json": `{"permissions": {"allow": ["mcp__ok__echo"]}}`,
 		"policy.json":   `{"mcp_servers": {"deny": ["name:banned"]}}`,
 	} {
-		if err := os.WriteFile(filepath.Join(e.home, name), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		e.writeHome(name, data)
 	}
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_a", "mcp__ok__echo", `{"text":"allowed"}`), tool("toolu_b", "mcp__ok__big", `{"bytes":1}`), model.TextStep("done"))
@@ -391,9 +365,7 @@ func mcpDef(t *testing.T, mode string) string {
 // A result larger than the model's share reaches it as head and tail, the whole saved like command output.
 func TestMCPLargeResultIsCut(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "big", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "big", mcptest.Good, nil))
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_b", "mcp__big__big", `{"bytes":200000}`), model.TextStep("done"))
 	e.promptOK(sid, "big")
@@ -443,9 +415,7 @@ func TestMCPEditorHTTPServer(t *testing.T) {
 // A server's prompts join the / menu as /server:prompt, and one typed is the prompt's text for the model.
 func TestMCPPromptsInTheSlashMenu(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "test", mcptest.Good, nil))
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("one"), model.TextStep("two"))
 	e.promptOK(sid, "hi")
@@ -471,9 +441,7 @@ func TestMCPPromptsInTheSlashMenu(t *testing.T) {
 // "@file.go:12" that names no server is left alone.
 func TestMCPResourceMention(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "test", mcptest.Good, nil))
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("one"))
 	e.promptOK(sid, "look at @test:mem://notes and @main.go:12")
@@ -489,9 +457,7 @@ func TestMCPResourceMention(t *testing.T) {
 // Plan mode restarts the stdio servers with the project read-only: a write that worked in build mode fails.
 func TestMCPPlanModeRestartsReadOnly(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "box", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "box", mcptest.Good, nil))
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_1", "mcp__box__write", `{"path":"build.txt"}`), model.TextStep("one"))
 	e.promptOK(sid, "build")
@@ -530,9 +496,7 @@ func (a *askCounter) Ask(context.Context, *execv1.Question) execv1.Choice {
 // hears of it. Control: a tool of the list is asked about and called.
 func TestMCPToolNotOfferedIsRefused(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "raw", mcptest.Many, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "raw", mcptest.Many, nil))
 	sid := e.newSession()
 	asks := &askCounter{choice: execv1.Choice_CHOICE_ONCE}
 	r := &brokerconn.Runner{Client: e.broker, SessionID: sid, Approver: asks}
@@ -586,20 +550,11 @@ func processesWith(arg string) int {
 func TestMCPCancelDuringACall(t *testing.T) {
 	e := newEnv(t)
 	mark := fmt.Sprintf("--mark-%d", time.Now().UnixNano())
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil, mark)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "test", mcptest.Good, nil, mark))
 	secs := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000)
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_s", "mcp__test__sleep", fmt.Sprintf(`{"secs":%q}`, secs)), model.TextStep("never"))
-	done := make(chan acp.PromptResponse, 1)
-	go func() {
-		r, err := e.prompt(sid, acp.TextBlock("sleep"))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := e.promptInBackground(sid, "sleep")
 	deadline := time.Now().Add(waitLimit)
 	for sleepers(secs) != 1 {
 		if time.Now().After(deadline) {
@@ -613,21 +568,13 @@ func TestMCPCancelDuringACall(t *testing.T) {
 	if err := e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)}); err != nil {
 		t.Fatal(err)
 	}
+	var r acp.PromptResponse
 	select {
-	case r := <-done:
-		if r.StopReason != acp.StopReasonCancelled {
-			t.Errorf("stop %q, want cancelled", r.StopReason)
-		}
+	case r = <-done:
 	case <-time.After(waitLimit):
 		t.Fatal("the prompt did not answer after session/cancel")
 	}
-	ups, _ := e.ed.Snapshot()
-	if _, st, _ := editor.ToolCall(ups, "toolu_s"); st != acp.ToolCallStatusFailed {
-		t.Errorf("the tool call ended %q, want failed", st)
-	}
-	if !strings.Contains(editor.Messages(ups), "Garuda: test/sleep cancelled.") {
-		t.Errorf("no line names the cancelled call: %q", editor.Messages(ups))
-	}
+	wantCancelledCall(t, e, "toolu_s", "test/sleep", r)
 	// notifications/cancelled reached the server: its handler's context ended, it stopped its work and said so.
 	for e.read("cancelled") == "" || sleepers(secs) > 0 {
 		if time.Now().After(deadline) {
@@ -691,9 +638,7 @@ func TestMCPGuardUndoesWhatServersLeave(t *testing.T) {
 	e := newEnv(t)
 	both, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"a": json.RawMessage(mcpDef(t, mcptest.Good)), "b": json.RawMessage(mcpDef(t, mcptest.Good))}})
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), both, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", string(both))
 	sid := e.newSession()
 	fsmonitor := func(dir string) string {
 		return strings.TrimSpace(gitAsUser(t, filepath.Join(e.root, dir), "config", "--local", "core.fsmonitor"))
@@ -741,9 +686,7 @@ func TestMCPGuardUndoesWhatServersLeave(t *testing.T) {
 // before it answers), and the very next model request offers it.
 func TestMCPToolListChangedReachesTheNextStep(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte(mcpJSON(t, "test", mcptest.Good, nil)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", mcpJSON(t, "test", mcptest.Good, nil))
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_g", "mcp__test__grow", `{}`), tool("toolu_a", "mcp__test__added", `{}`), model.TextStep("done"))
 	e.promptOK(sid, "grow")
@@ -761,10 +704,7 @@ func TestMCPToolListChangedReachesTheNextStep(t *testing.T) {
 // here the project's .garuda/mcp.json, which asks first like .mcp.json.
 func TestMCPMalformedFileOthersStillStart(t *testing.T) {
 	e := newEnv(t)
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), []byte("{\"mcpServers\": {\n  \"x\": {\"command\": 1}\n}}"),
-		0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", "{\"mcpServers\": {\n  \"x\": {\"command\": 1}\n}}")
 	e.write(".garuda/mcp.json", mcpJSON(t, "gar", mcptest.Good, nil))
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_g", "mcp__gar__echo", `{"text":"from .garuda"}`), model.TextStep("done"))
@@ -796,9 +736,7 @@ func TestMCPBadServersAreContained(t *testing.T) {
 	}
 	all, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"garbage": def(mcptest.Garbage), "many": def(mcptest.Many),
 		"flood": def(mcptest.Flood), "crash": def(mcptest.Good), "good": def(mcptest.Good)}})
-	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), all, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("mcp.json", string(all))
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_f", "mcp__flood__t00000", `{}`), tool("toolu_c", "mcp__crash__crash", `{}`),
 		tool("toolu_e", "mcp__good__echo", `{"text":"still fine"}`), model.TextStep("done"))

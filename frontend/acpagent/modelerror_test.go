@@ -30,7 +30,5 @@ func TestModelErrors(t *testing.T) {
 	}
 	// The session still works.
 	e.fake.Push(model.TextStep("fine"))
-	if stop := e.promptOK(sid, "again"); stop != acp.StopReasonEndTurn {
-		t.Errorf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "again")
 }

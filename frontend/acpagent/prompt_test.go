@@ -1,7 +1,6 @@
 package acpagent
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,10 +40,7 @@ func TestDeniedMentionIsNotAttached(t *testing.T) {
 	e.write("secret.txt", "THE-SECRET\n")
 	e.write("open.txt", "OPEN-TEXT\n")
 	// The user's policy denies reading secret.txt.
-	if err := os.WriteFile(filepath.Join(e.home, "policy.json"),
-		[]byte(`{"permissions":{"deny":["read_file(secret.txt)"]}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("policy.json", `{"permissions":{"deny":["read_file(secret.txt)"]}}`)
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("ok"))
 	_, err := e.prompt(sid, acp.TextBlock("see"), acp.ResourceLinkBlock("secret", "file://"+filepath.Join(e.root, "secret.txt")),
@@ -70,9 +66,7 @@ func TestDeniedMentionIsNotAttached(t *testing.T) {
 func TestBuiltinCommandDoesNotReachTheModel(t *testing.T) {
 	e := newEnv(t)
 	sid := e.newSession()
-	if stop := e.promptOK(sid, "/diff"); stop != acp.StopReasonEndTurn {
-		t.Errorf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "/diff")
 	if n := len(e.fake.Requests()); n != 0 {
 		t.Errorf("/diff reached the model (%d requests)", n)
 	}
@@ -96,9 +90,7 @@ func TestSlashTextReachesTheModel(t *testing.T) {
 		seen := len(ups)
 		before := len(e.fake.Requests())
 		e.fake.Push(model.TextStep("the answer"))
-		if stop := e.promptOK(sid, c.text); stop != acp.StopReasonEndTurn {
-			t.Fatalf("%q: stop %q", c.text, stop)
-		}
+		e.promptEndsTurn(sid, c.text)
 		reqs := e.fake.Requests()
 		if len(reqs) != before+1 || reqs[len(reqs)-1].LastUserText() != c.text {
 			t.Errorf("%q did not reach the model as typed: %+v", c.text, reqs[before:])
@@ -196,7 +188,5 @@ func TestEmptyPromptIsInvalidParams(t *testing.T) {
 		t.Errorf("an empty prompt reached the model (%d requests)", n)
 	}
 	e.fake.Push(model.TextStep("ok"))
-	if stop := e.promptOK(sid, "hi"); stop != acp.StopReasonEndTurn {
-		t.Errorf("the next prompt ended %q", stop)
-	}
+	e.promptEndsTurn(sid, "hi") // the next prompt works
 }

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	acp "github.com/coder/acp-go-sdk"
-
 	"github.com/garuda-dev/garuda/frontend/model"
 )
 
@@ -28,9 +26,7 @@ func TestMalformedLineIsLoggedBounded(t *testing.T) {
 	garbage := "{not json " + strings.Repeat("g", 5<<20)
 	e.raw(garbage)
 	e.fake.Push(model.TextStep("still here"))
-	if stop := e.promptOK(sid, "hi"); stop != acp.StopReasonEndTurn {
-		t.Errorf("the next prompt ended %q", stop)
-	}
+	e.promptEndsTurn(sid, "hi") // the next prompt works
 	got := logs.String()
 	if len(got) > 4096 || !strings.Contains(got, fmt.Sprintf("bytes=%d", len(garbage)+1)) || !strings.Contains(got, "{not json ggg") {
 		t.Errorf("log of %d bytes, want the line's length and head: %.600s", len(got), got)
@@ -73,9 +69,7 @@ func TestOverlongMessageGetsAnErrorAndTheAgentLives(t *testing.T) {
 		t.Errorf("answer %v, want an invalid-params error that says the message is too large", res)
 	}
 	e.fake.Push(model.TextStep("still here"))
-	if stop := e.promptOK(sid, "hi"); stop != acp.StopReasonEndTurn {
-		t.Errorf("the next prompt ended %q", stop)
-	}
+	e.promptEndsTurn(sid, "hi") // the next prompt works
 	// At the limit exactly (10 MiB with the newline) the SDK reads the message; one byte more, Garuda answers.
 	for _, c := range []struct {
 		size int

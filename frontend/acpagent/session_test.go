@@ -157,22 +157,13 @@ func TestCustomCommandWithConsentAndMenu(t *testing.T) {
 	}
 
 	e.fake.Push(model.TextStep("reviewed"))
-	if stop := e.promptOK(sid, "/review main.go"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "/review main.go")
 	reqs := e.fake.Requests()
 	if len(reqs) != 1 || !strings.Contains(reqs[0].LastUserText(), "Please review main.go carefully.") {
 		t.Errorf("the model did not get the command's prompt: %+v", reqs)
 	}
 	// The project's command needed a consent, which is not about a tool call: it has its own entry first.
-	ups, perms := e.ed.Snapshot()
-	if len(perms) != 1 || perms[0].ToolCall.ToolCallId != "garuda-question-1" {
-		t.Fatalf("questions %+v", perms)
-	}
-	tc, st, _ := editor.ToolCall(ups, "garuda-question-1")
-	if tc == nil || tc.Kind != acp.ToolKindOther || st != acp.ToolCallStatusCompleted {
-		t.Errorf("question entry %+v, status %q", tc, st)
-	}
+	tc, ups := e.oneQuestionEntry()
 	if !strings.Contains(tc.Title, "review") {
 		t.Errorf("question title %q", tc.Title)
 	}

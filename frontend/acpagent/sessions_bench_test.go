@@ -152,7 +152,7 @@ func BenchmarkList1000Sessions(b *testing.B) {
 		id := fmt.Sprintf("s%04d", i)
 		writeBigSession(b, e.home, e.root, id, 2, 2)
 		at := start.Add(time.Duration(i) * time.Minute)
-		os.Chtimes(filepath.Join(e.home, "sessions", id+".jsonl"), at, at)
+		os.Chtimes(e.sessionFile(id), at, at)
 	}
 	for b.Loop() {
 		res, err := e.conn.ListSessions(e.ctx(), acp.ListSessionsRequest{Cwd: acp.Ptr(e.root)})

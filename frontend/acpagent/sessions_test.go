@@ -34,6 +34,20 @@ func (e *env) stop() {
 	e.stopSrv()
 }
 
+// sessionFile is the path of the session's file in the env's home.
+func (e *env) sessionFile(sid string) string { return filepath.Join(e.home, "sessions", sid+".jsonl") }
+
+// aSavedSession opens a session in an agent on base and runs one turn in it ("hi", answered "hello"), so that the
+// session has a file; it returns the agent's env and the session's id.
+func aSavedSession(t *testing.T, base string) (*env, string) {
+	t.Helper()
+	e := newEnvIn(t, base)
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("hello"))
+	e.promptOK(sid, "hi")
+	return e, sid
+}
+
 // aRichTurn runs a turn with a thought, text, an allowed edit (a diff) and a denied command; it returns the
 // prompt.
 func aRichTurn(e *env, sid string) string {
@@ -55,9 +69,7 @@ func aRichTurn(e *env, sid string) string {
 		tool("toolu_curl", "bash", `{"command":"curl https://example.com","sandbox":false}`),
 		model.TextStep("Done: a.txt says beta; curl was not allowed."))
 	prompt := "Change alpha to beta\nand fetch example.com"
-	if got := e.promptOK(sid, prompt); got != acp.StopReasonEndTurn {
-		e.t.Fatalf("stop %q", got)
-	}
+	e.promptEndsTurn(sid, prompt)
 	if e.read("a.txt") != "beta\n" {
 		e.t.Fatalf("a.txt = %q", e.read("a.txt"))
 	}
@@ -105,9 +117,7 @@ func TestLoadReplaysWhatTheEditorSaw(t *testing.T) {
 
 	// The session goes on: the model hears the whole conversation, and the load's notice comes with the prompt.
 	e2.fake.Push(model.TextStep("Still here."))
-	if got := e2.promptOK(sid, "what did you change?"); got != acp.StopReasonEndTurn {
-		t.Fatalf("follow-up stop %q", got)
-	}
+	e2.promptEndsTurn(sid, "what did you change?")
 	reqs := e2.fake.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d model requests after the load", len(reqs))
@@ -136,12 +146,9 @@ func TestLoadReplaysWhatTheEditorSaw(t *testing.T) {
 // keeps serving.
 func TestLoadRefusesBadInput(t *testing.T) {
 	base := t.TempDir()
-	e := newEnvIn(t, base)
-	sid := e.newSession()
-	e.fake.Push(model.TextStep("hello"))
-	e.promptOK(sid, "hi")
+	e, sid := aSavedSession(t, base)
 	e.stop()
-	path := filepath.Join(e.home, "sessions", sid+".jsonl")
+	path := e.sessionFile(sid)
 	orig, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -208,12 +215,9 @@ func TestLoadRefusesBadInput(t *testing.T) {
 // notice comes with the next prompt, not in the replay, and the next entries are whole lines.
 func TestTornFileLoadsWithANotice(t *testing.T) {
 	base := t.TempDir()
-	e := newEnvIn(t, base)
-	sid := e.newSession()
-	e.fake.Push(model.TextStep("hello"))
-	e.promptOK(sid, "hi")
+	e, sid := aSavedSession(t, base)
 	e.stop()
-	path := filepath.Join(e.home, "sessions", sid+".jsonl")
+	path := e.sessionFile(sid)
 	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	f.WriteString(`{"time":"2026-12-04T00:00:00Z","kind":"upd`)
 	f.Close()
@@ -335,7 +339,7 @@ func deref(s *string) string {
 // waitRecorded waits until the session's file has an entry of kind: entries are written after the turn answers.
 func (e *env) waitRecorded(sid, kind string) {
 	e.t.Helper()
-	path := filepath.Join(e.home, "sessions", sid+".jsonl")
+	path := e.sessionFile(sid)
 	deadline := time.Now().Add(waitLimit)
 	for time.Now().Before(deadline) {
 		if b, _ := os.ReadFile(path); strings.Contains(string(b), `"kind":"`+kind+`"`) {
@@ -350,10 +354,7 @@ func (e *env) waitRecorded(sid, kind string) {
 // open cannot be loaded or resumed; once that one closes it, it can.
 func TestLoadRefusesASessionOpenElsewhere(t *testing.T) {
 	base := t.TempDir()
-	e := newEnvIn(t, base)
-	sid := e.newSession()
-	e.fake.Push(model.TextStep("hello"))
-	e.promptOK(sid, "hi")
+	e, sid := aSavedSession(t, base)
 
 	other := newEnvIn(t, base) // a second agent and broker, the same user, home and project
 	req := editor.LoadRequest(sid, other.root)
@@ -430,14 +431,7 @@ func TestCloseStopsTheRunningTurn(t *testing.T) {
 	working := model.Message{Content: []model.Block{{Type: model.BlockText, Text: "working"}}}
 	e.fake.Push(model.Step{Deltas: []model.FakeDelta{{Kind: model.DeltaText, Text: "working"}}, Wait: make(chan struct{}),
 		Response: &model.Response{Message: working}})
-	answered := make(chan acp.PromptResponse, 1)
-	go func() {
-		res, err := e.prompt(sid, acp.TextBlock("work for a long time"))
-		if err != nil {
-			t.Errorf("the prompt failed: %v", err)
-		}
-		answered <- res
-	}()
+	answered := e.promptInBackground(sid, "work for a long time")
 	e.ed.WaitFor(t, "the turn's first text", func(ed *editor.Editor) bool {
 		return strings.Contains(editor.Messages(ed.Updates), "working")
 	})
@@ -455,7 +449,7 @@ func TestCloseStopsTheRunningTurn(t *testing.T) {
 	if n := openSessions(t, e); n != before-1 {
 		t.Errorf("broker sessions %d after close, want %d", n, before-1)
 	}
-	b, _ := os.ReadFile(filepath.Join(e.home, "sessions", sid+".jsonl"))
+	b, _ := os.ReadFile(e.sessionFile(sid))
 	if !strings.Contains(string(b), `"text":"work for a long time"`) || !strings.Contains(string(b), `"kind":"stop"`) {
 		t.Errorf("the closed turn is not in the file:\n%s", b)
 	}
@@ -464,10 +458,7 @@ func TestCloseStopsTheRunningTurn(t *testing.T) {
 // TestTwoLoadsAtOnce: two loads of one id sent together: one reopens the session, the other is a clear error.
 func TestTwoLoadsAtOnce(t *testing.T) {
 	base := t.TempDir()
-	e := newEnvIn(t, base)
-	sid := e.newSession()
-	e.fake.Push(model.TextStep("hello"))
-	e.promptOK(sid, "hi")
+	e, sid := aSavedSession(t, base)
 	e.stop()
 	e2 := newEnvIn(t, base)
 	errs := make(chan error, 2)

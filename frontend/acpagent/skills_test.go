@@ -24,10 +24,7 @@ func TestSkillsReachTheSystemPrompt(t *testing.T) {
 	skill(filepath.Join(e.home, "skills"), "release", "Cut a release of the project.")
 	skill(filepath.Join(e.root, ".claude", "skills"), "review", "Review a change.")
 	skill(filepath.Join(e.root, ".garuda", "skills"), "hidden", "SECRET-SKILL-TEXT")
-	if err := os.WriteFile(filepath.Join(e.home, "settings.json"),
-		[]byte(`{"permissions": {"deny": ["read_file(.garuda/**)"]}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("settings.json", `{"permissions": {"deny": ["read_file(.garuda/**)"]}}`)
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("ok"))
 	e.promptOK(sid, "hello")

@@ -35,9 +35,7 @@ func TestExploreSubagentCannotWrite(t *testing.T) {
 		tool("toolu_r", "read_file", `{"path":"a.txt"}`),
 		model.TextStep("a.txt:1 says alpha"),
 		model.TextStep("the subagent found it"))
-	if stop := e.promptOK(sid, "explore"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "explore")
 	if e.read("a.txt") != "alpha\n" || e.read("b.txt") != "" {
 		t.Errorf("explore changed the project: a.txt %q, b.txt %q", e.read("a.txt"), e.read("b.txt"))
 	}
@@ -115,14 +113,7 @@ func TestSubagentQuestionIsItsOwnEntry(t *testing.T) {
 	e.fake.Push(subagentCall("toolu_sub", "explore", "read the outside file"),
 		tool("toolu_1", "read_file", string(in)), model.TextStep("it says far away"), model.TextStep("done"))
 	e.promptOK(sid, "go")
-	ups, perms := e.ed.Snapshot()
-	if len(perms) != 1 || perms[0].ToolCall.ToolCallId != "garuda-question-1" {
-		t.Fatalf("questions %+v", perms)
-	}
-	tc, st, _ := editor.ToolCall(ups, "garuda-question-1")
-	if tc == nil || tc.Kind != acp.ToolKindOther || st != acp.ToolCallStatusCompleted {
-		t.Errorf("the question's entry %+v, %s", tc, st)
-	}
+	_, ups := e.oneQuestionEntry()
 	if _, st, texts := editor.ToolCall(ups, "toolu_sub"); st != acp.ToolCallStatusCompleted ||
 		!strings.Contains(strings.Join(texts, "\n"), "it says far away") {
 		t.Errorf("subagent entry %s %q", st, texts)
@@ -158,13 +149,7 @@ func TestCustomAgents(t *testing.T) {
 	e := newEnv(t)
 	e.write(".claude/agents/reviewer.md", "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\nmodel: "+
 		"opus\n---\nYou review code harshly.\n")
-	if err := os.MkdirAll(filepath.Join(e.home, "agents"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(e.home, "agents", "mine.md"),
-		[]byte("---\nname: mine\ndescription: Mine\n---\nBe brief.\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeHome("agents/mine.md", "---\nname: mine\ndescription: Mine\n---\nBe brief.\n")
 	sid := e.newSession()
 	e.fake.Push(subagentCall("toolu_rev", "reviewer", "review a.go"), model.TextStep("looks fine"),
 		subagentCall("toolu_mine", "mine", "hi"), model.TextStep("hello"),
@@ -208,9 +193,7 @@ func TestSubagentThatLoopsIsStopped(t *testing.T) {
 		steps = append(steps, tool(fmt.Sprint("toolu_l", i), "read_file", `{"path":"a.txt"}`))
 	}
 	e.fake.Push(append(steps, model.TextStep("the parent goes on"))...)
-	if stop := e.promptOK(sid, "go"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "go")
 	reqs := e.fake.Requests()
 	if h := reqs[len(reqs)-1].LastUserText(); !strings.Contains(h, "the subagent stopped before it finished (repeated_calls)") {
 		t.Errorf("the parent heard %q", h)

@@ -17,9 +17,7 @@ func TestToolCallTitleKindLocation(t *testing.T) {
 	e.write("a.txt", "alpha\n")
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_r", "read_file", `{"path":"a.txt"}`), model.TextStep("done"))
-	if stop := e.promptOK(sid, "read a.txt"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "read a.txt")
 	ups, _ := e.ed.Snapshot()
 	tc, st, texts := editor.ToolCall(ups, "toolu_r")
 	if tc == nil {

@@ -1,7 +1,6 @@
 package acpagent
 
 import (
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ func TestSessionFileRecordsTheTurn(t *testing.T) {
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_r", "read_file", `{"path":"a.txt"}`), model.TextStep("done"))
 	e.promptOK(sid, "read it")
-	path := filepath.Join(e.home, "sessions", sid+".jsonl")
+	path := e.sessionFile(sid)
 	var kinds []string
 	deadline := time.Now().Add(waitLimit)
 	for {

@@ -28,9 +28,7 @@ func TestPromptStreamsTextAndEndsTurn(t *testing.T) {
 			StopReason: model.StopEndTurn,
 		},
 	})
-	if stop := e.promptOK(sid, "hi"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "hi")
 	ups, _ := e.ed.Snapshot()
 	if got := editor.Messages(ups); got != `Hello wor\u202eld` {
 		t.Errorf("message %q: the model's text must arrive, with hidden characters visible", got)
@@ -73,25 +71,17 @@ func TestCancelDuringQuestion(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.root, "a.txt")); !os.IsNotExist(err) {
 		t.Error("a.txt was written after a cancelled question")
 	}
-	ups, _ := e.ed.Snapshot()
-	if _, st, _ := editor.ToolCall(ups, "toolu_w"); st != acp.ToolCallStatusFailed {
-		t.Errorf("status %q, want failed", st)
-	}
-	if !strings.Contains(editor.Messages(ups), "Garuda: Write a.txt cancelled.") {
-		t.Errorf("messages %q", editor.Messages(ups))
-	}
+	wantCancelledCall(t, e, "toolu_w", "Write a.txt", r.res)
 	// The next prompt works.
 	e.fake = resetFake(e, model.TextStep("again"))
-	if stop := e.promptOK(sid, "hello"); stop != acp.StopReasonEndTurn {
-		t.Errorf("next prompt: %q", stop)
-	}
+	e.promptEndsTurn(sid, "hello")
 }
 
 func TestCancelDuringCommand(t *testing.T) {
 	e := newEnv(t)
 	cmd := "echo started; sleep 61.25"
 	r := cancelWhileRunning(t, e, "toolu_b", cmd, "61.25")
-	wantCancelledCall(t, e, "toolu_b", cmd, r)
+	wantCancelledCall(t, e, "toolu_b", "$ "+cmd, r)
 	testproc.WaitNoneLive(t, waitLimit, "sleep 61.25")
 }
 
@@ -105,7 +95,7 @@ func TestCancelAnswersOnceTheCommandIsGone(t *testing.T) {
 	if sleeperAlive("61.26") {
 		t.Error("the prompt answered while the command still ran")
 	}
-	wantCancelledCall(t, e, "toolu_t", cmd, r)
+	wantCancelledCall(t, e, "toolu_t", "$ "+cmd, r)
 }
 
 // cancelWhileRunning prompts a bash call id of cmd, which prints "started" and then sleeps for sleep seconds (the
@@ -114,14 +104,7 @@ func cancelWhileRunning(t *testing.T, e *env, id, cmd, sleep string) acp.PromptR
 	t.Helper()
 	sid := e.newSession()
 	e.fake.Push(tool(id, "bash", fmt.Sprintf(`{"command":%q}`, cmd)), model.TextStep("never"))
-	done := make(chan acp.PromptResponse, 1)
-	go func() {
-		r, err := e.prompt(sid, acp.TextBlock("run"))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := e.promptInBackground(sid, "run")
 	e.ed.WaitFor(t, "the command's output", func(ed *editor.Editor) bool {
 		_, _, texts := editor.ToolCall(ed.Updates, id)
 		return slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "started") })
@@ -131,22 +114,6 @@ func cancelWhileRunning(t *testing.T, e *env, id, cmd, sleep string) acp.PromptR
 	testproc.WaitLive(t, waitLimit, "sleep "+sleep)
 	e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)})
 	return <-done
-}
-
-// wantCancelledCall checks what the editor was told of a cancelled command: the prompt stopped cancelled, the call
-// failed, and a message says the command was cancelled.
-func wantCancelledCall(t *testing.T, e *env, id, cmd string, r acp.PromptResponse) {
-	t.Helper()
-	if r.StopReason != acp.StopReasonCancelled {
-		t.Errorf("stop %q", r.StopReason)
-	}
-	ups, _ := e.ed.Snapshot()
-	if _, st, _ := editor.ToolCall(ups, id); st != acp.ToolCallStatusFailed {
-		t.Errorf("status %q, want failed", st)
-	}
-	if !strings.Contains(editor.Messages(ups), "Garuda: $ "+cmd+" cancelled.") {
-		t.Errorf("messages %q", editor.Messages(ups))
-	}
 }
 
 func TestCancelWhileTheModelWrites(t *testing.T) {
@@ -181,14 +148,7 @@ func TestSecondPromptWhileOneRunsFails(t *testing.T) {
 			Message:    model.Message{Content: []model.Block{{Type: model.BlockText, Text: "working"}}},
 			StopReason: model.StopEndTurn,
 		}})
-	done := make(chan acp.PromptResponse, 1)
-	go func() {
-		r, err := e.prompt(sid, acp.TextBlock("first"))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := e.promptInBackground(sid, "first")
 	e.ed.WaitFor(t, "the first prompt to run", func(ed *editor.Editor) bool {
 		return strings.Contains(editor.Messages(ed.Updates), "working")
 	})
@@ -289,9 +249,7 @@ func TestCancelRightAfterThePromptStopsIt(t *testing.T) {
 	close(hold)
 	holding = false
 	e.fake = resetFake(e, model.TextStep("fine"))
-	if stop := e.promptOK(sid, "hello"); stop != acp.StopReasonEndTurn {
-		t.Errorf("the prompt after a cancel between turns ended %q", stop)
-	}
+	e.promptEndsTurn(sid, "hello")
 }
 
 // Found by the conformance pass (what an editor relies on where the first tests did not look): it failed
@@ -303,14 +261,7 @@ func TestCancelDuringAQuestionSendsNoUnstableMethod(t *testing.T) {
 	e.ed.Answer = waitingAnswer
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_w", "write_file", `{"path":"a.txt","content":"x"}`))
-	done := make(chan acp.PromptResponse, 1)
-	go func() {
-		r, err := e.prompt(sid, acp.TextBlock("write"))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := e.promptInBackground(sid, "write")
 	e.ed.WaitFor(t, "the question", func(ed *editor.Editor) bool { return len(ed.Perms) == 1 })
 	e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: acp.SessionId(sid)})
 	if r := <-done; r.StopReason != acp.StopReasonCancelled {
@@ -334,9 +285,7 @@ func TestResultNoticesAreGarudaLines(t *testing.T) {
 	e := newEnv(t)
 	sid := e.newSession()
 	e.fake.Push(tool("toolu_b", "bash", `{"command":"mkdir -p sub/.zed && echo {} > sub/.zed/tasks.json"}`), model.TextStep("done"))
-	if stop := e.promptOK(sid, "run"); stop != acp.StopReasonEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
+	e.promptEndsTurn(sid, "run")
 	ups, _ := e.ed.Snapshot()
 	_, st, texts := editor.ToolCall(ups, "toolu_b")
 	if st != acp.ToolCallStatusCompleted || !strings.Contains(strings.Join(texts, ""), "sub/.zed") {

@@ -34,9 +34,7 @@ func TestWebSearchConsentAndEvents(t *testing.T) {
 			o.NewModel = func(*execv1.ModelSettings, string) (model.Client, error) { return searchingModel{e.fake}, nil }
 		})
 		if !allow {
-			e.ed.Answer = func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-				return editor.Selected("deny"), nil
-			}
+			e.ed.Answer = editor.Always("deny")
 		}
 		e.fake.Push(model.TextStep("found it"), model.TextStep("again"))
 		sid := e.newSession()

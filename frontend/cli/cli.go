@@ -74,6 +74,17 @@ func parseFlags(fs *flag.FlagSet, args []string, synopsis string) error {
 	return fs.Parse(append([]string{"--"}, positional...))
 }
 
+// parseFlagsNoArgs is parseFlags for a subcommand that takes no other argument than its flags.
+func parseFlagsNoArgs(fs *flag.FlagSet, args []string, synopsis string) error {
+	if err := parseFlags(fs, args, synopsis); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q (see garuda %s --help)", fs.Name(), fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
 // parseInterspersed parses flags anywhere among the arguments and returns the others in order; "--" ends the
 // flags.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
@@ -145,11 +156,8 @@ func acp(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("acp", flag.ContinueOnError)
 	model := fs.String("model", os.Getenv("GARUDA_MODEL"), "the model (a name from models.json or provider/model-id; default $GARUDA_MODEL)")
 	addr := brokerFlag(fs)
-	if err := parseFlags(fs, args, "acp [--model M] [--broker unix://PATH]"); err != nil {
+	if err := parseFlagsNoArgs(fs, args, "acp [--model M] [--broker unix://PATH]"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("acp: unexpected argument %q (see garuda acp --help)", fs.Arg(0))
 	}
 	protocol, err := guardStdout()
 	if err != nil {

@@ -27,11 +27,8 @@ func setup(ctx context.Context, args []string) error {
 	test := fs.Bool("test", false, "test the key with one tiny request after saving it (asked on a terminal)")
 	force := fs.Bool("force", false, "store a model id that Garuda does not know for the provider (a newer model)")
 	addr := brokerFlag(fs)
-	if err := parseFlags(fs, args, "setup [--provider P] [--model M] [--key-stdin] [--test] [--force] [--broker unix://PATH]"); err != nil {
+	if err := parseFlagsNoArgs(fs, args, "setup [--provider P] [--model M] [--key-stdin] [--test] [--force] [--broker unix://PATH]"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("setup: unexpected argument %q (see garuda setup --help)", fs.Arg(0))
 	}
 	b, err := connect(ctx, *addr)
 	if err != nil {
@@ -221,11 +218,8 @@ func undo(ctx context.Context, args []string) error {
 	session := fs.String("session", "", "the session (default: the newest with changes)")
 	list := fs.Bool("list", false, "list the changes instead of undoing")
 	addr := brokerFlag(fs)
-	if err := parseFlags(fs, args, "undo [--session ID] [--list] [--broker unix://PATH]"); err != nil {
+	if err := parseFlagsNoArgs(fs, args, "undo [--session ID] [--list] [--broker unix://PATH]"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("undo: unexpected argument %q (see garuda undo --help)", fs.Arg(0))
 	}
 	b, err := connect(ctx, *addr)
 	if err != nil {

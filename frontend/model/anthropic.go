@@ -209,6 +209,12 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 		started bool
 		stopped bool
 	)
+	// say adds streamed text or thinking to its block and shows it as it comes.
+	say := func(b *anthropicBlock, kind DeltaKind, s string) {
+		b.text = append(b.text, s...)
+		h.Delta(kind, s)
+		started = true
+	}
 	for stream.Next() {
 		ev := stream.Current()
 		switch ev.Type {
@@ -234,16 +240,12 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 					b.cites = append(b.cites, json.RawMessage(raw))
 				}
 				if cb.Text != "" {
-					b.text = append(b.text, cb.Text...)
-					h.Delta(DeltaText, cb.Text)
-					started = true
+					say(&b, DeltaText, cb.Text)
 				}
 			case "thinking":
 				b.Block = Block{Type: BlockThinking, Signature: cb.Signature}
 				if cb.Thinking != "" {
-					b.text = append(b.text, cb.Thinking...)
-					h.Delta(DeltaThinking, cb.Thinking)
-					started = true
+					say(&b, DeltaThinking, cb.Thinking)
 				}
 			case "redacted_thinking":
 				b.Block = Block{Type: BlockRedactedThinking, Data: cb.Data}
@@ -274,13 +276,9 @@ func (c *anthropicClient) Stream(ctx context.Context, req Request, h Handler) (*
 			d := ev.Delta
 			switch d.Type {
 			case "text_delta":
-				b.text = append(b.text, d.Text...)
-				h.Delta(DeltaText, d.Text)
-				started = true
+				say(b, DeltaText, d.Text)
 			case "thinking_delta":
-				b.text = append(b.text, d.Thinking...)
-				h.Delta(DeltaThinking, d.Thinking)
-				started = true
+				say(b, DeltaThinking, d.Thinking)
 			case "signature_delta":
 				b.Signature += d.Signature
 			case "input_json_delta":

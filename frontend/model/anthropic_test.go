@@ -22,10 +22,7 @@ var userHi = Request{System: "You are Garuda.", Messages: []Message{{Role: RoleU
 func TestAnthropicToolInputSplitAcrossChunks(t *testing.T) {
 	s := newReplay(t, reply{file: "anthropic_tool_split.sse"})
 	h := &collect{}
-	resp, err := anthropicFor(s).Stream(context.Background(), userHi, h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := streamOK(t, anthropicFor(s), h)
 	if got := strings.Join(h.text, "|"); got != "Let me read |the file." {
 		t.Errorf("text deltas = %q", got)
 	}
@@ -67,10 +64,7 @@ func TestAnthropicToolInputSplitAcrossChunks(t *testing.T) {
 
 func TestAnthropicParallelToolCallsAndUsage(t *testing.T) {
 	s := newReplay(t, reply{file: "anthropic_parallel_tools.sse"})
-	resp, err := anthropicFor(s).Stream(context.Background(), userHi, &collect{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := streamOK(t, anthropicFor(s), &collect{})
 	var got []string
 	for _, b := range resp.Message.Content {
 		if b.Type != BlockToolUse {
@@ -186,19 +180,31 @@ func TestAnthropicDoesNotRetryInTheSDK(t *testing.T) {
 	}
 }
 
-func TestAnthropicErrorEventMidStream(t *testing.T) {
-	s := newReplay(t, reply{file: "anthropic_error_midstream.sse"})
-	h := &collect{}
-	_, err := anthropicFor(s).Stream(context.Background(), userHi, h)
-	var se *StreamError
-	if !errors.As(err, &se) || !se.Started || !se.Retryable || !strings.Contains(err.Error(), "Overloaded") {
-		t.Fatalf("err = %#v (%v)", err, err)
-	}
-	if strings.Join(h.text, "") != "Half an ans" {
-		t.Errorf("deltas before the error = %q", h.text)
-	}
-	if n := len(s.requests()); n != 1 {
-		t.Errorf("the SDK retried a started stream: %d requests", n)
+// TestErrorEventMidStream: an error event in a started stream is a started, retryable StreamError with the
+// provider's words, after the deltas before it; the SDK does not retry it.
+func TestErrorEventMidStream(t *testing.T) {
+	for _, c := range []struct {
+		name, file, says, deltas string
+		client                   func(*replayServer) Client
+	}{
+		{"anthropic", "anthropic_error_midstream.sse", "Overloaded", "Half an ans", anthropicFor},
+		{"openai", "openai_error_midstream.sse", "server had an error", "Half", openaiFor},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newReplay(t, reply{file: c.file})
+			h := &collect{}
+			_, err := c.client(s).Stream(context.Background(), userHi, h)
+			var se *StreamError
+			if !errors.As(err, &se) || !se.Started || !se.Retryable || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("err = %#v (%v)", err, err)
+			}
+			if strings.Join(h.text, "") != c.deltas {
+				t.Errorf("deltas before the error = %q", h.text)
+			}
+			if n := len(s.requests()); n != 1 {
+				t.Errorf("the SDK retried a started stream: %d requests", n)
+			}
+		})
 	}
 }
 
@@ -291,9 +297,7 @@ func TestAnthropicIgnoresEnvironmentKeys(t *testing.T) {
 	t.Setenv("ANTHROPIC_AUTH_TOKEN", "tok-from-env")
 	s := newReplay(t, reply{file: "anthropic_max_tokens.sse"}, reply{file: "anthropic_max_tokens.sse"})
 	c := NewAnthropic(ProviderConfig{Type: TypeAnthropic, BaseURL: s.URL, Model: "m"})
-	if _, err := c.Stream(context.Background(), userHi, &collect{}); err != nil {
-		t.Fatal(err)
-	}
+	streamOK(t, c, &collect{})
 	h := s.requests()[0].header
 	if h.Get("X-Api-Key") != "" || h.Get("Authorization") != "" {
 		t.Errorf("an environment key was sent: x-api-key %q authorization %q", h.Get("X-Api-Key"), h.Get("Authorization"))

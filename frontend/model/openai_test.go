@@ -19,10 +19,7 @@ func openaiFor(s *replayServer) Client {
 func TestOpenAIParallelToolCallsByIndex(t *testing.T) {
 	s := newReplay(t, reply{file: "openai_parallel_tools.sse"})
 	h := &collect{}
-	resp, err := openaiFor(s).Stream(context.Background(), userHi, h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := streamOK(t, openaiFor(s), h)
 	want := []Block{
 		{Type: BlockText, Text: "Checking both."},
 		{Type: BlockToolUse, ToolUseID: "call_abc", Name: "read_file", Input: json.RawMessage(`{"path": "go.mod"}`)},
@@ -67,10 +64,7 @@ func TestOpenAIParallelToolCallsByIndex(t *testing.T) {
 func TestOpenAIReasoningContentIsThinking(t *testing.T) {
 	s := newReplay(t, reply{file: "openai_reasoning.sse"})
 	h := &collect{}
-	resp, err := openaiFor(s).Stream(context.Background(), userHi, h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := streamOK(t, openaiFor(s), h)
 	if got := strings.Join(h.thinking, "|"); got != "Two plus |two is four." {
 		t.Errorf("thinking deltas = %q", got)
 	}
@@ -88,20 +82,12 @@ func TestOpenAILengthIsMaxTokens(t *testing.T) {
 	}
 }
 
+// TestOpenAIErrors: the provider's refusals. An error event mid-stream is TestErrorEventMidStream's.
 func TestOpenAIErrors(t *testing.T) {
-	s := newReplay(t, reply{file: "openai_error_midstream.sse"})
 	h := &collect{}
-	_, err := openaiFor(s).Stream(context.Background(), userHi, h)
 	var se *StreamError
-	if !errors.As(err, &se) || !se.Started || !se.Retryable || !strings.Contains(err.Error(), "server had an error") {
-		t.Errorf("mid-stream: %#v (%v)", err, err)
-	}
-	if strings.Join(h.text, "") != "Half" || len(s.requests()) != 1 {
-		t.Errorf("deltas %q, %d requests", h.text, len(s.requests()))
-	}
-
-	s = newReplay(t, reply{status: 401, file: "openai_401.json"})
-	_, err = openaiFor(s).Stream(context.Background(), userHi, h)
+	s := newReplay(t, reply{status: 401, file: "openai_401.json"})
+	_, err := openaiFor(s).Stream(context.Background(), userHi, h)
 	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "Incorrect API key") || len(s.requests()) != 1 {
 		t.Errorf("401: %v (%d requests)", err, len(s.requests()))
 	}
@@ -184,9 +170,7 @@ func TestOpenAIIgnoresEnvironment(t *testing.T) {
 	t.Setenv("OPENAI_ORG_ID", "org-secret")
 	s := newReplay(t, reply{file: "openai_length.sse"}, reply{file: "openai_length.sse"})
 	c := NewOpenAI(ProviderConfig{Type: TypeOpenAI, BaseURL: s.URL + "/v1", Model: "llama3"})
-	if _, err := c.Stream(context.Background(), userHi, &collect{}); err != nil {
-		t.Fatal(err)
-	}
+	streamOK(t, c, &collect{})
 	h := s.requests()[0].header
 	if h.Get("Authorization") != "" || h.Get("OpenAI-Organization") != "" {
 		t.Errorf("environment leaked: authorization %q organization %q", h.Get("Authorization"), h.Get("OpenAI-Organization"))

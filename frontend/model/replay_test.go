@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -94,4 +95,14 @@ func (c *collect) Delta(kind DeltaKind, s string) {
 	} else {
 		c.thinking = append(c.thinking, s)
 	}
+}
+
+// streamOK streams userHi through c to h and fails the test on an error.
+func streamOK(t *testing.T, c Client, h Handler) *Response {
+	t.Helper()
+	resp, err := c.Stream(context.Background(), userHi, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }

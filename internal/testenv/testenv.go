@@ -1,6 +1,6 @@
-// Package testenv is what tests need of the machine: the commands they run, and a memory cgroup of their own. A
-// test whose command is missing fails, naming the Debian package that has it (.ci/run installs them); it never
-// skips, so that a check cannot silently stop running.
+// Package testenv is what tests need of the machine: the commands they run, a memory cgroup of their own, a loopback
+// server to reach. A test whose command is missing fails, naming the Debian package that has it (.ci/run installs
+// them); it never skips, so that a check cannot silently stop running.
 package testenv
 
 import (

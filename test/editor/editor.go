@@ -27,8 +27,11 @@ type Editor struct {
 	Perms   []acp.RequestPermissionRequest
 	FSUsed  []string
 	// Answer decides a permission request; nil selects "once".
-	Answer func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error)
+	Answer AnswerFunc
 }
+
+// AnswerFunc is how a test's user answers a permission request.
+type AnswerFunc func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error)
 
 // New returns an Editor that has recorded nothing.
 func New() *Editor { return &Editor{changed: make(chan struct{})} }
@@ -56,6 +59,13 @@ func (e *Editor) RequestPermission(ctx context.Context, r acp.RequestPermissionR
 		return Selected("once"), nil
 	}
 	return answer(ctx, r)
+}
+
+// Always is an Answer that selects the option id whatever is asked: a user who always answers the same.
+func Always(id string) AnswerFunc {
+	return func(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+		return Selected(id), nil
+	}
 }
 
 // Selected is the answer that selects the option id.
@@ -164,6 +174,19 @@ func ToolCall(ups []acp.SessionNotification, id string) (*acp.SessionUpdateToolC
 		}
 	}
 	return tc, st, texts
+}
+
+// WantCancelledCall checks what the editor was told of a cancelled call: the call failed, and a line of Garuda's
+// names it by its title ("Garuda: <title> cancelled.").
+func (e *Editor) WantCancelledCall(t testing.TB, id, title string) {
+	t.Helper()
+	ups, _ := e.Snapshot()
+	if _, st, _ := ToolCall(ups, id); st != acp.ToolCallStatusFailed {
+		t.Errorf("the call %s ended %q, want failed", id, st)
+	}
+	if !strings.Contains(Messages(ups), "Garuda: "+title+" cancelled.") {
+		t.Errorf("no line names the cancelled call: %q", Messages(ups))
+	}
 }
 
 // Transcript is what an editor shows of a session's updates: runs of message or thought chunks joined, a tool

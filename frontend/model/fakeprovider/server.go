@@ -173,6 +173,14 @@ func (t Turn) interrupt(r *http.Request) bool {
 	return false
 }
 
+// messageOr is t's error message, or def, the provider's own wording, when the script gives none.
+func (t Turn) messageOr(def string) string {
+	if t.Message == "" {
+		return def
+	}
+	return t.Message
+}
+
 func (t Turn) pieces(s string) []string {
 	n := t.ChunkSize
 	if n <= 0 {
@@ -331,11 +339,7 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if t.ErrorEvent != "" {
-		msg := t.Message
-		if msg == "" {
-			msg = "Overloaded"
-		}
-		e.event("error", map[string]any{"type": "error", "error": map[string]any{"type": t.ErrorEvent, "message": msg}})
+		e.event("error", map[string]any{"type": "error", "error": map[string]any{"type": t.ErrorEvent, "message": t.messageOr("Overloaded")}})
 		return
 	}
 	e.event("message_delta", map[string]any{"type": "message_delta",
@@ -390,11 +394,8 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if t.ErrorEvent != "" {
-		msg := t.Message
-		if msg == "" {
-			msg = "The server is overloaded"
-		}
-		e.event("", map[string]any{"error": map[string]any{"message": msg, "type": t.ErrorEvent, "code": nil}})
+		e.event("", map[string]any{"error": map[string]any{"message": t.messageOr("The server is overloaded"), "type": t.ErrorEvent,
+			"code": nil}})
 		return
 	}
 	finish := map[string]string{"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "refusal": "content_filter"}[t.stop()]
