@@ -178,6 +178,18 @@ func (a *agent) prompt(sid acp.SessionId, text string) (acp.PromptResponse, erro
 	return a.conn.Prompt(a.ctx(), acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 }
 
+// turn initializes, opens a session on the project folder and sends one text prompt; it fails unless the turn
+// ends normally, and returns the session.
+func (a *agent) turn(text string) acp.SessionId {
+	a.t.Helper()
+	a.initialize()
+	sid := a.newSession("")
+	if res, err := a.prompt(sid, text); err != nil || res.StopReason != acp.StopReasonEndTurn {
+		a.t.Fatalf("prompt: %+v %v\nstderr:\n%s", res, err, a.stderr)
+	}
+	return sid
+}
+
 // closeAndWait closes stdin and waits for the exit; it returns the exit code and how long the exit took.
 func (a *agent) closeAndWait() (int, time.Duration) {
 	a.t.Helper()

@@ -29,17 +29,7 @@ func TestProcessHookDeniesBash(t *testing.T) {
 	}
 	models := m.modelsJSON(t)
 	p := startGarudaIn(t, base, models)
-	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("run it")}})
-	if err != nil || res.StopReason != acp.StopReasonEndTurn {
-		t.Fatalf("prompt: %+v %v", res, err)
-	}
+	p.turn("run it")
 	ups, _ := p.ed.Snapshot()
 	if _, st, texts := editor.ToolCall(ups, "call_b"); st != acp.ToolCallStatusFailed ||
 		!strings.Contains(strings.Join(texts, ""), "the team forbids shell commands") {

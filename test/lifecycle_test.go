@@ -189,17 +189,7 @@ func TestAcpRunsConfined(t *testing.T) {
 func TestProcessStdoutOnlyProtocolAndCleanExit(t *testing.T) {
 	m := &fakeOpenAI{answers: [][]string{bashAnswer("call_1", "echo hello; echo to-stdout; echo to-stderr >&2"), textAnswer("done")}}
 	p := startGaruda(t, m)
-	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("say hello")}})
-	if err != nil || res.StopReason != acp.StopReasonEndTurn {
-		t.Fatalf("prompt: %+v %v", res, err)
-	}
+	p.turn("say hello")
 	ups, _ := p.ed.Snapshot()
 	if _, st, texts := editor.ToolCall(ups, "call_1"); st != acp.ToolCallStatusCompleted ||
 		!strings.Contains(strings.Join(texts, ""), "hello") {

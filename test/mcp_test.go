@@ -87,17 +87,7 @@ func TestProcessMCP50MBResultMemory(t *testing.T) {
 	}
 	models := m.modelsJSON(t)
 	p := startGarudaIn(t, base, models)
-	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("big")}})
-	if err != nil || res.StopReason != acp.StopReasonEndTurn {
-		t.Fatalf("prompt: %+v %v", res, err)
-	}
+	p.turn("big")
 	front := p.cmd.Process.Pid
 	frontPeak, brokerPeak := peakRSS(t, front), peakRSS(t, childBroker(t, front))
 	t.Logf("peak resident memory: garuda %d MiB, garuda-exec %d MiB, together %d MiB", frontPeak>>20, brokerPeak>>20,

@@ -90,23 +90,18 @@ func TestRunningCommandEndsWithFrontEndKilled(t *testing.T) {
 func TestProcessCancelSleep(t *testing.T) {
 	m := &fakeOpenAI{answers: [][]string{bashAnswer("call_s", "sleep 60.75")}}
 	p := startGaruda(t, m)
-	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p.initialize()
+	sid := p.newSession("")
 	done := make(chan acp.PromptResponse, 1)
 	go func() {
-		res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("sleep")}})
+		res, err := p.prompt(sid, "sleep")
 		if err != nil {
 			t.Error(err)
 		}
 		done <- res
 	}()
 	testproc.WaitLive(t, waitLimit, "sleep 60.75")
-	p.conn.Cancel(p.ctx(), acp.CancelNotification{SessionId: ns.SessionId})
+	p.conn.Cancel(p.ctx(), acp.CancelNotification{SessionId: sid})
 	res := <-done
 	if res.StopReason != acp.StopReasonCancelled {
 		t.Errorf("stop %q", res.StopReason)
@@ -129,17 +124,7 @@ func TestProcessBackgroundGoneAfterSIGKILL(t *testing.T) {
 		textAnswer("started"),
 	}}
 	p := startGaruda(t, m)
-	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("start it")}})
-	if err != nil || res.StopReason != acp.StopReasonEndTurn {
-		t.Fatalf("prompt: %+v %v", res, err)
-	}
+	p.turn("start it")
 	testproc.WaitLive(t, waitLimit, "sleep 61.61", "sleep 61.62") // the negative control: both run after the turn ended
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

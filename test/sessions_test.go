@@ -46,19 +46,8 @@ func TestProcessLoadAfterRestart(t *testing.T) {
 		}
 		return editor.Selected("once"), nil
 	}
-	if _, err := p.conn.Initialize(p.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := p.conn.NewSession(p.ctx(), acp.NewSessionRequest{Cwd: p.root, McpServers: []acp.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sid := string(ns.SessionId)
 	prompt := "Change alpha to beta, then fetch example.com"
-	res, err := p.conn.Prompt(p.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(prompt)}})
-	if err != nil || res.StopReason != acp.StopReasonEndTurn {
-		t.Fatalf("prompt: %+v, %v", res, err)
-	}
+	sid := string(p.turn(prompt))
 	if b, _ := os.ReadFile(filepath.Join(p.root, "a.txt")); string(b) != "beta\n" {
 		t.Fatalf("a.txt = %q", b)
 	}
@@ -72,9 +61,7 @@ func TestProcessLoadAfterRestart(t *testing.T) {
 	before := fp.Requests()
 
 	q := startGarudaIn(t, base, models)
-	if _, err := q.conn.Initialize(q.ctx(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
+	q.initialize()
 	if _, err := q.conn.LoadSession(q.ctx(), editor.LoadRequest(sid, q.root)); err != nil {
 		t.Fatalf("session/load: %v", err)
 	}
@@ -88,8 +75,7 @@ func TestProcessLoadAfterRestart(t *testing.T) {
 		}
 	}
 
-	follow := []acp.ContentBlock{acp.TextBlock("what did you change?")}
-	res, err = q.conn.Prompt(q.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: follow})
+	res, err := q.prompt(acp.SessionId(sid), "what did you change?")
 	if err != nil || res.StopReason != acp.StopReasonEndTurn {
 		t.Fatalf("follow-up: %+v, %v", res, err)
 	}
