@@ -171,15 +171,7 @@ func (r *Root) grepResult(g *grepSearch) *ListResult {
 	mode, ctxLines, startAbs, files, cut := g.mode, g.ctxLines, g.startAbs, g.files, g.cut.Load()
 
 	if mode == "files" {
-		slices.SortFunc(files, func(a, b grepFile) int {
-			if a.mtime != b.mtime {
-				if a.mtime > b.mtime {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.rel, b.rel)
-		})
+		slices.SortFunc(files, func(a, b grepFile) int { return newestFirst(a.mtime, b.mtime, a.rel, b.rel) })
 	} else {
 		slices.SortFunc(files, func(a, b grepFile) int { return strings.Compare(a.rel, b.rel) })
 	}
