@@ -265,7 +265,7 @@ const mmapAbove = 4 << 20
 // non-blocking then fstat: only regular files are read) and searches it; ok is false for files without a match,
 // binary files and files it cannot read. rel is its path relative to the search folder.
 func searchFile(ctx context.Context, dirfd int, name, rel string, m *matcher, mode string, ctxLines, lineChars int) (gf grepFile, ok bool) {
-	fd, err := openat2(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, resolveWrite)
+	fd, err := openBelow(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, resolveWrite)
 	if err != nil {
 		return gf, false
 	}
