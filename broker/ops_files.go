@@ -57,12 +57,7 @@ func checkReadFile(s *Service, c *call) (*request, error) {
 			if res, err := s.realDenied(g, inside); res != nil || err != nil {
 				return res, err
 			}
-			r, err := c.sess.fs.Read(ctx, g.p, fsops.ReadRequest{Offset: int(op.GetOffset()), Limit: int(op.GetLimit()),
-				Recheck: s.allowRead(s.state(c.sess))})
-			if err != nil {
-				return failed(err), nil
-			}
-			return &execv1.Result{Content: joinLines(r.Text, r.Note), Locations: locations(r.Location)}, nil
+			return s.readAnswer(ctx, c, g, fsops.ReadRequest{Offset: int(op.GetOffset()), Limit: int(op.GetLimit())}), nil
 		},
 	}, nil
 }
@@ -86,13 +81,19 @@ func checkAttachMention(s *Service, c *call) (*request, error) {
 				}
 				return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: fmt.Sprintf("%s was not attached: %s", op.GetPath(), reason)}, nil
 			}
-			r, err := c.sess.fs.Read(ctx, g.p, fsops.ReadRequest{Recheck: s.allowRead(s.state(c.sess))})
-			if err != nil {
-				return failed(err), nil
-			}
-			return &execv1.Result{Content: joinLines(r.Text, r.Note), Locations: locations(r.Location)}, nil
+			return s.readAnswer(ctx, c, g, fsops.ReadRequest{}), nil
 		},
 	}, nil
+}
+
+// readAnswer reads the file the grant permits, the read rules checked again on what is opened, and answers its text.
+func (s *Service) readAnswer(ctx context.Context, c *call, g *grant, req fsops.ReadRequest) *execv1.Result {
+	req.Recheck = s.allowRead(s.state(c.sess))
+	r, err := c.sess.fs.Read(ctx, g.p, req)
+	if err != nil {
+		return failed(err)
+	}
+	return &execv1.Result{Content: joinLines(r.Text, r.Note), Locations: locations(r.Location)}
 }
 
 func checkWriteFile(s *Service, c *call) (*request, error) {
