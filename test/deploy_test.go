@@ -79,6 +79,22 @@ func specifiers(dir, instance string) *strings.Replacer {
 	)
 }
 
+// runHere points a unit's garuda-exec command line at what exists here (the socket group gid, a managed policy in
+// dir) and returns the socket it listens on ("" when it has no --listen).
+func runHere(argv []string, dir, gid string) (sock string) {
+	for i := 2; i < len(argv)-1; i++ {
+		switch argv[i] {
+		case "--listen":
+			sock = argv[i+1]
+		case "--socket-group":
+			argv[i+1] = gid
+		case "--managed-policy":
+			argv[i+1] = filepath.Join(dir, "managed-policy.json")
+		}
+	}
+	return sock
+}
+
 // execStart expands a unit's ExecStart as systemd does: specifiers, then each bare $VAR word split at whitespace.
 func execStart(t *testing.T, vals map[string][]string, spec *strings.Replacer) (argv, env []string) {
 	t.Helper()
@@ -169,17 +185,7 @@ func TestDeployUnitCommandLines(t *testing.T) {
 				t.Fatalf("ExecStart = %q, want %s serve ...", argv, installedExec)
 			}
 			argv[0] = bins.exec
-			sock := ""
-			for i := 2; i < len(argv)-1; i++ {
-				switch argv[i] {
-				case "--listen":
-					sock = argv[i+1]
-				case "--socket-group":
-					argv[i+1] = strconv.Itoa(os.Getgid())
-				case "--managed-policy":
-					argv[i+1] = filepath.Join(dir, "managed-policy.json")
-				}
-			}
+			sock := runHere(argv, dir, strconv.Itoa(os.Getgid()))
 			if sock == "" {
 				t.Fatalf("ExecStart %q has no --listen", argv)
 			}
@@ -508,17 +514,7 @@ func TestDeploySystemUnitServesOnlyItsUser(t *testing.T) {
 	dir := openDir(t)
 	argv, env := execStart(t, unitValues(t, deployUnits[1].path), specifiers(dir, clientUID))
 	argv[0] = bins.exec
-	sock := ""
-	for i := 2; i < len(argv)-1; i++ {
-		switch argv[i] {
-		case "--listen":
-			sock = argv[i+1]
-		case "--socket-group":
-			argv[i+1] = socketGID
-		case "--managed-policy":
-			argv[i+1] = filepath.Join(dir, "managed-policy.json")
-		}
-	}
+	sock := runHere(argv, dir, socketGID)
 	// What systemd prepares: the state folder (StateDirectory=, 0700) and the socket's folder (RuntimeDirectory=,
 	// 0750), both owned by the broker's user; their parents are root's.
 	for d, mode := range map[string]os.FileMode{filepath.Join(dir, "state", "garuda-exec", clientUID): 0o700, filepath.Dir(sock): 0o750} {
