@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/garuda-dev/garuda/internal/testproc"
@@ -38,15 +37,8 @@ func TestProcessHookDeniesBash(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(p.root, "ran")); err == nil {
 		t.Fatal("the denied command ran")
 	}
-	p.stdin.Close()
-	select {
-	case err := <-p.waited:
-		if err != nil {
-			t.Errorf("garuda acp exited with %v after stdin closed, want 0", err)
-		}
-		p.waited <- err
-	case <-time.After(waitLimit):
-		t.Fatal("garuda acp did not exit after stdin closed")
+	if code, _ := p.closeAndWait(); code != 0 {
+		t.Errorf("garuda acp exited with %d after stdin closed, want 0", code)
 	}
 	data, err := os.ReadFile(filepath.Join(p.root, "ended.json"))
 	if err != nil || !strings.Contains(string(data), `"hook_event_name":"SessionEnd"`) {

@@ -198,15 +198,8 @@ func TestProcessStdoutOnlyProtocolAndCleanExit(t *testing.T) {
 	if len(testproc.OfExe(bins.exec)) == 0 {
 		t.Fatal("negative control: no garuda-exec process found while garuda runs")
 	}
-	p.stdin.Close()
-	select {
-	case err := <-p.waited:
-		if err != nil {
-			t.Errorf("garuda acp exited with %v after stdin closed, want 0", err)
-		}
-		p.waited <- err
-	case <-time.After(waitLimit):
-		t.Fatal("garuda acp did not exit after stdin closed")
+	if code, _ := p.closeAndWait(); code != 0 {
+		t.Errorf("garuda acp exited with %d after stdin closed, want 0", code)
 	}
 	lines := p.lines()
 	if len(lines) == 0 {

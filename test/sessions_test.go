@@ -53,11 +53,9 @@ func TestProcessLoadAfterRestart(t *testing.T) {
 	}
 	live, _ := p.ed.Snapshot()
 	want := append([]string{editor.UserChunk(prompt)}, editor.Transcript(live, sid)...)
-	p.stdin.Close()
-	if err := <-p.waited; err != nil {
-		t.Fatalf("garuda acp exited with %v", err)
+	if code, _ := p.closeAndWait(); code != 0 {
+		t.Fatalf("garuda acp exited with %d", code)
 	}
-	p.waited <- nil
 	before := fp.Requests()
 
 	q := startGarudaIn(t, base, models)
