@@ -95,6 +95,18 @@ func runHere(argv []string, dir, gid string) (sock string) {
 	return sock
 }
 
+// startLogged starts cmd with its stderr in log; done gets what its Wait returns.
+func startLogged(t *testing.T, cmd *exec.Cmd) (log *syncBuffer, done chan error) {
+	t.Helper()
+	log, done = &syncBuffer{}, make(chan error, 1)
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	return log, done
+}
+
 // execStart expands a unit's ExecStart as systemd does: specifiers, then each bare $VAR word split at whitespace.
 func execStart(t *testing.T, vals map[string][]string, spec *strings.Replacer) (argv, env []string) {
 	t.Helper()
@@ -192,13 +204,7 @@ func TestDeployUnitCommandLines(t *testing.T) {
 			// The units' --allow-uid (the instance's uid) must be this test's uid, or doctor below is refused.
 			srv := exec.Command(argv[0], argv[1:]...)
 			srv.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Join(dir, "home")}, env...)
-			log := &syncBuffer{}
-			srv.Stderr = log
-			if err := srv.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- srv.Wait() }()
+			log, done := startLogged(t, srv)
 			exited := false
 			defer func() {
 				if !exited {
@@ -533,13 +539,7 @@ func TestDeploySystemUnitServesOnlyItsUser(t *testing.T) {
 	}
 	srv := exec.Command("setpriv", append([]string{"--reuid=" + brokerUID, "--regid=" + brokerUID, "--groups=" + socketGID}, argv...)...)
 	srv.Env = env
-	log := &syncBuffer{}
-	srv.Stderr = log
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Wait() }()
+	log, done := startLogged(t, srv)
 	defer func() { srv.Process.Signal(syscall.SIGTERM); <-done }()
 	if !log.waitFor("serving", 10*time.Second) {
 		t.Fatalf("garuda-exec did not start as uid %s with the unit's flags %q:\n%s", brokerUID, argv[1:], log)

@@ -118,12 +118,8 @@ func TestServePeerCredentials(t *testing.T) {
 	home := filepath.Join(dir, "home")
 	srv := exec.Command(bins.exec, "serve", "--listen", sock, "--allow-uid", "65534", "--socket-group", "65534")
 	srv.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + home}
-	log := &syncBuffer{}
-	srv.Stderr = log
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
+	log, done := startLogged(t, srv)
+	defer func() { srv.Process.Signal(syscall.SIGTERM); <-done }()
 	for i := 0; i < 200; i++ {
 		if _, err := os.Stat(sock); err == nil {
 			break
