@@ -43,56 +43,55 @@ var errEmptyPath = fmt.Errorf("the path is empty: %w", ErrBadRequest)
 
 func checkReadFile(s *Service, c *call) (*request, error) {
 	op := c.start.GetReadFile()
-	if op.GetPath() == "" {
-		return nil, errEmptyPath
-	}
-	abs, inside := c.sess.fs.Abs(op.GetPath())
-	return &request{
-		policy: policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: abs},
-		input:  op.GetPath(),
-		run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
-			if res, err := g.confirm(&execv1.Question{Title: "Read " + abs, Preview: "Read " + abs}); res != nil || err != nil {
-				return res, err
-			}
-			if res, err := s.realDenied(g, inside); res != nil || err != nil {
-				return res, err
-			}
-			r, err := c.sess.fs.Read(ctx, g.p, fsops.ReadRequest{Offset: int(op.GetOffset()), Limit: int(op.GetLimit()),
-				Recheck: s.allowRead(s.state(c.sess))})
-			if err != nil {
-				return failed(err), nil
-			}
-			return &execv1.Result{Content: joinLines(r.Text, r.Note), Locations: locations(r.Location)}, nil
-		},
-	}, nil
+	return checkRead(c, op.GetPath(), func(ctx context.Context, g *grant, abs string, inside bool) (*execv1.Result, error) {
+		if res, err := g.confirm(&execv1.Question{Title: "Read " + abs, Preview: "Read " + abs}); res != nil || err != nil {
+			return res, err
+		}
+		if res, err := s.realDenied(g, inside); res != nil || err != nil {
+			return res, err
+		}
+		return s.readAnswer(ctx, c, g, fsops.ReadRequest{Offset: int(op.GetOffset()), Limit: int(op.GetLimit())}), nil
+	})
 }
 
 // checkAttachMention reads a file the user mentioned, with the normal read check. It asks nothing: a mention of a
 // file the rules do not simply allow, or outside the project folder, is not attached.
 func checkAttachMention(s *Service, c *call) (*request, error) {
 	op := c.start.GetAttachMention()
-	if op.GetPath() == "" {
+	return checkRead(c, op.GetPath(), func(ctx context.Context, g *grant, _ string, inside bool) (*execv1.Result, error) {
+		if !g.p.Acts() || !inside {
+			reason := g.d.Reason
+			if !inside {
+				reason = "it is outside the project folder"
+			}
+			return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: fmt.Sprintf("%s was not attached: %s", op.GetPath(), reason)}, nil
+		}
+		return s.readAnswer(ctx, c, g, fsops.ReadRequest{}), nil
+	})
+}
+
+// checkRead is the request of a read of path (read_file to the policy, whoever asks): its run gets the path made
+// absolute and whether it lies in the project folder.
+func checkRead(c *call, path string, run func(context.Context, *grant, string, bool) (*execv1.Result, error)) (*request, error) {
+	if path == "" {
 		return nil, errEmptyPath
 	}
-	abs, inside := c.sess.fs.Abs(op.GetPath())
+	abs, inside := c.sess.fs.Abs(path)
 	return &request{
 		policy: policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: abs},
-		input:  op.GetPath(),
-		run: func(ctx context.Context, g *grant) (*execv1.Result, error) {
-			if !g.p.Acts() || !inside {
-				reason := g.d.Reason
-				if !inside {
-					reason = "it is outside the project folder"
-				}
-				return &execv1.Result{Status: execv1.Status_STATUS_DENIED, Content: fmt.Sprintf("%s was not attached: %s", op.GetPath(), reason)}, nil
-			}
-			r, err := c.sess.fs.Read(ctx, g.p, fsops.ReadRequest{Recheck: s.allowRead(s.state(c.sess))})
-			if err != nil {
-				return failed(err), nil
-			}
-			return &execv1.Result{Content: joinLines(r.Text, r.Note), Locations: locations(r.Location)}, nil
-		},
+		input:  path,
+		run:    func(ctx context.Context, g *grant) (*execv1.Result, error) { return run(ctx, g, abs, inside) },
 	}, nil
+}
+
+// readAnswer reads the file the grant permits, the read rules checked again on what is opened, and answers its text.
+func (s *Service) readAnswer(ctx context.Context, c *call, g *grant, req fsops.ReadRequest) *execv1.Result {
+	req.Recheck = s.allowRead(s.state(c.sess))
+	r, err := c.sess.fs.Read(ctx, g.p, req)
+	if err != nil {
+		return failed(err)
+	}
+	return &execv1.Result{Content: joinLines(r.Text, r.Note), Locations: locations(r.Location)}
 }
 
 func checkWriteFile(s *Service, c *call) (*request, error) {

@@ -1,7 +1,7 @@
 // The command guard's walk: the only walk of the project around a command, and the one that finds what "**"
 // read-deny rules hide.
 
-package broker
+package broker_test
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	. "github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -75,8 +76,8 @@ func (o *folderOpens) take(t *testing.T) map[string]int {
 // changed, lists none (the guard's watches tell what changed). The nested secret is still hidden from both.
 // Before, the read-deny rule walked the whole project again for every command.
 func TestCommandWalksTheProjectOnce(t *testing.T) {
-	dir := t.TempDir()
-	root := filepath.Join(dir, "project")
+	e := New(t)
+	root := e.Root
 	var folders []string
 	for i := range 5 {
 		for j := range 4 {
@@ -91,11 +92,13 @@ func TestCommandWalksTheProjectOnce(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(root, "node_modules", "dep", ".env"), []byte("TOKEN=dep-secret"), 0o644))
 	must(t, os.MkdirAll(filepath.Join(root, "private"), 0o755)) // a denied folder: hidden whole, never listed
 	must(t, os.WriteFile(filepath.Join(root, "private", "key.pem"), []byte("private-secret"), 0o644))
-	c, sid := benchBroker(t, dir, root, `{"permissions":{"deny":["Read(**/.env)","Read(**/private)"]}}`)
+	e.Settings(t, `{"permissions":{"deny":["Read(**/.env)","Read(**/private)"]}}`)
+	c := e.Client()
+	sid := e.Open(c)
 	opens := watchFolderOpens(t, root)
 	const cmd = "cat pkg3/sub2/.env node_modules/dep/.env private/key.pem pkg0/sub0/f.go 2>&1; true"
 	for run := range 2 {
-		r := runBash(t, c, sid, cmd)
+		r := Sh(t, c, sid, cmd)
 		if r.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(r.GetContent(), "package x // visible") {
 			t.Fatalf("run %d: %v", run, r)
 		}
@@ -129,15 +132,16 @@ func must(t *testing.T, err error) {
 // rule the guard leaves node_modules out and the command runs.
 func TestCommandPastTheLimitWithDenyRule(t *testing.T) {
 	for _, rule := range []string{"", `,"permissions":{"deny":["Read(**/.env)"]}`} {
-		dir := t.TempDir()
-		root := filepath.Join(dir, "project")
+		e := New(t)
+		root := e.Root
 		must(t, os.MkdirAll(filepath.Join(root, "node_modules", "dep"), 0o755))
 		for i := range 30 {
 			must(t, os.WriteFile(filepath.Join(root, "node_modules", "dep", fmt.Sprintf("f%d.js", i)), nil, 0o644))
 		}
 		must(t, os.WriteFile(filepath.Join(root, "node_modules", "dep", ".env"), []byte("TOKEN=dep-secret"), 0o644))
-		c, sid := benchBroker(t, dir, root, `{"guard":{"max_entries":20}`+rule+`}`)
-		r := runBash(t, c, sid, "cat node_modules/dep/.env")
+		e.Settings(t, `{"guard":{"max_entries":20}`+rule+`}`)
+		c := e.Client()
+		r := Sh(t, c, e.Open(c), "cat node_modules/dep/.env")
 		switch {
 		case rule == "" && (r.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(r.GetContent(), "dep-secret")):
 			t.Errorf("control, without the rule: %v", r)

@@ -31,27 +31,7 @@ func (m MCPMatch) matches(name, command, url string) bool {
 	case m.Command != "":
 		return command != "" && (m.Command == command || m.Command == filepath.Base(command))
 	}
-	return url != "" && wildcard(m.URL, url)
-}
-
-// wildcard matches s against pattern, in which '*' stands for any run of characters (a '/' too).
-func wildcard(pattern, s string) bool {
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
-		return pattern == s
-	}
-	if !strings.HasPrefix(s, parts[0]) {
-		return false
-	}
-	s = s[len(parts[0]):]
-	for _, p := range parts[1 : len(parts)-1] {
-		i := strings.Index(s, p)
-		if i < 0 {
-			return false
-		}
-		s = s[i+len(p):]
-	}
-	return strings.HasSuffix(s, parts[len(parts)-1])
+	return url != "" && wildMatch(m.URL, url)
 }
 
 // MCPServerForbidden reports whether team policy forbids an MCP server (named by its key, and its program or its

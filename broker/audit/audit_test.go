@@ -151,6 +151,21 @@ func readRecords(t *testing.T, path string) []Record {
 	return out
 }
 
+// openWithOneRecord opens the log in dir (GARUDA_HOME's when empty), closed as the test ends, and commits one
+// decision record to it.
+func openWithOneRecord(t *testing.T, dir string) *Log {
+	t.Helper()
+	l, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if err := l.Commit(Record{Event: EventDecision}); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func TestCommitChainsAndVerifies(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "audit")
 	l, err := Open(dir, Options{Broker: "b1"})
@@ -198,14 +213,7 @@ func TestCommitChainsAndVerifies(t *testing.T) {
 
 func TestFileModes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "audit")
-	l, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := l.Commit(Record{Event: EventDecision}); err != nil {
-		t.Fatal(err)
-	}
+	openWithOneRecord(t, dir)
 	for path, want := range map[string]os.FileMode{dir: 0o700, dayFile(dir): 0o600} {
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -220,14 +228,7 @@ func TestFileModes(t *testing.T) {
 func TestDefaultDirUsesGarudaHome(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("GARUDA_HOME", home)
-	l, err := Open("", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := l.Commit(Record{Event: EventDecision}); err != nil {
-		t.Fatal(err)
-	}
+	openWithOneRecord(t, "")
 	if _, err := Verify(dayFile(filepath.Join(home, "audit"))); err != nil {
 		t.Fatal(err)
 	}
@@ -513,14 +514,7 @@ func TestFullTmpfsFailsClosed(t *testing.T) {
 
 func TestFolderGoneFailsClosed(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "audit")
-	l, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := l.Commit(Record{Event: EventDecision}); err != nil {
-		t.Fatal(err)
-	}
+	l := openWithOneRecord(t, dir)
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -534,14 +528,7 @@ func TestFolderGoneFailsClosed(t *testing.T) {
 
 func TestFileReplacedIsReopened(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := l.Commit(Record{Event: EventDecision}); err != nil {
-		t.Fatal(err)
-	}
+	l := openWithOneRecord(t, dir)
 	if err := os.Rename(dayFile(dir), dayFile(dir)+".old"); err != nil {
 		t.Fatal(err)
 	}

@@ -31,12 +31,7 @@ func agentPlaces(project, user fs.FS) []place {
 // agent is a warning; an agent's name follows the skill names' rules (a-z, 0-9, -).
 func (l *loader) loadAgents(places []place) {
 	for _, p := range places {
-		ok, err := l.checkDir(p.fsys, p.dir, p.display)
-		if err != nil {
-			l.errs = append(l.errs, err)
-			continue
-		}
-		if !ok {
+		if !l.checkDir(p) {
 			continue
 		}
 		for _, e := range l.readDir(p.fsys, p.dir, p.display) {

@@ -99,12 +99,7 @@ func Load(project fs.FS, user fs.FS) (*Set, error) {
 	}
 	l := &loader{set: &Set{byName: map[string]*Command{}}}
 	for _, p := range places {
-		ok, err := l.checkDir(p.fsys, p.dir, p.display)
-		if err != nil {
-			l.errs = append(l.errs, err)
-			continue
-		}
-		if !ok {
+		if !l.checkDir(p) {
 			continue
 		}
 		if p.skill {
@@ -141,32 +136,35 @@ func (l *loader) warn(display, msg string) {
 	l.set.warnings = append(l.set.warnings, "Garuda: "+display+": "+msg)
 }
 
-// checkDir reports whether dir is a real folder. Every component is checked with Lstat: a symbolic link is
-// skipped with a warning, which defends against a project pointing its commands folder at files elsewhere.
-func (l *loader) checkDir(fsys fs.FS, dir, display string) (bool, error) {
+// checkDir reports whether pl's folder is a real folder; a folder that exists but cannot be read is one of Load's
+// errors. Every component is checked with Lstat: a symbolic link is skipped with a warning, which defends against a
+// project pointing its commands folder at files elsewhere.
+func (l *loader) checkDir(pl place) bool {
+	fsys, dir, display := pl.fsys, pl.dir, pl.display
 	parts := strings.Split(dir, "/")
 	for i := range parts {
 		p := strings.Join(parts[:i+1], "/")
 		fi, err := fs.Lstat(fsys, p)
 		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
+			return false
 		}
 		if err != nil {
-			return false, fmt.Errorf("read %s: %w", display, err)
+			l.errs = append(l.errs, fmt.Errorf("read %s: %w", display, err))
+			return false
 		}
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			l.warn(display, fmt.Sprintf("%s is a symbolic link; skipped", p))
-			return false, nil
+			return false
 		case !fi.IsDir():
 			if i < len(parts)-1 {
-				return false, nil
+				return false
 			}
 			l.warn(display, "not a folder; skipped")
-			return false, nil
+			return false
 		}
 	}
-	return true, nil
+	return true
 }
 
 // readDir lists at most MaxEntriesInDir entries of dir, sorted by name.

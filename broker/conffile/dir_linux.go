@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/garuda-dev/garuda/broker/openat2"
 )
 
 // resolve keeps an open beneath its folder with no symbolic link in any component and no /proc magic link: defends
@@ -80,13 +82,7 @@ func openAt(dirfd int, rel, name string, max int64) (*File, error) {
 // open opens rel below dirfd for reading, with resolve, O_NONBLOCK and O_NOCTTY; errors name the file as name.
 func open(dirfd int, rel, name string) (*os.File, error) {
 	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC, Resolve: resolve}
-	var fd int
-	var err error
-	for range 16 { // EAGAIN: a rename raced with the lookup under RESOLVE_BENEATH
-		if fd, err = unix.Openat2(dirfd, rel, &how); err != unix.EAGAIN && err != unix.EINTR {
-			break
-		}
-	}
+	fd, err := openat2.Open(dirfd, rel, &how)
 	switch err {
 	case nil:
 		return os.NewFile(uintptr(fd), name), nil

@@ -73,7 +73,7 @@ func (r *Root) readlink(dir []string, name string) (string, error) {
 	if len(dir) > 0 {
 		parent = path.Join(dir...)
 	}
-	fd, err := openat2(r.fd, parent, unix.O_PATH|unix.O_DIRECTORY, 0, resolveWrite)
+	fd, err := openBelow(r.fd, parent, unix.O_PATH|unix.O_DIRECTORY, 0, resolveWrite)
 	if err != nil {
 		return "", err
 	}

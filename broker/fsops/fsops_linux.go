@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/garuda-dev/garuda/broker/openat2"
 )
 
 // Root is a project root held as a directory fd; every path the tools open is resolved by the kernel relative to
@@ -103,21 +105,9 @@ const (
 	resolveWrite = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_SYMLINKS
 )
 
-// openat2 retries EAGAIN (returned under RESOLVE_BENEATH when a rename raced with the lookup) and EINTR.
-func openat2(dirfd int, p string, flags uint64, mode uint64, resolve uint64) (int, error) {
-	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: resolve}
-	var err error
-	for range 16 {
-		var fd int
-		fd, err = unix.Openat2(dirfd, p, &how)
-		if err == nil {
-			return fd, nil
-		}
-		if err != unix.EAGAIN && err != unix.EINTR {
-			break
-		}
-	}
-	return -1, err
+// openBelow opens p below dirfd, close-on-exec, through the broker's one openat2 (which retries EAGAIN and EINTR).
+func openBelow(dirfd int, p string, flags uint64, mode uint64, resolve uint64) (int, error) {
+	return openat2.Open(dirfd, p, &unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: resolve})
 }
 
 // mapErrno turns the kernel's answers to openat2 into the package's sentinels.
@@ -210,7 +200,7 @@ func (r *Root) resolve(p string, allowOutside bool, resolveFlags uint64) (*targe
 	if rd == "" {
 		rd = "."
 	}
-	dfd, err := openat2(slash, rd, unix.O_PATH|unix.O_DIRECTORY, 0, resolveWrite)
+	dfd, err := openBelow(slash, rd, unix.O_PATH|unix.O_DIRECTORY, 0, resolveWrite)
 	if err != nil {
 		err = mapErrno(err)
 		if errors.Is(err, ErrSymlink) {
@@ -233,7 +223,7 @@ func realPathHint(abs string) string {
 // openRegular opens t read-only without blocking (a FIFO with no writer would block a plain open) and refuses
 // anything that is not a regular file before a byte is read.
 func openRegular(t *target) (*os.File, *unix.Stat_t, error) {
-	fd, err := openat2(t.base, t.rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, t.flags)
+	fd, err := openBelow(t.base, t.rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, t.flags)
 	if err != nil {
 		err = mapErrno(err)
 		if t.outside && errors.Is(err, ErrSymlink) {

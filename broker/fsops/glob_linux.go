@@ -3,6 +3,7 @@
 package fsops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -64,15 +65,7 @@ func (r *Root) glob(ctx context.Context, pattern, path string, allow func(abs st
 	if err := w.run(r.rootIgnore(startRel, allow)); err != nil {
 		return nil, fmt.Errorf("glob %q in %s: %w", pattern, startAbs, err)
 	}
-	slices.SortFunc(hits, func(a, b hit) int {
-		if a.mtime != b.mtime {
-			if a.mtime > b.mtime {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.rel, b.rel)
-	})
+	slices.SortFunc(hits, func(a, b hit) int { return newestFirst(a.mtime, b.mtime, a.rel, b.rel) })
 	res := &ListResult{Count: len(hits)}
 	var sb strings.Builder
 	for i, h := range hits {
@@ -103,4 +96,9 @@ func (r *Root) display(abs string) string {
 		return rel
 	}
 	return abs
+}
+
+// newestFirst orders glob's hits and grep's files the same way: the newest first, then by path.
+func newestFirst(aMtime, bMtime int64, aRel, bRel string) int {
+	return cmp.Or(cmp.Compare(bMtime, aMtime), strings.Compare(aRel, bRel))
 }

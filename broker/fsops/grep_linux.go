@@ -171,15 +171,7 @@ func (r *Root) grepResult(g *grepSearch) *ListResult {
 	mode, ctxLines, startAbs, files, cut := g.mode, g.ctxLines, g.startAbs, g.files, g.cut.Load()
 
 	if mode == "files" {
-		slices.SortFunc(files, func(a, b grepFile) int {
-			if a.mtime != b.mtime {
-				if a.mtime > b.mtime {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.rel, b.rel)
-		})
+		slices.SortFunc(files, func(a, b grepFile) int { return newestFirst(a.mtime, b.mtime, a.rel, b.rel) })
 	} else {
 		slices.SortFunc(files, func(a, b grepFile) int { return strings.Compare(a.rel, b.rel) })
 	}
@@ -273,7 +265,7 @@ const mmapAbove = 4 << 20
 // non-blocking then fstat: only regular files are read) and searches it; ok is false for files without a match,
 // binary files and files it cannot read. rel is its path relative to the search folder.
 func searchFile(ctx context.Context, dirfd int, name, rel string, m *matcher, mode string, ctxLines, lineChars int) (gf grepFile, ok bool) {
-	fd, err := openat2(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, resolveWrite)
+	fd, err := openBelow(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0, resolveWrite)
 	if err != nil {
 		return gf, false
 	}

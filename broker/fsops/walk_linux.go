@@ -71,7 +71,7 @@ func (r *Root) startWalk(op, p string, allow func(abs string) bool) (fd int, rel
 	if rel != t.rel && allow != nil && !allow(abs) {
 		return -1, "", "", fmt.Errorf("%s in %s: a symlink leads to %s: %w", op, t.abs, abs, ErrDenied)
 	}
-	fd, err = openat2(r.fd, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
+	fd, err = openBelow(r.fd, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
 	if err != nil {
 		if errors.Is(err, unix.ENOTDIR) {
 			return -1, "", "", fmt.Errorf("%s in %s: not a folder: %w", op, t.abs, ErrNotFound)
@@ -162,7 +162,7 @@ func (w *walker) walkEntries(rel string, dir *dirRef, ign *ignoreNode) {
 				continue
 			}
 			// Beneath the start folder with no symlink in any component: a folder swapped for a symlink is not entered.
-			cfd, err := openat2(w.startFD, childRel, unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
+			cfd, err := openBelow(w.startFD, childRel, unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
 			if err != nil {
 				continue
 			}

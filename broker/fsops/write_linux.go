@@ -158,7 +158,7 @@ func (r *Root) commit(p *Pending, before func(abs string, old []byte, existed bo
 			return fmt.Errorf("write %s: %w", p.Abs, rerr)
 		}
 		// Re-open the folder for writing and syncing: resolve gave an O_PATH fd.
-		dfd, err = openat2(t.base, ".", unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
+		dfd, err = openBelow(t.base, ".", unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
 		t.close()
 		if err != nil {
 			err = mapErrno(err)
@@ -202,14 +202,14 @@ func (r *Root) commit(p *Pending, before func(abs string, old []byte, existed bo
 // openDirForWrite opens the folder rel (relative to the root) with the write rules, creating missing folders one
 // component at a time relative to the fd of their parent when create is set.
 func (r *Root) openDirForWrite(rel string, create bool) (int, error) {
-	fd, err := openat2(r.fd, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
+	fd, err := openBelow(r.fd, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
 	if err == nil || !create || !errors.Is(err, unix.ENOENT) {
 		if err != nil {
 			return -1, mapErrno(err)
 		}
 		return fd, nil
 	}
-	cur, err := openat2(r.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
+	cur, err := openBelow(r.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
 	if err != nil {
 		return -1, mapErrno(err)
 	}
@@ -218,7 +218,7 @@ func (r *Root) openDirForWrite(rel string, create bool) (int, error) {
 			unix.Close(cur)
 			return -1, fmt.Errorf("create folder %s: %w", part, err)
 		}
-		next, err := openat2(cur, part, unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
+		next, err := openBelow(cur, part, unix.O_RDONLY|unix.O_DIRECTORY, 0, resolveWrite)
 		unix.Close(cur)
 		if err != nil {
 			return -1, mapErrno(err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/garuda-dev/garuda/internal/headtail"
 )
 
 // A server's messages are cut while they are read, before the SDK decodes them: a string value of a "text" key
@@ -276,30 +278,25 @@ func (c *cutReader) flush() {
 
 // cutText decodes a cut string (its JSON escapes) into its head, the ring of its tail and the file it is saved to.
 type cutText struct {
-	text  bool // a text: kept as head and tail; else dropped
-	keep  int  // bytes of head, and of tail
-	one   [1]byte
-	esc   int  // 0, after a backslash (1), in \u's hex digits (2)
-	hex   rune // the \u's digits so far
-	nhex  int
-	high  rune // a high surrogate waiting for its low half
-	total int64
+	text bool // a text: kept as head and tail; else dropped
+	one  [1]byte
+	esc  int  // 0, after a backslash (1), in \u's hex digits (2)
+	hex  rune // the \u's digits so far
+	nhex int
+	high rune // a high surrogate waiting for its low half
 
-	head     []byte
-	tail     []byte // a ring of keepText bytes
-	tailPos  int
-	tailFull bool
-	file     *os.File
-	w        *bufio.Writer
-	werr     error
+	kept *headtail.Buffer // a text's head and tail
+	file *os.File
+	w    *bufio.Writer
+	werr error
 }
 
 func newCutText(text bool, keep int, save func() (*os.File, error)) *cutText {
-	t := &cutText{text: text, keep: keep}
+	t := &cutText{text: text}
 	if !text {
 		return t
 	}
-	t.tail = make([]byte, keep)
+	t.kept = headtail.New(keep)
 	if save != nil {
 		if f, err := save(); err == nil {
 			t.file, t.w = f, bufio.NewWriterSize(f, 64<<10)
@@ -430,25 +427,13 @@ func (t *cutText) addRune(r rune) {
 
 // add takes decoded bytes: counted, saved, and kept as head and tail.
 func (t *cutText) add(p []byte) {
-	t.total += int64(len(p))
 	if !t.text {
 		return
 	}
 	if t.w != nil && t.werr == nil {
 		_, t.werr = t.w.Write(p)
 	}
-	if n := min(t.keep-len(t.head), len(p)); n > 0 {
-		t.head = append(t.head, p[:n]...)
-		p = p[n:]
-	}
-	for len(p) > 0 {
-		n := copy(t.tail[t.tailPos:], p)
-		p = p[n:]
-		t.tailPos += n
-		if t.tailPos == t.keep {
-			t.tailPos, t.tailFull = 0, true
-		}
-	}
+	t.kept.Write(p)
 }
 
 // finish closes the saved file and returns what stays of the string: "" for dropped data, else head, a note of
@@ -471,12 +456,7 @@ func (t *cutText) finish() string {
 			os.Remove(t.file.Name())
 		}
 	}
-	tail := t.tail[:t.tailPos]
-	if t.tailFull {
-		tail = append(append([]byte(nil), t.tail[t.tailPos:]...), t.tail[:t.tailPos]...)
-	}
-	cut := t.total - int64(len(t.head)+len(tail))
 	// The cuts fall anywhere in a character: the broken halves are left out.
-	return fmt.Sprintf("%s\n[... %d bytes cut%s ...]\n%s", strings.ToValidUTF8(string(t.head), ""), cut, where,
-		strings.ToValidUTF8(string(tail), ""))
+	head, tail := strings.ToValidUTF8(string(t.kept.Head()), ""), strings.ToValidUTF8(string(t.kept.Tail()), "")
+	return fmt.Sprintf("%s\n[... %d bytes cut%s ...]\n%s", head, t.kept.Cut(), where, tail)
 }

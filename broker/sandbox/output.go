@@ -5,25 +5,24 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/garuda-dev/garuda/internal/headtail"
 )
 
 // outputSink keeps the head and a ring of the tail of a command's output in bounded memory, saves the full output
 // to a file and streams every chunk. Bounding memory defends the broker against a command that prints gigabytes.
 type outputSink struct {
-	head     []byte
-	tail     []byte // ring buffer of tailCap bytes
-	tailPos  int
-	tailFull bool
-	total    int64
+	kept     *headtail.Buffer
 	file     *os.File
 	fileErr  error
 	onOutput func([]byte)
 }
 
-const headCap, tailCap = KeepOutput / 2, KeepOutput / 2
+// keepEach is how much of the output's head, and of its tail, the result keeps.
+const keepEach = KeepOutput / 2
 
 func newOutputSink(path string, onOutput func([]byte)) (*outputSink, error) {
-	s := &outputSink{onOutput: onOutput, tail: make([]byte, tailCap)}
+	s := &outputSink{onOutput: onOutput, kept: headtail.New(keepEach)}
 	if path != "" {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 		if err != nil {
@@ -35,25 +34,13 @@ func newOutputSink(path string, onOutput func([]byte)) (*outputSink, error) {
 }
 
 func (s *outputSink) write(p []byte) {
-	s.total += int64(len(p))
 	if s.onOutput != nil {
 		s.onOutput(append([]byte(nil), p...))
 	}
 	if s.file != nil && s.fileErr == nil {
 		_, s.fileErr = s.file.Write(p)
 	}
-	if n := min(headCap-len(s.head), len(p)); n > 0 {
-		s.head = append(s.head, p[:n]...)
-		p = p[n:]
-	}
-	for len(p) > 0 {
-		n := copy(s.tail[s.tailPos:], p)
-		p = p[n:]
-		s.tailPos += n
-		if s.tailPos == tailCap {
-			s.tailPos, s.tailFull = 0, true
-		}
-	}
+	s.kept.Write(p)
 }
 
 // copyFrom reads r to EOF into the sink.
@@ -81,22 +68,15 @@ func (s *outputSink) finish(path string) (out []byte, truncated bool, notice str
 			path = ""
 		}
 	}
-	var tail []byte
-	if s.tailFull {
-		tail = append(append(tail, s.tail[s.tailPos:]...), s.tail[:s.tailPos]...)
-	} else {
-		tail = s.tail[:s.tailPos]
+	head, tail, cut := s.kept.Head(), s.kept.Tail(), s.kept.Cut()
+	if cut == 0 {
+		return append(append([]byte(nil), head...), tail...), false, notice
 	}
-	kept := int64(len(s.head) + len(tail))
-	if s.total <= kept {
-		return append(append([]byte(nil), s.head...), tail...), false, notice
-	}
-	cut := s.total - kept
 	where := ""
 	if path != "" {
 		where = "; full output in " + path
 	}
-	out = append([]byte(nil), s.head...)
+	out = append([]byte(nil), head...)
 	out = append(out, fmt.Sprintf("\n[... %d bytes cut%s ...]\n", cut, where)...)
 	out = append(out, tail...)
 	return out, true, notice

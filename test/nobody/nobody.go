@@ -11,18 +11,19 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // Rerun reruns the tests of the running test binary that run matches as the user nobody (uid 65534), and fails
-// unless they pass and each of wantPass is among them. It skips where the caller is not root or setpriv is missing.
+// unless they pass and each of wantPass is among them. It skips where the caller is not root (already
+// unprivileged), and fails where setpriv is missing.
 func Rerun(t *testing.T, run string, wantPass ...string) {
 	t.Helper()
 	if os.Getuid() != 0 {
 		t.Skip("already unprivileged")
 	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv not installed")
-	}
+	testenv.NeedCommand(t, "setpriv", "util-linux")
 	dir, err := os.MkdirTemp("", "gdn")
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +61,13 @@ func Rerun(t *testing.T, run string, wantPass ...string) {
 	cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
+	var summary []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "    ") {
+			summary = append(summary, l)
+		}
+	}
+	t.Logf("as nobody:\n%s", strings.Join(summary, "\n"))
 	if err != nil {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}

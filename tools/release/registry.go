@@ -292,15 +292,9 @@ func checkAgentJSON(dir string, data []byte) []string {
 		case "binary":
 			checkBinary(d[k], version, bad)
 		case "npx", "uvx":
-			pm, ok := d[k].(map[string]any)
+			pm, ok := object(d[k], "distribution."+k, packageFields, bad)
 			if !ok {
-				bad("distribution.%s must be an object", k)
 				continue
-			}
-			for _, f := range slices.Sorted(maps.Keys(pm)) {
-				if !slices.Contains(packageFields, f) {
-					bad("distribution.%s: unknown field %q", k, f)
-				}
 			}
 			if p, ok := str(pm, "distribution."+k+".", "package"); !ok || p == "" {
 				bad("distribution.%s needs a package", k)
@@ -312,6 +306,21 @@ func checkAgentJSON(dir string, data []byte) []string {
 		}
 	}
 	return problems
+}
+
+// object returns v as an object whose fields are all in fields; what is not is reported as at where.
+func object(v any, where string, fields []string, bad func(string, ...any)) (map[string]any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		bad("%s must be an object", where)
+		return nil, false
+	}
+	for _, f := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(fields, f) {
+			bad("%s: unknown field %q", where, f)
+		}
+	}
+	return m, true
 }
 
 func checkBinary(v any, version string, bad func(string, ...any)) {
@@ -328,15 +337,9 @@ func checkBinary(v any, version string, bad func(string, ...any)) {
 			continue
 		}
 		families[strings.Split(plat, "-")[0]] = true
-		t, ok := b[plat].(map[string]any)
+		t, ok := object(b[plat], where, targetFields, bad)
 		if !ok {
-			bad("%s must be an object", where)
 			continue
-		}
-		for _, f := range slices.Sorted(maps.Keys(t)) {
-			if !slices.Contains(targetFields, f) {
-				bad("%s: unknown field %q", where, f)
-			}
 		}
 		if av, ok := t["archive"]; !ok {
 			bad("%s: missing archive", where)
