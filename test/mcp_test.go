@@ -74,8 +74,13 @@ func TestProcessMCP50MBResultMemory(t *testing.T) {
 	const size = 50_000_000
 	m := &fakeOpenAI{answers: [][]string{toolAnswer("call_big", "mcp__big__big", fmt.Sprintf(`{"bytes":%d}`, size)),
 		textAnswer("done")}}
+	// The server is mcptestserver, built like a release (not the test binary, which make test builds with the race
+	// detector: its 50 MB answer then took longer than the wait limit on a loaded machine). What is measured is garuda's
+	// and garuda-exec's memory, not the server's.
+	def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"big": map[string]any{"command": mcpTestServer(t), "args": []string{"good"}}}})
 	p := startGarudaWith(t, m, map[string]string{
-		"mcp.json":      mcpJSON(t, "big", "good", nil),
+		"mcp.json":      string(def),
 		"settings.json": `{"permissions": {"allow": ["mcp__big__big"]}}`,
 	})
 	p.initialize()
