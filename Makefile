@@ -107,14 +107,17 @@ fuzz:
 # Both binaries are built with the soakprof tag, which samples their live heap (bench/soakprof).
 # LEAK=1 builds both with the soakleak tag: garuda keeps every turn's history and a descriptor a turn, garuda-exec a
 # goroutine a call; that soak must fail on all three.
+# SOAKREPLACE: turns after which a session is closed and a new one opened in its folder (0: never), so that sessions
+# reach a steady spread of lengths and growth with a session's length is not taken for a leak.
 # PROFILE=1 also keeps a heap profile of each every 20 s in $(BIN)/soak/prof (go tool pprof -base FIRST LAST).
 SOAKTIME     ?= 10m
 SOAKSESSIONS ?= 20
+SOAKREPLACE  ?= 200
 soak:
 	$(BUILD) -tags 'grpcnotrace soakprof$(if $(LEAK), soakleak)' -ldflags '$(LDFLAGS)' -o $(BIN)/soak/garuda ./cmd/garuda
 	$(BUILD) -tags 'grpcnotrace soakprof$(if $(LEAK), soakleak)' -ldflags '$(LDFLAGS)' -o $(BIN)/soak/garuda-exec ./cmd/garuda-exec
 	$(if $(PROFILE),rm -rf $(BIN)/soak/prof && mkdir -p $(BIN)/soak/prof)
-	$(if $(PROFILE),SOAKPROF_DIR=$(abspath $(BIN))/soak/prof) $(GO) run ./bench/procbench -bin $(BIN)/soak -soak $(SOAKTIME) -sessions $(SOAKSESSIONS)
+	$(if $(PROFILE),SOAKPROF_DIR=$(abspath $(BIN))/soak/prof) $(GO) run ./bench/procbench -bin $(BIN)/soak -soak $(SOAKTIME) -sessions $(SOAKSESSIONS) -replace $(SOAKREPLACE)
 
 clean:
 	rm -rf $(BIN) .tools

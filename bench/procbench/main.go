@@ -37,6 +37,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("v", false, "print each run's figures on stderr")
 	soakFor := fs.Duration("soak", 0, "instead of the runs: a soak of -sessions sessions in one garuda acp for this long")
 	sessions := fs.Int("sessions", 20, "sessions of a -soak")
+	replace := fs.Int("replace", 200, "a -soak's session is closed after this many turns and a new one opened in its "+
+		"folder (0: never)")
 	compare := fs.String("compare", "", "also measure this ACP agent's spawn → initialize in each run, e.g. 'codex-acp' (split at spaces)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -64,7 +66,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	if *soakFor > 0 {
-		cfg := soakConfig{sessions: *sessions, length: *soakFor}
+		if *sessions < 1 || *replace < 0 {
+			return fmt.Errorf("-sessions %d -replace %d: want at least 1 session and no negative length", *sessions, *replace)
+		}
+		cfg := soakConfig{sessions: *sessions, length: *soakFor, replaceAfter: *replace}
 		res, err := r.soak(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("soak: %w", err)

@@ -38,6 +38,17 @@ const (
 type soakConfig struct {
 	sessions int
 	length   time.Duration
+	// replaceAfter is how many turns a session lives before it is closed and a new one takes its place in the same
+	// project folder, as a user starts a new session now and then (0: never). The first sessions are replaced after
+	// a share of it each (session i of n after (i+1)/n of it), so that from the start the sessions' lengths are
+	// spread evenly between 0 and replaceAfter and stay so: what grows with a session's length then levels off,
+	// and what grows still is kept across sessions or per turn.
+	replaceAfter int
+}
+
+// firstLife is how many turns session i of n lives before its first replacement.
+func (c soakConfig) firstLife(i int) int {
+	return max(c.replaceAfter*(i+1)/c.sessions, 1)
 }
 
 // sampleEvery is how often both processes are looked at: 40 times a run, between once a second and every 5 s.
@@ -66,6 +77,7 @@ type rest struct {
 type soakResult struct {
 	turns, cancels, failed int
 	reopens                int
+	replaced               int            // sessions closed for good and replaced by a new one
 	tools                  map[string]int // tool calls by kind and final status
 	why                    []string       // what the first failed tool calls said
 	samples                []soakSample
@@ -293,26 +305,59 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 	type sess struct {
 		id, root string
 		turn     int
-		reloaded bool // closed and loaded after its last turn: no command has run in it since
+		life     int  // turns before it is replaced (0: never)
+		reloaded bool // loaded or new since its last turn: no command has run in it since
 	}
-	sessions := make([]*sess, cfg.sessions)
-	for i := range sessions {
-		root := filepath.Join(base, "projects", strconv.Itoa(i))
-		os.MkdirAll(root, 0o755)
+	// newSession opens a session in root, whose notes.txt starts the edit chain again.
+	newSession := func(root string) (string, error) {
 		if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("n=0\n"), 0o644); err != nil {
-			return res, err
+			return "", err
 		}
 		ch, err := ed.send("session/new", map[string]any{"cwd": root, "mcpServers": []any{}})
 		if err != nil {
-			return res, err
+			return "", err
 		}
 		var ns struct {
 			SessionID string `json:"sessionId"`
 		}
 		if _, err := await(ctx, ch, "session/new", r.timeout, &ns); err != nil {
+			return "", err
+		}
+		return ns.SessionID, nil
+	}
+	sessions := make([]*sess, cfg.sessions)
+	for i := range sessions {
+		root := filepath.Join(base, "projects", strconv.Itoa(i))
+		os.MkdirAll(root, 0o755)
+		id, err := newSession(root)
+		if err != nil {
 			return res, err
 		}
-		sessions[i] = &sess{id: ns.SessionID, root: root}
+		sessions[i] = &sess{id: id, root: root}
+		if cfg.replaceAfter > 0 {
+			sessions[i].life = cfg.firstLife(i)
+		}
+	}
+
+	// replace closes session i for good and opens a new one in its project folder.
+	replace := func(i int) error {
+		s := sessions[i]
+		ch, err := ed.send("session/close", map[string]any{"sessionId": s.id})
+		if err != nil {
+			return err
+		}
+		if _, err := await(ctx, ch, "session/close", r.timeout, nil); err != nil {
+			return err
+		}
+		id, err := newSession(s.root)
+		if err != nil {
+			return err
+		}
+		s.id, s.turn, s.life, s.reloaded = id, 0, cfg.replaceAfter, true
+		mu.Lock()
+		res.replaced++
+		mu.Unlock()
+		return nil
 	}
 
 	// reopen closes a session and loads it again: its broker session is freed, its file replayed.
@@ -373,7 +418,11 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 			return err
 		}
 		s.reloaded = s.turn%reopenEvery == 0
-		if s.reloaded {
+		if s.life > 0 && s.turn >= s.life {
+			if err := replace(i); err != nil {
+				return err
+			}
+		} else if s.reloaded {
 			if err := reopen(s.id, s.root); err != nil {
 				return err
 			}
@@ -591,6 +640,11 @@ func (res soakResult) check() []string {
 func (res soakResult) report(w io.Writer, cfg soakConfig) {
 	fmt.Fprintf(w, "soak: %d sessions for %s: %d turns, %d cancels, %d close+load, %d failed, %d samples every %s\n",
 		cfg.sessions, cfg.length, res.turns, res.cancels, res.reopens, res.failed, len(res.samples), cfg.sampleEvery())
+	if cfg.replaceAfter > 0 {
+		fmt.Fprintf(w, "  sessions replaced by new ones (each after %d turns): %d\n", cfg.replaceAfter, res.replaced)
+	} else {
+		fmt.Fprintf(w, "  sessions never replaced: each grew for the whole run\n")
+	}
 	var kinds []string
 	for k := range res.tools {
 		kinds = append(kinds, k)

@@ -260,6 +260,13 @@ func (p *pidfdProc) wait() error {
 	}
 }
 
+// exited reports whether the process has ended (its pidfd is readable), without waiting.
+func (p *pidfdProc) exited() bool {
+	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
+}
+
 // release closes the pidfd once the process has been waited for; no signal goes out after it.
 func (p *pidfdProc) release() {
 	p.mu.Lock()

@@ -105,9 +105,15 @@ func protectPaths(hs *helperSpec, mounts []mountEntry) error {
 		if err != nil || fi.Mode()&fs.ModeSocket == 0 {
 			continue // gone, unreachable, or not a socket any more
 		}
-		if err := hideFile(s); err != nil {
-			// Removed since the Lstat (another command's proxy socket, a program's temp socket): the mount fails
-			// with ENOENT, or the kernel detaches the cover when the host unlinks it. Nothing is left to reach.
+		err = hideFile(s)
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			// Unlinked by the host during the cover (another session's proxy socket, a program's temp socket): the
+			// kernel detaches the cover, whose read-only step then fails (EINVAL) while the name still shows for a
+			// moment. A second cover fails with ENOENT on a name being unlinked, and covers one still there.
+			err = hideFile(s)
+		}
+		if err != nil {
+			// Removed since the Lstat: the mount fails with ENOENT. Nothing is left to reach.
 			if _, lerr := os.Lstat(s); errors.Is(err, unix.ENOENT) || errors.Is(lerr, fs.ErrNotExist) {
 				continue
 			}

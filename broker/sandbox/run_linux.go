@@ -74,6 +74,11 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	}
 	if err == nil {
 		err = h.handOver(hs, cg)
+		if errors.Is(err, errHelperEnded) {
+			// It said why on its status pipe (a set-up error), or was killed: reported below as what it is.
+			h.spec.Close()
+			err = nil
+		}
 	}
 	if err != nil {
 		h.abandon()

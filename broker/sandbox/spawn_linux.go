@@ -5,6 +5,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +21,7 @@ type helper struct {
 	pid     int
 	signal  func(unix.Signal) error
 	wait    func() error // returns once the helper has ended
+	exited  func() bool  // whether it has ended (not waited for: a look)
 	release func()       // after wait: no signal goes out after it
 	out     *os.File
 	status  *os.File
@@ -103,6 +105,11 @@ func spawnHelper(hs *helperSpec, stdin io.Reader, stdout io.Writer, net *Network
 	h.pid = cmd.Process.Pid
 	h.signal = func(sig unix.Signal) error { return cmd.Process.Signal(sig) }
 	h.wait = cmd.Wait
+	h.exited = func() bool {
+		var info unix.Siginfo // WNOWAIT: only a look; wait reaps it
+		err := unix.Waitid(unix.P_PID, h.pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		return err != nil || info.Signo != 0
+	}
 	h.release = func() {}
 	return h, nil
 }
@@ -127,7 +134,7 @@ func (h *helper) startIn(net *Network, cmd *exec.Cmd, childEnds []*os.File, spec
 		return h.fail(err)
 	}
 	p := &pidfdProc{fd: pidfd}
-	h.pid, h.signal, h.wait, h.release = pid, p.signal, p.wait, p.release
+	h.pid, h.signal, h.wait, h.exited, h.release = pid, p.signal, p.wait, p.exited, p.release
 	return nil
 }
 
@@ -147,12 +154,11 @@ func (h *helper) handOver(hs *helperSpec, cg *commandCgroup) error {
 	if err := json.NewEncoder(h.spec).Encode(hs); err != nil {
 		return fmt.Errorf("send sandbox spec: %w", err)
 	}
-	// The kernel's OOM killer takes a command's processes before anything else (the broker, the editor): defends
-	// against a memory flood taking them down. Written by a root broker, it is also the floor the command cannot
-	// go below; its /proc is read-only besides.
-	adj := fmt.Sprintf("/proc/%d/oom_score_adj", h.pid)
-	if err := os.WriteFile(adj, []byte(strconv.Itoa(commandOOMScoreAdj)), 0o644); err != nil {
-		return fmt.Errorf("set oom_score_adj of the sandbox helper: %w", err)
+	if testBeforeOOMScore != nil {
+		testBeforeOOMScore(h)
+	}
+	if err := h.setOOMScore(); err != nil {
+		return err
 	}
 	if cg != nil && cg.v2 {
 		if err := cg.add(h.pid); err != nil {
@@ -162,6 +168,41 @@ func (h *helper) handOver(hs *helperSpec, cg *commandCgroup) error {
 	h.spec.Close()
 	if h.stdinSrc != nil {
 		go func() { _, _ = io.Copy(h.stdin, h.stdinSrc); h.stdin.Close() }() // ends at stdin's EOF or when Run closes h.stdin
+	}
+	return nil
+}
+
+// errHelperEnded is handOver's error when the helper ended before it was handed over: it reports why on its status
+// pipe (a set-up error: it does not wait for the end of the spec), or was killed; Run reports that, not this.
+var errHelperEnded = errors.New("the sandbox helper ended before its hand-over")
+
+// testBeforeOOMScore, when set, runs in handOver before the OOM score is written (tests of a helper that ends first).
+var testBeforeOOMScore func(*helper)
+
+// setOOMScore gives the helper the commands' OOM score: the kernel's OOM killer takes a command's processes before
+// anything else (the broker, the editor), which defends against a memory flood taking them down. Written by a root
+// broker, it is also the floor the command cannot go below; its /proc is read-only besides.
+func (h *helper) setOOMScore() error {
+	// A helper that ends early (a set-up error) is reaped at once by a session network's holder, and its pid may
+	// then name another process: /proc/<pid> is opened first, then the helper is seen still running, so the file
+	// written below is the helper's. Defends against giving an unrelated process the commands' OOM score.
+	dir, err := unix.Open(fmt.Sprintf("/proc/%d", h.pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		defer unix.Close(dir)
+		if h.exited() {
+			return errHelperEnded
+		}
+		var fd int
+		if fd, err = unix.Openat(dir, "oom_score_adj", unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
+			_, err = unix.Write(fd, []byte(strconv.Itoa(commandOOMScoreAdj)))
+			unix.Close(fd)
+		}
+	}
+	if err != nil && h.exited() {
+		return errHelperEnded
+	}
+	if err != nil {
+		return fmt.Errorf("set oom_score_adj of the sandbox helper: %w", err)
 	}
 	return nil
 }

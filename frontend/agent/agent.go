@@ -177,29 +177,51 @@ type Conversation struct {
 	usage     model.Usage
 	usageMark int
 
-	callIDs map[string]bool // every tool call id of the session so far
+	callIDs map[string]int // tool call ids seen, each with the number of the call that last used it (calls)
+	calls   int            // tool calls of the session so far
 	nextID  int
 }
 
-// uniqueCallID returns id, or a new one when id is empty or this session used it before: defends against a
-// provider reusing ids (local servers number the calls of each answer from 0; a broken or hostile endpoint may send
-// one id twice), which would make the editor overwrite one call's entry and ask about the wrong call.
+// callIDMemory is how many of the latest tool calls a session remembers the ids of, to keep them unique: ids seen
+// again are remembered again, so an id a provider reuses (a local server's call_0 in every answer) stays known,
+// while the ids of a long session's early calls, which real providers make random, are forgotten rather than kept
+// for the whole session (about 60 bytes a call).
+const callIDMemory = 1024
+
+// uniqueCallID returns id, or a new one when id is empty or this session used it within its last callIDMemory calls:
+// defends against a provider reusing ids (local servers number the calls of each answer from 0; a broken or hostile
+// endpoint may send one id twice), which would make the editor overwrite one call's entry and ask about the wrong
+// call.
 func (s *Conversation) uniqueCallID(id string) string {
 	if s.callIDs == nil {
-		s.callIDs = map[string]bool{}
+		s.callIDs = map[string]int{}
 		for _, m := range s.History {
 			for _, b := range m.Content {
 				if b.Type == model.BlockToolUse {
-					s.callIDs[b.ToolUseID] = true
+					s.calls++
+					s.callIDs[b.ToolUseID] = s.calls
 				}
 			}
 		}
 	}
-	for id == "" || s.callIDs[id] {
+	s.calls++
+	_, used := s.callIDs[id]
+	if id != "" {
+		s.callIDs[id] = s.calls // a reused id stays known as long as it is reused
+	}
+	for id == "" || used {
 		s.nextID++
 		id = fmt.Sprintf("garuda_call_%d", s.nextID)
+		_, used = s.callIDs[id]
 	}
-	s.callIDs[id] = true
+	s.callIDs[id] = s.calls
+	if len(s.callIDs) > 2*callIDMemory {
+		for k, n := range s.callIDs {
+			if n <= s.calls-callIDMemory {
+				delete(s.callIDs, k)
+			}
+		}
+	}
 	return id
 }
 

@@ -584,3 +584,25 @@ func TestToolCallIDsAreUniqueInASession(t *testing.T) {
 		}
 	}
 }
+
+// The ids a session remembers to keep them unique are bounded: a long session does not keep every call's id for its
+// whole life, yet an id its provider keeps reusing (a local server's call_0 in every answer) is never let through.
+func TestToolCallIDMemoryIsBounded(t *testing.T) {
+	s := &Conversation{}
+	got := map[string]bool{}
+	for i := range 20 * callIDMemory {
+		for _, id := range []string{"call_0", fmt.Sprintf("toolu_%d", i)} {
+			u := s.uniqueCallID(id)
+			if got[u] {
+				t.Fatalf("call %d: id %q given twice", i, u)
+			}
+			got[u] = true
+		}
+	}
+	if n := len(s.callIDs); n > 2*callIDMemory {
+		t.Errorf("%d ids remembered after %d calls; want at most %d", n, 2*20*callIDMemory, 2*callIDMemory)
+	}
+	if u := s.uniqueCallID("call_0"); u == "call_0" {
+		t.Errorf("call_0, reused in every answer, was let through after %d calls", s.calls)
+	}
+}
