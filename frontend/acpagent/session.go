@@ -244,7 +244,6 @@ type acpSession struct {
 	pendingMode string   // a mode set during a turn, applied when it ends
 	turnMode    string   // the mode of the running turn, for its system prompt
 	notices     []string // lines that wait for the first prompt
-	open        []openCall
 	questions   int
 	title       string // set from the first prompt
 	cfg         modelConfig
@@ -263,9 +262,6 @@ type acpSession struct {
 	recordsDone chan struct{}
 	recordsOnce sync.Once
 }
-
-// openCall is a tool call the editor shows as not ended.
-type openCall struct{ id, title string }
 
 func (s *acpSession) systemPrompt() string {
 	s.mu.Lock()

@@ -45,6 +45,7 @@ func aSavedSession(t *testing.T, base string) (*env, string) {
 	sid := e.newSession()
 	e.fake.Push(model.TextStep("hello"))
 	e.promptOK(sid, "hi")
+	e.waitRecorded(sid, "stop") // on disk: the file is written after the turn answers
 	return e, sid
 }
 
