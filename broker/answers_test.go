@@ -6,22 +6,22 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // A client that closes its side while a question is open cannot answer any more: the question denies at once.
 func TestHangUpDeniesOpenQuestion(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
-	st := Start(t, c, Ctx(t), sid, Write("hung.txt", "x"))
-	m, err := Next(t, st)
+	st := brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("hung.txt", "x"))
+	m, err := brokertest.Next(t, st)
 	if err != nil || m.GetQuestion() == nil {
 		t.Fatalf("want a question: %v %v", m, err)
 	}
 	st.CloseSend()
-	m, err = Next(t, st)
+	m, err = brokertest.Next(t, st)
 	if err != nil || m.GetResult().GetStatus() != execv1.Status_STATUS_DENIED {
 		t.Fatalf("after hang-up: %v %v", m, err)
 	}
@@ -32,13 +32,13 @@ func TestHangUpDeniesOpenQuestion(t *testing.T) {
 
 // What was shown is what is written: a file changed after the question is not overwritten on "allow".
 func TestFileChangedAfterQuestion(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
 	path := filepath.Join(e.Root, "a.txt")
 	os.WriteFile(path, []byte("before\n"), 0o644)
-	st := Start(t, c, Ctx(t), sid, Write("a.txt", "garuda's\n"))
-	m, err := Next(t, st)
+	st := brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("a.txt", "garuda's\n"))
+	m, err := brokertest.Next(t, st)
 	if err != nil || m.GetQuestion() == nil {
 		t.Fatalf("want a question: %v %v", m, err)
 	}
@@ -46,8 +46,8 @@ func TestFileChangedAfterQuestion(t *testing.T) {
 		t.Fatalf("the question's diff is not the change: %+v", d)
 	}
 	os.WriteFile(path, []byte("the user's edit\n"), 0o644)
-	Answer(st, m.GetQuestion().QuestionId, execv1.Choice_CHOICE_ONCE)
-	m, err = Next(t, st)
+	brokertest.Answer(st, m.GetQuestion().QuestionId, execv1.Choice_CHOICE_ONCE)
+	m, err = brokertest.Next(t, st)
 	if err != nil || m.GetResult().GetStatus() != execv1.Status_STATUS_FAILED ||
 		!strings.Contains(m.GetResult().Content, "changed since the question") {
 		t.Fatalf("allow after a change: %v %v", m, err)
@@ -56,7 +56,8 @@ func TestFileChangedAfterQuestion(t *testing.T) {
 		t.Fatalf("the user's edit was overwritten: %q", data)
 	}
 	// Negative control: unchanged, the same answer writes exactly the previewed bytes.
-	res, _, _ := Run(t, Start(t, c, Ctx(t), sid, Write("a.txt", "garuda's\n")), execv1.Choice_CHOICE_ONCE)
+	res, _, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("a.txt", "garuda's\n")),
+		execv1.Choice_CHOICE_ONCE)
 	if data, _ := os.ReadFile(path); res.GetStatus() != execv1.Status_STATUS_COMPLETED || string(data) != "garuda's\n" {
 		t.Fatalf("control: %v %q", res, data)
 	}

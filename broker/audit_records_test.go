@@ -4,23 +4,23 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // Each call leaves its records, chained: the decision, the user's answer, the execution; a read only its decision
 // and execution. No file content reaches the log.
 func TestCallsLeaveTheirAuditRecords(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
-	Run(t, Start(t, c, Ctx(t), sid, Write("w.txt", "SECRET-CONTENT")), execv1.Choice_CHOICE_ONCE)
-	Run(t, Start(t, c, Ctx(t), sid, Read("w.txt")), execv1.Choice_CHOICE_ONCE)
-	Run(t, Start(t, c, Ctx(t), sid, Write("d.txt", "x")), execv1.Choice_CHOICE_DENY)
+	brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("w.txt", "SECRET-CONTENT")), execv1.Choice_CHOICE_ONCE)
+	brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Read("w.txt")), execv1.Choice_CHOICE_ONCE)
+	brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("d.txt", "x")), execv1.Choice_CHOICE_DENY)
 	e.Svc.Shutdown()
 
 	var got []string
-	for _, r := range AuditRecords(t, e.Home) {
+	for _, r := range brokertest.AuditRecords(t, e.Home) {
 		if r.Session != sid {
 			continue
 		}

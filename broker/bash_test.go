@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // A read-deny rule reaches commands: the sandbox hides what read_file may not read, at any depth for "**" rules.
 func TestReadDenyRuleHidesFromCommands(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	os.WriteFile(filepath.Join(e.Home, "settings.json"), []byte(`{"permissions":{"deny":["Read(**/.env)","read_file(./private/**)"]}}`), 0o600)
 	os.MkdirAll(filepath.Join(e.Root, "app", "deep"), 0o755)
 	os.MkdirAll(filepath.Join(e.Root, "private"), 0o755)
@@ -22,8 +22,8 @@ func TestReadDenyRuleHidesFromCommands(t *testing.T) {
 	os.WriteFile(filepath.Join(e.Root, "app", "main.go"), []byte("package main // visible"), 0o644)
 	c := e.Client()
 	sid := e.Open(c)
-	res, _, err := Run(t, Start(t, c, Ctx(t), sid,
-		Bash("cat .env app/deep/.env private/key.pem app/main.go 2>&1; true")),
+	res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid,
+		brokertest.Bash("cat .env app/deep/.env private/key.pem app/main.go 2>&1; true")),
 		execv1.Choice_CHOICE_ONCE)
 
 	if err != nil {
@@ -43,10 +43,10 @@ func TestReadDenyRuleHidesFromCommands(t *testing.T) {
 // A long output is cut in the result, saved whole in the session's output folder, and read_file reads it there
 // without a question, while the rest of Garuda's home stays closed.
 func TestFullOutputIsReadable(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
-	res, _, err := Run(t, Start(t, c, Ctx(t), sid, Bash("seq 1 20000")), execv1.Choice_CHOICE_DENY)
+	res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Bash("seq 1 20000")), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("%v %v", res, err)
 	}
@@ -57,13 +57,14 @@ func TestFullOutputIsReadable(t *testing.T) {
 	path := res.Content[i:]
 	path = path[:strings.IndexAny(path, " \n]")]
 	op := &execv1.Start{Op: &execv1.Start_ReadFile{ReadFile: &execv1.ReadFile{Path: path, Offset: 10000, Limit: 1}}}
-	out, qs, err := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_DENY)
+	out, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, op), execv1.Choice_CHOICE_DENY)
 	if err != nil || len(qs) != 0 || out.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(out.Content, "\t10000") {
 		t.Fatalf("read of the saved output %s: %.300v %v (%d questions)", path, out, err, len(qs))
 	}
 	// Negative control: another file of Garuda's home is denied.
 	os.WriteFile(filepath.Join(e.Home, "credentials"), []byte("{}"), 0o600)
-	out, _, _ = Run(t, Start(t, c, Ctx(t), sid, Read(filepath.Join(e.Home, "credentials"))), execv1.Choice_CHOICE_ONCE)
+	out, _, _ = brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Read(filepath.Join(e.Home, "credentials"))),
+		execv1.Choice_CHOICE_ONCE)
 	if out.GetStatus() != execv1.Status_STATUS_DENIED {
 		t.Fatalf("credentials: %v", out)
 	}

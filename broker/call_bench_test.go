@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // BenchmarkBrokerReadFile1MB is read_file of a 1 MB file through the broker over gRPC, decided and audited.
 func BenchmarkBrokerReadFile1MB(b *testing.B) {
-	e := New(b)
+	e := brokertest.New(b)
 	c := e.Client()
 	sid := e.Open(c)
 	line := strings.Repeat("x", 99) + "\n"
@@ -37,7 +37,7 @@ func BenchmarkBrokerReadFile1MB(b *testing.B) {
 
 // benchCall runs one call of op in session sid and fails unless it completes; questions are answered "once".
 func benchCall(b *testing.B, c execv1.ExecServiceClient, sid string, op *execv1.Start) {
-	res, _, err := Run(b, Start(b, c, b.Context(), sid, op), execv1.Choice_CHOICE_ONCE)
+	res, _, err := brokertest.Run(b, brokertest.Start(b, c, b.Context(), sid, op), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		b.Fatalf("%v %v", res, err)
 	}
@@ -46,11 +46,11 @@ func benchCall(b *testing.B, c execv1.ExecServiceClient, sid string, op *execv1.
 // BenchmarkBrokerEditFile is edit_file of a 100 KB file in the project through the broker: decided, previewed,
 // asked (answered at once), snapshotted for undo, written and audited.
 func BenchmarkBrokerEditFile(b *testing.B) {
-	e := New(b)
+	e := brokertest.New(b)
 	c := e.Client()
 	sid := e.Open(c)
 	os.WriteFile(filepath.Join(e.Root, "a.go"), []byte(strings.Repeat("line of code\n", 8000)+"MARK-A\n"), 0o644)
-	ops := []*execv1.Start{EditOp("a.go", "MARK-A", "MARK-B", false), EditOp("a.go", "MARK-B", "MARK-A", false)}
+	ops := []*execv1.Start{brokertest.EditOp("a.go", "MARK-A", "MARK-B", false), brokertest.EditOp("a.go", "MARK-B", "MARK-A", false)}
 	i := 0
 	for b.Loop() {
 		benchCall(b, c, sid, ops[i%2])
@@ -61,7 +61,7 @@ func BenchmarkBrokerEditFile(b *testing.B) {
 // BenchmarkBrokerGrep is grep over 2,000 files of the project through the broker, every file decided by the read
 // policy before it is opened.
 func BenchmarkBrokerGrep(b *testing.B) {
-	e := New(b)
+	e := brokertest.New(b)
 	c := e.Client()
 	sid := e.Open(c)
 	for i := range 2000 {
@@ -78,7 +78,7 @@ func BenchmarkBrokerGrep(b *testing.B) {
 // BenchmarkProcessRead1GB: a background process prints 1 GiB; the broker's heap stays bounded (heap-MB, measured
 // after the flood) and each read of it returns at most its head and tail (read-bytes). Run with -benchtime=10x.
 func BenchmarkProcessRead1GB(b *testing.B) {
-	e := New(b)
+	e := brokertest.New(b)
 	c := e.Client()
 	sid := e.Open(c)
 	pm := func(p *execv1.ProcessManager) *execv1.Result {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/internal/testproc"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -25,7 +25,7 @@ func TestCancelGraceIsTheAPIs(t *testing.T) {
 // it runs.
 func startSleeper(t *testing.T, c execv1.ExecServiceClient, cx context.Context, sid, marker string) execv1.ExecService_CallClient {
 	t.Helper()
-	st := Start(t, c, cx, sid, Bash("trap '' TERM; sleep "+marker+" & wait; wait"))
+	st := brokertest.Start(t, c, cx, sid, brokertest.Bash("trap '' TERM; sleep "+marker+" & wait; wait"))
 	deadline := time.Now().Add(20 * time.Second)
 	for len(testproc.Holding("sleep "+marker)) == 0 {
 		if time.Now().After(deadline) {
@@ -40,16 +40,16 @@ func startSleeper(t *testing.T, c execv1.ExecServiceClient, cx context.Context, 
 // when the front end has it, nothing of the call runs. Control: ending the stream (the other way to cancel) answers
 // at once, while the command that ignores SIGTERM still runs.
 func TestCancelMessageAnswersOnceTheCommandIsGone(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
 
 	marker := "61.7301"
-	st := startSleeper(t, c, Ctx(t), sid, marker)
+	st := startSleeper(t, c, brokertest.Ctx(t), sid, marker)
 	if err := st.Send(&execv1.CallRequest{Msg: &execv1.CallRequest_Cancel{Cancel: &execv1.Cancel{}}}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Next(t, st)
+	m, err := brokertest.Next(t, st)
 	if err != nil {
 		t.Fatalf("after a cancel the broker still answers with a result: %v", err)
 	}
@@ -61,10 +61,10 @@ func TestCancelMessageAnswersOnceTheCommandIsGone(t *testing.T) {
 	}
 
 	marker = "61.7302"
-	cx, cancel := context.WithCancel(Ctx(t))
+	cx, cancel := context.WithCancel(brokertest.Ctx(t))
 	st = startSleeper(t, c, cx, sid, marker)
 	cancel()
-	if _, err := Next(t, st); err == nil {
+	if _, err := brokertest.Next(t, st); err == nil {
 		t.Fatal("control: a cancelled stream still answered")
 	}
 	if len(testproc.Holding("sleep "+marker)) == 0 {
@@ -82,21 +82,21 @@ func TestCancelMessageAnswersOnceTheCommandIsGone(t *testing.T) {
 // A Cancel while a question is open denies it (nothing is written), the answer that follows is ignored, not a
 // protocol error, and the Result says cancelled.
 func TestCancelMessageDuringAQuestion(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
-	st := Start(t, c, Ctx(t), sid, Write("cancelled.txt", "x"))
-	m, err := Next(t, st)
+	st := brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("cancelled.txt", "x"))
+	m, err := brokertest.Next(t, st)
 	if err != nil || m.GetQuestion() == nil {
 		t.Fatalf("want a question, got %v %v", m, err)
 	}
 	if err := st.Send(&execv1.CallRequest{Msg: &execv1.CallRequest_Cancel{Cancel: &execv1.Cancel{}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Answer(st, m.GetQuestion().GetQuestionId(), execv1.Choice_CHOICE_ONCE); err != nil {
+	if err := brokertest.Answer(st, m.GetQuestion().GetQuestionId(), execv1.Choice_CHOICE_ONCE); err != nil {
 		t.Fatal(err)
 	}
-	m, err = Next(t, st)
+	m, err = brokertest.Next(t, st)
 	if err != nil {
 		t.Fatalf("after a cancel the broker still answers with a result: %v", err)
 	}
@@ -107,7 +107,8 @@ func TestCancelMessageDuringAQuestion(t *testing.T) {
 		t.Error("the write went ahead after its cancel")
 	}
 	// Control: the same write answered "once" without a cancel is written.
-	if res, _, err := Run(t, Start(t, c, Ctx(t), sid, Write("kept.txt", "x")), execv1.Choice_CHOICE_ONCE); err != nil ||
+	if res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("kept.txt", "x")),
+		execv1.Choice_CHOICE_ONCE); err != nil ||
 		res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("control write: %v %v", res, err)
 	}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -15,10 +15,10 @@ import (
 func BenchmarkHookEvent(b *testing.B) {
 	for _, bc := range []struct{ name, settings string }{
 		{"no-hooks", `{}`},
-		{"noop-hook", HooksJSON("UserPromptSubmit", "", "true", "")},
+		{"noop-hook", brokertest.HooksJSON("UserPromptSubmit", "", "true", "")},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			e := New(b)
+			e := brokertest.New(b)
 			os.WriteFile(filepath.Join(e.Home, "settings.json"), []byte(bc.settings), 0o600)
 			c := e.Client()
 			sid := e.Open(c)
@@ -34,16 +34,16 @@ func BenchmarkHookEvent(b *testing.B) {
 func BenchmarkHookPreToolUse(b *testing.B) {
 	for _, bc := range []struct{ name, settings string }{
 		{"no-hooks", `{}`},
-		{"noop-hook", HooksJSON("PreToolUse", "*", "true", "")},
+		{"noop-hook", brokertest.HooksJSON("PreToolUse", "*", "true", "")},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			e := New(b)
+			e := brokertest.New(b)
 			os.WriteFile(filepath.Join(e.Home, "settings.json"), []byte(bc.settings), 0o600)
 			os.WriteFile(filepath.Join(e.Root, "a.txt"), []byte("alpha\n"), 0o644)
 			c := e.Client()
 			sid := e.Open(c)
 			for b.Loop() {
-				benchCall(b, c, sid, Read("a.txt"))
+				benchCall(b, c, sid, brokertest.Read("a.txt"))
 			}
 		})
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/internal/testproc"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 	"github.com/garuda-dev/garuda/test/nobody"
@@ -25,28 +25,28 @@ exit 0`
 // does not run; the script lives in $GARUDA_HOME/hooks/, which hooks see though the rest of GARUDA_HOME is hidden.
 // Control: a command the hook lets through runs.
 func TestHookPreToolUseBlocksWithExit2(t *testing.T) {
-	e := New(t)
-	e.Settings(t, HooksJSON("PreToolUse", "Bash", e.Script(t, "deny.sh", denyRmRf), ""))
+	e := brokertest.New(t)
+	e.Settings(t, brokertest.HooksJSON("PreToolUse", "Bash", e.Script(t, "deny.sh", denyRmRf), ""))
 	os.WriteFile(filepath.Join(e.Root, "keep"), []byte("x"), 0o644)
 	c := e.Client()
 	sid := e.Open(c)
-	cx := Ctx(t)
-	res, qs, err := Run(t, Start(t, c, cx, sid, Bash("rm -rf keep")), execv1.Choice_CHOICE_ONCE)
+	cx := brokertest.Ctx(t)
+	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.Bash("rm -rf keep")), execv1.Choice_CHOICE_ONCE)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Status != execv1.Status_STATUS_FAILED || !strings.Contains(res.Content, "rm -rf is not allowed here") || len(qs) != 0 {
 		t.Fatalf("blocked call: %v %q, %d questions", res.Status, res.Content, len(qs))
 	}
-	if !Exists(filepath.Join(e.Root, "keep")) {
+	if !brokertest.Exists(filepath.Join(e.Root, "keep")) {
 		t.Fatal("the blocked command ran")
 	}
-	res, _, err = Run(t, Start(t, c, cx, sid, Bash("echo allowed")), execv1.Choice_CHOICE_ONCE)
+	res, _, err = brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.Bash("echo allowed")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_COMPLETED || !strings.Contains(res.Content, "allowed") {
 		t.Fatalf("control: %v %v", res, err)
 	}
 	var hooks int
-	for _, r := range AuditRecords(t, e.Home) {
+	for _, r := range brokertest.AuditRecords(t, e.Home) {
 		if r.Event == "hook" && r.Detail["event"] == "PreToolUse" {
 			hooks++
 			if r.ExitCode == nil || (*r.ExitCode != 2 && *r.ExitCode != 0) {
@@ -63,7 +63,7 @@ func TestHookPreToolUseBlocksWithExit2(t *testing.T) {
 // would have asked, but never one team policy asks (nor, see policy.HookMayAllow, a protected path's). Control:
 // without the hook, the user's ask rule asks.
 func TestHookJSONDecisions(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	allow := e.Script(t, "allow.sh", `cat >/dev/null; echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "permissionDecisionReason": "ok by hook"}}'`)
 	deny := e.Script(t, "deny.sh", `cat >/dev/null; echo '{"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no curl"}}'`)
 	e.Settings(t, `{"permissions": {"ask": ["Bash(echo asked)"]}, "hooks": {"PreToolUse": [
@@ -72,12 +72,12 @@ func TestHookJSONDecisions(t *testing.T) {
 
 	c := e.Client()
 	sid := e.Open(c)
-	cx := Ctx(t)
-	res, qs, err := Run(t, Start(t, c, cx, sid, Bash("echo asked")), execv1.Choice_CHOICE_DENY)
+	cx := brokertest.Ctx(t)
+	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.Bash("echo asked")), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.Status != execv1.Status_STATUS_COMPLETED || len(qs) != 0 {
 		t.Fatalf("a hook's allow: %v %q, %d questions, %v", res.GetStatus(), res.GetContent(), len(qs), err)
 	}
-	res, _, err = Run(t, Start(t, c, cx, sid, Bash("echo curl")), execv1.Choice_CHOICE_ONCE)
+	res, _, err = brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.Bash("echo curl")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_FAILED || !strings.Contains(res.Content, "no curl") {
 		t.Fatalf("a hook's deny: %v %v", res, err)
 	}
@@ -85,7 +85,7 @@ func TestHookJSONDecisions(t *testing.T) {
 	// Team policy asks: the hook's allow does not answer for the user.
 	e.Team(t, `{"permissions": {"ask": ["Bash(echo asked)"]}}`)
 	sid = e.Open(c)
-	_, qs, err = Run(t, Start(t, c, cx, sid, Bash("echo asked")), execv1.Choice_CHOICE_DENY)
+	_, qs, err = brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.Bash("echo asked")), execv1.Choice_CHOICE_DENY)
 	if err != nil || len(qs) != 1 {
 		t.Fatalf("team ask under a hook's allow: %d questions, %v", len(qs), err)
 	}
@@ -94,7 +94,7 @@ func TestHookJSONDecisions(t *testing.T) {
 	os.Remove(filepath.Join(e.Home, "policy.json"))
 	e.Settings(t, `{"permissions": {"ask": ["Bash(echo asked)"]}}`)
 	sid = e.Open(c)
-	_, qs, err = Run(t, Start(t, c, cx, sid, Bash("echo asked")), execv1.Choice_CHOICE_DENY)
+	_, qs, err = brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.Bash("echo asked")), execv1.Choice_CHOICE_DENY)
 	if err != nil || len(qs) != 1 {
 		t.Fatalf("control: %d questions, %v", len(qs), err)
 	}
@@ -103,7 +103,7 @@ func TestHookJSONDecisions(t *testing.T) {
 // A hook's "ask" asks even where the policy allows; PostToolUse gets the tool's input and result, runs in the
 // project (gofmt-style hooks change files there), and its additionalContext reaches the model.
 func TestHookAskAndPostToolUse(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	ask := e.Script(t, "ask.sh", `cat >/dev/null; echo '{"permissionDecision": "ask", "reason": "check this"}'`)
 	post := e.Script(t, "post.sh", `cat > "$CLAUDE_PROJECT_DIR/post.json"; [ "$GARUDA_PROJECT_DIR" = "$CLAUDE_PROJECT_DIR" ] || exit 1
 echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "formatted by the hook"}}'`)
@@ -113,13 +113,13 @@ echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext
 
 	c := e.Client()
 	sid := e.Open(c)
-	cx := Ctx(t)
-	res, qs, err := Run(t, Start(t, c, cx, sid, Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
+	cx := brokertest.Ctx(t)
+	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || len(qs) != 1 || !strings.Contains(qs[0].Preview, "check this") || res.Status != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("a hook's ask: %d questions, %v, %v", len(qs), res, err)
 	}
 	target := filepath.Join(e.Root, "a.go")
-	res, _, err = Run(t, Start(t, c, cx, sid, Write(target, "package a\n")), execv1.Choice_CHOICE_ONCE)
+	res, _, err = brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.Write(target, "package a\n")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_COMPLETED || !strings.Contains(res.Content, "formatted by the hook") {
 		t.Fatalf("write under PostToolUse: %v %v", res, err)
 	}
@@ -145,22 +145,25 @@ echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext
 // UserPromptSubmit through hook_event: plain stdout is context for the model; exit 2 blocks the prompt with the
 // reason. An event with no hooks runs nothing and records nothing.
 func TestHookUserPromptSubmit(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
-	cx := Ctx(t)
-	res, _, err := Run(t, Start(t, c, cx, sid, HookEvent("UserPromptSubmit", "hello", "")), execv1.Choice_CHOICE_ONCE)
-	if err != nil || res.GetHook() == nil || res.GetHook().GetRan() != 0 || len(AuditRecords(t, e.Home)) != 0 {
-		t.Fatalf("no hooks: %v %v, %d records", res, err, len(AuditRecords(t, e.Home)))
+	cx := brokertest.Ctx(t)
+	res, _, err := brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.HookEvent("UserPromptSubmit", "hello", "")),
+		execv1.Choice_CHOICE_ONCE)
+	if err != nil || res.GetHook() == nil || res.GetHook().GetRan() != 0 || len(brokertest.AuditRecords(t, e.Home)) != 0 {
+		t.Fatalf("no hooks: %v %v, %d records", res, err, len(brokertest.AuditRecords(t, e.Home)))
 	}
 	sc := e.Script(t, "prompt.sh", `p=$(cat); if [[ "$p" == *secret* ]]; then echo "no secrets in prompts" >&2; exit 2; fi; echo "branch: main"`)
-	e.Settings(t, HooksJSON("UserPromptSubmit", "", sc, ""))
+	e.Settings(t, brokertest.HooksJSON("UserPromptSubmit", "", sc, ""))
 	sid = e.Open(c)
-	res, _, err = Run(t, Start(t, c, cx, sid, HookEvent("UserPromptSubmit", "hello", "")), execv1.Choice_CHOICE_ONCE)
+	res, _, err = brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.HookEvent("UserPromptSubmit", "hello", "")),
+		execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.GetHook().GetBlocked() || res.GetHook().GetContext() != "branch: main" {
 		t.Fatalf("context: %v %v", res, err)
 	}
-	res, _, err = Run(t, Start(t, c, cx, sid, HookEvent("UserPromptSubmit", "the secret is", "")), execv1.Choice_CHOICE_ONCE)
+	res, _, err = brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.HookEvent("UserPromptSubmit", "the secret is", "")),
+		execv1.Choice_CHOICE_ONCE)
 	if err != nil || !res.GetHook().GetBlocked() || res.GetHook().GetReason() != "no secrets in prompts" {
 		t.Fatalf("block: %v %v", res, err)
 	}
@@ -169,7 +172,7 @@ func TestHookUserPromptSubmit(t *testing.T) {
 // Every front-end event runs its hooks with the documented input, and SessionStart's stdout is context; JSON
 // "continue": false stops with its reason.
 func TestHookFrontEndEvents(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	log := filepath.Join(e.Root, "events.log")
 	sc := e.Script(t, "log.sh", `cat >> "$CLAUDE_PROJECT_DIR/events.log"; echo >> "$CLAUDE_PROJECT_DIR/events.log"; echo started`)
 	stop := e.Script(t, "stop.sh", `cat >/dev/null; echo '{"continue": false, "stopReason": "enough for today"}'`)
@@ -181,10 +184,11 @@ func TestHookFrontEndEvents(t *testing.T) {
 	e.Settings(t, `{"hooks": {`+strings.Join(entries, ",")+`}}`)
 	c := e.Client()
 	sid := e.Open(c)
-	cx := Ctx(t)
+	cx := brokertest.Ctx(t)
 	for _, ev := range []struct{ event, subject string }{{"SessionStart", "startup"}, {"PreCompact", "auto"},
 		{"Notification", "permission_prompt"}, {"SessionEnd", "other"}} {
-		res, _, err := Run(t, Start(t, c, cx, sid, HookEvent(ev.event, "", ev.subject)), execv1.Choice_CHOICE_ONCE)
+		res, _, err := brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.HookEvent(ev.event, "", ev.subject)),
+			execv1.Choice_CHOICE_ONCE)
 		if err != nil || res.GetHook().GetRan() != 1 {
 			t.Fatalf("%s: %v %v", ev.event, res, err)
 		}
@@ -192,7 +196,7 @@ func TestHookFrontEndEvents(t *testing.T) {
 			t.Errorf("SessionStart's stdout is not context: %q", res.GetHook().GetContext())
 		}
 	}
-	res, _, err := Run(t, Start(t, c, cx, sid, HookEvent("Stop", "", "")), execv1.Choice_CHOICE_ONCE)
+	res, _, err := brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.HookEvent("Stop", "", "")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || !res.GetHook().GetStop() || res.GetHook().GetStopReason() != "enough for today" {
 		t.Fatalf("Stop: %v %v", res, err)
 	}
@@ -203,7 +207,8 @@ func TestHookFrontEndEvents(t *testing.T) {
 			t.Errorf("the hooks' input lacks %s:\n%s", want, data)
 		}
 	}
-	if _, _, err := Run(t, Start(t, c, cx, sid, HookEvent("PreToolUse", "", "")), execv1.Choice_CHOICE_ONCE); err == nil {
+	if _, _, err := brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.HookEvent("PreToolUse", "", "")),
+		execv1.Choice_CHOICE_ONCE); err == nil {
 		t.Error("the front end could report a tool event of its own")
 	}
 }
@@ -211,31 +216,31 @@ func TestHookFrontEndEvents(t *testing.T) {
 // Team hooks run first and their deny stands whatever the user's hooks say; a team hook that fails with
 // fail_closed blocks. Control: the same failing hook without fail_closed only gives a notice.
 func TestHookTeamPrecedenceAndFailClosed(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	allow := e.Script(t, "allow.sh", `cat >/dev/null; echo '{"permissionDecision": "allow"}'`)
-	e.Settings(t, HooksJSON("PreToolUse", "*", allow, ""))
-	e.Team(t, HooksJSON("PreToolUse", "Bash", "echo 'team says no' >&2; exit 2", ""))
+	e.Settings(t, brokertest.HooksJSON("PreToolUse", "*", allow, ""))
+	e.Team(t, brokertest.HooksJSON("PreToolUse", "Bash", "echo 'team says no' >&2; exit 2", ""))
 	c := e.Client()
-	cx := Ctx(t)
-	res, _, err := Run(t, Start(t, c, cx, e.Open(c), Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
+	cx := brokertest.Ctx(t)
+	res, _, err := brokertest.Run(t, brokertest.Start(t, c, cx, e.Open(c), brokertest.Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_FAILED || !strings.Contains(res.Content, "team says no") {
 		t.Fatalf("team deny under a user allow: %v %v", res, err)
 	}
 
-	e.Team(t, HooksJSON("PreToolUse", "Bash", "exit 7", `, "fail_closed": true`))
-	res, _, err = Run(t, Start(t, c, cx, e.Open(c), Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
+	e.Team(t, brokertest.HooksJSON("PreToolUse", "Bash", "exit 7", `, "fail_closed": true`))
+	res, _, err = brokertest.Run(t, brokertest.Start(t, c, cx, e.Open(c), brokertest.Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_FAILED || !strings.Contains(res.Content, "team policy blocks the action") {
 		t.Fatalf("fail_closed: %v %v", res, err)
 	}
-	e.Team(t, HooksJSON("PreToolUse", "Bash", "exit 7", `, "fail_closed": true, "timeout": 1`)) // (same hook, still closed)
-	e.Team(t, HooksJSON("PreToolUse", "Bash", "sleep 30", `, "fail_closed": true, "timeout": 1`))
-	res, _, err = Run(t, Start(t, c, cx, e.Open(c), Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
+	e.Team(t, brokertest.HooksJSON("PreToolUse", "Bash", "exit 7", `, "fail_closed": true, "timeout": 1`)) // (same hook, still closed)
+	e.Team(t, brokertest.HooksJSON("PreToolUse", "Bash", "sleep 30", `, "fail_closed": true, "timeout": 1`))
+	res, _, err = brokertest.Run(t, brokertest.Start(t, c, cx, e.Open(c), brokertest.Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_FAILED || !strings.Contains(res.Content, "timed out") {
 		t.Fatalf("fail_closed on a timeout: %v %v", res, err)
 	}
 
-	e.Team(t, HooksJSON("PreToolUse", "Bash", "exit 7", ""))
-	res, _, err = Run(t, Start(t, c, cx, e.Open(c), Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
+	e.Team(t, brokertest.HooksJSON("PreToolUse", "Bash", "exit 7", ""))
+	res, _, err = brokertest.Run(t, brokertest.Start(t, c, cx, e.Open(c), brokertest.Bash("echo hi")), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.Status != execv1.Status_STATUS_COMPLETED || !slices.ContainsFunc(res.Notices, func(n string) bool {
 		return strings.HasPrefix(n, "Garuda: ") && strings.Contains(n, "exit code 7")
 	}) {
@@ -247,7 +252,7 @@ func TestHookTeamPrecedenceAndFailClosed(t *testing.T) {
 // hash of their definitions: a no keeps them off for the session; a yes is remembered; a changed definition asks
 // again. Control: the user's own hooks need no consent.
 func TestHookProjectConsent(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	os.MkdirAll(filepath.Join(e.Root, ".claude", "hooks"), 0o755)
 	os.WriteFile(filepath.Join(e.Root, ".claude", "hooks", "p.sh"), []byte("#!/bin/bash\ncat >/dev/null; echo project-ran\n"), 0o755)
 	claude := func(cmd string) {
@@ -256,10 +261,10 @@ func TestHookProjectConsent(t *testing.T) {
 	}
 	claude(`\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/p.sh`)
 	c := e.Client()
-	cx := Ctx(t)
+	cx := brokertest.Ctx(t)
 	prompt := func(sid string, ch execv1.Choice) (*execv1.Result, []*execv1.Question) {
 		t.Helper()
-		res, qs, err := Run(t, Start(t, c, cx, sid, HookEvent("UserPromptSubmit", "hi", "")), ch)
+		res, qs, err := brokertest.Run(t, brokertest.Start(t, c, cx, sid, brokertest.HookEvent("UserPromptSubmit", "hi", "")), ch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +291,7 @@ func TestHookProjectConsent(t *testing.T) {
 	}
 	// Control: the user's hooks run at once.
 	os.RemoveAll(filepath.Join(e.Root, ".claude"))
-	e.Settings(t, HooksJSON("UserPromptSubmit", "", "echo user-ran", ""))
+	e.Settings(t, brokertest.HooksJSON("UserPromptSubmit", "", "echo user-ran", ""))
 	if res, qs = prompt(e.Open(c), execv1.Choice_CHOICE_DENY); len(qs) != 0 || res.GetHook().GetContext() != "user-ran" {
 		t.Fatalf("user hooks: %d questions, %v", len(qs), res)
 	}
@@ -295,7 +300,7 @@ func TestHookProjectConsent(t *testing.T) {
 // Bad hooks: one that hangs is killed at its timeout, one that floods is bounded, invalid JSON is plain output, a
 // daemon it forks dies with it, one that is not executable gives a clear notice; the turn goes on each time.
 func TestHookBadHooks(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	noexec := filepath.Join(e.Home, "hooks", "noexec.sh")
 	e.Script(t, "noexec.sh", "exit 0")
 	os.Chmod(noexec, 0o644)
@@ -306,10 +311,11 @@ func TestHookBadHooks(t *testing.T) {
 		{"not executable", noexec, "", "exit code 126"},
 	}
 	c := e.Client()
-	cx := Ctx(t)
+	cx := brokertest.Ctx(t)
 	for _, tc := range cases {
-		e.Settings(t, HooksJSON("UserPromptSubmit", "", tc.command, tc.extra))
-		res, _, err := Run(t, Start(t, c, cx, e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+		e.Settings(t, brokertest.HooksJSON("UserPromptSubmit", "", tc.command, tc.extra))
+		res, _, err := brokertest.Run(t, brokertest.Start(t, c, cx, e.Open(c), brokertest.HookEvent("UserPromptSubmit", "hi", "")),
+			execv1.Choice_CHOICE_ONCE)
 		if err != nil || res.GetHook().GetBlocked() || !slices.ContainsFunc(res.Notices, func(n string) bool {
 			return strings.HasPrefix(n, "Garuda: ") && strings.Contains(n, tc.notice)
 		}) {
@@ -317,20 +323,23 @@ func TestHookBadHooks(t *testing.T) {
 		}
 	}
 	// A flood of stdout and stderr: bounded, and the hook is not blocked writing it.
-	e.Settings(t, HooksJSON("UserPromptSubmit", "", "head -c 20000000 /dev/zero | tr '\\0' x; head -c 20000000 /dev/zero >&2", ""))
-	res, _, err := Run(t, Start(t, c, cx, e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	e.Settings(t, brokertest.HooksJSON("UserPromptSubmit", "", "head -c 20000000 /dev/zero | tr '\\0' x; head -c 20000000 /dev/zero >&2", ""))
+	res, _, err := brokertest.Run(t, brokertest.Start(t, c, cx, e.Open(c), brokertest.HookEvent("UserPromptSubmit", "hi", "")),
+		execv1.Choice_CHOICE_ONCE)
 	if err != nil || len(res.GetHook().GetContext()) > 64<<10 || len(res.GetHook().GetContext()) == 0 {
 		t.Fatalf("flood: %d bytes of context, %v", len(res.GetHook().GetContext()), err)
 	}
 	// Invalid JSON is plain output.
-	e.Settings(t, HooksJSON("UserPromptSubmit", "", `echo '{"decision": "block", oops'`, ""))
-	res, _, err = Run(t, Start(t, c, cx, e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	e.Settings(t, brokertest.HooksJSON("UserPromptSubmit", "", `echo '{"decision": "block", oops'`, ""))
+	res, _, err = brokertest.Run(t, brokertest.Start(t, c, cx, e.Open(c), brokertest.HookEvent("UserPromptSubmit", "hi", "")),
+		execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.GetHook().GetBlocked() || !strings.Contains(res.GetHook().GetContext(), "oops") {
 		t.Fatalf("invalid JSON: %v %v", res, err)
 	}
 	// A daemon: killed with the hook's pid namespace.
-	e.Settings(t, HooksJSON("UserPromptSubmit", "", "setsid sleep 3147 </dev/null >/dev/null 2>&1 & (sleep 3147 &) ; echo bye", ""))
-	res, _, err = Run(t, Start(t, c, cx, e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	e.Settings(t, brokertest.HooksJSON("UserPromptSubmit", "", "setsid sleep 3147 </dev/null >/dev/null 2>&1 & (sleep 3147 &) ; echo bye", ""))
+	res, _, err = brokertest.Run(t, brokertest.Start(t, c, cx, e.Open(c), brokertest.HookEvent("UserPromptSubmit", "hi", "")),
+		execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.GetHook().GetContext() != "bye" {
 		t.Fatalf("daemon: %v %v", res, err)
 	}
@@ -342,7 +351,7 @@ func TestHookBadHooks(t *testing.T) {
 // A hook runs in the command sandbox: GARUDA_HOME's secrets are hidden (its hooks/ folder is not), nothing outside
 // the project is writable. Control: the files exist on the host.
 func TestHookSandboxed(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	os.WriteFile(filepath.Join(e.Home, "credentials"), []byte("sk-secret"), 0o644) // readable by anyone: only the hiding keeps it from a hook
 	os.MkdirAll(filepath.Join(e.Home, "hooks"), 0o755)
 	os.WriteFile(filepath.Join(e.Home, "hooks", "lib.sh"), []byte("echo from-lib"), 0o644)
@@ -350,15 +359,17 @@ func TestHookSandboxed(t *testing.T) {
 	probe := e.Script(t, "probe.sh", fmt.Sprintf(`cat >/dev/null; source %s/hooks/lib.sh; cat %s/credentials 2>&1 | head -c 100; echo; touch %s 2>&1 | head -c 0; echo done`,
 		e.Home, e.Home, outside))
 
-	e.Settings(t, HooksJSON("UserPromptSubmit", "", probe, ""))
+	e.Settings(t, brokertest.HooksJSON("UserPromptSubmit", "", probe, ""))
 	c := e.Client()
-	res, _, err := Run(t, Start(t, c, Ctx(t), e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), e.Open(c), brokertest.HookEvent("UserPromptSubmit", "hi", "")),
+		execv1.Choice_CHOICE_ONCE)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := res.GetHook().GetContext()
-	if strings.Contains(out, "sk-secret") || Exists(outside) || !strings.Contains(out, "from-lib") || !strings.Contains(out, "done") {
-		t.Fatalf("the hook saw or wrote outside the sandbox: %q (outside written: %v)", out, Exists(outside))
+	if strings.Contains(out, "sk-secret") || brokertest.Exists(outside) || !strings.Contains(out, "from-lib") ||
+		!strings.Contains(out, "done") {
+		t.Fatalf("the hook saw or wrote outside the sandbox: %q (outside written: %v)", out, brokertest.Exists(outside))
 	}
 	if data, _ := os.ReadFile(filepath.Join(e.Home, "credentials")); string(data) != "sk-secret" {
 		t.Fatal("control: the secret is not on the host")
@@ -377,24 +388,25 @@ func TestHookAsNobody(t *testing.T) {
 // entry-by-entry cover hooks had before shows the top-level file (TestAttackHiddenFolderGrowsDuringTheRun
 // [broker/sandbox], and this test fails on it).
 func TestHookDoesNotSeeWhatTheBrokerWritesDuringItsRun(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	probe := e.Script(t, "late.sh", fmt.Sprintf(`cat >/dev/null; touch "$CLAUDE_PROJECT_DIR/started"
 for i in $(seq 200); do [ -s "$CLAUDE_PROJECT_DIR/written" ] && break; sleep 0.05; done
 cat %[1]s/sessions/late.jsonl %[1]s/late-top.txt "$CLAUDE_PROJECT_DIR/written" 2>/dev/null; exit 0`, e.Home))
 
-	e.Settings(t, HooksJSON("UserPromptSubmit", "", probe, ""))
+	e.Settings(t, brokertest.HooksJSON("UserPromptSubmit", "", probe, ""))
 	c := e.Client()
 	sid := e.Open(c)
 	os.RemoveAll(filepath.Join(e.Home, "sessions"))
 	done := make(chan *execv1.Result, 1)
 	go func() {
-		res, _, err := Run(t, Start(t, c, Ctx(t), sid, HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+		res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.HookEvent("UserPromptSubmit", "hi", "")),
+			execv1.Choice_CHOICE_ONCE)
 		if err != nil {
 			t.Error(err)
 		}
 		done <- res
 	}()
-	for i := 0; !Exists(filepath.Join(e.Root, "started")); i++ {
+	for i := 0; !brokertest.Exists(filepath.Join(e.Root, "started")); i++ {
 		if i > 2000 {
 			t.Fatal("the hook never started")
 		}
@@ -417,16 +429,18 @@ cat %[1]s/sessions/late.jsonl %[1]s/late-top.txt "$CLAUDE_PROJECT_DIR/written" 2
 // A team policy that cannot be read blocks prompts, as it refuses every action: its hooks may be what guards them.
 // Control: with the file fixed, the prompt goes on.
 func TestHookUnreadableTeamPolicyBlocksPrompts(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	e.Team(t, `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "exit 0"}]}]}`) // one brace short
 	c := e.Client()
-	cx := Ctx(t)
-	res, _, err := Run(t, Start(t, c, cx, e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	cx := brokertest.Ctx(t)
+	res, _, err := brokertest.Run(t, brokertest.Start(t, c, cx, e.Open(c), brokertest.HookEvent("UserPromptSubmit", "hi", "")),
+		execv1.Choice_CHOICE_ONCE)
 	if err != nil || !res.GetHook().GetBlocked() || !strings.Contains(res.GetHook().GetReason(), "team policy could not be read") {
 		t.Fatalf("unreadable team policy: %v %v", res, err)
 	}
 	e.Team(t, `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "exit 0"}]}]}}`)
-	res, _, err = Run(t, Start(t, c, cx, e.Open(c), HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+	res, _, err = brokertest.Run(t, brokertest.Start(t, c, cx, e.Open(c), brokertest.HookEvent("UserPromptSubmit", "hi", "")),
+		execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.GetHook().GetBlocked() || res.GetHook().GetRan() != 1 {
 		t.Fatalf("control: %v %v", res, err)
 	}

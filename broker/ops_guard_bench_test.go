@@ -3,7 +3,7 @@ package broker_test
 import (
 	"testing"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/internal/testenv"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -18,18 +18,18 @@ func BenchmarkBashTrueBigProject(b *testing.B) {
 func BenchmarkBashTrueBigProjectNoRules(b *testing.B) { benchBashTrue(b, "") }
 
 func benchBashTrue(b *testing.B, settings string) {
-	e := New(b)
+	e := brokertest.New(b)
 	testenv.BigProject(b, e.Root)
 	if settings != "" {
 		e.Settings(b, settings)
 	}
 	c := e.Client()
 	sid := e.Open(c)
-	if r := Sh(b, c, sid, "true"); r.GetStatus() != execv1.Status_STATUS_COMPLETED {
+	if r := brokertest.Sh(b, c, sid, "true"); r.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		b.Fatalf("%v", r)
 	}
 	for b.Loop() {
-		if r := Sh(b, c, sid, "true"); r.GetStatus() != execv1.Status_STATUS_COMPLETED {
+		if r := brokertest.Sh(b, c, sid, "true"); r.GetStatus() != execv1.Status_STATUS_COMPLETED {
 			b.Fatalf("%v", r)
 		}
 	}

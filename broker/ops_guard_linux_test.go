@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -76,7 +76,7 @@ func (o *folderOpens) take(t *testing.T) map[string]int {
 // changed, lists none (the guard's watches tell what changed). The nested secret is still hidden from both.
 // Before, the read-deny rule walked the whole project again for every command.
 func TestCommandWalksTheProjectOnce(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	root := e.Root
 	var folders []string
 	for i := range 5 {
@@ -98,7 +98,7 @@ func TestCommandWalksTheProjectOnce(t *testing.T) {
 	opens := watchFolderOpens(t, root)
 	const cmd = "cat pkg3/sub2/.env node_modules/dep/.env private/key.pem pkg0/sub0/f.go 2>&1; true"
 	for run := range 2 {
-		r := Sh(t, c, sid, cmd)
+		r := brokertest.Sh(t, c, sid, cmd)
 		if r.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(r.GetContent(), "package x // visible") {
 			t.Fatalf("run %d: %v", run, r)
 		}
@@ -132,7 +132,7 @@ func must(t *testing.T, err error) {
 // rule the guard leaves node_modules out and the command runs.
 func TestCommandPastTheLimitWithDenyRule(t *testing.T) {
 	for _, rule := range []string{"", `,"permissions":{"deny":["Read(**/.env)"]}`} {
-		e := New(t)
+		e := brokertest.New(t)
 		root := e.Root
 		must(t, os.MkdirAll(filepath.Join(root, "node_modules", "dep"), 0o755))
 		for i := range 30 {
@@ -141,7 +141,7 @@ func TestCommandPastTheLimitWithDenyRule(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(root, "node_modules", "dep", ".env"), []byte("TOKEN=dep-secret"), 0o644))
 		e.Settings(t, `{"guard":{"max_entries":20}`+rule+`}`)
 		c := e.Client()
-		r := Sh(t, c, e.Open(c), "cat node_modules/dep/.env")
+		r := brokertest.Sh(t, c, e.Open(c), "cat node_modules/dep/.env")
 		switch {
 		case rule == "" && (r.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(r.GetContent(), "dep-secret")):
 			t.Errorf("control, without the rule: %v", r)

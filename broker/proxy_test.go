@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/internal/testenv"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 	"github.com/garuda-dev/garuda/test/nobody"
@@ -48,7 +48,7 @@ func internet(t *testing.T, tls bool) (*httptest.Server, string) {
 // the host), then with a rule it gets the page, over plain HTTP and over a CONNECT tunnel (TLS not intercepted).
 // A command that ignores the proxy variables, or speaks raw TCP, still fails.
 func TestProxySandboxedCurl(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	_, plain := internet(t, false)
 	_, secure := internet(t, true)
 	c := e.Client()
@@ -56,7 +56,7 @@ func TestProxySandboxedCurl(t *testing.T) {
 	curl := "curl -sS --max-time 20 -w ' [%{http_code}]' http://" + plain + "/pkg"
 
 	// Before any rule: a question on the bash call while the command waits; a no gives curl a 403.
-	res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(curl)), execv1.Choice_CHOICE_DENY)
+	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Bash(curl)), execv1.Choice_CHOICE_DENY)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,10 +67,10 @@ func TestProxySandboxedCurl(t *testing.T) {
 		t.Fatalf("denied: want a 403 that says how to allow the host, got %q", res.GetContent())
 	}
 
-	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
 	sid = e.Open(c)
 	for _, cmd := range []string{curl, "curl -sSk --max-time 20 -w ' [%{http_code}]' https://" + secure + "/tls"} {
-		res, qs, err = Run(t, Start(t, c, Ctx(t), sid, Bash(cmd)), execv1.Choice_CHOICE_DENY)
+		res, qs, err = brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Bash(cmd)), execv1.Choice_CHOICE_DENY)
 		if err != nil || len(qs) != 0 || !strings.Contains(res.GetContent(), "hello from the internet") ||
 			!strings.Contains(res.GetContent(), "[200]") {
 			t.Fatalf("%s with the rule: %v, questions %v, %v", cmd, res.GetContent(), qs, err)
@@ -84,7 +84,7 @@ func TestProxySandboxedCurl(t *testing.T) {
 		"echo x > /dev/udp/1.1.1.1/53 && echo sent",
 		"getent hosts example.com && echo resolved",
 	} {
-		res := Sh(t, c, sid, cmd)
+		res := brokertest.Sh(t, c, sid, cmd)
 		if res.GetStatus() == execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "hello from") ||
 			strings.Contains(res.GetContent(), "connected") || strings.Contains(res.GetContent(), "resolved") {
 			t.Errorf("%s: got through: %q", cmd, res.GetContent())
@@ -92,7 +92,7 @@ func TestProxySandboxedCurl(t *testing.T) {
 	}
 	// Every connection is recorded: host, port, the address dialled, bytes, verdict.
 	var allowed, denied int
-	for _, r := range AuditRecords(t, e.Home) {
+	for _, r := range brokertest.AuditRecords(t, e.Home) {
 		if r.Event != "connection" {
 			continue
 		}
@@ -111,21 +111,22 @@ func TestProxySandboxedCurl(t *testing.T) {
 // "Allow for this session" adds a session rule: the next command reaches the host without a question; a request
 // whose Host header names another host than its URL is refused.
 func TestProxySessionConsent(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	_, plain := internet(t, false)
 	c := e.Client()
 	sid := e.Open(c)
 	curl := "curl -sS --max-time 20 -w ' [%{http_code}]' http://" + plain + "/a"
-	res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(curl+" && "+curl)), execv1.Choice_CHOICE_SESSION)
+	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Bash(curl+" && "+curl)),
+		execv1.Choice_CHOICE_SESSION)
 	if err != nil || len(qs) != 1 || strings.Count(res.GetContent(), "[200]") != 2 {
 		t.Fatalf("allowed for the session: %q, questions %v, %v", res.GetContent(), qs, err)
 	}
-	res, qs, err = Run(t, Start(t, c, Ctx(t), sid, Bash(curl)), execv1.Choice_CHOICE_DENY)
+	res, qs, err = brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Bash(curl)), execv1.Choice_CHOICE_DENY)
 	if err != nil || len(qs) != 0 || !strings.Contains(res.GetContent(), "[200]") {
 		t.Fatalf("the next command: %q, questions %v, %v", res.GetContent(), qs, err)
 	}
-	res, _, _ = Run(t, Start(t, c, Ctx(t), sid,
-		Bash("curl -sS --max-time 20 -H 'Host: evil.example' -w ' [%{http_code}]' http://"+plain+"/b")),
+	res, _, _ = brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid,
+		brokertest.Bash("curl -sS --max-time 20 -H 'Host: evil.example' -w ' [%{http_code}]' http://"+plain+"/b")),
 		execv1.Choice_CHOICE_DENY)
 
 	if !strings.Contains(res.GetContent(), "[400]") || !strings.Contains(res.GetContent(), "names another host") {
@@ -192,18 +193,18 @@ func TestProxyGoModDownload(t *testing.T) {
 	testenv.NeedCommand(t, "go", "golang (or Go from go.dev)")
 	ip := hostAddress(t)
 	registry := goProxy(t, ip)
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	cmd := "cd \"$TMPDIR\" && GOPROXY=" + registry + " GOSUMDB=off GOTOOLCHAIN=local GOFLAGS=-modcacherw " +
 		"GOMODCACHE=\"$TMPDIR/mod\" go mod download -json example.com/hello@v1.0.0"
 	sid := e.Open(c)
-	res, _, err := Run(t, Start(t, c, Ctx(t), sid, Bash(cmd)), execv1.Choice_CHOICE_DENY)
+	res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Bash(cmd)), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() == execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "403") {
 		t.Fatalf("before the host is allowed: %v %v", res.GetContent(), err)
 	}
-	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:`+ip+`)"]}}`)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:`+ip+`)"]}}`)
 	sid = e.Open(c)
-	res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(cmd)), execv1.Choice_CHOICE_DENY)
+	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Bash(cmd)), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 ||
 		!strings.Contains(res.GetContent(), `"Version": "v1.0.0"`) {
 		t.Fatalf("with the host allowed: %v, questions %v, %v", res.GetContent(), qs, err)
@@ -255,19 +256,19 @@ func TestProxyNpmInstall(t *testing.T) {
 	testenv.NeedCommand(t, "npm", "npm")
 	ip := hostAddress(t)
 	registry := npmRegistry(t, ip)
-	e := New(t)
-	MustWrite(t, filepath.Join(e.Root, "package.json"), `{"name":"app","version":"0.0.1","private":true}`)
+	e := brokertest.New(t)
+	brokertest.MustWrite(t, filepath.Join(e.Root, "package.json"), `{"name":"app","version":"0.0.1","private":true}`)
 	c := e.Client()
 	cmd := "npm install --no-audit --no-fund --fetch-retries=0 --registry=" + registry + " left-pad-garuda && " +
 		"node -e \"console.log(require('left-pad-garuda')())\""
 	sid := e.Open(c)
-	res, _, err := Run(t, Start(t, c, Ctx(t), sid, Bash(cmd)), execv1.Choice_CHOICE_DENY)
+	res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Bash(cmd)), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() == execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "padded") {
 		t.Fatalf("before the host is allowed: %v %v", res.GetContent(), err)
 	}
-	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:`+ip+`)"]}}`)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:`+ip+`)"]}}`)
 	sid = e.Open(c)
-	res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(cmd)), execv1.Choice_CHOICE_DENY)
+	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Bash(cmd)), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 || !strings.Contains(res.GetContent(), "padded") {
 		t.Fatalf("with the host allowed: %v, questions %v, %v", res.GetContent(), qs, err)
 	}
@@ -276,9 +277,9 @@ func TestProxyNpmInstall(t *testing.T) {
 // A background process reaches the network through the proxy as a command does: a host a rule allows is reached; a
 // host no rule allows is refused with how to allow it, without a question (no call is running to ask on).
 func TestProxyBackgroundProcess(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	_, plain := internet(t, false)
-	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
 	c := e.Client()
 	sid := e.Open(c)
 	_, port, _ := net.SplitHostPort(plain)
@@ -286,11 +287,11 @@ func TestProxyBackgroundProcess(t *testing.T) {
 		{"http://" + plain + "/pkg", "hello from the internet"},
 		{"http://127.0.0.3:" + port + "/pkg", `network(domain:127.0.0.3)`},
 	} {
-		res := Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_START,
+		res := brokertest.Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_START,
 			Command: "curl -sS --max-time 20 -w ' [%{http_code}]' " + tc.url})
 
 		id := strings.TrimPrefix(strings.SplitN(res.GetContent(), "\n", 2)[0], "id: ")
-		res = Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_WAIT, Id: id, TimeoutMs: 60_000})
+		res = brokertest.Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_WAIT, Id: id, TimeoutMs: 60_000})
 		if !strings.Contains(res.GetContent(), tc.want) {
 			t.Errorf("%s from a background process: want %q in %q", tc.url, tc.want, res.GetContent())
 		}
@@ -302,16 +303,17 @@ func TestProxyBackgroundProcess(t *testing.T) {
 func TestProxyHook(t *testing.T) {
 	_, plain := internet(t, false)
 	for _, allowed := range []bool{false, true} {
-		e := New(t)
+		e := brokertest.New(t)
 		sc := e.Script(t, "fetch.sh", "cat >/dev/null; curl -sS --max-time 20 http://"+plain+"/hook")
 		rules := ""
 		if allowed {
 			rules = `"permissions": {"allow": ["network(domain:127.0.0.2)"]}, `
 		}
-		e.Settings(t, "{"+rules+strings.TrimPrefix(HooksJSON("UserPromptSubmit", "", sc, ""), "{"))
+		e.Settings(t, "{"+rules+strings.TrimPrefix(brokertest.HooksJSON("UserPromptSubmit", "", sc, ""), "{"))
 		c := e.Client()
 		sid := e.Open(c)
-		res, qs, err := Run(t, Start(t, c, Ctx(t), sid, HookEvent("UserPromptSubmit", "hi", "")), execv1.Choice_CHOICE_ONCE)
+		res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.HookEvent("UserPromptSubmit", "hi", "")),
+			execv1.Choice_CHOICE_ONCE)
 		got := res.GetHook().GetContext()
 		if err != nil || len(qs) != 0 || strings.Contains(got, "hello from the internet") != allowed {
 			t.Errorf("rule %v: context %q, questions %v, %v", allowed, got, qs, err)
@@ -323,26 +325,26 @@ func TestProxyHook(t *testing.T) {
 // root read-only: curl reaches the host but cannot save the page in the project. Control: the same save in build
 // mode lands.
 func TestProxyPlanMode(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	_, plain := internet(t, false)
 	c := e.Client()
 	sid := e.Open(c)
-	if _, err := c.SetMode(Ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
+	if _, err := c.SetMode(brokertest.Ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
 		t.Fatal(err)
 	}
 	curl := "curl -sS --max-time 20 -w ' [%{http_code}]' http://" + plain + "/plan"
-	res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(curl)), execv1.Choice_CHOICE_DENY)
+	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Bash(curl)), execv1.Choice_CHOICE_DENY)
 	if err != nil || len(qs) != 1 || qs[0].GetKind() != "network" || !strings.Contains(res.GetContent(), "[403]") {
 		t.Fatalf("plan mode, no rule: want a network question and a 403, got %q, questions %v, %v", res.GetContent(), qs, err)
 	}
-	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["network(domain:127.0.0.2)"]}}`)
 	sid = e.Open(c)
-	if _, err := c.SetMode(Ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
+	if _, err := c.SetMode(brokertest.Ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_PLAN}); err != nil {
 		t.Fatal(err)
 	}
 	save := "curl -sS --max-time 20 -o page.txt http://" + plain + "/plan && echo saved"
 	for cmd, want := range map[string]string{curl: "[200]", save: ""} {
-		res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(cmd)), execv1.Choice_CHOICE_DENY)
+		res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Bash(cmd)), execv1.Choice_CHOICE_DENY)
 		if err != nil || len(qs) != 0 {
 			t.Fatalf("%s: %v, questions %v", cmd, err, qs)
 		}
@@ -357,11 +359,11 @@ func TestProxyPlanMode(t *testing.T) {
 		t.Error("page.txt was written in plan mode")
 	}
 	// The control: in build mode the same command saves the page.
-	if _, err := c.SetMode(Ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_BUILD}); err != nil {
+	if _, err := c.SetMode(brokertest.Ctx(t), &execv1.SetModeRequest{SessionId: sid, Mode: execv1.Mode_MODE_BUILD}); err != nil {
 		t.Fatal(err)
 	}
-	res, _, _ = Run(t, Start(t, c, Ctx(t), sid, Bash(save)), execv1.Choice_CHOICE_DENY)
-	page := FileText(filepath.Join(e.Root, "page.txt"))
+	res, _, _ = brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Bash(save)), execv1.Choice_CHOICE_DENY)
+	page := brokertest.FileText(filepath.Join(e.Root, "page.txt"))
 	if !strings.Contains(res.GetContent(), "saved") || !strings.Contains(page, "hello from the internet") {
 		t.Errorf("build mode: %q", res.GetContent())
 	}
@@ -370,21 +372,21 @@ func TestProxyPlanMode(t *testing.T) {
 // A network question waits no longer than the command may run: left unanswered, the command ends at its timeout and
 // the call's result comes, the host not reached. Control: answered at once, the same command gets the page.
 func TestProxyQuestionBoundedByTimeout(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	_, plain := internet(t, false)
 	c := e.Client()
 	sid := e.Open(c)
 	curl := "curl -sS --max-time 30 -w ' [%{http_code}]' http://" + plain + "/wait"
-	op := Bash(curl)
+	op := brokertest.Bash(curl)
 	op.GetBash().TimeoutMs = 2000
-	st := Start(t, c, Ctx(t), sid, op)
-	m, err := Next(t, st)
+	st := brokertest.Start(t, c, brokertest.Ctx(t), sid, op)
+	m, err := brokertest.Next(t, st)
 	if err != nil || m.GetQuestion() == nil || m.GetQuestion().GetKind() != "network" {
 		t.Fatalf("want the network question first, got %v, %v", m, err)
 	}
 	began := time.Now()
 	for {
-		m, err = Next(t, st)
+		m, err = brokertest.Next(t, st)
 		if err != nil {
 			t.Fatalf("waiting for the result: %v", err)
 		}
@@ -402,7 +404,7 @@ func TestProxyQuestionBoundedByTimeout(t *testing.T) {
 		t.Errorf("unanswered: want the command timed out without reaching the host, got %v", res)
 	}
 	// The control: the same command, its question answered, gets the page.
-	res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Bash(curl)), execv1.Choice_CHOICE_ONCE)
+	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Bash(curl)), execv1.Choice_CHOICE_ONCE)
 	if err != nil || len(qs) != 1 || !strings.Contains(res.GetContent(), "[200]") {
 		t.Fatalf("answered: %q, questions %v, %v", res.GetContent(), qs, err)
 	}

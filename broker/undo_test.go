@@ -6,23 +6,24 @@ import (
 	"path/filepath"
 	"testing"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // garuda undo restores the exact pre-image of the session's last change.
 func TestUndoRestoresThePreImage(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
 	path := filepath.Join(e.Root, "u.txt")
 	pre := []byte("line one\xff\r\nline two")
 	os.WriteFile(path, pre, 0o640)
-	wres, _, werr := Run(t, Start(t, c, Ctx(t), sid, Write("u.txt", "replaced")), execv1.Choice_CHOICE_ONCE)
+	wres, _, werr := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("u.txt", "replaced")),
+		execv1.Choice_CHOICE_ONCE)
 	if data, _ := os.ReadFile(path); string(data) != "replaced" {
 		t.Fatalf("write: %q (%v %v)", data, wres, werr)
 	}
-	res, err := c.Undo(Ctx(t), &execv1.UndoRequest{SessionId: sid})
+	res, err := c.Undo(brokertest.Ctx(t), &execv1.UndoRequest{SessionId: sid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestUndoRestoresThePreImage(t *testing.T) {
 		t.Fatalf("undo left %q (%v)", data, res)
 	}
 	// Nothing left to undo: a clear refusal, not a silent success.
-	if _, err := c.Undo(Ctx(t), &execv1.UndoRequest{SessionId: sid}); err == nil {
+	if _, err := c.Undo(brokertest.Ctx(t), &execv1.UndoRequest{SessionId: sid}); err == nil {
 		t.Fatal("a second undo succeeded with nothing to undo")
 	}
 }
@@ -44,16 +45,17 @@ func TestUndoInARootReachedThroughASymlink(t *testing.T) {
 	if err := errors.Join(os.MkdirAll(real, 0o755), os.Symlink(real, link)); err != nil {
 		t.Fatal(err)
 	}
-	e := NewIn(t, dir, link, filepath.Join(dir, "home"))
+	e := brokertest.NewIn(t, dir, link, filepath.Join(dir, "home"))
 	c := e.Client()
 	sid := e.Open(c)
 	path := filepath.Join(real, "u.txt")
-	MustWrite(t, path, "before")
-	if res, _, err := Run(t, Start(t, c, Ctx(t), sid, Write("u.txt", "after")), execv1.Choice_CHOICE_ONCE); err != nil ||
+	brokertest.MustWrite(t, path, "before")
+	if res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("u.txt", "after")),
+		execv1.Choice_CHOICE_ONCE); err != nil ||
 		res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("write: %v %v", res, err)
 	}
-	res, err := c.Undo(Ctx(t), &execv1.UndoRequest{SessionId: sid})
+	res, err := c.Undo(brokertest.Ctx(t), &execv1.UndoRequest{SessionId: sid})
 	if err != nil {
 		t.Fatalf("undo: %v", err)
 	}

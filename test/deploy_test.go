@@ -528,7 +528,7 @@ func TestDeploySystemUnitServesOnlyItsUser(t *testing.T) {
 	srv.Env = env
 	log, done := startLogged(t, srv)
 	defer func() { srv.Process.Signal(syscall.SIGTERM); <-done }()
-	if !log.waitFor("serving", 10*time.Second) {
+	if !log.WaitFor("serving", 10*time.Second) {
 		t.Fatalf("garuda-exec did not start as uid %s with the unit's flags %q:\n%s", brokerUID, argv[1:], log)
 	}
 	clientHome := filepath.Join(dir, "client")
@@ -564,7 +564,7 @@ func TestDeploySystemUnitServesOnlyItsUser(t *testing.T) {
 	if out, err := client(otherUID, socketGID); err == nil || strings.Contains(out, "broker answers  yes") {
 		t.Fatalf("uid %s was served, though the unit allows only %s:\n%s", otherUID, clientUID, out)
 	}
-	if !log.waitFor("uid="+otherUID, 5*time.Second) || !strings.Contains(log.String(), "refused a connection") {
+	if !log.WaitFor("uid="+otherUID, 5*time.Second) || !strings.Contains(log.String(), "refused a connection") {
 		t.Errorf("the refusal of uid %s is not logged:\n%s", otherUID, log)
 	}
 	// Outside the group, the socket's folder (0750) keeps the uid from even trying.

@@ -15,6 +15,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/garuda-dev/garuda/internal/testproc"
 	"github.com/garuda-dev/garuda/test/editor"
 )
 
@@ -31,7 +32,7 @@ type agent struct {
 	conn   *acp.ClientSideConnection
 	ed     *editor.Editor
 	root   string // the project folder (startAgentIn), or empty
-	stderr *syncBuffer
+	stderr *testproc.Output
 	mu     sync.Mutex
 	stdout []string // every line, in order
 	waited chan error
@@ -92,7 +93,7 @@ func startGaruda(t testing.TB, model *fakeOpenAI) *agent {
 
 func startAgent(t testing.TB, cmd *exec.Cmd, root string) *agent {
 	t.Helper()
-	a := &agent{t: t, cmd: cmd, ed: editor.New(), root: root, stderr: &syncBuffer{}, waited: make(chan error, 1)}
+	a := &agent{t: t, cmd: cmd, ed: editor.New(), root: root, stderr: &testproc.Output{}, waited: make(chan error, 1)}
 	cmd.Stderr = a.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -224,9 +225,9 @@ func (a *agent) wait() int {
 }
 
 // startLogged starts cmd with its stderr kept in log; done receives the result of its Wait.
-func startLogged(t testing.TB, cmd *exec.Cmd) (log *syncBuffer, done <-chan error) {
+func startLogged(t testing.TB, cmd *exec.Cmd) (log *testproc.Output, done <-chan error) {
 	t.Helper()
-	log = &syncBuffer{}
+	log = &testproc.Output{}
 	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -234,32 +235,4 @@ func startLogged(t testing.TB, cmd *exec.Cmd) (log *syncBuffer, done <-chan erro
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	return log, waited
-}
-
-// syncBuffer is a strings.Builder that a process may write while a test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// waitFor polls until the buffer holds sub.
-func (s *syncBuffer) waitFor(sub string, within time.Duration) bool {
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if strings.Contains(s.String(), sub) {
-			return true
-		}
-	}
-	return strings.Contains(s.String(), sub)
 }

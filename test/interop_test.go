@@ -53,7 +53,7 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 	run := exec.Command(node, filepath.Join(dir, "client.mjs"), bins.garuda, p.root)
 	run.Dir = dir
 	run.Env = p.cmd.Env
-	stderr := &syncBuffer{}
+	stderr := &testproc.Output{}
 	run.Stderr = stderr
 	t.Cleanup(func() {
 		if t.Failed() {

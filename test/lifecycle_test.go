@@ -147,7 +147,7 @@ func TestServePeerCredentials(t *testing.T) {
 	if err == nil || strings.Contains(out, "broker answers  yes") {
 		t.Fatalf("uid 65533 was served:\n%s", out)
 	}
-	if !log.waitFor("refused a connection", 5*time.Second) || !strings.Contains(log.String(), "uid=65533") {
+	if !log.WaitFor("refused a connection", 5*time.Second) || !strings.Contains(log.String(), "uid=65533") {
 		t.Errorf("the refusal is not logged:\n%s", log.String())
 	}
 }

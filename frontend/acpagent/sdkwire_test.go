@@ -1,14 +1,13 @@
 package acpagent
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/garuda-dev/garuda/frontend/model"
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 // Found by the conformance pass (what an editor relies on where the first tests did not look): it failed
@@ -16,7 +15,7 @@ import (
 // A malformed line is logged as its first few hundred bytes and its length, by Garuda and not by the SDK (which logs
 // it whole), and the agent goes on.
 func TestMalformedLineIsLoggedBounded(t *testing.T) {
-	var logs lockedBuffer
+	var logs testproc.Output
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	old := slog.Default()
 	slog.SetDefault(logger) // the SDK logs through the default logger
@@ -31,24 +30,6 @@ func TestMalformedLineIsLoggedBounded(t *testing.T) {
 	if len(got) > 4096 || !strings.Contains(got, fmt.Sprintf("bytes=%d", len(garbage)+1)) || !strings.Contains(got, "{not json ggg") {
 		t.Errorf("log of %d bytes, want the line's length and head: %.600s", len(got), got)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for the logger's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Found by the conformance pass (what an editor relies on where the first tests did not look): it failed

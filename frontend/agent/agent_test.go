@@ -29,7 +29,7 @@ func TestTurnEndsDone(t *testing.T) {
 	if len(s.History) != 2 || s.History[0].Content[0].Text != "hi" || s.History[1].Content[0].Text != "hello" {
 		t.Errorf("history = %+v", s.History)
 	}
-	req := f.requests()[0]
+	req := f.Requests()[0]
 	if req.System != "system" || len(req.Tools) != len(specs) || req.MaxTokens != DefaultMaxOutputTokens {
 		t.Errorf("request = system %q, %d tools, max %d", req.System, len(req.Tools), req.MaxTokens)
 	}
@@ -82,7 +82,7 @@ func TestTurnStopsAtMaxSteps(t *testing.T) {
 	if err != nil || stop != StopMaxSteps {
 		t.Fatalf("RunTurn = %q, %v; want max_steps", stop, err)
 	}
-	if n := len(f.requests()); n != 3 {
+	if n := len(f.Requests()); n != 3 {
 		t.Errorf("%d model requests, want 3", n)
 	}
 	if n := len(tools.started()); n != 3 {
@@ -111,7 +111,7 @@ func TestTurnStopsAtTokenBudget(t *testing.T) {
 	if err != nil || stop != StopTokenBudget {
 		t.Fatalf("RunTurn = %q, %v; want token_budget", stop, err)
 	}
-	if n := len(f.requests()); n != 2 {
+	if n := len(f.Requests()); n != 2 {
 		t.Errorf("%d requests, want 2 (600 tokens, then 1200 >= 1000)", n)
 	}
 }
@@ -153,7 +153,7 @@ func TestReadOnlyCallsRunInParallel(t *testing.T) {
 		if stop, err := s.RunTurn(t.Context(), "read", nil); err != nil || stop != StopDone {
 			t.Fatalf("RunTurn = %q, %v", stop, err)
 		}
-		return lastResults(f.requests()[1])
+		return lastResults(f.Requests()[1])
 	}
 	got := run(t, barrierTools(3, 10*time.Second, true))
 	for i, id := range []string{"a", "b", "c"} {
@@ -217,7 +217,7 @@ func TestWritesRunInOrder(t *testing.T) {
 			t.Errorf("%s came after %s: %v", order[0], order[1], log)
 		}
 	}
-	res := lastResults(f.requests()[1])
+	res := lastResults(f.Requests()[1])
 	for i, c := range calls {
 		if res[i].ToolUseID != c.ToolUseID {
 			t.Errorf("tool_result %d is for %s, want %s", i, res[i].ToolUseID, c.ToolUseID)
@@ -256,7 +256,7 @@ func TestToolEvents(t *testing.T) {
 	if r.Result.CallID != "c1" || r.Result.Status != StatusCompleted || len(r.Result.Locations) != 1 || r.Call.ID != "c1" {
 		t.Errorf("tool_result = %+v", r.Result)
 	}
-	if b := lastResults(f.requests()[1])[0]; b.Text != "PASS" || b.IsError {
+	if b := lastResults(f.Requests()[1])[0]; b.Text != "PASS" || b.IsError {
 		t.Errorf("model got %+v", b)
 	}
 }
@@ -271,7 +271,7 @@ func TestDenialReachesModel(t *testing.T) {
 	if stop, err := s.RunTurn(t.Context(), "write", rec.emit); err != nil || stop != StopDone {
 		t.Fatalf("RunTurn = %q, %v", stop, err)
 	}
-	b := lastResults(f.requests()[1])[0]
+	b := lastResults(f.Requests()[1])[0]
 	if !b.IsError || !strings.Contains(b.Text, "the user chose Deny for writing README.md") || !strings.Contains(b.Text, "Denied") {
 		t.Errorf("the model got %+v; want an error result with the reason", b)
 	}
@@ -299,7 +299,7 @@ func TestRepeatedCallsWarnThenStop(t *testing.T) {
 	if n := len(tools.started()); n != 4 {
 		t.Errorf("%d calls ran; want 4 (the 5th is not run)", n)
 	}
-	reqs := f.requests()
+	reqs := f.Requests()
 	if len(reqs) != 5 {
 		t.Fatalf("%d requests, want 5", len(reqs))
 	}
@@ -335,7 +335,7 @@ func TestRepeatedCallsWarnThenStop(t *testing.T) {
 	if stop, err := s.RunTurn(t.Context(), "read on", nil); stop != StopMaxSteps || err != nil {
 		t.Errorf("control: RunTurn = %q, %v; want max_steps", stop, err)
 	}
-	for i, req := range f.requests() {
+	for i, req := range f.Requests() {
 		if warned(req) {
 			t.Errorf("control: request %d warned", i+1)
 		}
@@ -406,7 +406,7 @@ func TestStreamErrorsEndTheTurn(t *testing.T) {
 			if err == nil || stop != "" {
 				t.Fatalf("RunTurn = %q, %v; want an error", stop, err)
 			}
-			if n := len(f.requests()); n != tc.requests {
+			if n := len(f.Requests()); n != tc.requests {
 				t.Errorf("%d requests, want %d", n, tc.requests)
 			}
 			if n := len(rec.of(EventModelRetry)); n != tc.requests-1 {
@@ -548,7 +548,7 @@ func TestRepeatedCallsWindow(t *testing.T) {
 func TestEmptyPromptIsRefused(t *testing.T) {
 	f := newFake(t)
 	s := newSession(f, &fakeTools{})
-	if stop, err := s.RunTurn(t.Context(), " \n", nil); err == nil || stop != "" || len(s.History) != 0 || len(f.requests()) != 0 {
+	if stop, err := s.RunTurn(t.Context(), " \n", nil); err == nil || stop != "" || len(s.History) != 0 || len(f.Requests()) != 0 {
 		t.Errorf("RunTurn = %q, %v with %d messages; want an error and nothing sent", stop, err, len(s.History))
 	}
 }

@@ -67,7 +67,7 @@ func TestCompactionWhenContextTooLong(t *testing.T) {
 	if len(recorded) != 1 || recorded[0].MessagesBefore != 7 {
 		t.Errorf("recorded compactions = %+v", recorded)
 	}
-	reqs := f.requests()
+	reqs := f.Requests()
 	if len(reqs) != 3 {
 		t.Fatalf("%d requests, want 3", len(reqs))
 	}
@@ -117,7 +117,7 @@ func TestCompactionAtEightyFivePercent(t *testing.T) {
 	// The first request is about 2,600 tokens (the tools' schemas are 1,700) of 5,000: under 85%; after the new
 	// output, about 5,600: over.
 	f, _, rec := run(t, 5000, answerCalls(use("t2", ToolReadFile, `{"path":"lexer.go"}`)), summarise(t, "SUMMARY"), answerText("done"))
-	reqs := f.requests()
+	reqs := f.Requests()
 	if len(reqs) != 3 || len(reqs[1].Tools) != 0 {
 		t.Fatalf("%d requests; want the summary request second", len(reqs))
 	}
@@ -143,7 +143,7 @@ func TestCompactionAtEightyFivePercent(t *testing.T) {
 
 	// Negative control: with a large window the same turn is not compacted.
 	f, s, rec := run(t, 1_000_000, answerCalls(use("t2", ToolReadFile, `{"path":"lexer.go"}`)), answerText("done"))
-	if n := len(f.requests()); n != 2 || len(rec.of(EventCompaction)) != 0 || len(s.History) != 10 {
+	if n := len(f.Requests()); n != 2 || len(rec.of(EventCompaction)) != 0 || len(s.History) != 10 {
 		t.Errorf("control: %d requests, %d compactions, %d messages", n, len(rec.of(EventCompaction)), len(s.History))
 	}
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,44 +11,34 @@ import (
 	"github.com/garuda-dev/garuda/frontend/model"
 )
 
-// step is one scripted model answer.
+// step is one scripted model answer, computed from the request.
 type step func(ctx context.Context, req model.Request, h model.Handler) (*model.Response, error)
 
-// fakeModel answers requests from a script and keeps a copy of every request. It checks that every request it gets
-// has a valid history: each tool_use answered by a tool_result in the next message.
+// fakeModel is model.FakeClient answering from a script of steps. It checks that every request it gets has a valid
+// history (each tool_use answered by a tool_result in the next message), and fails the test on a request the script
+// has no answer for.
 type fakeModel struct {
-	t     *testing.T
-	mu    sync.Mutex
-	steps []step
-	reqs  []model.Request
+	*model.FakeClient
+	t *testing.T
 }
 
-func newFake(t *testing.T, steps ...step) *fakeModel { return &fakeModel{t: t, steps: steps} }
+func newFake(t *testing.T, steps ...step) *fakeModel {
+	f := &fakeModel{FakeClient: model.NewFakeClient(), t: t}
+	for _, s := range steps {
+		f.Push(model.Step{Answer: s})
+	}
+	return f
+}
 
 func (f *fakeModel) Stream(ctx context.Context, req model.Request, h model.Handler) (*model.Response, error) {
-	f.mu.Lock()
-	var cp model.Request
-	raw, _ := json.Marshal(req)
-	_ = json.Unmarshal(raw, &cp)
-	f.reqs = append(f.reqs, cp)
-	if len(f.steps) == 0 {
-		f.mu.Unlock()
-		f.t.Errorf("request %d: the script has no more answers", len(f.reqs))
-		return nil, &model.StreamError{Err: errors.New("script ended")}
+	n := len(f.Requests()) + 1
+	if f.Remaining() == 0 {
+		f.t.Errorf("request %d: the script has no more answers", n)
 	}
-	s := f.steps[0]
-	f.steps = f.steps[1:]
-	f.mu.Unlock()
 	if err := validHistory(req.Messages); err != nil {
-		f.t.Errorf("request %d: %v", len(f.reqs), err)
+		f.t.Errorf("request %d: %v", n, err)
 	}
-	return s(ctx, req, h)
-}
-
-func (f *fakeModel) requests() []model.Request {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]model.Request(nil), f.reqs...)
+	return f.FakeClient.Stream(ctx, req, h)
 }
 
 // usageOf pretends the provider counted one token per 4 bytes, as the estimate does.

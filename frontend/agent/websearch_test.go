@@ -41,7 +41,7 @@ func TestWebSearchEvents(t *testing.T) {
 	if _, err := s.RunTurn(t.Context(), "again", nil); err != nil {
 		t.Fatal(err)
 	}
-	if reqs := f.requests(); !reqs[0].WebSearch || reqs[1].WebSearch {
+	if reqs := f.Requests(); !reqs[0].WebSearch || reqs[1].WebSearch {
 		t.Errorf("WebSearch in the requests: %v, %v", reqs[0].WebSearch, reqs[1].WebSearch)
 	}
 }
@@ -58,7 +58,7 @@ func TestPauseTurnContinues(t *testing.T) {
 	if stop, err := s.RunTurn(t.Context(), "search", nil); err != nil || stop != StopDone {
 		t.Fatalf("RunTurn = %q, %v", stop, err)
 	}
-	reqs := f.requests()
+	reqs := f.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests, want 2", len(reqs))
 	}
@@ -74,7 +74,7 @@ func TestPauseTurnContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kept []model.BlockType
-	for _, m := range f.requests()[2].Messages {
+	for _, m := range f.Requests()[2].Messages {
 		for _, b := range m.Content {
 			kept = append(kept, b.Type)
 		}
@@ -97,7 +97,7 @@ func TestPauseTurnBounded(t *testing.T) {
 	if err != nil || stop != StopMaxSteps {
 		t.Fatalf("RunTurn = %q, %v", stop, err)
 	}
-	if n := len(f.requests()); n != maxPauses+1 {
+	if n := len(f.Requests()); n != maxPauses+1 {
 		t.Errorf("%d requests, want %d", n, maxPauses+1)
 	}
 	if ns := rec.of(EventNotice); len(ns) != 1 || !strings.Contains(ns[0].Text, "paused it") {

@@ -25,6 +25,10 @@ type Step struct {
 	// Wait, when not nil, holds the step after its deltas until it is closed or the request's
 	// context ends (then the context's error is returned): for cancel tests.
 	Wait <-chan struct{}
+	// Answer, when not nil, is the step: it gets the request and the Handler and returns the answer,
+	// and the fields above are not used. For an answer that depends on the request (the usage a
+	// provider would count), a stream that does more than deltas, or checks of the request itself.
+	Answer func(ctx context.Context, req Request, h Handler) (*Response, error)
 }
 
 // Script is the list of answers a FakeClient gives, in order.
@@ -79,6 +83,9 @@ func (f *FakeClient) Stream(ctx context.Context, req Request, h Handler) (*Respo
 
 	if err := ctx.Err(); err != nil {
 		return nil, &StreamError{Err: err}
+	}
+	if step.Answer != nil {
+		return step.Answer(ctx, req, h)
 	}
 	deltas := step.Deltas
 	if deltas == nil && step.Response != nil {

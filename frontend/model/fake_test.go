@@ -64,6 +64,21 @@ func TestFakeClientWaitEndsOnCancel(t *testing.T) {
 	}
 }
 
+// A step's Answer is the answer, computed from the request it gets; the request is recorded as for any step.
+func TestFakeClientAnswerSeesTheRequest(t *testing.T) {
+	f := NewFakeClient(Step{Answer: func(_ context.Context, req Request, _ Handler) (*Response, error) {
+		return TextStep("heard " + req.LastUserText()).Response, nil
+	}})
+	req := Request{Messages: []Message{{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "ping"}}}}}
+	resp, err := f.Stream(context.Background(), req, signalOnDelta{make(chan struct{}, 1)})
+	if err != nil || resp.Message.Content[0].Text != "heard ping" {
+		t.Fatalf("Stream = %+v, %v", resp, err)
+	}
+	if rs := f.Requests(); len(rs) != 1 || rs[0].LastUserText() != "ping" || f.Remaining() != 0 {
+		t.Errorf("requests %+v, %d steps left", rs, f.Remaining())
+	}
+}
+
 func TestUsageHelpers(t *testing.T) {
 	u := Usage{InputTokens: 10, OutputTokens: 5, CacheReadTokens: 4}.Add(Usage{InputTokens: 1, OutputTokens: 2, CacheWriteTokens: 3})
 	if u != (Usage{InputTokens: 11, OutputTokens: 7, CacheReadTokens: 4, CacheWriteTokens: 3}) || u.Total() != 18 {

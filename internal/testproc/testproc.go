@@ -1,5 +1,6 @@
 // Package testproc finds processes by what they run, for the tests that check that nothing is left running: a
-// command's marker in its command line, or a binary by its path.
+// command's marker in its command line, or a binary by its path. Output holds what a process writes while a test
+// reads it.
 package testproc
 
 import (

@@ -33,3 +33,24 @@ func TestFindsASleep(t *testing.T) {
 		t.Errorf("after the end: %v", ps)
 	}
 }
+
+// A process's stderr in an Output is readable while the process writes it: WaitFor sees a line that comes late, and
+// answers false, after its time, for one that never comes.
+func TestOutputWhileTheProcessWrites(t *testing.T) {
+	var out Output
+	cmd := exec.Command("sh", "-c", "echo early >&2; sleep 0.2; echo late >&2; exec sleep 5")
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if !out.WaitFor("late", 5*time.Second) {
+		t.Fatalf("late never seen: %q", out.String())
+	}
+	if got := out.String(); got != "early\nlate\n" {
+		t.Errorf("String: %q", got)
+	}
+	if out.WaitFor("never", 50*time.Millisecond) {
+		t.Errorf("WaitFor found what was never written: %q", out.String())
+	}
+}

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -49,7 +49,8 @@ func snapshot(t testing.TB, dir string, skip ...string) map[string]string {
 // this machine unconfined, even through a bug.
 func FuzzCallStart(f *testing.F) {
 	for _, s := range []*execv1.Start{
-		Read("a.txt"), Read("../outside/canary.txt"), Read("/etc/passwd"), Write("a.txt", "x"), Write("../outside/new", "x"),
+		brokertest.Read("a.txt"), brokertest.Read("../outside/canary.txt"), brokertest.Read("/etc/passwd"),
+		brokertest.Write("a.txt", "x"), brokertest.Write("../outside/new", "x"),
 		{Op: &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: "a.txt", OldString: "hello", NewString: "bye", ReplaceAll: true}}},
 		{Op: &execv1.Start_Glob{Glob: &execv1.Glob{Pattern: "**/*", Path: ".."}}},
 		{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: "MARK", Path: "/", Glob: "*", Context: 3, OutputMode: "content"}}},
@@ -105,7 +106,7 @@ func FuzzCallStart(f *testing.F) {
 			}
 			replies.WriteString(prototext.Format(m))
 			if q := m.GetQuestion(); q != nil {
-				Answer(st, q.QuestionId, execv1.Choice_CHOICE_DENY)
+				brokertest.Answer(st, q.QuestionId, execv1.Choice_CHOICE_DENY)
 				continue
 			}
 			if m.GetResult() != nil {
@@ -230,7 +231,7 @@ func FuzzUnaryRPC(f *testing.F) {
 // hostile is a broker with two sessions on two connections: B's holds data (an undo snapshot, a command's output)
 // that A, the hostile front end, must never be answered with.
 type hostile struct {
-	e          *Env
+	e          *brokertest.Env
 	dir        string
 	a          execv1.ExecServiceClient
 	sidA, sidB string
@@ -238,7 +239,7 @@ type hostile struct {
 
 func newHostile(f *testing.F) *hostile {
 	dir := f.TempDir()
-	e := NewIn(f, dir, filepath.Join(dir, "a"), filepath.Join(dir, "home"))
+	e := brokertest.NewIn(f, dir, filepath.Join(dir, "a"), filepath.Join(dir, "home"))
 	rootB, outside := filepath.Join(dir, "b"), filepath.Join(dir, "outside")
 	for _, d := range []string{rootB, outside} {
 		os.MkdirAll(d, 0o755)
@@ -267,7 +268,7 @@ func newHostile(f *testing.F) *hostile {
 				f.Fatalf("session B: %v", err)
 			}
 			if q := m.GetQuestion(); q != nil {
-				Answer(st, q.QuestionId, execv1.Choice_CHOICE_ONCE)
+				brokertest.Answer(st, q.QuestionId, execv1.Choice_CHOICE_ONCE)
 				continue
 			}
 			if r := m.GetResult(); r != nil {
@@ -278,8 +279,8 @@ func newHostile(f *testing.F) *hostile {
 			}
 		}
 	}
-	callB(Write("notes.txt", markB+"\n"))
-	callB(Write("notes.txt", "nothing here\n"))
+	callB(brokertest.Write("notes.txt", markB+"\n"))
+	callB(brokertest.Write("notes.txt", "nothing here\n"))
 	callB(&execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: "printf 'MARK-B-%s\\n' q7v2k9"}}})
 
 	// Control: B's data is in the broker's keeping (GARUDA_HOME), so an answer that leaked it would be seen.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -20,8 +20,8 @@ import (
 // that have a .git folder. A command rewrites an existing .vscode/ or .envrc of a plain sub-folder (a monorepo
 // package), a submodule's hooks under .git/modules, or a worktree's commondir, silently.
 func TestRedTeamProtectedPathsBelowTheRootAreWritableByCommands(t *testing.T) {
-	e := New(t)
-	MustWrite(t, filepath.Join(e.Root, ".git", "config"), "[core]\n")
+	e := brokertest.New(t)
+	brokertest.MustWrite(t, filepath.Join(e.Root, ".git", "config"), "[core]\n")
 	targets := []string{
 		"packages/web/.vscode/tasks.json",
 		"packages/web/.envrc",
@@ -35,10 +35,10 @@ func TestRedTeamProtectedPathsBelowTheRootAreWritableByCommands(t *testing.T) {
 		if !policy.Protected(rel) {
 			t.Fatalf("precondition: %s is not on the protected list", rel)
 		}
-		MustWrite(t, filepath.Join(e.Root, rel), "original\n")
+		brokertest.MustWrite(t, filepath.Join(e.Root, rel), "original\n")
 	}
 	// Negative control for the protection: the same kind of file at the root is read-only for commands.
-	MustWrite(t, filepath.Join(e.Root, ".vscode", "tasks.json"), "original\n")
+	brokertest.MustWrite(t, filepath.Join(e.Root, ".vscode", "tasks.json"), "original\n")
 	c := e.Client()
 	sid := e.Open(c)
 	var cmd strings.Builder
@@ -46,16 +46,16 @@ func TestRedTeamProtectedPathsBelowTheRootAreWritableByCommands(t *testing.T) {
 		fmt.Fprintf(&cmd, "echo pwned >> %s 2>/dev/null; ", rel)
 	}
 	cmd.WriteString("true")
-	res := Sh(t, c, sid, cmd.String())
+	res := brokertest.Sh(t, c, sid, cmd.String())
 	// Control: the command ran and wrote where it may.
-	if got := FileText(filepath.Join(e.Root, "packages/web/plain.txt")); got != "pwned\n" {
+	if got := brokertest.FileText(filepath.Join(e.Root, "packages/web/plain.txt")); got != "pwned\n" {
 		t.Fatalf("control: the command did not run: %q\n%s", got, res.GetContent())
 	}
-	if got := FileText(filepath.Join(e.Root, ".vscode/tasks.json")); got != "original\n" {
+	if got := brokertest.FileText(filepath.Join(e.Root, ".vscode/tasks.json")); got != "original\n" {
 		t.Fatalf("control: the root's .vscode/tasks.json was written: %q", got)
 	}
 	for _, rel := range targets {
-		if got := FileText(filepath.Join(e.Root, rel)); got != "original\n" {
+		if got := brokertest.FileText(filepath.Join(e.Root, rel)); got != "original\n" {
 			t.Errorf("a sandboxed command rewrote the protected %s: %q (notices: %v)", rel, got, res.GetNotices())
 		}
 	}
@@ -66,22 +66,22 @@ func TestRedTeamProtectedPathsBelowTheRootAreWritableByCommands(t *testing.T) {
 // (here while creating the repository, which the compare names as "created") writes .git/config later though a
 // direct write is refused. The compare after the write names it; the write is not stopped.
 func TestRedTeamHardLinkWritesReadOnlyGitConfig(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
-	Sh(t, c, sid, "git init -q && ln .git/config cfg")
+	brokertest.Sh(t, c, sid, "git init -q && ln .git/config cfg")
 	cfg := filepath.Join(e.Root, ".git", "config")
-	before := FileText(cfg)
+	before := brokertest.FileText(cfg)
 	// Negative control: a direct write of .git/config is refused (the mount works on its path).
-	if res := Sh(t, c, sid,
+	if res := brokertest.Sh(t, c, sid,
 		"printf '[core]\\n\\thooksPath = /tmp/evil\\n' >> .git/config"); res.GetStatus() == execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("control: .git/config written directly: %v", res)
 	}
-	if FileText(cfg) != before {
+	if brokertest.FileText(cfg) != before {
 		t.Fatal("control: .git/config changed by a direct write")
 	}
-	res := Sh(t, c, sid, "printf '[core]\\n\\thooksPath = /tmp/evil\\n' >> cfg")
-	if got := FileText(cfg); got != before {
+	res := brokertest.Sh(t, c, sid, "printf '[core]\\n\\thooksPath = /tmp/evil\\n' >> cfg")
+	if got := brokertest.FileText(cfg); got != before {
 		t.Errorf("a command wrote .git/config through a hard link (status %v, notices %v):\n%s", res.GetStatus(), res.GetNotices(), got)
 	}
 }
@@ -94,10 +94,10 @@ func TestRedTeamSetuidBinaryLeftInRoot(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("only a root broker's commands own files as root")
 	}
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
-	res := Sh(t, c, sid, "cp /usr/bin/id ./sid && chmod 6755 ./sid; stat -c %A ./sid")
+	res := brokertest.Sh(t, c, sid, "cp /usr/bin/id ./sid && chmod 6755 ./sid; stat -c %A ./sid")
 	bin := filepath.Join(e.Root, "sid")
 	fi, err := os.Stat(bin)
 	if err != nil {
@@ -135,15 +135,15 @@ func TestRedTeamHostIPv6Loopback(t *testing.T) {
 		}
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
 	cmd := fmt.Sprintf("exec 3<>/dev/tcp/::1/%d && head -1 <&3", port)
-	if res := Sh(t, c, sid, cmd); strings.Contains(res.GetContent(), "host-ipv6-service") {
+	if res := brokertest.Sh(t, c, sid, cmd); strings.Contains(res.GetContent(), "host-ipv6-service") {
 		t.Fatalf("a sandboxed command reached the host's [::1]:%d: %s", port, res.GetContent())
 	}
 	op := &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: cmd, Unsandboxed: true}}}
-	res, _, _ := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+	res, _, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
 	if !strings.Contains(res.GetContent(), "host-ipv6-service") {
 		t.Fatalf("control: unsandboxed the command did not connect: %v", res)
 	}
@@ -155,30 +155,30 @@ func TestRedTeamHostIPv6Loopback(t *testing.T) {
 func TestRedTeamGarudaHomeInsideTheRoot(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "project")
 	home := filepath.Join(root, "ghome")
-	e := NewAt(t, root, home)
+	e := brokertest.NewAt(t, root, home)
 	creds := filepath.Join(home, "credentials")
-	MustWrite(t, creds, `{"anthropic":"sk-ant-secret-0001"}`)
+	brokertest.MustWrite(t, creds, `{"anthropic":"sk-ant-secret-0001"}`)
 	os.Chmod(creds, 0o600)
-	MustWrite(t, filepath.Join(root, "main.go"), "package main\n")
+	brokertest.MustWrite(t, filepath.Join(root, "main.go"), "package main\n")
 	c := e.Client()
 	sid := e.Open(c)
-	res := Sh(t, c, sid, "cat ghome/credentials; ls -la ghome; echo x > ghome/credentials; mv ghome gh2; "+
+	res := brokertest.Sh(t, c, sid, "cat ghome/credentials; ls -la ghome; echo x > ghome/credentials; mv ghome gh2; "+
 		"ln ghome/credentials l 2>&1; cat l gh2/credentials; true")
 
 	if strings.Contains(res.GetContent(), "sk-ant-secret") {
 		t.Errorf("a command read Garuda's credentials: %s", res.GetContent())
 	}
-	if got := FileText(creds); !strings.Contains(got, "sk-ant-secret") {
+	if got := brokertest.FileText(creds); !strings.Contains(got, "sk-ant-secret") {
 		t.Errorf("a command changed or moved Garuda's home: %q", got)
 	}
 	for _, op := range []*execv1.Start{
-		Read("ghome/credentials"),
+		brokertest.Read("ghome/credentials"),
 		{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: "sk-ant", OutputMode: "content"}}},
 		{Op: &execv1.Start_Glob{Glob: &execv1.Glob{Pattern: "**/cred*"}}},
-		Write("ghome/credentials", "{}"),
-		Write("ghome/policy.json", "{}"),
+		brokertest.Write("ghome/credentials", "{}"),
+		brokertest.Write("ghome/policy.json", "{}"),
 	} {
-		r, _, err := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+		r, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
 		if err != nil {
 			t.Fatalf("%v: %v", op, err)
 		}
@@ -190,7 +190,7 @@ func TestRedTeamGarudaHomeInsideTheRoot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "policy.json")); err == nil {
 		t.Error("a file tool wrote into Garuda's home")
 	}
-	if !strings.Contains(FileText(creds), "sk-ant-secret") {
+	if !strings.Contains(brokertest.FileText(creds), "sk-ant-secret") {
 		t.Fatal("control: the key is not readable by a plain open")
 	}
 }
@@ -200,10 +200,10 @@ func TestRedTeamGarudaHomeInsideTheRoot(t *testing.T) {
 // init stage (pid 1), which holds capabilities the command has dropped. Control: its own /proc entries it reads.
 func TestRedTeamProcOfTheSandboxInit(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-probe-environ-42")
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
-	res := Sh(t, c, sid, "tr '\\0' '\\n' < /proc/1/environ; ls -l /proc/1/cwd/ /proc/1/fd/ /proc/1/root/; cat /proc/1/fd/4; "+
+	res := brokertest.Sh(t, c, sid, "tr '\\0' '\\n' < /proc/1/environ; ls -l /proc/1/cwd/ /proc/1/fd/ /proc/1/root/; cat /proc/1/fd/4; "+
 		"echo self=$(tr '\\0' ' ' < /proc/self/cmdline); grep CapEff /proc/1/status; true")
 
 	out := res.GetContent()
@@ -228,23 +228,23 @@ func TestRedTeamProcOfTheSandboxInit(t *testing.T) {
 // HELD. A symlink a command plants (to a file or folder outside, dangling or not) does not carry the next
 // file-tool write out of the root, even when the user allows it. Control: a plain open through the link escapes.
 func TestRedTeamCommandPlantedSymlinkAndNextWrite(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	outside := filepath.Join(filepath.Dir(e.Root), "outside")
-	MustWrite(t, filepath.Join(outside, "victim.txt"), "original\n")
+	brokertest.MustWrite(t, filepath.Join(outside, "victim.txt"), "original\n")
 	c := e.Client()
 	sid := e.Open(c)
-	res := Sh(t, c, sid, "ln -s ../outside/victim.txt f.txt && ln -s ../outside/new.txt dangling.txt && "+
+	res := brokertest.Sh(t, c, sid, "ln -s ../outside/victim.txt f.txt && ln -s ../outside/new.txt dangling.txt && "+
 		"ln -s ../outside d && mkdir -p real && ln -s ../../outside real/up")
 
 	if res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("plant: %v", res)
 	}
 	for _, p := range []string{"f.txt", "dangling.txt", "d/victim.txt", "d/new2.txt", "real/up/victim.txt"} {
-		Run(t, Start(t, c, Ctx(t), sid, Write(p, "pwned\n")), execv1.Choice_CHOICE_ONCE)
+		brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(p, "pwned\n")), execv1.Choice_CHOICE_ONCE)
 		edit := &execv1.Start{Op: &execv1.Start_EditFile{EditFile: &execv1.EditFile{Path: p, OldString: "original", NewString: "pwned"}}}
-		Run(t, Start(t, c, Ctx(t), sid, edit), execv1.Choice_CHOICE_ONCE)
+		brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, edit), execv1.Choice_CHOICE_ONCE)
 	}
-	if got := FileText(filepath.Join(outside, "victim.txt")); got != "original\n" {
+	if got := brokertest.FileText(filepath.Join(outside, "victim.txt")); got != "original\n" {
 		t.Errorf("a write left the root through a planted symlink: %q", got)
 	}
 	for _, n := range []string{"new.txt", "new2.txt"} {
@@ -252,7 +252,7 @@ func TestRedTeamCommandPlantedSymlinkAndNextWrite(t *testing.T) {
 			t.Errorf("a write created %s outside the root", n)
 		}
 	}
-	if got := FileText(filepath.Join(e.Root, "f.txt")); got != "original\n" {
+	if got := brokertest.FileText(filepath.Join(e.Root, "f.txt")); got != "original\n" {
 		t.Fatalf("control: a plain open through the link does not reach the outside file: %q", got)
 	}
 }
@@ -263,21 +263,21 @@ func TestRedTeamCommandPlantedSymlinkAndNextWrite(t *testing.T) {
 // and the full text of earlier commands, which may carry tokens). Control: in the default place it is hidden.
 func TestRedTeamAuditDirReadableByCommands(t *testing.T) {
 	for _, moved := range []bool{false, true} {
-		e := New(t)
+		e := brokertest.New(t)
 		dir := filepath.Join(e.Home, "audit")
 		if moved {
 			dir = filepath.Join(t.TempDir(), "garuda-audit")
 			os.MkdirAll(dir, 0o700)
-			MustWrite(t, filepath.Join(e.Home, "policy.json"), fmt.Sprintf(`{"audit_dir": %q}`, dir))
+			brokertest.MustWrite(t, filepath.Join(e.Home, "policy.json"), fmt.Sprintf(`{"audit_dir": %q}`, dir))
 		}
 		c := e.Client()
 		other := e.Open(c)
-		Sh(t, c, other, "true curl -H 'Authorization: Bearer tok-in-another-session-77'")
+		brokertest.Sh(t, c, other, "true curl -H 'Authorization: Bearer tok-in-another-session-77'")
 		if files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl")); len(files) == 0 {
 			t.Fatalf("precondition: no audit log in %s", dir)
 		}
 		sid := e.Open(c)
-		res := Sh(t, c, sid, fmt.Sprintf("cat %s/*.jsonl 2>&1; true", dir))
+		res := brokertest.Sh(t, c, sid, fmt.Sprintf("cat %s/*.jsonl 2>&1; true", dir))
 		if strings.Contains(res.GetContent(), "tok-in-another-session-77") {
 			t.Errorf("audit_dir moved=%v: a command read the audit log in %s:\n%.300s", moved, dir, res.GetContent())
 		} else if moved {
@@ -290,11 +290,11 @@ func TestRedTeamAuditDirReadableByCommands(t *testing.T) {
 // HELD. read_file reads the session's own saved output without a question, but not another session's, nor Garuda's
 // home through a path that starts in the output folder. Control: its own output is read.
 func TestRedTeamSavedOutputOfAnotherSession(t *testing.T) {
-	e := New(t)
-	MustWrite(t, filepath.Join(e.Home, "credentials"), `{"anthropic":"sk-out-secret"}`)
+	e := brokertest.New(t)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "credentials"), `{"anthropic":"sk-out-secret"}`)
 	owner, other := e.Client(), e.Client()
 	sa, sb := e.Open(owner), e.Open(other)
-	res := Sh(t, owner, sa, "echo OUTPUT-OF-A-$((6*7)); seq 1 20000")
+	res := brokertest.Sh(t, owner, sa, "echo OUTPUT-OF-A-$((6*7)); seq 1 20000")
 	i := strings.Index(res.Content, e.Home)
 	if i < 0 {
 		t.Fatalf("no saved output named: %.200s", res.Content)
@@ -302,12 +302,12 @@ func TestRedTeamSavedOutputOfAnotherSession(t *testing.T) {
 	path := res.Content[i:]
 	path = path[:strings.IndexAny(path, " \n]")]
 	for _, p := range []string{path, filepath.Dir(path) + "/../../credentials", filepath.Dir(path) + "/../" + sa + "/" + filepath.Base(path)} {
-		r, qs, _ := Run(t, Start(t, other, Ctx(t), sb, Read(p)), execv1.Choice_CHOICE_ONCE)
+		r, qs, _ := brokertest.Run(t, brokertest.Start(t, other, brokertest.Ctx(t), sb, brokertest.Read(p)), execv1.Choice_CHOICE_ONCE)
 		if strings.Contains(r.GetContent(), "OUTPUT-OF-A-42") || strings.Contains(r.GetContent(), "sk-out-secret") {
 			t.Errorf("session B read %s (%d questions): %.200s", p, len(qs), r.GetContent())
 		}
 	}
-	r, qs, _ := Run(t, Start(t, owner, Ctx(t), sa, Read(path)), execv1.Choice_CHOICE_DENY)
+	r, qs, _ := brokertest.Run(t, brokertest.Start(t, owner, brokertest.Ctx(t), sa, brokertest.Read(path)), execv1.Choice_CHOICE_DENY)
 	if !strings.Contains(r.GetContent(), "OUTPUT-OF-A-42") || len(qs) != 0 {
 		t.Fatalf("control: %v (%d questions)", r, len(qs))
 	}
@@ -336,10 +336,10 @@ func TestRedTeamWorktreeRootRunsCommands(t *testing.T) {
 		t.Fatalf("precondition: the worktree's .git is not a file: %v", err)
 	}
 	for _, root := range []string{main, wt} {
-		e := NewAt(t, root, filepath.Join(t.TempDir(), "home"))
+		e := brokertest.NewAt(t, root, filepath.Join(t.TempDir(), "home"))
 		c := e.Client()
 		sid := e.Open(c)
-		res := Sh(t, c, sid, "git status --short >/dev/null && echo ran-$((40+2))")
+		res := brokertest.Sh(t, c, sid, "git status --short >/dev/null && echo ran-$((40+2))")
 		if !strings.Contains(res.GetContent(), "ran-42") {
 			t.Errorf("root %s (.git is a %s): a plain command does not run: %s",
 				root, map[bool]string{true: "folder", false: "file"}[root == main], res.GetContent())

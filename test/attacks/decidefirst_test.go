@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/encoding/prototext"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -29,8 +29,8 @@ type world struct {
 }
 
 var worlds = []world{
-	{"the right guess", func(t *testing.T, p string) { MustWrite(t, p, "token=SECRET-1234\n") }},
-	{"another text", func(t *testing.T, p string) { MustWrite(t, p, "token=OTHER-98765432\n") }},
+	{"the right guess", func(t *testing.T, p string) { brokertest.MustWrite(t, p, "token=SECRET-1234\n") }},
+	{"another text", func(t *testing.T, p string) { brokertest.MustWrite(t, p, "token=OTHER-98765432\n") }},
 	{"missing", func(t *testing.T, p string) {}},
 	{"a folder", func(t *testing.T, p string) { mustMkdir(t, p) }},
 	{"a FIFO", func(t *testing.T, p string) {
@@ -59,7 +59,7 @@ type denial struct {
 	name     string
 	plan     bool
 	settings string                                // $GARUDA_HOME/settings.json
-	target   func(e *Env) string                   // the path the worlds differ in
+	target   func(e *brokertest.Env) string        // the path the worlds differ in
 	answer   execv1.Choice                         // the answer to any question
 	ops      map[string]func(string) *execv1.Start // by Start.op field; the argument is the target
 }
@@ -67,9 +67,9 @@ type denial struct {
 // fileOps are the operations that take the target's path or a pattern that reaches it.
 func fileOps() map[string]func(string) *execv1.Start {
 	return map[string]func(string) *execv1.Start{
-		"read_file":  func(p string) *execv1.Start { return Read(p) },
-		"write_file": func(p string) *execv1.Start { return Write(p, "token=SECRET-1234\n") },
-		"edit_file":  func(p string) *execv1.Start { return EditOp(p, "SECRET-1234", "guessed", false) },
+		"read_file":  func(p string) *execv1.Start { return brokertest.Read(p) },
+		"write_file": func(p string) *execv1.Start { return brokertest.Write(p, "token=SECRET-1234\n") },
+		"edit_file":  func(p string) *execv1.Start { return brokertest.EditOp(p, "SECRET-1234", "guessed", false) },
 		"glob": func(p string) *execv1.Start {
 			return &execv1.Start{Op: &execv1.Start_Glob{Glob: &execv1.Glob{Pattern: "**/" + filepath.Base(p), Path: filepath.Dir(p)}}}
 		},
@@ -85,7 +85,7 @@ func fileOps() map[string]func(string) *execv1.Start {
 var denials = []denial{
 	{
 		name:   "Garuda's credentials",
-		target: func(e *Env) string { return filepath.Join(e.Home, "credentials") },
+		target: func(e *brokertest.Env) string { return filepath.Join(e.Home, "credentials") },
 		answer: execv1.Choice_CHOICE_ONCE,
 		ops:    fileOps(),
 	},
@@ -93,10 +93,10 @@ var denials = []denial{
 		name:     "plan mode and a read deny rule",
 		plan:     true,
 		settings: `{"permissions": {"deny": ["read_file(.env)", "bash(cat *)"]}}`,
-		target:   func(e *Env) string { return filepath.Join(e.Root, ".env") },
+		target:   func(e *brokertest.Env) string { return filepath.Join(e.Root, ".env") },
 		answer:   execv1.Choice_CHOICE_ONCE,
 		ops: merge(fileOps(), map[string]func(string) *execv1.Start{
-			"bash": func(p string) *execv1.Start { return Bash("cat " + p) },
+			"bash": func(p string) *execv1.Start { return brokertest.Bash("cat " + p) },
 			// A background process's start is decided as bash is: the same deny rule refuses it.
 			"process_manager": func(p string) *execv1.Start {
 				return &execv1.Start{Op: &execv1.Start_ProcessManager{ProcessManager: &execv1.ProcessManager{
@@ -107,14 +107,14 @@ var denials = []denial{
 	{
 		name:     "a read deny rule in build mode, the question refused",
 		settings: `{"permissions": {"deny": ["read_file(.env)"]}}`,
-		target:   func(e *Env) string { return filepath.Join(e.Root, ".env") },
+		target:   func(e *brokertest.Env) string { return filepath.Join(e.Root, ".env") },
 		answer:   execv1.Choice_CHOICE_DENY,
 		ops:      fileOps(),
 	},
 	{
 		name:     "a symlink in the project to a file a read rule hides",
 		settings: `{"permissions": {"deny": ["read_file(.env)"]}}`,
-		target:   func(e *Env) string { return filepath.Join(e.Root, ".env") },
+		target:   func(e *brokertest.Env) string { return filepath.Join(e.Root, ".env") },
 		answer:   execv1.Choice_CHOICE_DENY,
 		ops: map[string]func(string) *execv1.Start{
 			"read_file":      throughLink(fileOps()["read_file"]),
@@ -129,7 +129,7 @@ var denials = []denial{
 	},
 	{
 		name:   "outside the project, the question refused",
-		target: func(e *Env) string { return filepath.Join(filepath.Dir(e.Root), "outside", "secret.txt") },
+		target: func(e *brokertest.Env) string { return filepath.Join(filepath.Dir(e.Root), "outside", "secret.txt") },
 		answer: execv1.Choice_CHOICE_DENY,
 		ops: map[string]func(string) *execv1.Start{
 			"read_file":  fileOps()["read_file"],
@@ -144,7 +144,7 @@ var denials = []denial{
 		name: "a hook event beside a file a rule hides, its hook trying to read it",
 		settings: `{"permissions": {"deny": ["read_file(secret.txt)"]}, "hooks": {"UserPromptSubmit": [{"hooks": ` +
 			`[{"type": "command", "command": "cat secret.txt 2>/dev/null | head -c 100; echo done"}]}]}}`,
-		target: func(e *Env) string { return filepath.Join(e.Root, "secret.txt") },
+		target: func(e *brokertest.Env) string { return filepath.Join(e.Root, "secret.txt") },
 		answer: execv1.Choice_CHOICE_ONCE,
 		ops: map[string]func(string) *execv1.Start{
 			"hook_event": func(string) *execv1.Start {
@@ -157,10 +157,10 @@ var denials = []denial{
 		// before the decision (look the host up, connect) is TestWebFetchDeniedHostIsNeverDialled's.
 		name:     "a denied host, and a denied web search",
 		settings: `{"permissions": {"deny": ["web_fetch(domain:denied.example)", "web_search"]}}`,
-		target:   func(e *Env) string { return filepath.Join(e.Root, "page.html") },
+		target:   func(e *brokertest.Env) string { return filepath.Join(e.Root, "page.html") },
 		answer:   execv1.Choice_CHOICE_ONCE,
 		ops: map[string]func(string) *execv1.Start{
-			"web_fetch": func(p string) *execv1.Start { return FetchOp("http://denied.example/" + filepath.Base(p)) },
+			"web_fetch": func(p string) *execv1.Start { return brokertest.FetchOp("http://denied.example/" + filepath.Base(p)) },
 			"web_search_consent": func(string) *execv1.Start {
 				return &execv1.Start{Op: &execv1.Start_WebSearchConsent{WebSearchConsent: &execv1.WebSearchConsent{}}}
 			},
@@ -169,7 +169,7 @@ var denials = []denial{
 	{
 		name:     "a project command and a skill in a folder a rule hides",
 		settings: `{"permissions": {"deny": ["read_file(.garuda/**)"]}}`,
-		target:   func(e *Env) string { return filepath.Join(e.Root, ".garuda", "skills", "s", "SKILL.md") },
+		target:   func(e *brokertest.Env) string { return filepath.Join(e.Root, ".garuda", "skills", "s", "SKILL.md") },
 		answer:   execv1.Choice_CHOICE_ONCE,
 		ops: map[string]func(string) *execv1.Start{
 			"load_skill": func(string) *execv1.Start {
@@ -183,7 +183,7 @@ var denials = []denial{
 	{
 		name:     "a project agent in a folder a rule hides",
 		settings: `{"permissions": {"deny": ["read_file(.garuda/**)"]}}`,
-		target:   func(e *Env) string { return filepath.Join(e.Root, ".garuda", "agents", "s.md") },
+		target:   func(e *brokertest.Env) string { return filepath.Join(e.Root, ".garuda", "agents", "s.md") },
 		answer:   execv1.Choice_CHOICE_ONCE,
 		ops: map[string]func(string) *execv1.Start{
 			"load_agent": func(string) *execv1.Start {
@@ -194,7 +194,7 @@ var denials = []denial{
 	{
 		name:     "a project's MCP servers in a file a rule hides, and a server a rule denies",
 		settings: `{"permissions": {"deny": ["read_file(.mcp.json)", "mcp__x"]}}`,
-		target:   func(e *Env) string { return filepath.Join(e.Root, ".mcp.json") },
+		target:   func(e *brokertest.Env) string { return filepath.Join(e.Root, ".mcp.json") },
 		answer:   execv1.Choice_CHOICE_ONCE,
 		ops: map[string]func(string) *execv1.Start{
 			"mcp_start": func(string) *execv1.Start {
@@ -232,9 +232,9 @@ func merge(a, b map[string]func(string) *execv1.Start) map[string]func(string) *
 func observe(t *testing.T, d denial, w world, op func(string) *execv1.Start) (seen string, opened bool) {
 	t.Helper()
 	dir := t.TempDir()
-	e := NewIn(t, dir, filepath.Join(dir, "project"), filepath.Join(dir, "home"))
+	e := brokertest.NewIn(t, dir, filepath.Join(dir, "project"), filepath.Join(dir, "home"))
 	if d.settings != "" {
-		MustWrite(t, filepath.Join(e.Home, "settings.json"), d.settings)
+		brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), d.settings)
 	}
 	target := d.target(e)
 	if strings.HasSuffix(target, "SKILL.md") || strings.HasSuffix(target, "agents/s.md") {
@@ -252,7 +252,7 @@ func observe(t *testing.T, d denial, w world, op func(string) *execv1.Start) (se
 		t.Fatal(err)
 	}
 	watch := watchOpens(t, filepath.Dir(target))
-	res, qs, err := Run(t, Start(t, c, Ctx(t), r.SessionId, op(target)), d.answer)
+	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), r.SessionId, op(target)), d.answer)
 	opened = watch(filepath.Base(target))
 	var b strings.Builder
 	fmt.Fprintf(&b, "error: %v\nresult: %s\n", err, prototext.Format(res))
@@ -260,7 +260,7 @@ func observe(t *testing.T, d denial, w world, op func(string) *execv1.Start) (se
 		q.QuestionId = ""
 		fmt.Fprintf(&b, "question: %s\n", prototext.Format(q))
 	}
-	for _, rec := range AuditRecords(t, e.Home) {
+	for _, rec := range brokertest.AuditRecords(t, e.Home) {
 		fmt.Fprintf(&b, "audit: %s %s %q %s %q %q %s %s\n", rec.Event, rec.Op, rec.Input, rec.Verdict, rec.Rule, rec.Reason,
 			rec.Status, rec.AnsweredBy)
 	}
@@ -274,7 +274,7 @@ func skillWorld(w world) world {
 	case "the right guess", "another text":
 		text := w.name
 		return world{w.name, func(t *testing.T, p string) {
-			MustWrite(t, p, "---\nname: s\ndescription: "+text+"\n---\nbody of "+text+"\n")
+			brokertest.MustWrite(t, p, "---\nname: s\ndescription: "+text+"\n---\nbody of "+text+"\n")
 		}}
 	}
 	return w
@@ -360,7 +360,7 @@ func denialNamed(t *testing.T, name string) denial {
 func TestDecideFirstControlSeesReadableTargets(t *testing.T) {
 	readable := denial{
 		name:   "a readable file in the project",
-		target: func(e *Env) string { return filepath.Join(e.Root, "notes.txt") },
+		target: func(e *brokertest.Env) string { return filepath.Join(e.Root, "notes.txt") },
 		answer: execv1.Choice_CHOICE_DENY,
 		ops:    fileOps(),
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/internal/testenv"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 	"github.com/garuda-dev/garuda/test/nobody"
@@ -57,7 +57,7 @@ func planter(name string) string {
 func unsandboxedSh(t *testing.T, c execv1.ExecServiceClient, sid, cmd string) *execv1.Result {
 	t.Helper()
 	op := &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: cmd, Unsandboxed: true}}}
-	res, _, err := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+	res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
 	if err != nil {
 		t.Fatalf("%q: %v", cmd, err)
 	}
@@ -116,23 +116,23 @@ func TestDeferredGitRunsNothingACommandLeft(t *testing.T) {
 	for _, dc := range deferredCases {
 		t.Run(dc.name, func(t *testing.T) {
 			for _, sandboxed := range []bool{false, true} {
-				e := New(t)
+				e := brokertest.New(t)
 				if dc.before != "" {
 					setup(t, e.Root, dc.before)
 				}
 				c := e.Client()
 				sid := e.Open(c)
 				if dc.earlier != "" {
-					Sh(t, c, sid, dc.earlier)
+					brokertest.Sh(t, c, sid, dc.earlier)
 				}
 				var res *execv1.Result
 				if sandboxed {
-					res = Sh(t, c, sid, dc.attack)
+					res = brokertest.Sh(t, c, sid, dc.attack)
 				} else {
 					res = unsandboxedSh(t, c, sid, dc.attack)
 				}
 				out := asUser(t, filepath.Join(e.Root, dc.in), dc.git...)
-				ran := Exists(filepath.Join(e.Root, dc.marker))
+				ran := brokertest.Exists(filepath.Join(e.Root, dc.marker))
 				switch {
 				case !sandboxed && !ran:
 					t.Fatalf("control: outside the sandbox the attack did not work (%v)\n%s", res.GetContent(), out)
@@ -158,25 +158,25 @@ func TestDeferredEditorFiles(t *testing.T) {
 	for _, f := range files {
 		cmd += "mkdir -p $(dirname " + f + "); echo '{\"lsp\":{}}' > " + f + "; "
 	}
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
 	unsandboxedSh(t, c, sid, cmd)
 	for _, f := range files {
-		if !Exists(filepath.Join(e.Root, f)) {
+		if !brokertest.Exists(filepath.Join(e.Root, f)) {
 			t.Fatalf("control: %s not written outside the sandbox", f)
 		}
 	}
-	e = New(t)
+	e = brokertest.New(t)
 	c = e.Client()
 	sid = e.Open(c)
-	Sh(t, c, sid, "true")
-	if Exists(filepath.Join(e.Root, ".zed")) || Exists(filepath.Join(e.Root, ".vscode")) {
+	brokertest.Sh(t, c, sid, "true")
+	if brokertest.Exists(filepath.Join(e.Root, ".zed")) || brokertest.Exists(filepath.Join(e.Root, ".vscode")) {
 		t.Fatalf("a command made editor folders in the project")
 	}
-	res := Sh(t, c, sid, cmd)
+	res := brokertest.Sh(t, c, sid, cmd)
 	for _, f := range files {
-		if Exists(filepath.Join(e.Root, f)) {
+		if brokertest.Exists(filepath.Join(e.Root, f)) {
 			t.Errorf("%s left by a sandboxed command", f)
 		}
 		if !strings.Contains(res.GetContent(), f) && !strings.Contains(res.GetContent(), strings.Split(f, "/")[0]) {
@@ -184,9 +184,9 @@ func TestDeferredEditorFiles(t *testing.T) {
 		}
 	}
 	// There before: read-only for commands.
-	MustWrite(t, filepath.Join(e.Root, ".zed/settings.json"), "{}")
-	res = Sh(t, c, sid, `echo '{"lsp":{"x":{"binary":{"path":"/tmp/evil"}}}}' > .zed/settings.json`)
-	if got := FileText(filepath.Join(e.Root, ".zed/settings.json")); got != "{}" {
+	brokertest.MustWrite(t, filepath.Join(e.Root, ".zed/settings.json"), "{}")
+	res = brokertest.Sh(t, c, sid, `echo '{"lsp":{"x":{"binary":{"path":"/tmp/evil"}}}}' > .zed/settings.json`)
+	if got := brokertest.FileText(filepath.Join(e.Root, ".zed/settings.json")); got != "{}" {
 		t.Errorf("a command rewrote the user's .zed/settings.json: %q (%v)", got, res.GetContent())
 	}
 }
@@ -207,7 +207,7 @@ func TestDeferredInTheHomeFolder(t *testing.T) {
 		cmd.Dir = filepath.Join(home, "proj")
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1"}
 		cmd.Run()
-		return Exists(filepath.Join(home, "proj", "PWNED"))
+		return brokertest.Exists(filepath.Join(home, "proj", "PWNED"))
 	}
 	run := func(homeIsRoot, sandboxed bool) (string, *execv1.Result) {
 		root := filepath.Join(t.TempDir(), "u")
@@ -218,23 +218,23 @@ func TestDeferredInTheHomeFolder(t *testing.T) {
 		} else {
 			t.Setenv("HOME", t.TempDir())
 		}
-		e := NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
+		e := brokertest.NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
 		c := e.Client()
 		sid := e.Open(c)
 		if !sandboxed {
 			return root, unsandboxedSh(t, c, sid, attack)
 		}
-		return root, Sh(t, c, sid, attack)
+		return root, brokertest.Sh(t, c, sid, attack)
 	}
 	if root, res := run(true, false); !gitStatus(root) {
 		t.Fatalf("control: outside the sandbox git did not run the planted fsmonitor: %s", res.GetContent())
 	}
-	if root, res := run(false, true); !Exists(filepath.Join(root, planted[0])) || !gitStatus(root) {
+	if root, res := run(false, true); !brokertest.Exists(filepath.Join(root, planted[0])) || !gitStatus(root) {
 		t.Fatalf("control: with the home elsewhere the command's files should stay and run: %s", res.GetContent())
 	}
 	root, res := run(true, true)
 	for _, f := range planted {
-		if Exists(filepath.Join(root, f)) {
+		if brokertest.Exists(filepath.Join(root, f)) {
 			t.Errorf("%s left by a sandboxed command in the home folder: %s", f, res.GetContent())
 		}
 	}
@@ -243,12 +243,12 @@ func TestDeferredInTheHomeFolder(t *testing.T) {
 	}
 	// There before: read-only for commands.
 	root = filepath.Join(t.TempDir(), "u")
-	MustWrite(t, filepath.Join(root, ".config/git/config"), "[user]\n\tname = me\n")
+	brokertest.MustWrite(t, filepath.Join(root, ".config/git/config"), "[user]\n\tname = me\n")
 	t.Setenv("HOME", root)
-	e := NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
+	e := brokertest.NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
 	c := e.Client()
-	res = Sh(t, c, e.Open(c), `printf '[core]\n\tfsmonitor = /tmp/x\n' >> .config/git/config`)
-	if got := FileText(filepath.Join(root, ".config/git/config")); got != "[user]\n\tname = me\n" {
+	res = brokertest.Sh(t, c, e.Open(c), `printf '[core]\n\tfsmonitor = /tmp/x\n' >> .config/git/config`)
+	if got := brokertest.FileText(filepath.Join(root, ".config/git/config")); got != "[user]\n\tname = me\n" {
 		t.Errorf("a command changed the user's ~/.config/git/config: %q (%s)", got, res.GetContent())
 	}
 }
@@ -256,7 +256,7 @@ func TestDeferredInTheHomeFolder(t *testing.T) {
 // TestDeferredOrdinaryGitWork: what the guard undoes never gets in the way of ordinary work.
 func TestDeferredOrdinaryGitWork(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
-	e := New(t)
+	e := brokertest.New(t)
 	src := filepath.Join(t.TempDir(), "src")
 	os.MkdirAll(src, 0o755)
 	setup(t, src, "git init -q && echo a > a && git add a && git commit -q -m one")
@@ -268,7 +268,7 @@ func TestDeferredOrdinaryGitWork(t *testing.T) {
 		ident + "git clone -q " + src + " copy && git -C copy log --oneline",
 		"cd newproj && git config user.name x && git config user.name",
 	} {
-		res := Sh(t, c, sid, cmd)
+		res := brokertest.Sh(t, c, sid, cmd)
 		if res.GetStatus() != execv1.Status_STATUS_COMPLETED || strings.Contains(res.GetContent(), "Undone after") {
 			t.Errorf("%q: %v %s", cmd, res.GetStatus(), res.GetContent())
 		}
@@ -279,37 +279,37 @@ func TestDeferredOrdinaryGitWork(t *testing.T) {
 	// A project whose hook manager the user installed: the user's commit runs its (unchanged) config.
 	setup(t, e.Root, "cd copy && echo 'echo ok > OK' > .pre-commit-config.yaml && "+
 		preCommitHook)
-	if res := Sh(t, c, sid, "cd copy && echo b > b && git add b"); res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+	if res := brokertest.Sh(t, c, sid, "cd copy && echo b > b && git add b"); res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Errorf("git add in a project with a hook manager: %s", res.GetContent())
 	}
 	asUser(t, filepath.Join(e.Root, "copy"), "commit", "-q", "-m", "two")
-	if !Exists(filepath.Join(e.Root, "copy", "OK")) {
+	if !brokertest.Exists(filepath.Join(e.Root, "copy", "OK")) {
 		t.Errorf("the user's own hook did not run")
 	}
 }
 
 // TestDeferredWalkLimit: past the guard's walk limit a command is refused with the way out; raised, it runs.
 func TestDeferredWalkLimit(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	for i := 0; i < 40; i++ {
 		os.WriteFile(filepath.Join(e.Root, "f"+strconv.Itoa(i)), nil, 0o644)
 	}
-	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"guard":{"max_entries":20}}`)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"guard":{"max_entries":20}}`)
 	c := e.Client()
 	sid := e.Open(c)
-	res := Sh(t, c, sid, "touch ran")
-	if res.GetStatus() == execv1.Status_STATUS_COMPLETED || Exists(filepath.Join(e.Root,
+	res := brokertest.Sh(t, c, sid, "touch ran")
+	if res.GetStatus() == execv1.Status_STATUS_COMPLETED || brokertest.Exists(filepath.Join(e.Root,
 		"ran")) ||
 		!strings.Contains(res.GetContent(), "max_entries") {
 		t.Errorf("a command past the walk limit: %v %s", res.GetStatus(), res.GetContent())
 	}
-	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"guard":{"max_entries":20,"skip":["big"]}}`)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"guard":{"max_entries":20,"skip":["big"]}}`)
 	os.MkdirAll(filepath.Join(e.Root, "big"), 0o755)
 	for i := 0; i < 40; i++ {
 		os.Rename(filepath.Join(e.Root, "f"+strconv.Itoa(i)), filepath.Join(e.Root, "big", "f"+strconv.Itoa(i)))
 	}
 	sid = e.Open(c)
-	if res := Sh(t, c, sid, "touch ran"); res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+	if res := brokertest.Sh(t, c, sid, "touch ran"); res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Errorf("with the folder skipped: %v %s", res.GetStatus(), res.GetContent())
 	}
 }
@@ -332,23 +332,23 @@ func rerunAsNobody(t *testing.T, run string, wantPass ...string) {
 // and never offer "for this session". Control: the same rules write an ordinary file without a question.
 func TestDeferredFileToolsAskForWhatGitIsPointedAt(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
-	e := New(t)
+	e := brokertest.New(t)
 	setup(t, e.Root, "git init -q && git config core.hooksPath .githooks && git init -q web && "+
 		`printf '#!/bin/sh\n# File generated by pre-commit: https://pre-commit.com\n' > web/.git/hooks/pre-commit && `+
 		`chmod +x web/.git/hooks/pre-commit`)
-	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["write_file(**)"]}}`)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["write_file(**)"]}}`)
 	c := e.Client()
 	sid := e.Open(c)
-	if res, qs, _ := Run(t, Start(t, c, Ctx(t), sid, Write("src/a.go", "package a")),
+	if res, qs, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("src/a.go", "package a")),
 		execv1.Choice_CHOICE_DENY); len(qs) != 0 || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("control: an ordinary write %v, %d questions", res.GetStatus(), len(qs))
 	}
 	for _, p := range []string{".githooks/pre-commit", "web/.pre-commit-config.yaml", ".zed/settings.json", ".nvim.lua"} {
-		res, qs, err := Run(t, Start(t, c, Ctx(t), sid, Write(p, "x")), execv1.Choice_CHOICE_DENY)
+		res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(p, "x")), execv1.Choice_CHOICE_DENY)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(qs) != 1 || res.GetStatus() != execv1.Status_STATUS_DENIED || Exists(filepath.Join(e.Root, p)) {
+		if len(qs) != 1 || res.GetStatus() != execv1.Status_STATUS_DENIED || brokertest.Exists(filepath.Join(e.Root, p)) {
 			t.Errorf("%s: %d questions, %v", p, len(qs), res.GetStatus())
 			continue
 		}
@@ -366,11 +366,11 @@ func TestDeferredFileToolsAskForWhatGitIsPointedAt(t *testing.T) {
 // in that folder later runs the hook outside the sandbox. Control: the same in the root is named. Since the guard
 // (issue 18), the hook is also made non-executable, and named.
 func TestRedTeamNewNestedRepoHookIsNotNoticed(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
 	plant := func(dir string) *execv1.Result {
-		return Sh(t, c, sid, fmt.Sprintf("git init -q %s && printf '#!/bin/sh\\necho pwned\\n' > %s/.git/hooks/pre-commit && "+
+		return brokertest.Sh(t, c, sid, fmt.Sprintf("git init -q %s && printf '#!/bin/sh\\necho pwned\\n' > %s/.git/hooks/pre-commit && "+
 			"chmod +x %s/.git/hooks/pre-commit", dir, dir, dir))
 
 	}
@@ -397,20 +397,20 @@ func TestRedTeamNewNestedRepoHookIsNotNoticed(t *testing.T) {
 func TestRedTeamGitConfigGlobal(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
 	cmd := `git config --global core.hooksPath "$PWD/hooks"; echo "HOME=$HOME"`
-	res := Sh(t, c, sid, cmd)
+	res := brokertest.Sh(t, c, sid, cmd)
 	if !strings.Contains(res.GetContent(), "HOME="+home) {
 		t.Fatalf("the command's HOME is not the user's: %s", res.GetContent())
 	}
 	if _, err := os.Stat(filepath.Join(home, ".gitconfig")); err == nil {
-		t.Fatalf("a sandboxed command wrote ~/.gitconfig: %s", FileText(filepath.Join(home, ".gitconfig")))
+		t.Fatalf("a sandboxed command wrote ~/.gitconfig: %s", brokertest.FileText(filepath.Join(home, ".gitconfig")))
 	}
 	op := &execv1.Start{Op: &execv1.Start_Bash{Bash: &execv1.Bash{Command: cmd, Unsandboxed: true}}}
-	Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
-	if !strings.Contains(FileText(filepath.Join(home, ".gitconfig")), "hooksPath") {
+	brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+	if !strings.Contains(brokertest.FileText(filepath.Join(home, ".gitconfig")), "hooksPath") {
 		t.Fatal("control: unsandboxed git config --global did not write")
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -58,7 +58,7 @@ func alloc(t *testing.T, mib int) string {
 // that allocates 2 GiB fails with the limit named; while it runs, and after it was killed, the broker and another
 // session keep answering. The negative control: with team policy's 4096 alone the same command succeeds.
 func TestMemoryFloodIsContained(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	must(t, os.WriteFile(filepath.Join(e.Home, "policy.json"), []byte(`{"limits": {"memory_mb": 4096}}`), 0o600))
 	userSettings := filepath.Join(e.Home, "settings.json")
 	must(t, os.WriteFile(userSettings, []byte(`{"limits": {"memory_mb": 1024}}`), 0o600))
@@ -79,12 +79,12 @@ func TestMemoryFloodIsContained(t *testing.T) {
 		if !memory {
 			t.Errorf("%s: Hello does not say how memory is limited: %v", when, h.GetSandbox())
 		}
-		res, _, err := Run(t, Start(t, other, cx, osid, Bash("echo alive")), execv1.Choice_CHOICE_DENY)
+		res, _, err := brokertest.Run(t, brokertest.Start(t, other, cx, osid, brokertest.Bash("echo alive")), execv1.Choice_CHOICE_DENY)
 		if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "alive") {
 			t.Fatalf("%s: the other session's command: %v %v", when, res, err)
 		}
 	}
-	st := Start(t, c, cx, sid, Bash("echo waiting; while [ ! -e release ]; do sleep 0.05; done; "+alloc(t, 2048)))
+	st := brokertest.Start(t, c, cx, sid, brokertest.Bash("echo waiting; while [ ! -e release ]; do sleep 0.05; done; "+alloc(t, 2048)))
 	for {
 		m, err := st.Recv()
 		if err != nil {
@@ -99,7 +99,7 @@ func TestMemoryFloodIsContained(t *testing.T) {
 	}
 	answering("while the command runs")
 	must(t, os.WriteFile(filepath.Join(e.Root, "release"), nil, 0o644))
-	res, _, err := Run(t, st, execv1.Choice_CHOICE_DENY)
+	res, _, err := brokertest.Run(t, st, execv1.Choice_CHOICE_DENY)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,8 @@ func TestMemoryFloodIsContained(t *testing.T) {
 	answering("after the flood")
 
 	must(t, os.Remove(userSettings)) // settings are read when a session opens
-	res, _, err = Run(t, Start(t, c, cx, e.Open(c), Bash(alloc(t, 2048)+" && echo done")), execv1.Choice_CHOICE_DENY)
+	res, _, err = brokertest.Run(t, brokertest.Start(t, c, cx, e.Open(c), brokertest.Bash(alloc(t, 2048)+" && echo done")),
+		execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "done") {
 		t.Errorf("negative control: 2 GiB under memory_mb 4096: %v %v", res, err)
 	}
@@ -125,11 +126,11 @@ func must(t *testing.T, err error) {
 
 // A project's settings cannot set the limits of the user's commands: the session says they are ignored.
 func TestProjectLimitsAreIgnored(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	must(t, os.MkdirAll(filepath.Join(e.Root, ".garuda"), 0o755))
 	must(t, os.WriteFile(filepath.Join(e.Root, ".garuda", "settings.json"), []byte(`{"limits": {"memory_mb": 16}}`), 0o644))
 	c := e.Client()
-	r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: e.Root, Mode: execv1.Mode_MODE_BUILD})
+	r, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: e.Root, Mode: execv1.Mode_MODE_BUILD})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,8 @@ func TestProjectLimitsAreIgnored(t *testing.T) {
 		t.Errorf("notices %q", r.GetNotices())
 	}
 	// A command that needs more than 16 MiB runs.
-	res, _, err := Run(t, Start(t, c, Ctx(t), r.GetSessionId(), Bash(alloc(t, 64))), execv1.Choice_CHOICE_DENY)
+	res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), r.GetSessionId(), brokertest.Bash(alloc(t, 64))),
+		execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Errorf("64 MiB with a project's memory_mb 16: %v %v", res, err)
 	}
@@ -150,8 +152,8 @@ func TestProjectLimitsAreIgnored(t *testing.T) {
 // (and the broker's Shutdown, which waits for every call) waited for ever, with the front end still connected.
 // Control: a client that reads gets its result and CloseSession returns.
 func TestRedTeamUnreadStreamsBlockClose(t *testing.T) {
-	e := New(t)
-	MustWrite(t, filepath.Join(e.Root, "big.txt"), strings.Repeat("needle "+strings.Repeat("x", 230)+"\n", 1000))
+	e := brokertest.New(t)
+	brokertest.MustWrite(t, filepath.Join(e.Root, "big.txt"), strings.Repeat("needle "+strings.Repeat("x", 230)+"\n", 1000))
 	// The front end picks its own flow-control window: a fixed 64 KiB (no BDP growth) is smaller than a result.
 	cc, err := grpc.NewClient("unix://"+e.Sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
@@ -165,10 +167,11 @@ func TestRedTeamUnreadStreamsBlockClose(t *testing.T) {
 	if res, _ := within(t, c, sid, op, execv1.Choice_CHOICE_ONCE, 5*time.Second); len(res.GetContent()) < 200<<10 {
 		t.Fatalf("control: the result is small: %d bytes", len(res.GetContent()))
 	}
-	Start(t, c, Ctx(t), sid, op)                                                                                      // never read
-	Start(t, c, Ctx(t), sid, Bash("for i in $(seq 1 200); do head -c 20000 /dev/zero | tr '\\0' x; sleep 0.1; done")) // progress, never read
+	progress := brokertest.Bash("for i in $(seq 1 200); do head -c 20000 /dev/zero | tr '\\0' x; sleep 0.1; done")
+	brokertest.Start(t, c, brokertest.Ctx(t), sid, op)       // never read
+	brokertest.Start(t, c, brokertest.Ctx(t), sid, progress) // progress, never read
 	time.Sleep(3 * time.Second)
-	cx, cancel := context.WithTimeout(Ctx(t), 5*time.Second)
+	cx, cancel := context.WithTimeout(brokertest.Ctx(t), 5*time.Second)
 	defer cancel()
 	if _, err := c.CloseSession(cx, &execv1.CloseSessionRequest{SessionId: sid}); err != nil {
 		t.Errorf("CloseSession with unread calls: %v", err)
@@ -179,7 +182,7 @@ func TestRedTeamUnreadStreamsBlockClose(t *testing.T) {
 		t.Fatalf("control: %v", res)
 	}
 	// The broker's shutdown with an unread command running.
-	Start(t, c, Ctx(t), sid2, Bash("for i in $(seq 1 200); do head -c 20000 /dev/zero | tr '\\0' x; sleep 0.1; done"))
+	brokertest.Start(t, c, brokertest.Ctx(t), sid2, progress)
 	time.Sleep(3 * time.Second)
 	done := make(chan struct{})
 	go func() { e.Svc.Shutdown(); close(done) }()
@@ -205,17 +208,17 @@ func openFDs(t *testing.T) int {
 // until the broker stopped, so opening sessions and hanging up, again and again, ran the broker out of file
 // descriptors for every user. Control: sessions open up to the bound, and again once the connection is gone.
 func TestRedTeamSessionsExhaustTheBroker(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	root := e.Root
-	dial := func() (*grpc.ClientConn, execv1.ExecServiceClient) { return Dial(t, e.Sock) }
+	dial := func() (*grpc.ClientConn, execv1.ExecServiceClient) { return brokertest.Dial(t, e.Sock) }
 	cc, c := dial()
-	if _, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root}); err != nil {
+	if _, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: root}); err != nil {
 		t.Fatal(err)
 	}
 	before := openFDs(t)
 	opened := 1
 	for ; opened < 1100; opened++ {
-		_, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root})
+		_, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: root})
 		if status.Code(err) == codes.ResourceExhausted {
 			break
 		}
@@ -235,7 +238,7 @@ func TestRedTeamSessionsExhaustTheBroker(t *testing.T) {
 		t.Errorf("the sessions of a closed connection still hold %d descriptors", n-before)
 	}
 	_, c2 := dial()
-	if _, err := c2.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root}); err != nil {
+	if _, err := c2.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: root}); err != nil {
 		t.Fatalf("control: a new connection cannot open a session: %v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/internal/testenv"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -34,10 +34,10 @@ func TestMain(m *testing.M) {
 func within(t *testing.T, c execv1.ExecServiceClient, sid string, op *execv1.Start, ch execv1.Choice,
 	d time.Duration) (*execv1.Result, error) {
 	t.Helper()
-	cx, cancel := context.WithTimeout(Ctx(t), d)
+	cx, cancel := context.WithTimeout(brokertest.Ctx(t), d)
 	defer cancel()
 	began := time.Now()
-	res, _, err := Run(t, Start(t, c, cx, sid, op), ch)
+	res, _, err := brokertest.Run(t, brokertest.Start(t, c, cx, sid, op), ch)
 	if status.Code(err) == codes.DeadlineExceeded {
 		t.Errorf("%v: still running after %v (the broker is stuck on it)", op, time.Since(began).Round(time.Millisecond))
 	}

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -22,8 +22,8 @@ import (
 // without a question (the $GARUDA_HOME rule compares paths, and the symlink's spelling is not $GARUDA_HOME's).
 // Control: the broker refuses "/" itself, and a plain open through the link reads the key.
 func TestRedTeamSymlinkToSlashOrHomeAsRoot(t *testing.T) {
-	e := New(t)
-	MustWrite(t, filepath.Join(e.Home, "credentials"), `{"anthropic":"sk-ant-slash-0001"}`)
+	e := brokertest.New(t)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "credentials"), `{"anthropic":"sk-ant-slash-0001"}`)
 	base := t.TempDir()
 	slash, home, audit := filepath.Join(base, "slash"), filepath.Join(base, "home"), filepath.Join(base, "audit")
 	os.MkdirAll(filepath.Join(e.Home, "audit"), 0o700)
@@ -34,7 +34,7 @@ func TestRedTeamSymlinkToSlashOrHomeAsRoot(t *testing.T) {
 	}
 	c := e.Client()
 	for _, root := range []string{slash, home, audit, slash + "/.", home + "/"} {
-		r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root})
+		r, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: root})
 		if status.Code(err) == codes.InvalidArgument {
 			continue
 		}
@@ -46,15 +46,15 @@ func TestRedTeamSymlinkToSlashOrHomeAsRoot(t *testing.T) {
 		if root != slash {
 			cred = filepath.Join(r.Root, "credentials")
 		}
-		res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Read(cred)), execv1.Choice_CHOICE_ONCE)
+		res, _, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), r.SessionId, brokertest.Read(cred)), execv1.Choice_CHOICE_ONCE)
 		if leaked(res, "sk-ant-slash") {
 			t.Errorf("and read_file %s read Garuda's key: %s", cred, res.GetContent())
 		}
 	}
-	if _, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: "/"}); status.Code(err) != codes.InvalidArgument {
+	if _, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: "/"}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("control: / itself opened: %v", err)
 	}
-	if !strings.Contains(FileText(filepath.Join(slash, e.Home, "credentials")), "sk-ant-slash") {
+	if !strings.Contains(brokertest.FileText(filepath.Join(slash, e.Home, "credentials")), "sk-ant-slash") {
 		t.Fatal("control: a plain open through the link does not read the key")
 	}
 }
@@ -69,28 +69,28 @@ func TestRedTeamSymlinkedRootReachesGarudaHome(t *testing.T) {
 	base := t.TempDir()
 	real, link := filepath.Join(base, "real"), filepath.Join(base, "link")
 	home := filepath.Join(real, "ghome")
-	MustWrite(t, filepath.Join(home, "credentials"), `{"anthropic":"sk-ant-linked-0002"}`)
-	MustWrite(t, filepath.Join(real, "main.go"), "package main\n")
+	brokertest.MustWrite(t, filepath.Join(home, "credentials"), `{"anthropic":"sk-ant-linked-0002"}`)
+	brokertest.MustWrite(t, filepath.Join(real, "main.go"), "package main\n")
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	e := NewAt(t, link, home)
+	e := brokertest.NewAt(t, link, home)
 	c := e.Client()
-	r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: link})
+	r, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: link})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sid := r.SessionId
 	for _, op := range []*execv1.Start{
-		Read("ghome/credentials"),
-		Read(filepath.Join(link, "ghome", "credentials")),
+		brokertest.Read("ghome/credentials"),
+		brokertest.Read(filepath.Join(link, "ghome", "credentials")),
 		{Op: &execv1.Start_AttachMention{AttachMention: &execv1.AttachMention{Path: "ghome/credentials"}}},
-		GrepOp("sk-ant", "content"),
-		GlobOp("**/cred*"),
-		Write("ghome/policy.json", `{"permissions":{"allow":["Bash"]}}`),
-		EditOp("ghome/credentials", "sk-ant", "sk-xxx", false),
+		brokertest.GrepOp("sk-ant", "content"),
+		brokertest.GlobOp("**/cred*"),
+		brokertest.Write("ghome/policy.json", `{"permissions":{"allow":["Bash"]}}`),
+		brokertest.EditOp("ghome/credentials", "sk-ant", "sk-xxx", false),
 	} {
-		res, _, err := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+		res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
 		if err != nil {
 			t.Fatalf("%v: %v", op, err)
 		}
@@ -98,21 +98,21 @@ func TestRedTeamSymlinkedRootReachesGarudaHome(t *testing.T) {
 			t.Errorf("%v reached Garuda's home through the symlinked root: %.200s", op, res.GetContent())
 		}
 	}
-	if res := Sh(t, c, sid,
+	if res := brokertest.Sh(t, c, sid,
 		"cat ghome/credentials; cat "+link+"/ghome/credentials; echo x > ghome/credentials; true"); leaked(res, "sk-ant-linked") {
 		t.Errorf("a command read Garuda's key through the symlinked root: %s", res.GetContent())
 	}
 	if _, err := os.Stat(filepath.Join(home, "policy.json")); err == nil {
 		t.Error("write_file wrote $GARUDA_HOME/policy.json through the symlinked root")
 	}
-	if !strings.Contains(FileText(filepath.Join(home, "credentials")), "sk-ant-linked") {
+	if !strings.Contains(brokertest.FileText(filepath.Join(home, "credentials")), "sk-ant-linked") {
 		t.Error("the key was changed")
 	}
-	if !strings.Contains(FileText(filepath.Join(link, "ghome", "credentials")), "sk-ant-linked") {
+	if !strings.Contains(brokertest.FileText(filepath.Join(link, "ghome", "credentials")), "sk-ant-linked") {
 		t.Fatal("control: a plain open through the link does not read the key")
 	}
 	// Control: an ordinary file of the symlinked root is read without a question.
-	if res, qs, _ := Run(t, Start(t, c, Ctx(t), sid, Read("main.go")),
+	if res, qs, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Read("main.go")),
 		execv1.Choice_CHOICE_DENY); !strings.Contains(res.GetContent(), "package main") || len(qs) != 0 {
 		t.Fatalf("control: main.go: %v (%d questions)", res, len(qs))
 	}
@@ -125,15 +125,16 @@ func TestRedTeamSymlinkedRootReachesGarudaHome(t *testing.T) {
 func TestRedTeamGarudaHomeSpelledThroughASymlink(t *testing.T) {
 	base := t.TempDir()
 	real := filepath.Join(base, "real")
-	MustWrite(t, filepath.Join(real, "ghome", "credentials"), `{"anthropic":"sk-ant-homelink-0003"}`)
+	brokertest.MustWrite(t, filepath.Join(real, "ghome", "credentials"), `{"anthropic":"sk-ant-homelink-0003"}`)
 	if err := os.Symlink(real, filepath.Join(base, "hl")); err != nil {
 		t.Fatal(err)
 	}
-	e := NewAt(t, real, filepath.Join(base, "hl", "ghome"))
+	e := brokertest.NewAt(t, real, filepath.Join(base, "hl", "ghome"))
 	c := e.Client()
 	sid := e.Open(c)
-	for _, op := range []*execv1.Start{Read("ghome/credentials"), GrepOp("sk-ant", "content"), Write("ghome/policy.json", "{}")} {
-		res, _, err := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+	for _, op := range []*execv1.Start{brokertest.Read("ghome/credentials"), brokertest.GrepOp("sk-ant", "content"),
+		brokertest.Write("ghome/policy.json", "{}")} {
+		res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
 		if err != nil {
 			t.Fatalf("%v: %v", op, err)
 		}
@@ -144,7 +145,7 @@ func TestRedTeamGarudaHomeSpelledThroughASymlink(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(real, "ghome", "policy.json")); err == nil {
 		t.Error("write_file wrote $GARUDA_HOME/policy.json")
 	}
-	if !strings.Contains(FileText(filepath.Join(real, "ghome", "credentials")), "sk-ant-homelink") {
+	if !strings.Contains(brokertest.FileText(filepath.Join(real, "ghome", "credentials")), "sk-ant-homelink") {
 		t.Fatal("control: a plain open does not read the key")
 	}
 }
@@ -156,24 +157,25 @@ func TestRedTeamGarudaHomeSpelledThroughASymlink(t *testing.T) {
 func TestRedTeamSymlinkedRootSkipsTeamDenyRule(t *testing.T) {
 	base := t.TempDir()
 	real, link := filepath.Join(base, "real"), filepath.Join(base, "link")
-	MustWrite(t, filepath.Join(real, "secret", "key.pem"), "team-secret-0004\n")
+	brokertest.MustWrite(t, filepath.Join(real, "secret", "key.pem"), "team-secret-0004\n")
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	e := NewAt(t, link, filepath.Join(t.TempDir(), "home"))
+	e := brokertest.NewAt(t, link, filepath.Join(t.TempDir(), "home"))
 	c := e.Client()
 	probe := func(root string) *execv1.Result {
-		r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root})
+		r, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: root})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Read("secret/key.pem")), execv1.Choice_CHOICE_ONCE)
+		res, _, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), r.SessionId, brokertest.Read("secret/key.pem")),
+			execv1.Choice_CHOICE_ONCE)
 		return res
 	}
 	if res := probe(link); !leaked(res, "team-secret") {
 		t.Fatalf("control: without the rule the file is not read: %v", res)
 	}
-	MustWrite(t, filepath.Join(e.Home, "policy.json"), fmt.Sprintf(`{"permissions":{"deny":["read_file(/%s/secret/**)"]}}`, real))
+	brokertest.MustWrite(t, filepath.Join(e.Home, "policy.json"), fmt.Sprintf(`{"permissions":{"deny":["read_file(/%s/secret/**)"]}}`, real))
 	if res := probe(real); leaked(res, "team-secret") {
 		t.Fatalf("control: the team rule does not deny the real path: %v", res)
 	}
@@ -182,17 +184,18 @@ func TestRedTeamSymlinkedRootSkipsTeamDenyRule(t *testing.T) {
 	}
 	// The other way round: a root-relative rule, the root by the link's name, the file by its real name (outside
 	// the root as spelled, so a question the front end allows).
-	MustWrite(t, filepath.Join(real, "private", "id"), "user-secret-0008\n")
-	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"deny":["read_file(./private/**)"]}}`)
-	r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: link})
+	brokertest.MustWrite(t, filepath.Join(real, "private", "id"), "user-secret-0008\n")
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"deny":["read_file(./private/**)"]}}`)
+	r, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: link})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Read("private/id")), execv1.Choice_CHOICE_ONCE); leaked(res, "user-secret") {
+	if res, _, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), r.SessionId, brokertest.Read("private/id")),
+		execv1.Choice_CHOICE_ONCE); leaked(res, "user-secret") {
 		t.Fatalf("control: the root-relative rule does not deny: %v", res)
 	}
-	if res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Read(filepath.Join(real, "private", "id"))),
-		execv1.Choice_CHOICE_ONCE); leaked(res, "user-secret") {
+	if res, _, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), r.SessionId,
+		brokertest.Read(filepath.Join(real, "private", "id"))), execv1.Choice_CHOICE_ONCE); leaked(res, "user-secret") {
 		t.Errorf("the root-relative deny rule is bypassed by the real name of a symlinked root: %v", res)
 	}
 }
@@ -202,13 +205,13 @@ func TestRedTeamSymlinkedRootSkipsTeamDenyRule(t *testing.T) {
 // but its magic links (self/root, self/cwd, self/fd/N, thread-self/root) lead the file tools nowhere and writes
 // there fail. Control: a plain open of /proc/self/fd/N reads the key.
 func TestRedTeamOddRoots(t *testing.T) {
-	e := New(t)
-	MustWrite(t, filepath.Join(e.Home, "credentials"), `{"anthropic":"sk-ant-proc-0007"}`)
+	e := brokertest.New(t)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "credentials"), `{"anthropic":"sk-ant-proc-0007"}`)
 	c := e.Client()
 	file := filepath.Join(e.Root, "f.txt")
-	MustWrite(t, file, "x")
+	brokertest.MustWrite(t, file, "x")
 	for _, root := range []string{"project", file, filepath.Join(e.Root, "missing"), e.Root + "\x00x", "", "./" + e.Root} {
-		if _, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root}); status.Code(err) != codes.InvalidArgument {
+		if _, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: root}); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("root %q: %v", root, err)
 		}
 	}
@@ -217,26 +220,26 @@ func TestRedTeamOddRoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Close(fd)
-	r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: "/proc"})
+	r, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: "/proc"})
 	if err != nil {
 		t.Fatalf("/proc: %v", err)
 	}
 	for _, p := range []string{"self/root" + e.Home + "/credentials", fmt.Sprintf("self/fd/%d/credentials", fd),
 		fmt.Sprintf("%d/fd/%d/credentials", os.Getpid(), fd), "thread-self/root" + e.Home + "/credentials"} {
-		res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Read(p)), execv1.Choice_CHOICE_ONCE)
+		res, _, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), r.SessionId, brokertest.Read(p)), execv1.Choice_CHOICE_ONCE)
 		if leaked(res, "sk-ant-proc") {
 			t.Errorf("read_file %s in /proc read the key", p)
 		}
-		res, _, _ = Run(t, Start(t, c, Ctx(t), r.SessionId, Write(p, "x")), execv1.Choice_CHOICE_ONCE)
+		res, _, _ = brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), r.SessionId, brokertest.Write(p, "x")), execv1.Choice_CHOICE_ONCE)
 		if res.GetStatus() == execv1.Status_STATUS_COMPLETED {
 			t.Errorf("write_file %s in /proc completed: %s", p, res.GetContent())
 		}
 	}
-	if res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Write("self/comm", "pwned")),
+	if res, _, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), r.SessionId, brokertest.Write("self/comm", "pwned")),
 		execv1.Choice_CHOICE_ONCE); res.GetStatus() == execv1.Status_STATUS_COMPLETED {
 		t.Errorf("write_file self/comm completed: %s", res.GetContent())
 	}
-	if !strings.Contains(FileText(fmt.Sprintf("/proc/self/fd/%d/credentials", fd)), "sk-ant-proc") {
+	if !strings.Contains(brokertest.FileText(fmt.Sprintf("/proc/self/fd/%d/credentials", fd)), "sk-ant-proc") {
 		t.Fatal("control: a plain open through /proc does not read the key")
 	}
 }
@@ -262,8 +265,8 @@ func TestRedTeamSharedBrokerRootSwap(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(base) })
 	os.Chmod(base, 0o755)
 	mine, theirs := filepath.Join(base, "mine"), filepath.Join(base, "theirs")
-	MustWrite(t, filepath.Join(mine, "marker.txt"), "mine\n")
-	MustWrite(t, filepath.Join(theirs, "marker.txt"), "root-secret-0009\n")
+	brokertest.MustWrite(t, filepath.Join(mine, "marker.txt"), "mine\n")
+	brokertest.MustWrite(t, filepath.Join(theirs, "marker.txt"), "root-secret-0009\n")
 	os.Chown(mine, 65534, 65534)
 	bin := filepath.Join(base, "attacks.test")
 	data, err := os.ReadFile(os.Args[0])
@@ -273,7 +276,7 @@ func TestRedTeamSharedBrokerRootSwap(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sock := NewIn(t, base, filepath.Join(base, "project"), filepath.Join(base, "home"), 0, 65534).Sock
+	sock := brokertest.NewIn(t, base, filepath.Join(base, "project"), filepath.Join(base, "home"), 0, 65534).Sock
 	os.Chmod(sock, 0o777)
 	// The client's link, flipped between its own folder and root's for as long as the client runs.
 	link := filepath.Join(base, "link")
@@ -317,20 +320,21 @@ func TestRedTeamSharedBrokerRootSwap(t *testing.T) {
 
 // swapClient is the uid 65534 side of TestRedTeamSharedBrokerRootSwap.
 func swapClient(t *testing.T, sock, link string) {
-	_, c := Dial(t, sock)
+	_, c := brokertest.Dial(t, sock)
 	theirs := filepath.Join(filepath.Dir(link), "theirs")
-	if _, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: theirs}); status.Code(err) != codes.PermissionDenied {
+	if _, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: theirs}); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("control: root's folder named directly: %v", err)
 	}
 	opened := 0
 	for i := 0; i < 3000; i++ {
-		r, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: link})
+		r, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: link})
 		if err != nil {
 			continue
 		}
 		opened++
-		res, _, _ := Run(t, Start(t, c, Ctx(t), r.SessionId, Read("marker.txt")), execv1.Choice_CHOICE_DENY)
-		c.CloseSession(Ctx(t), &execv1.CloseSessionRequest{SessionId: r.SessionId})
+		res, _, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), r.SessionId, brokertest.Read("marker.txt")),
+			execv1.Choice_CHOICE_DENY)
+		c.CloseSession(brokertest.Ctx(t), &execv1.CloseSessionRequest{SessionId: r.SessionId})
 		if strings.Contains(res.GetContent(), "root-secret") {
 			fmt.Printf("attempt %d: %s\n", i, res.GetContent())
 			break
@@ -348,16 +352,16 @@ func lastLines(s string, n int) string {
 
 // A front end cannot make the whole filesystem, or Garuda's own home, its project.
 func TestRootThatIsNoProject(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	for _, root := range []string{"/", e.Home, filepath.Join(e.Home, "audit")} {
 		os.MkdirAll(root, 0o700)
-		if _, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: root}); status.Code(err) != codes.InvalidArgument {
+		if _, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: root}); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("root %s: %v", root, err)
 		}
 	}
 	// Negative control: a project folder opens.
-	if _, err := c.OpenSession(Ctx(t), &execv1.OpenSessionRequest{Root: e.Root}); err != nil {
+	if _, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: e.Root}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,17 +7,17 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // Found by red team (first pass over the boundary).
 // HELD. A glob or grep pattern or folder that leads out of the root never lists outside files without a question.
 func TestRedTeamGlobGrepPatternsStayInTheRoot(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	outside := filepath.Join(filepath.Dir(e.Root), "outside")
-	MustWrite(t, filepath.Join(outside, "leak-outside.txt"), "needle\n")
-	MustWrite(t, filepath.Join(e.Root, "inside.txt"), "needle\n")
+	brokertest.MustWrite(t, filepath.Join(outside, "leak-outside.txt"), "needle\n")
+	brokertest.MustWrite(t, filepath.Join(e.Root, "inside.txt"), "needle\n")
 	c := e.Client()
 	sid := e.Open(c)
 	globOp := func(pattern, path string) *execv1.Start {
@@ -31,7 +31,7 @@ func TestRedTeamGlobGrepPatternsStayInTheRoot(t *testing.T) {
 		globOp("*", "sub/../../outside"), globOp("*", "/proc/self/root"+outside),
 		grepOp("../**", ""), grepOp(outside+"/*", ""), grepOp("", "../outside"), grepOp("", "//"+outside[1:]),
 	} {
-		res, qs, err := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_DENY)
+		res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, op), execv1.Choice_CHOICE_DENY)
 		if err != nil {
 			t.Fatalf("%v: %v", op, err)
 		}
@@ -41,7 +41,7 @@ func TestRedTeamGlobGrepPatternsStayInTheRoot(t *testing.T) {
 	}
 	// Negative control: the same searches inside the root list the file.
 	for _, op := range []*execv1.Start{globOp("*.txt", ""), grepOp("", "")} {
-		res, _, _ := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_DENY)
+		res, _, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, op), execv1.Choice_CHOICE_DENY)
 		if !strings.Contains(res.GetContent(), "inside.txt") {
 			t.Fatalf("control %v: %v", op, res)
 		}
@@ -53,14 +53,14 @@ func TestRedTeamGlobGrepPatternsStayInTheRoot(t *testing.T) {
 // 100-byte pattern of twenty {a,b} is a million patterns (1 GB allocated, then a million matches per file), and
 // 26 of them exhaust the broker's memory. Also grep's glob filter. Control: a pattern with a few alternatives works.
 func TestRedTeamGlobBraceExplosion(t *testing.T) {
-	e := New(t)
-	MustWrite(t, filepath.Join(e.Root, "ab.go"), "package x\n")
-	MustWrite(t, filepath.Join(e.Root, "sub", "b.txt"), "x\n")
+	e := brokertest.New(t)
+	brokertest.MustWrite(t, filepath.Join(e.Root, "ab.go"), "package x\n")
+	brokertest.MustWrite(t, filepath.Join(e.Root, "sub", "b.txt"), "x\n")
 	c := e.Client()
 	sid := e.Open(c)
 	bomb := strings.Repeat("{a,b}", 20)
 	for _, op := range []*execv1.Start{
-		GlobOp(bomb),
+		brokertest.GlobOp(bomb),
 		{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: "x", Glob: bomb}}},
 	} {
 		res, err := within(t, c, sid, op, execv1.Choice_CHOICE_ONCE, 3*time.Second)
@@ -68,7 +68,7 @@ func TestRedTeamGlobBraceExplosion(t *testing.T) {
 			t.Errorf("a pattern of 2^20 alternatives was taken: %.200s", res.GetContent())
 		}
 	}
-	res, _ := within(t, c, sid, GlobOp("{a,b}*.{go,txt}"), execv1.Choice_CHOICE_ONCE, 3*time.Second)
+	res, _ := within(t, c, sid, brokertest.GlobOp("{a,b}*.{go,txt}"), execv1.Choice_CHOICE_ONCE, 3*time.Second)
 	if !strings.Contains(res.GetContent(), "ab.go") {
 		t.Fatalf("control: %v", res)
 	}
@@ -81,26 +81,26 @@ func TestRedTeamGlobBraceExplosion(t *testing.T) {
 // hangs). A cancel does not stop a match in progress. Control: the same tree is searched at once with a plain
 // pattern.
 func TestRedTeamStarStarBacktracking(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	deep := filepath.Join(e.Root, strings.Repeat("d/", 30))
-	MustWrite(t, filepath.Join(deep, "f.txt"), "needle\n")
+	brokertest.MustWrite(t, filepath.Join(deep, "f.txt"), "needle\n")
 	bomb := strings.Repeat("**/*/", 12) + "nomatch"
 	c := e.Client()
 	sid := e.Open(c)
 	for _, op := range []*execv1.Start{
-		GlobOp(bomb),
+		brokertest.GlobOp(bomb),
 		{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: "needle", Glob: bomb}}},
 	} {
 		within(t, c, sid, op, execv1.Choice_CHOICE_ONCE, 5*time.Second)
 	}
 	// The same from a .gitignore the repository ships.
-	MustWrite(t, filepath.Join(e.Root, ".gitignore"), "/"+bomb+"\n")
-	res, _ := within(t, c, sid, GrepOp("needle", "files"), execv1.Choice_CHOICE_ONCE, 5*time.Second)
+	brokertest.MustWrite(t, filepath.Join(e.Root, ".gitignore"), "/"+bomb+"\n")
+	res, _ := within(t, c, sid, brokertest.GrepOp("needle", "files"), execv1.Choice_CHOICE_ONCE, 5*time.Second)
 	if !strings.Contains(res.GetContent(), "f.txt") {
 		t.Errorf("grep with the .gitignore: %v", res)
 	}
 	os.Remove(filepath.Join(e.Root, ".gitignore"))
-	res, _ = within(t, c, sid, GlobOp("**/f.txt"), execv1.Choice_CHOICE_ONCE, 5*time.Second)
+	res, _ = within(t, c, sid, brokertest.GlobOp("**/f.txt"), execv1.Choice_CHOICE_ONCE, 5*time.Second)
 	if !strings.Contains(res.GetContent(), "f.txt") {
 		t.Fatalf("control: %v", res)
 	}
@@ -112,17 +112,17 @@ func TestRedTeamStarStarBacktracking(t *testing.T) {
 // quadratic in the file's size (a 300 KB file takes minutes), and a cancel does not stop it. Also for an honest
 // model. Control: a pattern with a literal on the same file is instant.
 func TestRedTeamGrepQuadraticPattern(t *testing.T) {
-	e := New(t)
-	MustWrite(t, filepath.Join(e.Root, "many.txt"), strings.Repeat("ab\n", 100_000))
+	e := brokertest.New(t)
+	brokertest.MustWrite(t, filepath.Join(e.Root, "many.txt"), strings.Repeat("ab\n", 100_000))
 	c := e.Client()
 	sid := e.Open(c)
 	for _, p := range []string{`[^z]+`, `\s*[ab]`, `(?s)[ab].`} {
-		res, err := within(t, c, sid, GrepOp(p, "count"), execv1.Choice_CHOICE_ONCE, 5*time.Second)
+		res, err := within(t, c, sid, brokertest.GrepOp(p, "count"), execv1.Choice_CHOICE_ONCE, 5*time.Second)
 		if err == nil && !strings.Contains(res.GetContent(), "many.txt:100000") {
 			t.Errorf("grep %q: %v", p, res)
 		}
 	}
-	res, _ := within(t, c, sid, GrepOp("ab", "count"), execv1.Choice_CHOICE_ONCE, 5*time.Second)
+	res, _ := within(t, c, sid, brokertest.GrepOp("ab", "count"), execv1.Choice_CHOICE_ONCE, 5*time.Second)
 	if !strings.Contains(res.GetContent(), "many.txt:100000") {
 		t.Fatalf("control: %v", res)
 	}

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -23,7 +23,7 @@ import (
 // skill as a regular file opens.
 func TestRedTeamFIFOsPlantedForTheNextSession(t *testing.T) {
 	openWithin := func(c execv1.ExecServiceClient, root string, d time.Duration) error {
-		cx, cancel := context.WithTimeout(Ctx(t), d)
+		cx, cancel := context.WithTimeout(brokertest.Ctx(t), d)
 		defer cancel()
 		r, err := c.OpenSession(cx, &execv1.OpenSessionRequest{Root: root, Mode: execv1.Mode_MODE_BUILD})
 		if err == nil {
@@ -32,20 +32,21 @@ func TestRedTeamFIFOsPlantedForTheNextSession(t *testing.T) {
 		return err
 	}
 	// Control: FIFOs as instructions and commands do not block, and a regular skill file is read.
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	sid := e.Open(c)
-	Sh(t, c, sid, "mkdir -p .claude/commands .claude/skills/s sub && mkfifo AGENTS.md CLAUDE.md sub/AGENTS.md .claude/commands/x.md && "+
-		"printf -- '---\\nname: s\\ndescription: d\\n---\\nbody\\n' > .claude/skills/s/SKILL.md")
+	brokertest.Sh(t, c, sid,
+		"mkdir -p .claude/commands .claude/skills/s sub && mkfifo AGENTS.md CLAUDE.md sub/AGENTS.md .claude/commands/x.md && "+
+			"printf -- '---\\nname: s\\ndescription: d\\n---\\nbody\\n' > .claude/skills/s/SKILL.md")
 
 	if err := openWithin(c, e.Root, 5*time.Second); err != nil {
 		t.Fatalf("control: %v", err)
 	}
 	// The attack: the skill file is a FIFO.
-	e = New(t)
+	e = brokertest.New(t)
 	c = e.Client()
 	sid = e.Open(c)
-	res := Sh(t, c, sid, "mkdir -p .claude/skills/s && mkfifo .claude/skills/s/SKILL.md")
+	res := brokertest.Sh(t, c, sid, "mkdir -p .claude/skills/s && mkfifo .claude/skills/s/SKILL.md")
 	if res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("plant: %v", res)
 	}
@@ -59,12 +60,12 @@ func TestRedTeamFIFOsPlantedForTheNextSession(t *testing.T) {
 // looked up in the list the broker made, never joined to a path; a symlinked command file is skipped. Control:
 // the project's own command resolves (after its consent).
 func TestRedTeamCommandAndSkillNames(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	outside := filepath.Join(filepath.Dir(e.Root), "outside")
-	MustWrite(t, filepath.Join(outside, "x.md"), "OUTSIDE-PROMPT\n")
-	MustWrite(t, filepath.Join(outside, "s", "SKILL.md"), "---\nname: s\ndescription: d\n---\nOUTSIDE-SKILL\n")
-	MustWrite(t, filepath.Join(e.Home, "credentials"), `{"anthropic":"sk-ant-cmd-0006"}`)
-	MustWrite(t, filepath.Join(e.Root, ".garuda", "commands", "ok.md"), "OK-PROMPT\n")
+	brokertest.MustWrite(t, filepath.Join(outside, "x.md"), "OUTSIDE-PROMPT\n")
+	brokertest.MustWrite(t, filepath.Join(outside, "s", "SKILL.md"), "---\nname: s\ndescription: d\n---\nOUTSIDE-SKILL\n")
+	brokertest.MustWrite(t, filepath.Join(e.Home, "credentials"), `{"anthropic":"sk-ant-cmd-0006"}`)
+	brokertest.MustWrite(t, filepath.Join(e.Root, ".garuda", "commands", "ok.md"), "OK-PROMPT\n")
 	os.Symlink(filepath.Join(outside, "x.md"), filepath.Join(e.Root, ".garuda", "commands", "link.md"))
 	os.Symlink(filepath.Join(outside, "s"), filepath.Join(e.Root, ".garuda", "skills", "s"))
 	c := e.Client()
@@ -80,7 +81,7 @@ func TestRedTeamCommandAndSkillNames(t *testing.T) {
 		resolve("/../credentials"), resolve("/" + outside + "/x"),
 		skill("../../outside/s"), skill("../outside/s"), skill("s"), skill("/" + outside + "/s"), skill("../credentials"),
 	} {
-		res, _, err := Run(t, Start(t, c, Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+		res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
 		if err != nil {
 			t.Fatalf("%v: %v", op, err)
 		}
@@ -88,7 +89,7 @@ func TestRedTeamCommandAndSkillNames(t *testing.T) {
 			t.Errorf("%v reached a file outside: %v", op, res)
 		}
 	}
-	res, qs, _ := Run(t, Start(t, c, Ctx(t), sid, resolve("/ok")), execv1.Choice_CHOICE_ONCE)
+	res, qs, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, resolve("/ok")), execv1.Choice_CHOICE_ONCE)
 	if res.GetResolved().GetPrompt() != "OK-PROMPT\n" && !strings.Contains(res.GetResolved().GetPrompt(), "OK-PROMPT") || len(qs) != 1 {
 		t.Fatalf("control: %v (%d questions)", res, len(qs))
 	}

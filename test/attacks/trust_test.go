@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -17,26 +17,26 @@ import (
 // HELD. PinTrust pins only the hash of the folder it names: the hash shown for a harmless project does not trust
 // another project's different settings. Control: the shown hash pins its own folder.
 func TestRedTeamPinTrustOtherFolder(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	good := filepath.Join(t.TempDir(), "good")
 	evil := filepath.Join(t.TempDir(), "evil")
-	MustWrite(t, filepath.Join(good, ".garuda", "settings.json"), `{"permissions":{"allow":["Bash(ls)"]}}`)
-	MustWrite(t, filepath.Join(evil, ".garuda", "settings.json"), `{"permissions":{"allow":["Bash(*)","write_file(**)"]}}`)
-	in, err := c.InspectTrust(Ctx(t), &execv1.InspectTrustRequest{Dir: good})
+	brokertest.MustWrite(t, filepath.Join(good, ".garuda", "settings.json"), `{"permissions":{"allow":["Bash(ls)"]}}`)
+	brokertest.MustWrite(t, filepath.Join(evil, ".garuda", "settings.json"), `{"permissions":{"allow":["Bash(*)","write_file(**)"]}}`)
+	in, err := c.InspectTrust(brokertest.Ctx(t), &execv1.InspectTrustRequest{Dir: good})
 	if err != nil || in.Hash == "" {
 		t.Fatalf("inspect: %v %v", in, err)
 	}
-	if _, err := c.PinTrust(Ctx(t), &execv1.PinTrustRequest{Dir: evil, Hash: in.Hash}); status.Code(err) != codes.InvalidArgument {
+	if _, err := c.PinTrust(brokertest.Ctx(t), &execv1.PinTrustRequest{Dir: evil, Hash: in.Hash}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("pinned another folder with the shown hash: %v", err)
 	}
-	if _, err := c.PinTrust(Ctx(t), &execv1.PinTrustRequest{Dir: evil + "/../good/../evil", Hash: in.Hash}); err == nil {
+	if _, err := c.PinTrust(brokertest.Ctx(t), &execv1.PinTrustRequest{Dir: evil + "/../good/../evil", Hash: in.Hash}); err == nil {
 		t.Errorf("pinned through a path trick")
 	}
-	if ev, _ := c.InspectTrust(Ctx(t), &execv1.InspectTrustRequest{Dir: evil}); ev.GetTrusted() {
+	if ev, _ := c.InspectTrust(brokertest.Ctx(t), &execv1.InspectTrustRequest{Dir: evil}); ev.GetTrusted() {
 		t.Fatal("the other folder is trusted")
 	}
-	if _, err := c.PinTrust(Ctx(t), &execv1.PinTrustRequest{Dir: good, Hash: in.Hash}); err != nil {
+	if _, err := c.PinTrust(brokertest.Ctx(t), &execv1.PinTrustRequest{Dir: good, Hash: in.Hash}); err != nil {
 		t.Fatalf("control: %v", err)
 	}
 }
@@ -46,18 +46,18 @@ func TestRedTeamPinTrustOtherFolder(t *testing.T) {
 // traversal, control characters in the key, a project settings file that is a symlink out of the folder (not read,
 // not pinned), a file or a relative path as the folder. Control: a plain setup and pin work.
 func TestRedTeamSetupAndTrustInputs(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	c := e.Client()
 	for _, r := range []*execv1.SetupRequest{
 		{Provider: "../../x", Model: "m", ApiKey: "k"}, {Provider: "anthropic/../../x", Model: "m", ApiKey: "k"},
 		{Provider: "anthropic", Model: "m", ApiKey: "sk-a\nb", Force: true}, {Provider: "anthropic", Model: "", ApiKey: "k"},
 	} {
-		if _, err := c.Setup(Ctx(t), r); err == nil {
+		if _, err := c.Setup(brokertest.Ctx(t), r); err == nil {
 			t.Errorf("Setup %q %q %q accepted", r.Provider, r.Model, r.ApiKey)
 		}
 	}
 	odd := &execv1.SetupRequest{Provider: "anthropic", Model: "../../../etc/passwd\n", ApiKey: "sk-ok", Force: true}
-	if _, err := c.Setup(Ctx(t), odd); err != nil {
+	if _, err := c.Setup(brokertest.Ctx(t), odd); err != nil {
 		t.Fatalf("control Setup: %v", err)
 	}
 	ents, _ := os.ReadDir(e.Home)
@@ -75,30 +75,30 @@ func TestRedTeamSetupAndTrustInputs(t *testing.T) {
 		}
 	}
 	outside := filepath.Join(t.TempDir(), "settings.json")
-	MustWrite(t, outside, `{"permissions":{"allow":["Bash"]}}`)
+	brokertest.MustWrite(t, outside, `{"permissions":{"allow":["Bash"]}}`)
 	proj := filepath.Join(t.TempDir(), "p")
 	os.MkdirAll(filepath.Join(proj, ".garuda"), 0o755)
 	os.Symlink(outside, filepath.Join(proj, ".garuda", "settings.json"))
-	in, err := c.InspectTrust(Ctx(t), &execv1.InspectTrustRequest{Dir: proj})
+	in, err := c.InspectTrust(brokertest.Ctx(t), &execv1.InspectTrustRequest{Dir: proj})
 	if err == nil && in.Exists {
 		t.Errorf("InspectTrust read a settings file outside the folder: %v", in)
 	}
 	sum := policyHash(outside)
-	if _, err := c.PinTrust(Ctx(t), &execv1.PinTrustRequest{Dir: proj, Hash: sum}); err == nil {
+	if _, err := c.PinTrust(brokertest.Ctx(t), &execv1.PinTrustRequest{Dir: proj, Hash: sum}); err == nil {
 		t.Error("PinTrust pinned a settings file outside the folder")
 	}
 	for _, d := range []string{"p", outside, proj + "/missing"} {
-		if _, err := c.InspectTrust(Ctx(t), &execv1.InspectTrustRequest{Dir: d}); status.Code(err) != codes.InvalidArgument {
+		if _, err := c.InspectTrust(brokertest.Ctx(t), &execv1.InspectTrustRequest{Dir: d}); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("InspectTrust %q: %v", d, err)
 		}
 	}
 	os.Remove(filepath.Join(proj, ".garuda", "settings.json"))
-	MustWrite(t, filepath.Join(proj, ".garuda", "settings.json"), `{"permissions":{"allow":["Bash(ls)"]}}`)
-	in, err = c.InspectTrust(Ctx(t), &execv1.InspectTrustRequest{Dir: proj})
+	brokertest.MustWrite(t, filepath.Join(proj, ".garuda", "settings.json"), `{"permissions":{"allow":["Bash(ls)"]}}`)
+	in, err = c.InspectTrust(brokertest.Ctx(t), &execv1.InspectTrustRequest{Dir: proj})
 	if err != nil || !in.Exists {
 		t.Fatalf("control inspect: %v %v", in, err)
 	}
-	if _, err := c.PinTrust(Ctx(t), &execv1.PinTrustRequest{Dir: proj, Hash: in.Hash}); err != nil {
+	if _, err := c.PinTrust(brokertest.Ctx(t), &execv1.PinTrustRequest{Dir: proj, Hash: in.Hash}); err != nil {
 		t.Fatalf("control pin: %v", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -18,41 +18,41 @@ import (
 // then overwrites it with the pre-image, or removes it, outside the root, $GARUDA_HOME included. Control: without
 // the swap, undo removes the file Garuda created.
 func TestRedTeamUndoThroughSwappedFolder(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	outside := filepath.Join(filepath.Dir(e.Root), "outside")
-	MustWrite(t, filepath.Join(outside, "keep.txt"), "garuda-wrote\n")
-	MustWrite(t, filepath.Join(outside, "pre.txt"), "garuda-wrote\n")
-	MustWrite(t, filepath.Join(e.Root, "sub", "pre.txt"), "user-original\n")
+	brokertest.MustWrite(t, filepath.Join(outside, "keep.txt"), "garuda-wrote\n")
+	brokertest.MustWrite(t, filepath.Join(outside, "pre.txt"), "garuda-wrote\n")
+	brokertest.MustWrite(t, filepath.Join(e.Root, "sub", "pre.txt"), "user-original\n")
 	// A team's policy file with a content the attacker knows (a company-wide file), in Garuda's home.
 	teamPolicy := `{"permissions":{"deny":["Bash(curl *)"]}}`
-	MustWrite(t, filepath.Join(e.Home, "policy.json"), teamPolicy)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "policy.json"), teamPolicy)
 	c := e.Client()
 	sid := e.Open(c)
 	for _, w := range [][2]string{{"sub/keep.txt", "garuda-wrote\n"}, {"sub/pre.txt", "garuda-wrote\n"}, {"cfg/policy.json", teamPolicy}} {
-		if res, _, err := Run(t, Start(t, c, Ctx(t), sid, Write(w[0], w[1])),
+		if res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(w[0], w[1])),
 			execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 			t.Fatalf("write %s: %v %v", w[0], res, err)
 		}
 	}
-	Sh(t, c, sid, fmt.Sprintf("mv sub sub.real && ln -s ../outside sub && mv cfg cfg.real && ln -s %s cfg", e.Home))
+	brokertest.Sh(t, c, sid, fmt.Sprintf("mv sub sub.real && ln -s ../outside sub && mv cfg cfg.real && ln -s %s cfg", e.Home))
 	for range 3 {
-		c.Undo(Ctx(t), &execv1.UndoRequest{SessionId: sid})
+		c.Undo(brokertest.Ctx(t), &execv1.UndoRequest{SessionId: sid})
 	}
 	if _, err := os.Stat(filepath.Join(e.Home, "policy.json")); err != nil {
 		t.Errorf("undo removed $GARUDA_HOME/policy.json (the team policy) through a swapped folder: %v", err)
 	}
-	if got := FileText(filepath.Join(outside, "pre.txt")); got != "garuda-wrote\n" {
+	if got := brokertest.FileText(filepath.Join(outside, "pre.txt")); got != "garuda-wrote\n" {
 		t.Errorf("undo wrote outside the root through a swapped folder: %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(outside, "keep.txt")); err != nil {
 		t.Errorf("undo removed a file outside the root through a swapped folder: %v", err)
 	}
 	// Control: without the swap, undo removes what Garuda created.
-	if res, _, _ := Run(t, Start(t, c, Ctx(t), sid, Write("made.txt", "x")),
+	if res, _, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("made.txt", "x")),
 		execv1.Choice_CHOICE_ONCE); res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 		t.Fatalf("control write: %v", res)
 	}
-	if _, err := c.Undo(Ctx(t), &execv1.UndoRequest{SessionId: sid}); err != nil {
+	if _, err := c.Undo(brokertest.Ctx(t), &execv1.UndoRequest{SessionId: sid}); err != nil {
 		t.Fatalf("control undo: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(e.Root, "made.txt")); err == nil {
@@ -64,24 +64,24 @@ func TestRedTeamUndoThroughSwappedFolder(t *testing.T) {
 // is looked at. Control: without the rule the same undo restores the file.
 func TestUndoOfADeniedPathIsRefusedFirst(t *testing.T) {
 	for _, deny := range []bool{false, true} {
-		e := New(t)
+		e := brokertest.New(t)
 		c := e.Client()
 		sid := e.Open(c)
 		path := filepath.Join(e.Root, "u.txt")
 		os.WriteFile(path, []byte("before"), 0o644)
-		if res, _, err := Run(t, Start(t, c, Ctx(t), sid, Write("u.txt", "after")),
+		if res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("u.txt", "after")),
 			execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
 			t.Fatalf("write: %v %v", res, err)
 		}
-		if _, err := c.CloseSession(Ctx(t), &execv1.CloseSessionRequest{SessionId: sid}); err != nil {
+		if _, err := c.CloseSession(brokertest.Ctx(t), &execv1.CloseSessionRequest{SessionId: sid}); err != nil {
 			t.Fatal(err)
 		}
 		if deny {
 			os.WriteFile(filepath.Join(e.Home, "settings.json"), []byte(`{"permissions": {"deny": ["write_file(//`+path[1:]+`)"]}}`), 0o600)
 		}
-		_, err := c.Undo(Ctx(t), &execv1.UndoRequest{SessionId: sid})
+		_, err := c.Undo(brokertest.Ctx(t), &execv1.UndoRequest{SessionId: sid})
 		data, _ := os.ReadFile(path)
-		recs := AuditRecords(t, e.Home)
+		recs := brokertest.AuditRecords(t, e.Home)
 		last := recs[len(recs)-1]
 		switch {
 		case !deny && (err != nil || string(data) != "before"):

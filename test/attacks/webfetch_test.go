@@ -8,17 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // The SSRF cases of issue 22: each refused with a clear message, and each negative control shows the same target
 // reached where a rule names the exact host.
 func TestWebFetchSSRF(t *testing.T) {
-	e := New(t)
-	srv, port := WebServer(t)
+	e := brokertest.New(t)
+	srv, port := brokertest.WebServer(t)
 	// Every host allowed by a wildcard (which opens no private address), and 127.0.0.1 by name.
-	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["web_fetch","web_fetch(domain:127.0.0.1)"]}}`)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["web_fetch","web_fetch(domain:127.0.0.1)"]}}`)
 	c := e.Client()
 	sid := e.Open(c)
 	for _, tc := range []struct{ url, want string }{
@@ -35,7 +35,7 @@ func TestWebFetchSSRF(t *testing.T) {
 		{"http://127.0.0.1\u200b:" + port + "/page", "invisible"},
 		{"http://[::]:" + port + "/", "never dialled"},
 	} {
-		res, qs, err := Run(t, Start(t, c, Ctx(t), sid, FetchOp(tc.url)), execv1.Choice_CHOICE_DENY)
+		res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.FetchOp(tc.url)), execv1.Choice_CHOICE_DENY)
 		switch {
 		case err != nil || len(qs) != 0:
 			t.Errorf("%s: %v, questions %v", tc.url, err, qs)
@@ -46,12 +46,12 @@ func TestWebFetchSSRF(t *testing.T) {
 		}
 	}
 	// The negative control of the name that resolves to loopback: a rule naming localhost opens it.
-	MustWrite(t, filepath.Join(e.Home, "settings.json"),
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"),
 		`{"permissions":{"allow":["web_fetch(domain:localhost)","web_fetch(domain:127.0.0.1)"]}}`)
 
 	sid = e.Open(c)
 	for _, u := range []string{"http://localhost:" + port + "/page", srv.URL + "/to/localhost:" + port + "/page"} {
-		res, _, err := Run(t, Start(t, c, Ctx(t), sid, FetchOp(u)), execv1.Choice_CHOICE_DENY)
+		res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.FetchOp(u)), execv1.Choice_CHOICE_DENY)
 		if err != nil || !strings.Contains(res.GetContent(), "# Garuda docs") {
 			t.Errorf("%s with a rule naming localhost: %v %v", u, res, err)
 		}
@@ -61,33 +61,33 @@ func TestWebFetchSSRF(t *testing.T) {
 // A redirect to another host is decided again: asked where the policy asks, refused where it denies, and the
 // first host's rule does not carry over.
 func TestWebFetchRedirectDecidedAgain(t *testing.T) {
-	e := New(t)
-	srv, port := WebServer(t)
-	MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["web_fetch(domain:127.0.0.1)"]}}`)
+	e := brokertest.New(t)
+	srv, port := brokertest.WebServer(t)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["web_fetch(domain:127.0.0.1)"]}}`)
 	c := e.Client()
 	sid := e.Open(c)
 	hop := srv.URL + "/to/localhost:" + port + "/page"
-	res, qs, err := Run(t, Start(t, c, Ctx(t), sid, FetchOp(hop)), execv1.Choice_CHOICE_DENY)
+	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.FetchOp(hop)), execv1.Choice_CHOICE_DENY)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_DENIED || len(qs) != 1 ||
 		qs[0].GetTitle() != "Fetch http://localhost:"+port+"/page" || !strings.Contains(qs[0].GetPreview(), "redirects to") {
 		t.Fatalf("a redirect to an unknown host: %v, questions %v, %v", res, qs, err)
 	}
 	// Allowed once: a question about that exact host, so its loopback address is opened.
-	res, _, err = Run(t, Start(t, c, Ctx(t), sid, FetchOp(hop)), execv1.Choice_CHOICE_ONCE)
+	res, _, err = brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.FetchOp(hop)), execv1.Choice_CHOICE_ONCE)
 	if err != nil || !strings.Contains(res.GetContent(), "# Garuda docs") {
 		t.Fatalf("the redirect allowed once: %v %v", res, err)
 	}
-	MustWrite(t, filepath.Join(e.Home, "settings.json"),
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"),
 		`{"permissions":{"allow":["web_fetch(domain:127.0.0.1)"],"deny":["web_fetch(domain:localhost)"]}}`)
 
 	sid = e.Open(c)
-	res, qs, err = Run(t, Start(t, c, Ctx(t), sid, FetchOp(hop)), execv1.Choice_CHOICE_ONCE)
+	res, qs, err = brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.FetchOp(hop)), execv1.Choice_CHOICE_ONCE)
 	if err != nil || res.GetStatus() != execv1.Status_STATUS_DENIED || len(qs) != 0 ||
 		!strings.Contains(res.GetContent(), "redirects to http://localhost") {
 		t.Fatalf("a redirect to a denied host: %v, questions %v, %v", res, qs, err)
 	}
 	var denied bool
-	for _, r := range AuditRecords(t, e.Home) {
+	for _, r := range brokertest.AuditRecords(t, e.Home) {
 		denied = denied || r.Event == "decision" && r.Input == "localhost" && r.Verdict == "deny"
 	}
 	if !denied {
@@ -98,7 +98,7 @@ func TestWebFetchRedirectDecidedAgain(t *testing.T) {
 // A host the policy denies is refused before anything of it is looked up or dialled: the server it names sees no
 // connection (control: with the host allowed it sees one).
 func TestWebFetchDeniedHostIsNeverDialled(t *testing.T) {
-	e := New(t)
+	e := brokertest.New(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -121,9 +121,9 @@ func TestWebFetchDeniedHostIsNeverDialled(t *testing.T) {
 		{`{"permissions":{"deny":["network(domain:127.0.0.1)"]}}`, false},
 		{`{"permissions":{"allow":["network(domain:127.0.0.1)"]}}`, true},
 	} {
-		MustWrite(t, filepath.Join(e.Home, "settings.json"), tc.settings)
+		brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), tc.settings)
 		sid := e.Open(c)
-		res, _, err := Run(t, Start(t, c, Ctx(t), sid, FetchOp(url)), execv1.Choice_CHOICE_ONCE)
+		res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.FetchOp(url)), execv1.Choice_CHOICE_ONCE)
 		if err != nil {
 			t.Fatal(err)
 		}
