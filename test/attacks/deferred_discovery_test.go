@@ -1,0 +1,81 @@
+package attacks
+
+import (
+	"path/filepath"
+	"testing"
+
+	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/internal/testenv"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// Git finds a repository by what it can open, not by what a directory listing says: is_git_directory (setup.c)
+// follows links to objects/ and refs/ (access(X_OK)), a commondir that is a link, and reads the config and hooks of
+// the folder a commondir names, which needs no HEAD of its own. These cases plant each such repository; controls:
+// each runs outside the sandbox (TestDeferredGitFindsWhatAListingMisses's unsandboxed pass).
+var discoveryCases = []deferredCase{
+	{name: "a planted bare repository whose objects and refs are links", attack: planter("fsm") +
+		`mkdir -p data/o data/r planted/sub && ln -s ../data/o planted/objects && ln -s ../data/r planted/refs &&
+		echo 'ref: refs/heads/main' > planted/HEAD &&
+		printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = %s/fsm\n' "$PWD" > planted/config`,
+		in: "planted/sub", git: []string{"status"}, marker: "planted/PWNED"},
+	{name: "the config of the folder a planted git folder's commondir names", attack: planter("fsm") +
+		`mkdir -p common/objects common/refs gd w && echo 'ref: refs/heads/main' > gd/HEAD && echo ../common > gd/commondir &&
+		printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = %s/fsm\n' "$PWD" > common/config &&
+		echo 'gitdir: ../gd' > w/.git`,
+		in: "w", git: []string{"status"}, marker: "w/PWNED"},
+	{name: "a hook in the folder a planted git folder's commondir names", attack: ident +
+		`mkdir -p common/objects common/refs common/hooks gd w && echo 'ref: refs/heads/main' > gd/HEAD &&
+		echo ../common > gd/commondir && printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n' > common/config &&
+		echo 'gitdir: ../gd' > w/.git && ` + planter("common/hooks/pre-commit"),
+		in: "w", git: []string{"commit", "-q", "--allow-empty", "-m", "x"}, marker: "w/PWNED"},
+	{name: "a git folder whose commondir is a link", attack: planter("fsm") +
+		`mkdir -p common/objects common/refs gd w && echo 'ref: refs/heads/main' > gd/HEAD && echo ../common > gd/cd &&
+		ln -s cd gd/commondir &&
+		printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = %s/fsm\n' "$PWD" > common/config &&
+		echo 'gitdir: ../gd' > w/.git`,
+		in: "w", git: []string{"status"}, marker: "w/PWNED"},
+}
+
+// TestDeferredGitFindsWhatAListingMisses: a repository git finds through links or a commondir runs nothing a
+// sandboxed command left in it (control: outside the sandbox each runs).
+func TestDeferredGitFindsWhatAListingMisses(t *testing.T) {
+	for _, dc := range discoveryCases {
+		t.Run(dc.name, func(t *testing.T) { runDeferredCase(t, dc) })
+	}
+}
+
+// runDeferredCase runs one deferred case twice: outside the sandbox (the control: the planted program must run)
+// and as a sandboxed command (it must not). It is the loop of TestDeferredGitRunsNothingACommandLeft.
+func runDeferredCase(t *testing.T, dc deferredCase) {
+	t.Helper()
+	testenv.NeedCommand(t, "git", "git")
+	for _, sandboxed := range []bool{false, true} {
+		e := New(t)
+		if dc.before != "" {
+			setup(t, e.Root, dc.before)
+		}
+		c := e.Client()
+		sid := e.Open(c)
+		if dc.earlier != "" {
+			Sh(t, c, sid, dc.earlier)
+		}
+		var res *execv1.Result
+		if sandboxed {
+			res = Sh(t, c, sid, dc.attack)
+		} else {
+			res = unsandboxedSh(t, c, sid, dc.attack)
+		}
+		out := asUser(t, filepath.Join(e.Root, dc.in), dc.git...)
+		ran := Exists(filepath.Join(e.Root, dc.marker))
+		switch {
+		case !sandboxed && !ran:
+			t.Fatalf("control: outside the sandbox the attack did not work (%v)\n%s", res.GetContent(), out)
+		case sandboxed && ran:
+			t.Errorf("git ran what a sandboxed command left: %s\n%s", res.GetContent(), out)
+		}
+		if sandboxed {
+			t.Logf("%v: %s", res.GetStatus(), res.GetContent())
+		}
+	}
+}
