@@ -242,11 +242,13 @@ func (t *tree) read(rel string, inGit, denyOnly bool, wd int32) (*node, bool) {
 			}
 		case name == "HEAD" && !typ.IsDir():
 			head = true
-		case name == "objects" && typ.IsDir():
+		// git's is_git_directory follows links (access(X_OK) on objects and refs, a read of commondir): a link
+		// counts like what it may name, or a planted repository of links would pass for a plain folder.
+		case name == "objects" && (typ.IsDir() || typ&fs.ModeSymlink != 0):
 			objects = true
-		case name == "refs" && typ.IsDir():
+		case name == "refs" && (typ.IsDir() || typ&fs.ModeSymlink != 0):
 			refs = true
-		case name == "commondir" && typ.IsRegular():
+		case name == "commondir" && !typ.IsDir():
 			commondir = true
 		}
 		if typ&fs.ModeSymlink != 0 {

@@ -247,10 +247,14 @@ func (u *undoer) repo(dir string, before *repo) {
 	for _, name := range []string{"config", "config.worktree"} {
 		u.config(path.Join(dir, name))
 	}
-	if data, err := u.g.readFile(path.Join(dir, "commondir"), 4096); err == nil {
+	switch data, err := u.g.readFile(path.Join(dir, "commondir"), 4096); {
+	case err == nil:
 		if _, ok := u.g.rel(dir, strings.TrimSpace(string(data))); !ok {
 			u.remove(path.Join(dir, "commondir"), "it pointed git at a folder outside the project")
 		}
+	case !errors.Is(err, fs.ErrNotExist):
+		// A link or other non-regular commondir: git follows it to a folder the guard did not read.
+		u.remove(path.Join(dir, "commondir"), "a commondir that is not a plain file")
 	}
 	// Hooks in the git folder's own hooks folder, which git uses once core.hooksPath is gone.
 	for _, p := range hooks {

@@ -79,3 +79,8 @@ func runDeferredCase(t *testing.T, dc deferredCase) {
 		}
 	}
 }
+
+// TestDeferredDiscoveryAsNobody reruns TestDeferredGitFindsWhatAListingMisses as the user nobody.
+func TestDeferredDiscoveryAsNobody(t *testing.T) {
+	rerunAsNobody(t, "^TestDeferredGitFindsWhatAListingMisses$", "TestDeferredGitFindsWhatAListingMisses")
+}
