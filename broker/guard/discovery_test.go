@@ -59,3 +59,28 @@ func TestGuardFindsRepositoriesAsGitDoes(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardWalksGitDataOfAPlantedRepository: the walk leaves out a git folder's objects, refs, logs and lfs, data
+// git never runs; in a folder that only looks like a bare repository (not a .git folder), a repository planted
+// below them is found all the same, since the user may enter it. Control: without the guard git runs it.
+func TestGuardWalksGitDataOfAPlantedRepository(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	for _, data := range []string{"objects", "refs", "logs", "lfs"} {
+		t.Run(data, func(t *testing.T) {
+			attack := `mkdir -p fake/objects fake/refs && echo 'ref: refs/heads/main' > fake/HEAD && ` +
+				`git init -q fake/` + data + `/n && printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > fsm && chmod +x fsm && ` +
+				`git -C fake/` + data + `/n config core.fsmonitor "$PWD/fsm"`
+			in := "fake/" + data + "/n"
+			root, _ := guarded(t, "", attack, false)
+			userGit(t, filepath.Join(root, in), "status")
+			if !exists(filepath.Join(root, in, "PWNED")) {
+				t.Fatalf("control: the attack did not work without the guard")
+			}
+			root, rep := guarded(t, "", attack, true)
+			out, _ := userGit(t, filepath.Join(root, in), "status")
+			if exists(filepath.Join(root, in, "PWNED")) {
+				t.Errorf("git ran the planted program after the guard (report %+v)\n%s", rep, out)
+			}
+		})
+	}
+}

@@ -150,6 +150,13 @@ func (t *tree) reload(rel string, old *node) {
 	}
 }
 
+// inDotGit reports whether rel is a folder named .git or lies below one. Only there is git's data left out of the
+// walk: a folder that merely looks like a bare repository may hold a repository the user enters below its refs/
+// (defends against hiding one there).
+func inDotGit(rel string) bool {
+	return slices.Contains(strings.Split(rel, "/"), ".git")
+}
+
 func parent(rel string) string {
 	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
 		return rel[:i]
@@ -274,7 +281,7 @@ func (t *tree) read(rel string, inGit, denyOnly bool, wd int32) (*node, bool) {
 		p := path.Join(rel, d.name)
 		switch {
 		case t.hidden[p]:
-		case d.denyOnly || slices.Contains(skipNames, d.name) || t.skip[p] || nd.gitDir && slices.Contains(gitInternal, d.name):
+		case d.denyOnly || slices.Contains(skipNames, d.name) || t.skip[p] || nd.gitDir && inDotGit(rel) && slices.Contains(gitInternal, d.name):
 			// What the guard leaves out may still hold what a read-deny rule names: walked for that alone.
 			if t.deny != nil {
 				nd.subdirs = append(nd.subdirs, subdir{d.name, true})

@@ -35,6 +35,10 @@ var discoveryCases = []deferredCase{
 		printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = %s/fsm\n' "$PWD" > common/config &&
 		echo 'gitdir: ../gd' > w/.git`,
 		in: "w", git: []string{"status"}, marker: "w/PWNED"},
+	{name: "a repository below the refs of a folder that looks like a bare repository", attack: planter("fsm") +
+		`mkdir -p fake/objects fake/refs && echo 'ref: refs/heads/main' > fake/HEAD && git init -q fake/refs/n &&
+		git -C fake/refs/n config core.fsmonitor "$PWD/fsm"`,
+		in: "fake/refs/n", git: []string{"status"}, marker: "fake/refs/n/PWNED"},
 }
 
 // TestDeferredGitFindsWhatAListingMisses: a repository git finds through links or a commondir runs nothing a
