@@ -416,8 +416,9 @@ func (s *Service) startProcess(sess *session, command string, spec sandbox.Spec,
 	return p, nil
 }
 
-// guardEvery is how often the guard checks what a running background process left.
-const guardEvery = 30 * time.Second
+// guardEvery is how often the guard checks what a running background process or MCP stdio server left (a
+// variable for tests only).
+var guardEvery = 30 * time.Second
 
 // guardWhileRunning runs the guard's after-checks every guardEvery while the process runs: defends against a
 // long-lived process that plants, say, a repository with core.fsmonitor, which the user's shell would run long
