@@ -108,9 +108,11 @@ func (g *Guard) undo(before, after *Snapshot) *Report {
 		u.repo(dir, before.repos[dir])
 	}
 	// Protected files and folders the run created, outside git folders (which are neutralised, not removed).
+	// Only inside a .git folder is a protected path git's own (its config, hooks, info): a folder that merely looks
+	// like a bare repository (HEAD, objects, refs) shelters no editor file or .envrc a command creates in it.
 	inRepo := func(p string) bool {
 		for dir := range after.repos {
-			if _, in := pathglob.Within(dir, p); in {
+			if _, in := pathglob.Within(dir, p); in && inDotGit(dir) {
 				return true
 			}
 		}

@@ -2,6 +2,7 @@ package attacks
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/garuda-dev/garuda/broker/brokertest"
@@ -84,7 +85,40 @@ func runDeferredCase(t *testing.T, dc deferredCase) {
 	}
 }
 
-// TestDeferredDiscoveryAsNobody reruns TestDeferredGitFindsWhatAListingMisses as the user nobody.
+// TestDeferredDiscoveryAsNobody reruns the tests of this file as the user nobody.
 func TestDeferredDiscoveryAsNobody(t *testing.T) {
-	rerunAsNobody(t, "^TestDeferredGitFindsWhatAListingMisses$", "TestDeferredGitFindsWhatAListingMisses")
+	rerunAsNobody(t, "^TestDeferred(GitFindsWhatAListingMisses|EditorFilesInAFolderThatLooksLikeARepository)$",
+		"TestDeferredGitFindsWhatAListingMisses", "TestDeferredEditorFilesInAFolderThatLooksLikeARepository")
+}
+
+// TestDeferredEditorFilesInAFolderThatLooksLikeARepository: editor files, .envrc and mise's config a command
+// creates inside a folder it made look like a bare repository (HEAD, objects/, refs/) are removed like anywhere
+// else. Control: outside the sandbox they stay.
+func TestDeferredEditorFilesInAFolderThatLooksLikeARepository(t *testing.T) {
+	files := []string{"p/.zed/settings.json", "p/.vscode/tasks.json", "p/.envrc", "p/mise.toml", "p/sub/.nvim.lua"}
+	cmd := "mkdir -p p/objects p/refs && echo 'ref: refs/heads/main' > p/HEAD; "
+	for _, f := range files {
+		cmd += "mkdir -p $(dirname " + f + "); echo '{}' > " + f + "; "
+	}
+	for _, sandboxed := range []bool{false, true} {
+		e := New(t)
+		c := e.Client()
+		sid := e.Open(c)
+		var res *execv1.Result
+		if sandboxed {
+			res = Sh(t, c, sid, cmd)
+		} else {
+			res = unsandboxedSh(t, c, sid, cmd)
+		}
+		for _, f := range files {
+			switch left := Exists(filepath.Join(e.Root, f)); {
+			case !sandboxed && !left:
+				t.Fatalf("control: %s not written outside the sandbox", f)
+			case sandboxed && left:
+				t.Errorf("%s left by a sandboxed command: %s", f, res.GetContent())
+			case sandboxed && !strings.Contains(res.GetContent(), strings.Join(strings.Split(f, "/")[:2], "/")):
+				t.Errorf("the result does not name %s: %s", f, res.GetContent())
+			}
+		}
+	}
 }
