@@ -36,6 +36,10 @@ func TestGuardFindsRepositoriesAsGitDoes(t *testing.T) {
 			printf '[core]\n\tbare = false\n' > common/config &&
 			printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > common/hooks/pre-commit && chmod +x common/hooks/pre-commit`,
 			in: "w", then: []string{"commit", "-q", "--allow-empty", "-m", "x"}, marker: "w/PWNED"},
+		{name: "common folder whose name ends in a space", attack: fsm + `mkdir -p 'c /objects' 'c /refs' gd w &&
+			echo 'ref: refs/heads/main' > gd/HEAD && echo 'gitdir: ../gd' > w/.git && printf '../c \n' > gd/commondir &&
+			printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = %s/fsm\n' "$PWD" > 'c /config'`,
+			in: "w", then: []string{"status"}, marker: "w/PWNED"},
 		{name: "commondir that is a link", attack: fsm + worktree + `echo ../common > gd/cd && ln -s cd gd/commondir &&
 			printf '[core]\n\tbare = false\n\tfsmonitor = %s/fsm\n' "$PWD" > common/config`,
 			in: "w", then: []string{"status"}, marker: "w/PWNED"},

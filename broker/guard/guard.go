@@ -342,7 +342,7 @@ func (g *Guard) readRepo(dir string) *repo {
 		fp.WriteString(fingerprint(g.abs(path.Join(dir, name))) + ";")
 	}
 	if data, err := g.readFile(path.Join(dir, "commondir"), 4096); err == nil {
-		if c, ok := g.rel(dir, strings.TrimSpace(string(data))); ok && c != dir {
+		if c, ok := g.rel(dir, gitLine(string(data))); ok && c != dir {
 			r.common = c
 		}
 	}

@@ -223,11 +223,11 @@ func (u *undoer) pointerTarget(p string) (string, bool) {
 		if err != nil {
 			return "", false
 		}
-		s, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+		s, ok := strings.CutPrefix(string(data), "gitdir: ")
 		if !ok {
 			return "", false
 		}
-		target = strings.TrimSpace(s)
+		target = gitLine(s)
 	}
 	rel, ok := u.g.rel(parent(p), target)
 	if !ok {
@@ -243,6 +243,13 @@ func (u *undoer) pointerTarget(p string) (string, bool) {
 	return rel, true
 }
 
+// gitLine is a path as git reads it from a .git file (after "gitdir: ") or a commondir: only the line ends at its
+// end are cut, never spaces, which are part of the name (setup.c). Defends against a target that the guard would
+// read as another folder than git does ("../common " is not "../common").
+func gitLine(s string) string {
+	return strings.TrimRight(s, "\r\n")
+}
+
 // repo neutralises one git folder: its config's dangerous keys, its commondir to outside, new executable hooks.
 func (u *undoer) repo(dir string, before *repo) {
 	hooks := u.g.readRepoHooks(dir)
@@ -251,7 +258,7 @@ func (u *undoer) repo(dir string, before *repo) {
 	}
 	switch data, err := u.g.readFile(path.Join(dir, "commondir"), 4096); {
 	case err == nil:
-		if _, ok := u.g.rel(dir, strings.TrimSpace(string(data))); !ok {
+		if _, ok := u.g.rel(dir, gitLine(string(data))); !ok {
 			u.remove(path.Join(dir, "commondir"), "it pointed git at a folder outside the project")
 		}
 	case !errors.Is(err, fs.ErrNotExist):

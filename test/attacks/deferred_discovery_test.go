@@ -36,6 +36,16 @@ var discoveryCases = []deferredCase{
 		printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = %s/fsm\n' "$PWD" > common/config &&
 		echo 'gitdir: ../gd' > w/.git`,
 		in: "w", git: []string{"status"}, marker: "w/PWNED"},
+	// git trims only line ends from a commondir and a .git file, never spaces: "../common " is another folder.
+	{name: "the config of a common folder whose name ends in a space", attack: planter("fsm") +
+		`mkdir -p 'common /objects' 'common /refs' gd w && echo 'ref: refs/heads/main' > gd/HEAD &&
+		printf '../common \n' > gd/commondir && echo 'gitdir: ../gd' > w/.git &&
+		printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = %s/fsm\n' "$PWD" > 'common /config'`,
+		in: "w", git: []string{"status"}, marker: "w/PWNED"},
+	{name: "a .git file whose path ends in a space, to a repository in node_modules", attack: planter("fsm") +
+		`mkdir -p node_modules/x w && git init -q --bare 'node_modules/x/g ' && git --git-dir='node_modules/x/g ' config core.bare false &&
+		git --git-dir='node_modules/x/g ' config core.fsmonitor "$PWD/fsm" && printf 'gitdir: ../node_modules/x/g \n' > w/.git`,
+		in: "w", git: []string{"status"}, marker: "w/PWNED"},
 	{name: "a repository below the refs of a folder that looks like a bare repository", attack: planter("fsm") +
 		`mkdir -p fake/objects fake/refs && echo 'ref: refs/heads/main' > fake/HEAD && git init -q fake/refs/n &&
 		git -C fake/refs/n config core.fsmonitor "$PWD/fsm"`,
