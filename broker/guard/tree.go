@@ -266,7 +266,8 @@ func (t *tree) read(rel string, inGit, denyOnly bool, wd int32) (*node, bool) {
 		// A .git folder stays writable (git writes objects and its index there); what is protected inside it is
 		// found by walking on. A .git file (a worktree's or submodule's pointer) is protected itself.
 		isGitFolder := typ.IsDir() && strings.EqualFold(name, ".git")
-		if !isGitFolder && (inGit || nd.gitDir || policy.MayBeProtected(name)) {
+		// In the home folder itself every entry is asked (HomeProtected names ~/bin, which no quick test lets through).
+		if !isGitFolder && (inGit || nd.gitDir || policy.MayBeProtected(name) || t.inHome && rel == t.home) {
 			p := path.Join(rel, name)
 			if protected = policy.Protected(p) || t.inHome && policy.HomeProtected(p, t.home); protected {
 				nd.prot = append(nd.prot, name)

@@ -1,6 +1,7 @@
 package attacks
 
 import (
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,8 +98,8 @@ func runDeferredCase(t *testing.T, dc deferredCase) {
 
 // TestDeferredDiscoveryAsNobody reruns the tests of this file as the user nobody.
 func TestDeferredDiscoveryAsNobody(t *testing.T) {
-	rerunAsNobody(t, "^TestDeferred(GitFindsWhatAListingMisses|EditorFilesInAFolderThatLooksLikeARepository)$",
-		"TestDeferredGitFindsWhatAListingMisses", "TestDeferredEditorFilesInAFolderThatLooksLikeARepository")
+	rerunAsNobody(t, "^TestDeferred(GitFindsWhatAListingMisses|EditorFilesInAFolderThatLooksLikeARepository|HomeBin)$",
+		"TestDeferredGitFindsWhatAListingMisses", "TestDeferredEditorFilesInAFolderThatLooksLikeARepository", "TestDeferredHomeBin")
 }
 
 // TestDeferredEditorFilesInAFolderThatLooksLikeARepository: editor files, .envrc and mise's config a command
@@ -130,5 +131,58 @@ func TestDeferredEditorFilesInAFolderThatLooksLikeARepository(t *testing.T) {
 				t.Errorf("the result does not name %s: %s", f, res.GetContent())
 			}
 		}
+	}
+}
+
+// TestDeferredHomeBin: with the project folder the user's home, a program a command plants in ~/bin is removed:
+// Debian's, Ubuntu's and Fedora's shell start-up files put ~/bin first in PATH when it exists, so the next login
+// shell would run it for "git". Controls: outside the sandbox the login shell's git is the planted one; with the
+// home elsewhere the sandboxed command keeps it.
+func TestDeferredHomeBin(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	const attack = `mkdir -p bin && printf '#!/bin/sh\ntouch "$HOME/PWNED"\n' > bin/git && chmod +x bin/git`
+	// loginGit runs git in a login shell of that home, whose .profile is Debian's.
+	loginGit := func(home string) bool {
+		cmd := exec.Command("bash", "-lc", "git --version")
+		cmd.Dir = home
+		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home}
+		cmd.Run()
+		return Exists(filepath.Join(home, "PWNED"))
+	}
+	run := func(homeIsRoot, sandboxed bool) (string, *execv1.Result) {
+		root := filepath.Join(t.TempDir(), "u")
+		MustWrite(t, filepath.Join(root, ".profile"), "if [ -d \"$HOME/bin\" ] ; then\n    PATH=\"$HOME/bin:$PATH\"\nfi\n")
+		if homeIsRoot {
+			t.Setenv("HOME", root)
+		} else {
+			t.Setenv("HOME", t.TempDir())
+		}
+		e := NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
+		c := e.Client()
+		sid := e.Open(c)
+		if !sandboxed {
+			return root, unsandboxedSh(t, c, sid, attack)
+		}
+		return root, Sh(t, c, sid, attack)
+	}
+	if root, res := run(true, false); !loginGit(root) {
+		t.Fatalf("control: outside the sandbox the login shell did not run the planted git: %s", res.GetContent())
+	}
+	if root, res := run(false, true); !Exists(filepath.Join(root, "bin/git")) {
+		t.Fatalf("control: with the home elsewhere the command's bin/git should stay: %s", res.GetContent())
+	}
+	root, res := run(true, true)
+	if Exists(filepath.Join(root, "bin/git")) || loginGit(root) {
+		t.Errorf("bin/git left by a sandboxed command in the home folder, and run by a login shell: %s", res.GetContent())
+	}
+	// There before: read-only for commands.
+	root = filepath.Join(t.TempDir(), "u")
+	MustWrite(t, filepath.Join(root, "bin/tool"), "#!/bin/sh\n")
+	t.Setenv("HOME", root)
+	e := NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
+	c := e.Client()
+	res = Sh(t, c, e.Open(c), `echo 'touch "$HOME/PWNED"' >> bin/tool; printf '#!/bin/sh\n' > bin/git`)
+	if got := FileText(filepath.Join(root, "bin/tool")); got != "#!/bin/sh\n" || Exists(filepath.Join(root, "bin/git")) {
+		t.Errorf("a command changed the user's ~/bin: %q (%s)", got, res.GetContent())
 	}
 }
