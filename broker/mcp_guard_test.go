@@ -47,9 +47,7 @@ func TestMCPServerCheckedWhileItRuns(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
 	testenv.NeedCommand(t, "python3", "python3")
 	run := func(t *testing.T, every time.Duration) (stays bool, ran bool) {
-		saved := *broker.GuardEvery
-		*broker.GuardEvery = every
-		t.Cleanup(func() { *broker.GuardEvery = saved })
+		t.Cleanup(broker.SetGuardEvery(every))
 		e := New(t)
 		def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 			"planter": map[string]any{"command": "python3", "args": []string{"-c", plantingMCPServer}}}})

@@ -75,11 +75,11 @@ func (m *mcpWatch) check(s *Service, sessID, label string, since time.Time) {
 	_, _ = s.guardAfter(sessID, policy.OpMCPStart, label, m.w)
 }
 
-// checkWhileRunning takes the check every guardEvery until stop closes: defends against a server that plants,
+// checkWhileRunning takes the check every guardEvery (30 s) until stop closes: defends against a server that plants,
 // say, a repository with core.fsmonitor between its calls, which the user's git would run long before the
 // server's next call or its end (a session may last all day).
 func (m *mcpWatch) checkWhileRunning(s *Service, sessID, label string, stop <-chan struct{}) {
-	t := time.NewTicker(guardEvery)
+	t := time.NewTicker(guardInterval())
 	defer t.Stop()
 	for {
 		select {
