@@ -75,6 +75,22 @@ func (m *mcpWatch) check(s *Service, sessID, label string, since time.Time) {
 	_, _ = s.guardAfter(sessID, policy.OpMCPStart, label, m.w)
 }
 
+// checkWhileRunning takes the check every guardEvery (30 s) until stop closes: defends against a server that plants,
+// say, a repository with core.fsmonitor between its calls, which the user's git would run long before the
+// server's next call or its end (a session may last all day).
+func (m *mcpWatch) checkWhileRunning(s *Service, sessID, label string, stop <-chan struct{}) {
+	t := time.NewTicker(guardInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			m.check(s, sessID, label, now)
+		}
+	}
+}
+
 // maxMCPArgs bounds the arguments of one MCP call (as JSON).
 const maxMCPArgs = 1 << 20
 
@@ -436,7 +452,14 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 			watch.names = append(watch.names, key)
 		}
 		sess.mcp.mu.Unlock()
+		stop := make(chan struct{})
+		var periodic sync.WaitGroup
+		if watch != nil {
+			periodic.Go(func() { watch.checkWhileRunning(s, sess.id, cmd, stop) })
+		}
 		res, err := sandbox.Run(ctx, spec)
+		close(stop)
+		periodic.Wait()
 		ended := time.Now()
 		sess.mcp.mu.Lock()
 		if sess.mcp.watches[key] == watch {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -416,14 +417,24 @@ func (s *Service) startProcess(sess *session, command string, spec sandbox.Spec,
 	return p, nil
 }
 
-// guardEvery is how often the guard checks what a running background process left.
+// guardEvery is how often the guard checks what a running background process or MCP stdio server left.
 const guardEvery = 30 * time.Second
+
+// guardEveryForTests, when set, replaces guardEvery (atomic: tests change it while sessions of theirs end).
+var guardEveryForTests atomic.Int64
+
+func guardInterval() time.Duration {
+	if d := guardEveryForTests.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return guardEvery
+}
 
 // guardWhileRunning runs the guard's after-checks every guardEvery while the process runs: defends against a
 // long-lived process that plants, say, a repository with core.fsmonitor, which the user's shell would run long
 // before the process ends.
 func (s *Service) guardWhileRunning(sess *session, p *proc, watch *guard.Watch) {
-	t := time.NewTicker(guardEvery)
+	t := time.NewTicker(guardInterval())
 	defer t.Stop()
 	for {
 		select {

@@ -90,7 +90,16 @@ func (s *Service) loadPolicy(root *fsops.Root) policyFiles {
 			}
 		}
 	}
-	pf.claudeHooks, pf.notices = s.loadClaudeHooks(root, pf.notices)
+	// A project's hooks in a file the read rules hide are not read: their consent question would show its content.
+	st := &policy.State{Root: root.Path(), RealRoot: root.Real(), Home: s.cfg.Home, UserHome: s.userHome, Mode: policy.ModeBuild,
+		Team: pf.team, TeamErr: pf.teamErr, User: pf.user, Project: pf.project, ProjectTrusted: pf.trusted}
+	allow := s.allowRead(st)
+	if pf.project != nil && !allow(filepath.Join(root.Path(), projectSettingsPath)) {
+		pf.project.Hooks = nil
+	}
+	if allow(filepath.Join(root.Path(), claudeSettingsPath)) {
+		pf.claudeHooks, pf.notices = s.loadClaudeHooks(root, pf.notices)
+	}
 	return pf
 }
 

@@ -106,11 +106,12 @@ func HomeIn(root, userHome string) (string, bool) {
 }
 
 // HomeProtected reports whether rel, a root-relative slash path, is or lies below an entry whose name starts with
-// a dot directly inside home (root-relative; "" is the root). A home folder's dot files and folders configure what
-// the user runs later, unsandboxed: git reads ~/.config/git/config, login shells put ~/.local/bin first in PATH,
-// systemd starts ~/.config/systemd/user units, editors load ~/.vim and ~/.emacs.d. Defends against a command that
-// plants them when the project folder is (or holds) the user's home. Its .git (a dotfiles repository) is left to
-// the rules of every repository.
+// a dot, or ~/bin, directly inside home (root-relative; "" is the root). A home folder's dot files and folders
+// configure what the user runs later, unsandboxed: git reads ~/.config/git/config, login shells put ~/.local/bin
+// and ~/bin (Debian's, Ubuntu's and Fedora's start-up files, when it exists) first in PATH, systemd starts
+// ~/.config/systemd/user units, editors load ~/.vim and ~/.emacs.d. Defends against a command that plants them
+// when the project folder is (or holds) the user's home. Its .git (a dotfiles repository) is left to the rules of
+// every repository.
 func HomeProtected(rel, home string) bool {
 	rel = strings.Trim(foldName(rel), "/")
 	home = strings.Trim(foldName(home), "/")
@@ -122,7 +123,7 @@ func HomeProtected(rel, home string) bool {
 		rel = sub
 	}
 	first, _, _ := strings.Cut(rel, "/")
-	return strings.HasPrefix(first, ".") && first != ".git"
+	return strings.HasPrefix(first, ".") && first != ".git" || first == "bin"
 }
 
 // ProtectedNames returns the root-relative names the sandbox makes read-only for commands (binding the ones

@@ -78,6 +78,10 @@ func TestHomeProtected(t *testing.T) {
 		{"home/v/.config/git/config", "home/u", false},
 		{"src/.local/bin/x", "", false},
 		{"notes.txt", "", false},
+		{"bin/git", "", true},
+		{"home/u/bin", "home/u", true},
+		{"src/bin/x", "", false},
+		{"binaries/x", "", false},
 	} {
 		if got := HomeProtected(c.rel, c.home); got != c.want {
 			t.Errorf("HomeProtected(%q, %q) = %v, want %v", c.rel, c.home, got, c.want)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -143,9 +144,10 @@ type Snapshot struct {
 }
 
 type repo struct {
-	fp    string            // config, config.worktree, commondir and the hooks folder's listing
-	hooks map[string]string // name → fingerprint, in the folder git runs hooks from
-	facts policy.GitRepo
+	fp     string            // config, config.worktree, commondir and the hooks folder's listing
+	common string            // the folder its commondir names, root-relative; "" when none or outside the root
+	hooks  map[string]string // name → fingerprint, in the folder git runs hooks from
+	facts  policy.GitRepo
 }
 
 // Scan walks the root (only what changed since the last scan) and reads its repositories.
@@ -203,6 +205,13 @@ func (g *Guard) snapshot() *Snapshot {
 					s.ensure = append(s.ensure, g.abs(path.Join(rel, sub)))
 				}
 			}
+		}
+	}
+	// The folder a commondir names is a git folder too, whether the walk saw one there or not: git reads its config
+	// and runs its hooks for the git folder that names it, and needs no HEAD in it.
+	for _, r := range slices.Collect(maps.Values(s.repos)) {
+		if r.common != "" && s.repos[r.common] == nil {
+			s.repos[r.common] = g.readRepo(r.common)
 		}
 	}
 	// Only the topmost of nested protected paths: a folder is covered whole.
@@ -331,6 +340,11 @@ func (g *Guard) readRepo(dir string) *repo {
 	var fp strings.Builder
 	for _, name := range []string{"config", "config.worktree", "commondir"} {
 		fp.WriteString(fingerprint(g.abs(path.Join(dir, name))) + ";")
+	}
+	if data, err := g.readFile(path.Join(dir, "commondir"), 4096); err == nil {
+		if c, ok := g.rel(dir, gitLine(string(data))); ok && c != dir {
+			r.common = c
+		}
 	}
 	// The config and the files it includes inside the root, in git's order: the last core.hooksPath wins.
 	hooksPath, hooksFrom := "", dir

@@ -150,6 +150,13 @@ func (t *tree) reload(rel string, old *node) {
 	}
 }
 
+// inDotGit reports whether rel is a folder named .git or lies below one. Only there is git's data left out of the
+// walk: a folder that merely looks like a bare repository may hold a repository the user enters below its refs/
+// (defends against hiding one there).
+func inDotGit(rel string) bool {
+	return slices.Contains(strings.Split(rel, "/"), ".git")
+}
+
 func parent(rel string) string {
 	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
 		return rel[:i]
@@ -242,11 +249,13 @@ func (t *tree) read(rel string, inGit, denyOnly bool, wd int32) (*node, bool) {
 			}
 		case name == "HEAD" && !typ.IsDir():
 			head = true
-		case name == "objects" && typ.IsDir():
+		// git's is_git_directory follows links (access(X_OK) on objects and refs, a read of commondir): a link
+		// counts like what it may name, or a planted repository of links would pass for a plain folder.
+		case name == "objects" && (typ.IsDir() || typ&fs.ModeSymlink != 0):
 			objects = true
-		case name == "refs" && typ.IsDir():
+		case name == "refs" && (typ.IsDir() || typ&fs.ModeSymlink != 0):
 			refs = true
-		case name == "commondir" && typ.IsRegular():
+		case name == "commondir" && !typ.IsDir():
 			commondir = true
 		}
 		if typ&fs.ModeSymlink != 0 {
@@ -257,7 +266,8 @@ func (t *tree) read(rel string, inGit, denyOnly bool, wd int32) (*node, bool) {
 		// A .git folder stays writable (git writes objects and its index there); what is protected inside it is
 		// found by walking on. A .git file (a worktree's or submodule's pointer) is protected itself.
 		isGitFolder := typ.IsDir() && strings.EqualFold(name, ".git")
-		if !isGitFolder && (inGit || nd.gitDir || policy.MayBeProtected(name)) {
+		// In the home folder itself every entry is asked (HomeProtected names ~/bin, which no quick test lets through).
+		if !isGitFolder && (inGit || nd.gitDir || policy.MayBeProtected(name) || t.inHome && rel == t.home) {
 			p := path.Join(rel, name)
 			if protected = policy.Protected(p) || t.inHome && policy.HomeProtected(p, t.home); protected {
 				nd.prot = append(nd.prot, name)
@@ -272,7 +282,7 @@ func (t *tree) read(rel string, inGit, denyOnly bool, wd int32) (*node, bool) {
 		p := path.Join(rel, d.name)
 		switch {
 		case t.hidden[p]:
-		case d.denyOnly || slices.Contains(skipNames, d.name) || t.skip[p] || nd.gitDir && slices.Contains(gitInternal, d.name):
+		case d.denyOnly || slices.Contains(skipNames, d.name) || t.skip[p] || nd.gitDir && inDotGit(rel) && slices.Contains(gitInternal, d.name):
 			// What the guard leaves out may still hold what a read-deny rule names: walked for that alone.
 			if t.deny != nil {
 				nd.subdirs = append(nd.subdirs, subdir{d.name, true})

@@ -108,9 +108,11 @@ func (g *Guard) undo(before, after *Snapshot) *Report {
 		u.repo(dir, before.repos[dir])
 	}
 	// Protected files and folders the run created, outside git folders (which are neutralised, not removed).
+	// Only inside a .git folder is a protected path git's own (its config, hooks, info): a folder that merely looks
+	// like a bare repository (HEAD, objects, refs) shelters no editor file or .envrc a command creates in it.
 	inRepo := func(p string) bool {
 		for dir := range after.repos {
-			if _, in := pathglob.Within(dir, p); in {
+			if _, in := pathglob.Within(dir, p); in && inDotGit(dir) {
 				return true
 			}
 		}
@@ -221,11 +223,11 @@ func (u *undoer) pointerTarget(p string) (string, bool) {
 		if err != nil {
 			return "", false
 		}
-		s, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+		s, ok := strings.CutPrefix(string(data), "gitdir: ")
 		if !ok {
 			return "", false
 		}
-		target = strings.TrimSpace(s)
+		target = gitLine(s)
 	}
 	rel, ok := u.g.rel(parent(p), target)
 	if !ok {
@@ -241,16 +243,27 @@ func (u *undoer) pointerTarget(p string) (string, bool) {
 	return rel, true
 }
 
+// gitLine is a path as git reads it from a .git file (after "gitdir: ") or a commondir: only the line ends at its
+// end are cut, never spaces, which are part of the name (setup.c). Defends against a target that the guard would
+// read as another folder than git does ("../common " is not "../common").
+func gitLine(s string) string {
+	return strings.TrimRight(s, "\r\n")
+}
+
 // repo neutralises one git folder: its config's dangerous keys, its commondir to outside, new executable hooks.
 func (u *undoer) repo(dir string, before *repo) {
 	hooks := u.g.readRepoHooks(dir)
 	for _, name := range []string{"config", "config.worktree"} {
 		u.config(path.Join(dir, name))
 	}
-	if data, err := u.g.readFile(path.Join(dir, "commondir"), 4096); err == nil {
-		if _, ok := u.g.rel(dir, strings.TrimSpace(string(data))); !ok {
+	switch data, err := u.g.readFile(path.Join(dir, "commondir"), 4096); {
+	case err == nil:
+		if _, ok := u.g.rel(dir, gitLine(string(data))); !ok {
 			u.remove(path.Join(dir, "commondir"), "it pointed git at a folder outside the project")
 		}
+	case !errors.Is(err, fs.ErrNotExist):
+		// A link or other non-regular commondir: git follows it to a folder the guard did not read.
+		u.remove(path.Join(dir, "commondir"), "a commondir that is not a plain file")
 	}
 	// Hooks in the git folder's own hooks folder, which git uses once core.hooksPath is gone.
 	for _, p := range hooks {
