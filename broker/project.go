@@ -14,24 +14,36 @@ import (
 const maxInstructions = 64 << 10
 
 // instructions finds the project's AGENTS.md, the nearest from the root up to the repository's top, else CLAUDE.md.
+// Every path is decided as a read before it is looked at, and only an allowed one is: above the root, reads ask (and
+// nothing can be asked while a session opens), so there a rule must allow them. Defends against a session's start
+// that stats or reads outside what the policy allows (its instructions would tell what is there).
 func (s *Service) instructions(sess *session) (text, file string) {
-	var dirs []string
-	for d := sess.root; ; d = filepath.Dir(d) {
-		dirs = append(dirs, d)
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil || d == filepath.Dir(d) {
+	st := s.state(sess)
+	allowed := func(p string) bool {
+		return policy.Decide(policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: p}, st).Verdict == policy.Allow
+	}
+	dirs := []string{sess.root}
+	for d := sess.root; ; {
+		git := filepath.Join(d, ".git")
+		if !allowed(git) {
+			dirs = dirs[:1] // where the repository's top is cannot be looked for: the root alone
 			break
 		}
+		if _, err := os.Lstat(git); err == nil {
+			break // d is the repository's top
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			dirs = dirs[:1] // no repository above the root: the root alone
+			break
+		}
+		d = up
+		dirs = append(dirs, d)
 	}
-	// Without a repository above the root, only the root itself counts.
-	if _, err := os.Lstat(filepath.Join(dirs[len(dirs)-1], ".git")); err != nil {
-		dirs = dirs[:1]
-	}
-	st := s.state(sess)
 	for _, name := range []string{"AGENTS.md", "CLAUDE.md"} {
 		for _, d := range dirs {
-			// A file that a rule denies reading is not read: it would reach the model as instructions.
-			read := policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: filepath.Join(d, name)}
-			if policy.Decide(read, st).Verdict == policy.Deny {
+			// A file the policy does not allow reading is not read: it would reach the model as instructions.
+			if !allowed(filepath.Join(d, name)) {
 				continue
 			}
 			at := d

@@ -68,3 +68,40 @@ func TestProjectConfigFollowsNoLink(t *testing.T) {
 		t.Fatalf("control: %q %v", ctl.GetInstructions(), err)
 	}
 }
+
+// The instructions above the root are looked for only where the read policy allows reading without a question:
+// reads outside the project folder ask, and nothing can be asked while a session opens, so by default neither the
+// repository's AGENTS.md above the root nor its .git is touched. Control: a rule that allows reading the repository
+// brings its AGENTS.md (and, on the code before, it came without the rule).
+func TestInstructionsAboveTheRootOnlyWhereReadsAreAllowed(t *testing.T) {
+	dir := t.TempDir()
+	repo, home := filepath.Join(dir, "repo"), filepath.Join(dir, "home")
+	root := filepath.Join(repo, "sub")
+	for _, d := range []string{filepath.Join(repo, ".git"), root, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "AGENTS.md"), []byte("the repository's instructions"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open := func() *execv1.OpenSessionResponse {
+		s := NewService(Config{Home: home, ManagedPolicy: filepath.Join(dir, "managed.json"), Version: "test"})
+		t.Cleanup(s.Shutdown)
+		res, err := s.OpenSession(context.Background(), &execv1.OpenSessionRequest{Root: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := open(); res.GetInstructions() != "" {
+		t.Errorf("with reads above the root asked, the instructions came from %s: %q", res.GetInstructionsFile(), res.GetInstructions())
+	}
+	rule := `{"permissions": {"allow": ["read_file(//` + strings.TrimPrefix(filepath.ToSlash(repo), "/") + `/**)"]}}`
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(rule), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := open(); res.GetInstructions() != "the repository's instructions" {
+		t.Errorf("control: with reads of the repository allowed, instructions %q from %q", res.GetInstructions(), res.GetInstructionsFile())
+	}
+}
