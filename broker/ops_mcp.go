@@ -221,7 +221,8 @@ func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, []str
 			start = append(start, d)
 		}
 	}
-	// A running server no longer configured, or no longer allowed (team policy changed), ends.
+	// A running server that is no longer among the session's servers (its mcp.json changed) ends. The policy files
+	// are read once per session, so a server allowed when it started stays allowed while it runs.
 	for _, n := range host.Names() {
 		keep := false
 		for _, d := range start {
