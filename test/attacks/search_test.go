@@ -1,6 +1,7 @@
 package attacks
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,18 +113,22 @@ func TestRedTeamStarStarBacktracking(t *testing.T) {
 // quadratic in the file's size (a 300 KB file takes minutes), and a cancel does not stop it. Also for an honest
 // model. Control: a pattern with a literal on the same file is instant.
 func TestRedTeamGrepQuadraticPattern(t *testing.T) {
+	// 600 KB: quadratic, a pattern takes many minutes; linear, well under a second (seconds under the race detector on
+	// a loaded machine, hence the bound of a minute: a 5 s bound failed in a cold CI run, the control included).
+	const lines, bound = 200_000, time.Minute
 	e := brokertest.New(t)
-	brokertest.MustWrite(t, filepath.Join(e.Root, "many.txt"), strings.Repeat("ab\n", 100_000))
+	brokertest.MustWrite(t, filepath.Join(e.Root, "many.txt"), strings.Repeat("ab\n", lines))
 	c := e.Client()
 	sid := e.Open(c)
+	want := fmt.Sprintf("many.txt:%d", lines)
 	for _, p := range []string{`[^z]+`, `\s*[ab]`, `(?s)[ab].`} {
-		res, err := within(t, c, sid, brokertest.GrepOp(p, "count"), execv1.Choice_CHOICE_ONCE, 5*time.Second)
-		if err == nil && !strings.Contains(res.GetContent(), "many.txt:100000") {
+		res, err := within(t, c, sid, brokertest.GrepOp(p, "count"), execv1.Choice_CHOICE_ONCE, bound)
+		if err == nil && !strings.Contains(res.GetContent(), want) {
 			t.Errorf("grep %q: %v", p, res)
 		}
 	}
-	res, _ := within(t, c, sid, brokertest.GrepOp("ab", "count"), execv1.Choice_CHOICE_ONCE, 5*time.Second)
-	if !strings.Contains(res.GetContent(), "many.txt:100000") {
+	res, _ := within(t, c, sid, brokertest.GrepOp("ab", "count"), execv1.Choice_CHOICE_ONCE, bound)
+	if !strings.Contains(res.GetContent(), want) {
 		t.Fatalf("control: %v", res)
 	}
 }
