@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +46,20 @@ var platforms = []platform{
 	{"darwin-x86_64", "darwin", "amd64"},
 	{"darwin-aarch64", "darwin", "arm64"},
 	{"windows-x86_64", "windows", "amd64"},
+}
+
+// buildOrder is platforms with this machine's own last: its packages, built with the same settings, are often in
+// the build cache by then (make build, or the process tests building the binaries while the release test runs),
+// where building it first would compile them a second time beside that other build.
+func buildOrder() []platform {
+	own := func(p platform) bool { return p.goos == runtime.GOOS && p.goarch == runtime.GOARCH }
+	order := slices.DeleteFunc(slices.Clone(platforms), own)
+	for _, p := range platforms {
+		if own(p) {
+			order = append(order, p)
+		}
+	}
+	return order
 }
 
 // exe is the file name of a program on p.
@@ -132,7 +147,7 @@ func run(o options) error {
 	}
 	defer os.RemoveAll(work)
 	sums := map[string]string{}
-	for _, p := range platforms {
+	for _, p := range buildOrder() {
 		name, sum, err := buildArchive(root, work, o.version, p, mtime, docs)
 		if err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -386,4 +387,20 @@ func listFiles(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return slices.Sorted(slices.Values(names))
+}
+
+// The release builds every platform once, this machine's last (its packages are then often in the build cache).
+func TestBuildOrder(t *testing.T) {
+	order := buildOrder()
+	if len(order) != len(platforms) {
+		t.Fatalf("%d builds for %d platforms", len(order), len(platforms))
+	}
+	for _, p := range platforms {
+		if n := len(slices.DeleteFunc(slices.Clone(order), func(q platform) bool { return q != p })); n != 1 {
+			t.Errorf("%s built %d times", p.name, n)
+		}
+	}
+	if last := order[len(order)-1]; last.goos != runtime.GOOS || last.goarch != runtime.GOARCH {
+		t.Errorf("the last build is %s, not this machine's %s/%s", last.name, runtime.GOOS, runtime.GOARCH)
+	}
 }
