@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/garuda-dev/garuda/broker"
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/internal/testenv"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 	"github.com/garuda-dev/garuda/test/nobody"
@@ -48,13 +48,14 @@ func TestMCPServerCheckedWhileItRuns(t *testing.T) {
 	testenv.NeedCommand(t, "python3", "python3")
 	run := func(t *testing.T, every time.Duration) (stays bool, ran bool) {
 		t.Cleanup(broker.SetGuardEvery(every))
-		e := New(t)
+		e := brokertest.New(t)
 		def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 			"planter": map[string]any{"command": "python3", "args": []string{"-c", plantingMCPServer}}}})
-		MustWrite(t, filepath.Join(e.Home, "mcp.json"), string(def))
+		brokertest.MustWrite(t, filepath.Join(e.Home, "mcp.json"), string(def))
 		c := e.Client()
 		sid := e.Open(c)
-		res, _, err := Run(t, Start(t, c, Ctx(t), sid, &execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}}),
+		res, _, err := brokertest.Run(t,
+			brokertest.Start(t, c, brokertest.Ctx(t), sid, &execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}}),
 			execv1.Choice_CHOICE_ONCE)
 		if err != nil || !strings.Contains(res.GetContent(), "planter") {
 			t.Fatalf("mcp_start: %v %s %v", err, res.GetContent(), res.GetNotices())
@@ -65,7 +66,7 @@ func TestMCPServerCheckedWhileItRuns(t *testing.T) {
 			return strings.TrimSpace(string(out))
 		}
 		deadline := time.Now().Add(20 * time.Second)
-		for !Exists(filepath.Join(e.Root, "planted")) {
+		for !brokertest.Exists(filepath.Join(e.Root, "planted")) {
 			if time.Now().After(deadline) {
 				t.Fatal("the server planted nothing")
 			}
@@ -80,7 +81,7 @@ func TestMCPServerCheckedWhileItRuns(t *testing.T) {
 		cmd.Dir = filepath.Join(e.Root, "nested")
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
 		cmd.Run()
-		return stays, Exists(filepath.Join(e.Root, "nested", "PWNED"))
+		return stays, brokertest.Exists(filepath.Join(e.Root, "nested", "PWNED"))
 	}
 	t.Run("control", func(t *testing.T) {
 		if stays, ran := run(t, time.Hour); !stays || !ran {

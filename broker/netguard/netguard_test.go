@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 func TestClassify(t *testing.T) {
@@ -89,20 +91,7 @@ func (f *fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.A
 // TestDialChecksEveryAddress: a name that resolves to loopback (or partly to it) is refused unless a rule names
 // the host; the negative control shows the same server reached when one does.
 func TestDialChecksEveryAddress(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ln := testenv.ClosingListener(t)
 	port := uint16(ln.Addr().(*net.TCPAddr).Port)
 	r := &fakeResolver{addrs: map[string][]string{
 		"local.test":    {"127.0.0.1"},

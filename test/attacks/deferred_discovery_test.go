@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/internal/testenv"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -61,41 +61,6 @@ func TestDeferredGitFindsWhatAListingMisses(t *testing.T) {
 	}
 }
 
-// runDeferredCase runs one deferred case twice: outside the sandbox (the control: the planted program must run)
-// and as a sandboxed command (it must not). It is the loop of TestDeferredGitRunsNothingACommandLeft.
-func runDeferredCase(t *testing.T, dc deferredCase) {
-	t.Helper()
-	testenv.NeedCommand(t, "git", "git")
-	for _, sandboxed := range []bool{false, true} {
-		e := New(t)
-		if dc.before != "" {
-			setup(t, e.Root, dc.before)
-		}
-		c := e.Client()
-		sid := e.Open(c)
-		if dc.earlier != "" {
-			Sh(t, c, sid, dc.earlier)
-		}
-		var res *execv1.Result
-		if sandboxed {
-			res = Sh(t, c, sid, dc.attack)
-		} else {
-			res = unsandboxedSh(t, c, sid, dc.attack)
-		}
-		out := asUser(t, filepath.Join(e.Root, dc.in), dc.git...)
-		ran := Exists(filepath.Join(e.Root, dc.marker))
-		switch {
-		case !sandboxed && !ran:
-			t.Fatalf("control: outside the sandbox the attack did not work (%v)\n%s", res.GetContent(), out)
-		case sandboxed && ran:
-			t.Errorf("git ran what a sandboxed command left: %s\n%s", res.GetContent(), out)
-		}
-		if sandboxed {
-			t.Logf("%v: %s", res.GetStatus(), res.GetContent())
-		}
-	}
-}
-
 // TestDeferredDiscoveryAsNobody reruns the tests of this file as the user nobody.
 func TestDeferredDiscoveryAsNobody(t *testing.T) {
 	rerunAsNobody(t, "^TestDeferred(GitFindsWhatAListingMisses|EditorFilesInAFolderThatLooksLikeARepository|HomeBin)$",
@@ -112,17 +77,17 @@ func TestDeferredEditorFilesInAFolderThatLooksLikeARepository(t *testing.T) {
 		cmd += "mkdir -p $(dirname " + f + "); echo '{}' > " + f + "; "
 	}
 	for _, sandboxed := range []bool{false, true} {
-		e := New(t)
+		e := brokertest.New(t)
 		c := e.Client()
 		sid := e.Open(c)
 		var res *execv1.Result
 		if sandboxed {
-			res = Sh(t, c, sid, cmd)
+			res = brokertest.Sh(t, c, sid, cmd)
 		} else {
 			res = unsandboxedSh(t, c, sid, cmd)
 		}
 		for _, f := range files {
-			switch left := Exists(filepath.Join(e.Root, f)); {
+			switch left := brokertest.Exists(filepath.Join(e.Root, f)); {
 			case !sandboxed && !left:
 				t.Fatalf("control: %s not written outside the sandbox", f)
 			case sandboxed && left:
@@ -147,42 +112,42 @@ func TestDeferredHomeBin(t *testing.T) {
 		cmd.Dir = home
 		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home}
 		cmd.Run()
-		return Exists(filepath.Join(home, "PWNED"))
+		return brokertest.Exists(filepath.Join(home, "PWNED"))
 	}
 	run := func(homeIsRoot, sandboxed bool) (string, *execv1.Result) {
 		root := filepath.Join(t.TempDir(), "u")
-		MustWrite(t, filepath.Join(root, ".profile"), "if [ -d \"$HOME/bin\" ] ; then\n    PATH=\"$HOME/bin:$PATH\"\nfi\n")
+		brokertest.MustWrite(t, filepath.Join(root, ".profile"), "if [ -d \"$HOME/bin\" ] ; then\n    PATH=\"$HOME/bin:$PATH\"\nfi\n")
 		if homeIsRoot {
 			t.Setenv("HOME", root)
 		} else {
 			t.Setenv("HOME", t.TempDir())
 		}
-		e := NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
+		e := brokertest.NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
 		c := e.Client()
 		sid := e.Open(c)
 		if !sandboxed {
 			return root, unsandboxedSh(t, c, sid, attack)
 		}
-		return root, Sh(t, c, sid, attack)
+		return root, brokertest.Sh(t, c, sid, attack)
 	}
 	if root, res := run(true, false); !loginGit(root) {
 		t.Fatalf("control: outside the sandbox the login shell did not run the planted git: %s", res.GetContent())
 	}
-	if root, res := run(false, true); !Exists(filepath.Join(root, "bin/git")) {
+	if root, res := run(false, true); !brokertest.Exists(filepath.Join(root, "bin/git")) {
 		t.Fatalf("control: with the home elsewhere the command's bin/git should stay: %s", res.GetContent())
 	}
 	root, res := run(true, true)
-	if Exists(filepath.Join(root, "bin/git")) || loginGit(root) {
+	if brokertest.Exists(filepath.Join(root, "bin/git")) || loginGit(root) {
 		t.Errorf("bin/git left by a sandboxed command in the home folder, and run by a login shell: %s", res.GetContent())
 	}
 	// There before: read-only for commands.
 	root = filepath.Join(t.TempDir(), "u")
-	MustWrite(t, filepath.Join(root, "bin/tool"), "#!/bin/sh\n")
+	brokertest.MustWrite(t, filepath.Join(root, "bin/tool"), "#!/bin/sh\n")
 	t.Setenv("HOME", root)
-	e := NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
+	e := brokertest.NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
 	c := e.Client()
-	res = Sh(t, c, e.Open(c), `echo 'touch "$HOME/PWNED"' >> bin/tool; printf '#!/bin/sh\n' > bin/git`)
-	if got := FileText(filepath.Join(root, "bin/tool")); got != "#!/bin/sh\n" || Exists(filepath.Join(root, "bin/git")) {
+	res = brokertest.Sh(t, c, e.Open(c), `echo 'touch "$HOME/PWNED"' >> bin/tool; printf '#!/bin/sh\n' > bin/git`)
+	if got := brokertest.FileText(filepath.Join(root, "bin/tool")); got != "#!/bin/sh\n" || brokertest.Exists(filepath.Join(root, "bin/git")) {
 		t.Errorf("a command changed the user's ~/bin: %q (%s)", got, res.GetContent())
 	}
 }

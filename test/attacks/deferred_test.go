@@ -112,38 +112,43 @@ var deferredCases = []deferredCase{
 }
 
 func TestDeferredGitRunsNothingACommandLeft(t *testing.T) {
-	testenv.NeedCommand(t, "git", "git")
 	for _, dc := range deferredCases {
-		t.Run(dc.name, func(t *testing.T) {
-			for _, sandboxed := range []bool{false, true} {
-				e := brokertest.New(t)
-				if dc.before != "" {
-					setup(t, e.Root, dc.before)
-				}
-				c := e.Client()
-				sid := e.Open(c)
-				if dc.earlier != "" {
-					brokertest.Sh(t, c, sid, dc.earlier)
-				}
-				var res *execv1.Result
-				if sandboxed {
-					res = brokertest.Sh(t, c, sid, dc.attack)
-				} else {
-					res = unsandboxedSh(t, c, sid, dc.attack)
-				}
-				out := asUser(t, filepath.Join(e.Root, dc.in), dc.git...)
-				ran := brokertest.Exists(filepath.Join(e.Root, dc.marker))
-				switch {
-				case !sandboxed && !ran:
-					t.Fatalf("control: outside the sandbox the attack did not work (%v)\n%s", res.GetContent(), out)
-				case sandboxed && ran:
-					t.Errorf("git ran what a sandboxed command left: %s\n%s", res.GetContent(), out)
-				}
-				if sandboxed {
-					t.Logf("%v: %s", res.GetStatus(), res.GetContent())
-				}
-			}
-		})
+		t.Run(dc.name, func(t *testing.T) { runDeferredCase(t, dc) })
+	}
+}
+
+// runDeferredCase runs one deferred case twice: outside the sandbox (the control: the planted program must run)
+// and as a sandboxed command (it must not).
+func runDeferredCase(t *testing.T, dc deferredCase) {
+	t.Helper()
+	testenv.NeedCommand(t, "git", "git")
+	for _, sandboxed := range []bool{false, true} {
+		e := brokertest.New(t)
+		if dc.before != "" {
+			setup(t, e.Root, dc.before)
+		}
+		c := e.Client()
+		sid := e.Open(c)
+		if dc.earlier != "" {
+			brokertest.Sh(t, c, sid, dc.earlier)
+		}
+		var res *execv1.Result
+		if sandboxed {
+			res = brokertest.Sh(t, c, sid, dc.attack)
+		} else {
+			res = unsandboxedSh(t, c, sid, dc.attack)
+		}
+		out := asUser(t, filepath.Join(e.Root, dc.in), dc.git...)
+		ran := brokertest.Exists(filepath.Join(e.Root, dc.marker))
+		switch {
+		case !sandboxed && !ran:
+			t.Fatalf("control: outside the sandbox the attack did not work (%v)\n%s", res.GetContent(), out)
+		case sandboxed && ran:
+			t.Errorf("git ran what a sandboxed command left: %s\n%s", res.GetContent(), out)
+		}
+		if sandboxed {
+			t.Logf("%v: %s", res.GetStatus(), res.GetContent())
+		}
 	}
 }
 

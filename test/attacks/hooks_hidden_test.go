@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -16,16 +16,17 @@ func TestProjectHooksInAHiddenFileAreNotShown(t *testing.T) {
 	const secret = "echo tok-5f3a9c > hook-ran"
 	for _, file := range []string{".claude/settings.json", ".garuda/settings.json"} {
 		for _, hidden := range []bool{false, true} {
-			e := New(t)
+			e := brokertest.New(t)
 			deny := `[]`
 			if hidden {
 				deny = `["read_file(` + filepath.Dir(file) + `/**)"]`
 			}
 			e.Settings(t, `{"permissions": {"deny": `+deny+`}}`)
-			MustWrite(t, filepath.Join(e.Root, file), HooksJSON("UserPromptSubmit", "", secret, ""))
+			brokertest.MustWrite(t, filepath.Join(e.Root, file), brokertest.HooksJSON("UserPromptSubmit", "", secret, ""))
 			c := e.Client()
 			sid := e.Open(c)
-			res, qs, err := Run(t, Start(t, c, Ctx(t), sid, HookEvent("UserPromptSubmit", "hello", "")), execv1.Choice_CHOICE_ONCE)
+			res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.HookEvent("UserPromptSubmit", "hello", "")),
+				execv1.Choice_CHOICE_ONCE)
 			if err != nil {
 				t.Fatalf("%s: %v", file, err)
 			}
@@ -33,7 +34,7 @@ func TestProjectHooksInAHiddenFileAreNotShown(t *testing.T) {
 			for _, q := range qs {
 				shown = shown || strings.Contains(q.GetPreview()+q.GetTitle(), "tok-5f3a9c")
 			}
-			ran := Exists(filepath.Join(e.Root, "hook-ran"))
+			ran := brokertest.Exists(filepath.Join(e.Root, "hook-ran"))
 			switch {
 			case !hidden && (!shown || !ran):
 				t.Fatalf("control %s: the consent question should show the hook (%v) and it should run (%v): %v %s", file, shown, ran,
