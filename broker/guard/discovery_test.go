@@ -2,7 +2,6 @@ package guard
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/garuda-dev/garuda/internal/testenv"
@@ -15,12 +14,7 @@ func TestGuardFindsRepositoriesAsGitDoes(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
 	const fsm = `printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > fsm && chmod +x fsm && `
 	const worktree = `mkdir -p common/objects common/refs gd w && echo 'ref: refs/heads/main' > gd/HEAD && echo 'gitdir: ../gd' > w/.git && `
-	cases := []struct {
-		name, attack string
-		then         []string // git, in the folder below
-		in           string
-		marker       string // created when the planted program ran
-	}{
+	cases := []gitCase{
 		{name: "bare repository of links", attack: fsm + `mkdir -p data/o data/r planted/sub &&
 			ln -s ../data/o planted/objects && ln -s ../data/r planted/refs && echo 'ref: refs/heads/main' > planted/HEAD &&
 			printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = %s/fsm\n' "$PWD" > planted/config`,
@@ -45,22 +39,7 @@ func TestGuardFindsRepositoriesAsGitDoes(t *testing.T) {
 			in: "w", then: []string{"status"}, marker: "w/PWNED"},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			root, _ := guarded(t, "", c.attack, false)
-			userGit(t, filepath.Join(root, c.in), c.then...)
-			if !exists(filepath.Join(root, c.marker)) {
-				t.Fatalf("control: the attack did not work without the guard")
-			}
-			root, rep := guarded(t, "", c.attack, true)
-			out, _ := userGit(t, filepath.Join(root, c.in), c.then...)
-			if exists(filepath.Join(root, c.marker)) {
-				t.Errorf("git ran the planted program after the guard (report %+v)\n%s", rep, out)
-			}
-			if len(rep.Undone) == 0 {
-				t.Errorf("the report names nothing undone: %+v", rep)
-			}
-			t.Logf("undone: %s", strings.Join(rep.Undone, "; "))
-		})
+		t.Run(c.name, c.run)
 	}
 }
 

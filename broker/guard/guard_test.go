@@ -63,16 +63,40 @@ func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 // pwn is a program git would run: it leaves a marker file where it runs.
 const pwn = `printf '#!/bin/sh\ntouch "$(dirname "$0")/PWNED"\n' > /tmp/x; `
 
+// gitCase is an attack on git as the user runs it later: setup (the user's project before), attack (the command),
+// then git run in the folder in, and marker, which appears when the planted program ran.
+type gitCase struct {
+	name, setup, attack string
+	then                []string // git, in the folder below
+	in                  string
+	marker              string // created when the planted program ran
+}
+
+// run runs the attack without the guard (the control: git runs the planted program) and with it (it must not),
+// and checks that the guard's report names what it undid.
+func (c gitCase) run(t *testing.T) {
+	// Control: without the guard git runs the planted program.
+	root, _ := guarded(t, c.setup, c.attack, false)
+	userGit(t, filepath.Join(root, c.in), c.then...)
+	if !exists(filepath.Join(root, c.marker)) {
+		t.Fatalf("control: the attack did not work without the guard")
+	}
+	root, rep := guarded(t, c.setup, c.attack, true)
+	out, _ := userGit(t, filepath.Join(root, c.in), c.then...)
+	if exists(filepath.Join(root, c.marker)) {
+		t.Errorf("git ran the planted program after the guard (report %+v)\n%s", rep, out)
+	}
+	if len(rep.Undone) == 0 {
+		t.Errorf("the report names nothing undone: %+v", rep)
+	}
+	t.Logf("undone: %s", strings.Join(rep.Undone, "; "))
+}
+
 // TestGuardUndoesWhatGitRunsLater runs each attack of the class as a "command" and then git as the user would.
 // Each case's control runs the same without the guard and shows the attack works.
 func TestGuardUndoesWhatGitRunsLater(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
-	cases := []struct {
-		name, setup, attack string
-		then                []string // git, in the folder below
-		in                  string
-		marker              string // created when the planted program ran
-	}{
+	cases := []gitCase{
 		{name: "nested init with fsmonitor", attack: `git init -q nested && printf '#!/bin/sh\ntouch "$PWD/../PWNED"\n' > fsm && ` +
 			`chmod +x fsm &&
 			git -C nested config core.fsmonitor "$PWD/fsm"`, in: "nested", then: []string{"status"}, marker: "PWNED"},
@@ -101,23 +125,7 @@ func TestGuardUndoesWhatGitRunsLater(t *testing.T) {
 			in: "w", then: []string{"status"}, marker: "PWNED"},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			// Control: without the guard git runs the planted program.
-			root, _ := guarded(t, c.setup, c.attack, false)
-			userGit(t, filepath.Join(root, c.in), c.then...)
-			if !exists(filepath.Join(root, c.marker)) {
-				t.Fatalf("control: the attack did not work without the guard")
-			}
-			root, rep := guarded(t, c.setup, c.attack, true)
-			out, _ := userGit(t, filepath.Join(root, c.in), c.then...)
-			if exists(filepath.Join(root, c.marker)) {
-				t.Errorf("git ran the planted program after the guard (report %+v)\n%s", rep, out)
-			}
-			if len(rep.Undone) == 0 {
-				t.Errorf("the report names nothing undone: %+v", rep)
-			}
-			t.Logf("undone: %s", strings.Join(rep.Undone, "; "))
-		})
+		t.Run(c.name, c.run)
 	}
 }
 
