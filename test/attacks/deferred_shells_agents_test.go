@@ -15,8 +15,12 @@ import (
 //   - .env: oh-my-zsh's dotenv plugin sources it as zsh code on every cd into its folder; its "Always" answer
 //     trusts the folder's path, not the file's content (and ZSH_DOTENV_PROMPT=false never asks);
 //   - .tool-versions: asdf's (and mise's) `TOOL path:DIR` runs DIR/bin/TOOL for every TOOL the user runs there;
-//   - opencode.json and opencode.jsonc: opencode starts the project's local MCP servers (commands) at launch.
-var shellAndAgentFiles = []string{".env", "sub/.env", ".tool-versions", "opencode.json", "opencode.jsonc"}
+//   - opencode.json and opencode.jsonc: opencode starts the project's local MCP servers (commands) at launch;
+//   - rust-toolchain.toml and rust-toolchain: rustup's `path = "/abs/dir"` makes every cargo and rustc the user (or
+//     rust-analyzer, when the editor opens the project) runs there DIR/bin's (rustup 1.29 runs a planted cargo for
+//     `cargo --version` with an empty RUSTUP_HOME).
+var shellAndAgentFiles = []string{".env", "sub/.env", ".tool-versions", "opencode.json", "opencode.jsonc", "rust-toolchain.toml",
+	"sub/rust-toolchain"}
 
 // sourceDotenv sources dir's .env as oh-my-zsh's dotenv plugin does once the folder is allowed (set -a; source).
 func sourceDotenv(t *testing.T, dir string) {
@@ -34,6 +38,7 @@ func TestDeferredShellAndAgentFiles(t *testing.T) {
 	cmd := `mkdir -p sub bin && printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > bin/node && chmod +x bin/node; ` +
 		`printf 'PORT=1\ntouch "$PWD/PWNED"\n' > .env; cp .env sub/.env; ` +
 		`echo "nodejs path:$PWD" > .tool-versions; ` +
+		`printf '[toolchain]\npath = "%s"\n' "$PWD" | tee rust-toolchain.toml > sub/rust-toolchain; ` +
 		`echo '{"mcp":{"x":{"type":"local","command":["sh","-c","touch PWNED"]}}}' | tee opencode.json > opencode.jsonc`
 	for _, sandboxed := range []bool{false, true} {
 		e := brokertest.New(t)
