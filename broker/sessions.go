@@ -37,8 +37,9 @@ func (s *Service) ResumeSession(req *execv1.ResumeSessionRequest, stream execv1.
 	if open {
 		return toStatus(fmt.Errorf("session %s: %w", id, ErrSessionOpen))
 	}
-	// The file is locked before it is read and its header must name the caller and the root: another user's
-	// session, another project's, or one that another garuda acp has open is refused before anything of it is sent.
+	// Its header must name the caller and the root, then the file is locked and read: another user's session or
+	// another project's (by the header alone), or one that another garuda acp has open, is refused before anything
+	// of it is sent.
 	loaded, err := sessionlog.Load(filepath.Join(s.cfg.Home, "sessions"), id, p.UID, root)
 	if err != nil {
 		return toStatus(err)

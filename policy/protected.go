@@ -25,6 +25,15 @@ var protectedFiles = []string{
 	".lfsconfig",
 	// run by an editor when it opens the project: Neovim's and Vim's exrc files, Emacs's directory variables
 	".nvim.lua", ".nvimrc", ".exrc", ".vimrc", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
+	// run by the user's shell on entering the folder: oh-my-zsh's dotenv plugin sources .env as shell code and
+	// trusts a folder by its path, not the file's content; asdf's and mise's .tool-versions name `path:` installs
+	// whose programs the shims run
+	".env", ".tool-versions",
+	// opencode's project config: it starts the local MCP servers it names at launch, without a question
+	"opencode.json", "opencode.jsonc",
+	// rustup's toolchain file: `path = "/abs/dir"` makes every cargo and rustc run there (by the user, or by
+	// rust-analyzer when the editor opens the project) DIR/bin's
+	"rust-toolchain.toml", "rust-toolchain",
 	// shell start-up files: run by every new shell when the root is (or contains) a home folder
 	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".inputrc",
 	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
@@ -81,9 +90,12 @@ func miseConfig(name string) bool {
 	return strings.HasPrefix(strings.TrimPrefix(name, "."), "mise.") && strings.HasSuffix(name, ".toml")
 }
 
+// plainPrefixes start every protected name that does not start with a dot (but workspace files).
+var plainPrefixes = []string{"mise", "opencode", "rust-toolchain"}
+
 // MayBeProtected is a quick test of one name, for walks: false means no path ending in name is Protected unless
-// a folder above it is (a plain name that is neither a workspace file nor mise's). Every other protected name
-// starts with a dot; a name that is not plain ASCII may fold to a protected one.
+// a folder above it is (a plain name that is neither a workspace file nor one plainPrefixes starts). Every other
+// protected name starts with a dot; a name that is not plain ASCII may fold to a protected one.
 func MayBeProtected(name string) bool {
 	if name == "" || name[0] == '.' || strings.HasSuffix(name, WorkspaceSuffix) {
 		return true
@@ -93,7 +105,12 @@ func MayBeProtected(name string) bool {
 			return true
 		}
 	}
-	return len(name) >= 4 && strings.EqualFold(name[:4], "mise")
+	for _, plain := range plainPrefixes {
+		if len(name) >= len(plain) && strings.EqualFold(name[:len(plain)], plain) {
+			return true
+		}
+	}
+	return false
 }
 
 // HomeIn returns the user's home folder relative to root ("" for the root itself) and true when the root is the

@@ -16,10 +16,12 @@ func TestProtected(t *testing.T) {
 		".mise.dev.local.toml", ".config/mise/config.toml", ".config/mise.toml", "mise/config.toml", ".mise/config.toml",
 		"MISE.TOML", "mi\u200bse.toml", ".devcontainer/devcontainer.json", ".devcontainer.json",
 		".cursor/mcp.json", ".gemini/settings.json", ".codex/config.toml", ".continue/config.yaml", ".opencode/x",
+		".env", "app/.ENV", ".tool-versions", "opencode.json", "sub/OpenCode.jsonc", "rust-toolchain.toml", "a/rust-toolchain",
 	}
 	no := []string{"", "src/main.go", ".gitignore", ".github/workflows/ci.yml", "git/hooks/x", ".git/objects/ab/cd",
 		".git/HEAD", "hooks/pre-commit", "config", "docs/.vscode.md", "envrc", ".mcp.json.bak", "misery.toml",
-		"src/mise.go", "mise.toml.bak", ".config/nextest.toml", "helix/config.toml"}
+		"src/mise.go", "mise.toml.bak", ".config/nextest.toml", "helix/config.toml", ".env.example", "env",
+		"opencode.go", "tool-versions", "rust-toolchain.md"}
 	for _, p := range yes {
 		if !Protected(p) {
 			t.Errorf("Protected(%q) = false", p)
@@ -36,7 +38,8 @@ func TestProtected(t *testing.T) {
 // protected path whose parent is not protected itself (else the walk would not ask Protected about it).
 func TestMayBeProtectedLetsEveryProtectedNameThrough(t *testing.T) {
 	paths := []string{".envrc", "a/.envrc", "x.code-workspace", "mise.toml", "sub/mise", "MISE.dev.toml", "mi\u200bse.toml",
-		".config/mise/config.toml", ".VSCode", ".helix", ".g\u200cit"}
+		".config/mise/config.toml", ".VSCode", ".helix", ".g\u200cit", "opencode.json", "sub/OpenCode.jsonc", ".env",
+		"rust-toolchain.toml", "a/Rust-Toolchain"}
 	for _, p := range paths {
 		if !Protected(p) {
 			t.Fatalf("%q: not protected", p)
@@ -50,7 +53,7 @@ func TestMayBeProtectedLetsEveryProtectedNameThrough(t *testing.T) {
 		}
 	}
 	// Control: plain names are let through to no check.
-	for _, name := range []string{"main.go", "config.toml", "Makefile", "hooks"} {
+	for _, name := range []string{"main.go", "config.toml", "Makefile", "hooks", "open.go"} {
 		if MayBeProtected(name) {
 			t.Errorf("MayBeProtected(%q) = true", name)
 		}

@@ -72,9 +72,9 @@ func (l *Loaded) Each(fn func(Entry) error) error {
 	return err
 }
 
-// Load opens the file of session id to go on with it, as uid on root. It locks the file first (a session open in
-// another process is refused with ErrLocked), then checks that the header names uid and root: defends against
-// loading another user's session or another project's through a shared broker. Nothing on disk changes unless the
+// Load opens the file of session id to go on with it, as uid on root. It checks first that the header names uid and
+// root (defends against loading another user's session or another project's through a shared broker), then locks
+// the file (a session open in another process is refused with ErrLocked) and reads it whole. Nothing on disk changes unless the
 // returned writer appends (a torn last line is then cut first).
 func Load(dir, id string, uid uint32, root string) (*Loaded, error) {
 	if err := ValidID(id); err != nil {
@@ -98,6 +98,12 @@ func Load(dir, id string, uid uint32, root string) (*Loaded, error) {
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("session %s: %s is not a regular file: %w", id, path, ErrCorrupt)
+	}
+	// The header alone decides whose session it is, before the file is locked or read further: defends against a
+	// shared broker answering for another user's session by what it holds (a broken line, its size, its owner having
+	// it open) and taking its owner's lock meanwhile.
+	if err := checkHeader(f, id, path, uid, root); err != nil {
+		return nil, err
 	}
 	if err := homefile.TryLock(f); err != nil {
 		if errors.Is(err, homefile.ErrLocked) {
@@ -148,6 +154,39 @@ func Load(dir, id string, uid uint32, root string) (*Loaded, error) {
 	l.Writer = w
 	ok = true
 	return l, nil
+}
+
+// maxHeaderLine bounds the first line read to check a session file's header before anything else of it.
+const maxHeaderLine = 64 << 10
+
+// errHeaderRead stops the scan of a file's first line.
+var errHeaderRead = errors.New("header read")
+
+// checkHeader reads the first line of f alone and refuses a file whose header does not name uid and root.
+func checkHeader(f *os.File, id, path string, uid uint32, root string) error {
+	var hdr *Header
+	_, err := scan(io.NewSectionReader(f, 0, maxHeaderLine), func(e Entry) error {
+		var h Header
+		if e.Kind == KindHeader && json.Unmarshal(e.Data, &h) == nil {
+			hdr = &h
+		}
+		return errHeaderRead
+	})
+	switch {
+	case hdr == nil && err != nil && !errors.Is(err, errHeaderRead):
+		var bad *lineError
+		if !errors.As(err, &bad) {
+			return fmt.Errorf("session %s: read its file: %w", id, err)
+		}
+		fallthrough
+	case hdr == nil:
+		return fmt.Errorf("session %s: %s has no Garuda session header (an older or foreign file): %w", id, path, ErrCorrupt)
+	case hdr.UID != uid:
+		return fmt.Errorf("session %s belongs to another user: %w", id, ErrForeign)
+	case filepath.Clean(hdr.Root) != filepath.Clean(root):
+		return fmt.Errorf("session %s belongs to the project %s, not %s; open it from there: %w", id, hdr.Root, root, ErrForeign)
+	}
+	return nil
 }
 
 // lineError is a line of a session file that is not an entry.
