@@ -25,10 +25,8 @@ var protectedFiles = []string{
 	".lfsconfig",
 	// run by an editor when it opens the project: Neovim's and Vim's exrc files, Emacs's directory variables
 	".nvim.lua", ".nvimrc", ".exrc", ".vimrc", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
-	// run by the user's shell on entering the folder: oh-my-zsh's dotenv plugin sources .env as shell code and
-	// trusts a folder by its path, not the file's content; asdf's and mise's .tool-versions name `path:` installs
-	// whose programs the shims run
-	".env", ".tool-versions",
+	// asdf's and mise's .tool-versions name `path:` installs whose programs the shims run
+	".tool-versions",
 	// opencode's project config: it starts the local MCP servers it names at launch, without a question
 	"opencode.json", "opencode.jsonc",
 	// rustup's toolchain file: `path = "/abs/dir"` makes every cargo and rustc run there (by the user, or by

@@ -16,11 +16,11 @@ func TestProtected(t *testing.T) {
 		".mise.dev.local.toml", ".config/mise/config.toml", ".config/mise.toml", "mise/config.toml", ".mise/config.toml",
 		"MISE.TOML", "mi\u200bse.toml", ".devcontainer/devcontainer.json", ".devcontainer.json",
 		".cursor/mcp.json", ".gemini/settings.json", ".codex/config.toml", ".continue/config.yaml", ".opencode/x",
-		".env", "app/.ENV", ".tool-versions", "opencode.json", "sub/OpenCode.jsonc", "rust-toolchain.toml", "a/rust-toolchain",
+		".tool-versions", "app/.TOOL-VERSIONS", "opencode.json", "sub/OpenCode.jsonc", "rust-toolchain.toml", "a/rust-toolchain",
 	}
 	no := []string{"", "src/main.go", ".gitignore", ".github/workflows/ci.yml", "git/hooks/x", ".git/objects/ab/cd",
 		".git/HEAD", "hooks/pre-commit", "config", "docs/.vscode.md", "envrc", ".mcp.json.bak", "misery.toml",
-		"src/mise.go", "mise.toml.bak", ".config/nextest.toml", "helix/config.toml", ".env.example", "env",
+		"src/mise.go", "mise.toml.bak", ".config/nextest.toml", "helix/config.toml", ".env", "app/.env", ".env.example",
 		"opencode.go", "tool-versions", "rust-toolchain.md"}
 	for _, p := range yes {
 		if !Protected(p) {
@@ -38,7 +38,7 @@ func TestProtected(t *testing.T) {
 // protected path whose parent is not protected itself (else the walk would not ask Protected about it).
 func TestMayBeProtectedLetsEveryProtectedNameThrough(t *testing.T) {
 	paths := []string{".envrc", "a/.envrc", "x.code-workspace", "mise.toml", "sub/mise", "MISE.dev.toml", "mi\u200bse.toml",
-		".config/mise/config.toml", ".VSCode", ".helix", ".g\u200cit", "opencode.json", "sub/OpenCode.jsonc", ".env",
+		".config/mise/config.toml", ".VSCode", ".helix", ".g\u200cit", "opencode.json", "sub/OpenCode.jsonc", ".tool-versions",
 		"rust-toolchain.toml", "a/Rust-Toolchain"}
 	for _, p := range paths {
 		if !Protected(p) {
