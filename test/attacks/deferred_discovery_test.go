@@ -76,27 +76,7 @@ func TestDeferredEditorFilesInAFolderThatLooksLikeARepository(t *testing.T) {
 	for _, f := range files {
 		cmd += "mkdir -p $(dirname " + f + "); echo '{}' > " + f + "; "
 	}
-	for _, sandboxed := range []bool{false, true} {
-		e := brokertest.New(t)
-		c := e.Client()
-		sid := e.Open(c)
-		var res *execv1.Result
-		if sandboxed {
-			res = brokertest.Sh(t, c, sid, cmd)
-		} else {
-			res = unsandboxedSh(t, c, sid, cmd)
-		}
-		for _, f := range files {
-			switch left := brokertest.Exists(filepath.Join(e.Root, f)); {
-			case !sandboxed && !left:
-				t.Fatalf("control: %s not written outside the sandbox", f)
-			case sandboxed && left:
-				t.Errorf("%s left by a sandboxed command: %s", f, res.GetContent())
-			case sandboxed && !strings.Contains(res.GetContent(), strings.Join(strings.Split(f, "/")[:2], "/")):
-				t.Errorf("the result does not name %s: %s", f, res.GetContent())
-			}
-		}
-	}
+	plantFiles(t, cmd, files, func(f string) string { return strings.Join(strings.Split(f, "/")[:2], "/") })
 }
 
 // TestDeferredHomeBin: with the project folder the user's home, a program a command plants in ~/bin is removed:
@@ -114,21 +94,11 @@ func TestDeferredHomeBin(t *testing.T) {
 		cmd.Run()
 		return brokertest.Exists(filepath.Join(home, "PWNED"))
 	}
-	run := func(homeIsRoot, sandboxed bool) (string, *execv1.Result) {
-		root := filepath.Join(t.TempDir(), "u")
+	debianProfile := func(root string) {
 		brokertest.MustWrite(t, filepath.Join(root, ".profile"), "if [ -d \"$HOME/bin\" ] ; then\n    PATH=\"$HOME/bin:$PATH\"\nfi\n")
-		if homeIsRoot {
-			t.Setenv("HOME", root)
-		} else {
-			t.Setenv("HOME", t.TempDir())
-		}
-		e := brokertest.NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
-		c := e.Client()
-		sid := e.Open(c)
-		if !sandboxed {
-			return root, unsandboxedSh(t, c, sid, attack)
-		}
-		return root, brokertest.Sh(t, c, sid, attack)
+	}
+	run := func(homeIsRoot, sandboxed bool) (string, *execv1.Result) {
+		return runInAHome(t, debianProfile, homeIsRoot, sandboxed, attack)
 	}
 	if root, res := run(true, false); !loginGit(root) {
 		t.Fatalf("control: outside the sandbox the login shell did not run the planted git: %s", res.GetContent())

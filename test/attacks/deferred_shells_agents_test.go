@@ -2,11 +2,9 @@ package attacks
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/garuda-dev/garuda/broker/brokertest"
-	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // shellAndAgentFiles are project files that a program the user runs later loads without a question, or after a
@@ -26,38 +24,16 @@ func TestDeferredShellAndAgentFiles(t *testing.T) {
 		`echo "nodejs path:$PWD" | tee .tool-versions > sub/.tool-versions; ` +
 		`printf '[toolchain]\npath = "%s"\n' "$PWD" | tee rust-toolchain.toml > sub/rust-toolchain; ` +
 		`echo '{"mcp":{"x":{"type":"local","command":["sh","-c","touch PWNED"]}}}' | tee opencode.json > opencode.jsonc`
-	for _, sandboxed := range []bool{false, true} {
-		e := brokertest.New(t)
-		c := e.Client()
-		sid := e.Open(c)
-		var res *execv1.Result
-		if sandboxed {
-			res = brokertest.Sh(t, c, sid, cmd)
-		} else {
-			res = unsandboxedSh(t, c, sid, cmd)
-		}
-		for _, f := range shellAndAgentFiles {
-			switch left := brokertest.Exists(filepath.Join(e.Root, f)); {
-			case !sandboxed && !left:
-				t.Fatalf("control: %s not written outside the sandbox", f)
-			case sandboxed && left:
-				t.Errorf("%s left by a sandboxed command: %s", f, res.GetContent())
-			case sandboxed && !strings.Contains(res.GetContent(), f):
-				t.Errorf("the result does not name %s: %s", f, res.GetContent())
-			}
-		}
-		if sandboxed {
-			// There before: read-only for commands.
-			brokertest.MustWrite(t, filepath.Join(e.Root, ".tool-versions"), "nodejs 20.0.0\n")
-			brokertest.MustWrite(t, filepath.Join(e.Root, "opencode.json"), "{}")
-			res = brokertest.Sh(t, c, sid, `echo "nodejs path:$PWD" > .tool-versions; echo '{"mcp":{}}' > opencode.json`)
-			if got := brokertest.FileText(filepath.Join(e.Root, ".tool-versions")); got != "nodejs 20.0.0\n" {
-				t.Errorf("a command rewrote the user's .tool-versions: %q (%v)", got, res.GetContent())
-			}
-			if got := brokertest.FileText(filepath.Join(e.Root, "opencode.json")); got != "{}" {
-				t.Errorf("a command rewrote the user's opencode.json: %q (%v)", got, res.GetContent())
-			}
-		}
+	e, c, sid := plantFiles(t, cmd, shellAndAgentFiles, func(f string) string { return f })
+	// There before: read-only for commands.
+	brokertest.MustWrite(t, filepath.Join(e.Root, ".tool-versions"), "nodejs 20.0.0\n")
+	brokertest.MustWrite(t, filepath.Join(e.Root, "opencode.json"), "{}")
+	res := brokertest.Sh(t, c, sid, `echo "nodejs path:$PWD" > .tool-versions; echo '{"mcp":{}}' > opencode.json`)
+	if got := brokertest.FileText(filepath.Join(e.Root, ".tool-versions")); got != "nodejs 20.0.0\n" {
+		t.Errorf("a command rewrote the user's .tool-versions: %q (%v)", got, res.GetContent())
+	}
+	if got := brokertest.FileText(filepath.Join(e.Root, "opencode.json")); got != "{}" {
+		t.Errorf("a command rewrote the user's opencode.json: %q (%v)", got, res.GetContent())
 	}
 }
 

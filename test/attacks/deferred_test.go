@@ -152,6 +152,33 @@ func runDeferredCase(t *testing.T, dc deferredCase) {
 	}
 }
 
+// plantFiles runs cmd in a new session outside the sandbox (the control: each of files is written) and in another
+// sandboxed (each is removed, and the command's result names it as named says); it returns the second session.
+func plantFiles(t *testing.T, cmd string, files []string, named func(string) string) (*brokertest.Env,
+	execv1.ExecServiceClient, string) {
+	t.Helper()
+	ctl := brokertest.New(t)
+	cc := ctl.Client()
+	unsandboxedSh(t, cc, ctl.Open(cc), cmd)
+	for _, f := range files {
+		if !brokertest.Exists(filepath.Join(ctl.Root, f)) {
+			t.Fatalf("control: %s not written outside the sandbox", f)
+		}
+	}
+	e := brokertest.New(t)
+	c := e.Client()
+	sid := e.Open(c)
+	res := brokertest.Sh(t, c, sid, cmd)
+	for _, f := range files {
+		if brokertest.Exists(filepath.Join(e.Root, f)) {
+			t.Errorf("%s left by a sandboxed command: %s", f, res.GetContent())
+		} else if !strings.Contains(res.GetContent(), named(f)) {
+			t.Errorf("the result does not name %s: %s", f, res.GetContent())
+		}
+	}
+	return e, c, sid
+}
+
 // TestDeferredEditorFiles: editor files that name programs (Zed's settings and tasks, and the others) are
 // removed when a command creates them and read-only when they exist; no folder is made in the project to cover
 // them. Control: outside the sandbox the files stay.
@@ -196,6 +223,27 @@ func TestDeferredEditorFiles(t *testing.T) {
 	}
 }
 
+// runInAHome runs attack as a command of a new session whose project folder is a fresh folder prepare fills, and
+// the user's home folder (homeIsRoot: the broker's HOME) or not; sandboxed, or outside the sandbox (a control).
+func runInAHome(t *testing.T, prepare func(root string), homeIsRoot, sandboxed bool, attack string) (string, *execv1.Result) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "u")
+	os.MkdirAll(root, 0o755)
+	prepare(root)
+	if homeIsRoot {
+		t.Setenv("HOME", root)
+	} else {
+		t.Setenv("HOME", t.TempDir())
+	}
+	e := brokertest.NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
+	c := e.Client()
+	sid := e.Open(c)
+	if !sandboxed {
+		return root, unsandboxedSh(t, c, sid, attack)
+	}
+	return root, brokertest.Sh(t, c, sid, attack)
+}
+
 // TestDeferredInTheHomeFolder: when the project folder is the user's home, what a command leaves among its dot
 // files is removed (git's ~/.config/git/config, whose core.fsmonitor every git status runs; ~/.local/bin, which
 // login shells put first in PATH), and the dot files there before are read-only. Controls: outside the sandbox the
@@ -215,21 +263,7 @@ func TestDeferredInTheHomeFolder(t *testing.T) {
 		return brokertest.Exists(filepath.Join(home, "proj", "PWNED"))
 	}
 	run := func(homeIsRoot, sandboxed bool) (string, *execv1.Result) {
-		root := filepath.Join(t.TempDir(), "u")
-		os.MkdirAll(root, 0o755)
-		setup(t, root, "git init -q proj")
-		if homeIsRoot {
-			t.Setenv("HOME", root)
-		} else {
-			t.Setenv("HOME", t.TempDir())
-		}
-		e := brokertest.NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
-		c := e.Client()
-		sid := e.Open(c)
-		if !sandboxed {
-			return root, unsandboxedSh(t, c, sid, attack)
-		}
-		return root, brokertest.Sh(t, c, sid, attack)
+		return runInAHome(t, func(root string) { setup(t, root, "git init -q proj") }, homeIsRoot, sandboxed, attack)
 	}
 	if root, res := run(true, false); !gitStatus(root) {
 		t.Fatalf("control: outside the sandbox git did not run the planted fsmonitor: %s", res.GetContent())
