@@ -31,10 +31,12 @@ func (s *Service) ResumeSession(req *execv1.ResumeSessionRequest, stream execv1.
 	if err != nil {
 		return toStatus(err)
 	}
+	// Open here, a session is said to be open only to its owner: for another user's, Load below answers as for any
+	// session of theirs (by its header), so that a shared broker tells nobody whether it is open.
 	s.mu.Lock()
-	_, open := s.sessions[id]
+	openSess, open := s.sessions[id]
 	s.mu.Unlock()
-	if open {
+	if open && openSess.owner.UID == p.UID {
 		return toStatus(fmt.Errorf("session %s: %w", id, ErrSessionOpen))
 	}
 	// Its header must name the caller and the root, then the file is locked and read: another user's session or
