@@ -14,13 +14,16 @@ import (
 // host each time the editor reopens the project in its container; mise runs the hooks and sources the scripts its
 // project files name whenever the user's shell enters the folder, and trusts a file by its path, not its content.
 // Other agents' project folders name the MCP servers, hooks and commands they run (Cursor, Gemini CLI, Codex,
-// Continue, opencode), like Garuda's and Claude Code's own.
+// Continue, opencode, Roo Code, Kilo Code, Amazon Q, Kiro), like Garuda's and Claude Code's own.
 var protectedDirs = []string{".garuda", ".claude", ".agents", ".cursor", ".gemini", ".codex", ".continue", ".opencode",
-	".vscode", ".idea", ".zed", ".helix", ".devcontainer", ".ssh", ".direnv", ".mise", "mise"}
+	".roo", ".kilocode", ".amazonq", ".kiro", ".vscode", ".idea", ".zed", ".helix", ".devcontainer", ".ssh", ".direnv",
+	".mise", "mise"}
 
 // protectedFiles are single files of the same nature, protected at any depth.
 var protectedFiles = []string{
 	".gitmodules", ".envrc", ".mcp.json", ".gitconfig", ".devcontainer.json",
+	// other agents' single-file configuration: aider's (its lint and test commands run by themselves), Continue's
+	".aider.conf.yml", ".continuerc.json",
 	// git-lfs reads lfs.url from it: where git push sends the project's large files
 	".lfsconfig",
 	// run by an editor when it opens the project: Neovim's and Vim's exrc files, Emacs's directory variables

@@ -16,6 +16,7 @@ func TestProtected(t *testing.T) {
 		".mise.dev.local.toml", ".config/mise/config.toml", ".config/mise.toml", "mise/config.toml", ".mise/config.toml",
 		"MISE.TOML", "mi\u200bse.toml", ".devcontainer/devcontainer.json", ".devcontainer.json",
 		".cursor/mcp.json", ".gemini/settings.json", ".codex/config.toml", ".continue/config.yaml", ".opencode/x",
+		".roo/mcp.json", ".kilocode/mcp.json", ".amazonq/mcp.json", ".kiro/settings/mcp.json", ".aider.conf.yml", ".continuerc.json",
 		".tool-versions", "app/.TOOL-VERSIONS", "opencode.json", "sub/OpenCode.jsonc", "rust-toolchain.toml", "a/rust-toolchain",
 	}
 	no := []string{"", "src/main.go", ".gitignore", ".github/workflows/ci.yml", "git/hooks/x", ".git/objects/ab/cd",
