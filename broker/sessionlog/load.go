@@ -102,7 +102,8 @@ func Load(dir, id string, uid uint32, root string) (*Loaded, error) {
 	// The header alone decides whose session it is, before the file is locked or read further: defends against a
 	// shared broker answering for another user's session by what it holds (a broken line, its size, its owner having
 	// it open) and taking its owner's lock meanwhile.
-	if err := checkHeader(f, id, path, uid, root); err != nil {
+	hdr, err := checkHeader(f, id, path, uid, root)
+	if err != nil {
 		return nil, err
 	}
 	if err := homefile.TryLock(f); err != nil {
@@ -114,35 +115,15 @@ func Load(dir, id string, uid uint32, root string) (*Loaded, error) {
 	if fi.Size() > MaxFileSize {
 		return nil, fmt.Errorf("session %s: the file is %d bytes, past the %d MiB limit: %w", id, fi.Size(), MaxFileSize>>20, ErrCorrupt)
 	}
-	// The whole file is checked here, line by line, keeping only the header: a file that is not a session file is
-	// refused before anything of it is sent, and a long one is never held in memory.
-	var first *Entry
-	whole, err := scan(io.NewSectionReader(f, 0, fi.Size()), func(e Entry) error {
-		if first == nil {
-			e.Data = bytes.Clone(e.Data)
-			first = &e
-		}
-		return nil
-	})
+	// The whole file is checked here, line by line, keeping nothing: a file that is not a session file is refused
+	// before anything of it is sent, and a long one is never held in memory.
+	whole, err := scan(io.NewSectionReader(f, 0, fi.Size()), func(Entry) error { return nil })
 	var bad *lineError
 	switch {
 	case errors.As(err, &bad):
 		return nil, fmt.Errorf("session %s: %s: %w: %v", id, path, ErrCorrupt, err)
 	case err != nil:
 		return nil, fmt.Errorf("session %s: read its file: %w", id, err)
-	}
-	if first == nil || first.Kind != KindHeader {
-		return nil, fmt.Errorf("session %s: %s has no Garuda session header (an older or foreign file): %w", id, path, ErrCorrupt)
-	}
-	var hdr Header
-	if err := json.Unmarshal(first.Data, &hdr); err != nil || hdr.Version != FormatVersion || hdr.Root == "" {
-		return nil, fmt.Errorf("session %s: %s: the header is not one this Garuda writes: %w", id, path, ErrCorrupt)
-	}
-	if hdr.UID != uid {
-		return nil, fmt.Errorf("session %s belongs to another user: %w", id, ErrForeign)
-	}
-	if filepath.Clean(hdr.Root) != filepath.Clean(root) {
-		return nil, fmt.Errorf("session %s belongs to the project %s, not %s; open it from there: %w", id, hdr.Root, root, ErrForeign)
 	}
 	l := &Loaded{Header: hdr, f: f, whole: whole}
 	w := &Writer{dir: dir, id: id, now: time.Now, limit: MaxFileSize, hdr: &hdr, f: f, size: fi.Size()}
@@ -162,8 +143,9 @@ const maxHeaderLine = 64 << 10
 // errHeaderRead stops the scan of a file's first line.
 var errHeaderRead = errors.New("header read")
 
-// checkHeader reads the first line of f alone and refuses a file whose header does not name uid and root.
-func checkHeader(f *os.File, id, path string, uid uint32, root string) error {
+// checkHeader reads the first line of f alone and returns its header: refused unless it names uid and root and is
+// one this Garuda writes.
+func checkHeader(f *os.File, id, path string, uid uint32, root string) (Header, error) {
 	var hdr *Header
 	_, err := scan(io.NewSectionReader(f, 0, maxHeaderLine), func(e Entry) error {
 		var h Header
@@ -176,17 +158,19 @@ func checkHeader(f *os.File, id, path string, uid uint32, root string) error {
 	case hdr == nil && err != nil && !errors.Is(err, errHeaderRead):
 		var bad *lineError
 		if !errors.As(err, &bad) {
-			return fmt.Errorf("session %s: read its file: %w", id, err)
+			return Header{}, fmt.Errorf("session %s: read its file: %w", id, err)
 		}
 		fallthrough
 	case hdr == nil:
-		return fmt.Errorf("session %s: %s has no Garuda session header (an older or foreign file): %w", id, path, ErrCorrupt)
+		return Header{}, fmt.Errorf("session %s: %s has no Garuda session header (an older or foreign file): %w", id, path, ErrCorrupt)
 	case hdr.UID != uid:
-		return fmt.Errorf("session %s belongs to another user: %w", id, ErrForeign)
+		return Header{}, fmt.Errorf("session %s belongs to another user: %w", id, ErrForeign)
 	case filepath.Clean(hdr.Root) != filepath.Clean(root):
-		return fmt.Errorf("session %s belongs to the project %s, not %s; open it from there: %w", id, hdr.Root, root, ErrForeign)
+		return Header{}, fmt.Errorf("session %s belongs to the project %s, not %s; open it from there: %w", id, hdr.Root, root, ErrForeign)
+	case hdr.Version != FormatVersion || hdr.Root == "":
+		return Header{}, fmt.Errorf("session %s: %s: the header is not one this Garuda writes: %w", id, path, ErrCorrupt)
 	}
-	return nil
+	return *hdr, nil
 }
 
 // lineError is a line of a session file that is not an entry.
