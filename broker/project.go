@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/garuda-dev/garuda/broker/conffile"
-	"github.com/garuda-dev/garuda/policy"
 )
 
 // maxInstructions caps the project's instructions file.
@@ -18,10 +17,7 @@ const maxInstructions = 64 << 10
 // nothing can be asked while a session opens), so there a rule must allow them. Defends against a session's start
 // that stats or reads outside what the policy allows (its instructions would tell what is there).
 func (s *Service) instructions(sess *session) (text, file string) {
-	st := s.state(sess)
-	allowed := func(p string) bool {
-		return policy.Decide(policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: p}, st).Verdict == policy.Allow
-	}
+	allowed := s.allowRead(s.state(sess))
 	dirs := []string{sess.root}
 	for d := sess.root; ; {
 		git := filepath.Join(d, ".git")
