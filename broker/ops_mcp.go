@@ -75,22 +75,6 @@ func (m *mcpWatch) check(s *Service, sessID, label string, since time.Time) {
 	_, _ = s.guardAfter(sessID, policy.OpMCPStart, label, m.w)
 }
 
-// checkWhileRunning takes the check every guardEvery (30 s) until stop closes: defends against a server that plants,
-// say, a repository with core.fsmonitor between its calls, which the user's git would run long before the
-// server's next call or its end (a session may last all day).
-func (m *mcpWatch) checkWhileRunning(s *Service, sessID, label string, stop <-chan struct{}) {
-	t := time.NewTicker(guardInterval())
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			m.check(s, sessID, label, now)
-		}
-	}
-}
-
 // maxMCPArgs bounds the arguments of one MCP call (as JSON).
 const maxMCPArgs = 1 << 20
 
@@ -456,7 +440,11 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		stop := make(chan struct{})
 		var periodic sync.WaitGroup
 		if watch != nil {
-			periodic.Go(func() { watch.checkWhileRunning(s, sess.id, cmd, stop) })
+			// Checked every 30 s too: defends against a server that plants, say, a repository with core.fsmonitor
+			// between its calls, which the user's git would run long before its next call or its end.
+			periodic.Go(func() {
+				everyGuardInterval(stop, func(now time.Time) { watch.check(s, sess.id, cmd, now) })
+			})
 		}
 		res, err := sandbox.Run(ctx, spec)
 		close(stop)

@@ -434,14 +434,7 @@ func guardInterval() time.Duration {
 // long-lived process that plants, say, a repository with core.fsmonitor, which the user's shell would run long
 // before the process ends.
 func (s *Service) guardWhileRunning(sess *session, p *proc, watch *guard.Watch) {
-	t := time.NewTicker(guardInterval())
-	defer t.Stop()
-	for {
-		select {
-		case <-p.done:
-			return
-		case <-t.C:
-		}
+	everyGuardInterval(p.done, func(time.Time) {
 		lines, err := s.guardAfter(sess.id, policy.OpProcessManager, p.command, watch)
 		if err != nil {
 			lines = append(lines, "Warning: "+err.Error())
@@ -449,6 +442,21 @@ func (s *Service) guardWhileRunning(sess *session, p *proc, watch *guard.Watch) 
 		p.mu.Lock()
 		p.notes = append(p.notes, lines...)
 		p.mu.Unlock()
+	})
+}
+
+// everyGuardInterval calls check every guardEvery until stop closes: the guard's periodic check of what a running
+// background process or MCP stdio server left.
+func everyGuardInterval(stop <-chan struct{}, check func(now time.Time)) {
+	t := time.NewTicker(guardInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			check(now)
+		}
 	}
 }
 
