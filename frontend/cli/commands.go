@@ -27,8 +27,8 @@ func setup(ctx context.Context, args []string) error {
 	test := fs.Bool("test", false, "test the key with one tiny request after saving it (asked on a terminal)")
 	force := fs.Bool("force", false, "store a model id that Garuda does not know for the provider (a newer model)")
 	addr := brokerFlag(fs)
-	usage := "setup [--provider P] [--model M] [--key-stdin] [--test] [--force] [--broker unix://PATH]"
-	if err := parseFlagsNoArgs(fs, args, usage); err != nil {
+	synopsis := "setup [--provider P] [--model M] [--key-stdin] [--test] [--force] [--broker unix://PATH]"
+	if err := parseFlagsNoArgs(fs, args, synopsis); err != nil {
 		return err
 	}
 	b, err := connect(ctx, *addr)
