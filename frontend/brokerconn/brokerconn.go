@@ -54,11 +54,50 @@ func (b *Broker) Err() error {
 	}
 }
 
+// Why says why the broker is gone, or nil if it still answers. A call that failed because the broker died can
+// return before the broker is seen gone: a broker that does not answer is given a moment to be, so that its own
+// reason (its exit status) is what the user reads rather than the socket's.
+func (b *Broker) Why(ctx context.Context) error {
+	if err := b.Err(); err != nil {
+		return err
+	}
+	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := b.Client.Hello(hctx, &execv1.HelloRequest{}); err != nil {
+		if reason := b.settle(); reason != nil {
+			return reason
+		}
+		return Words(err)
+	}
+	return nil
+}
+
+// settle waits a moment for a broker that stopped answering to be seen gone, and returns why it is, if it is.
+func (b *Broker) settle() error {
+	select {
+	case <-b.done:
+	case <-time.After(time.Second):
+	}
+	return b.Err()
+}
+
 func (b *Broker) gone(err error) {
 	b.once.Do(func() {
 		b.reason = err
 		close(b.done)
 	})
+}
+
+// connGone reports a broken socket; for a broker this process started, its exit, which closes the socket, is the
+// better reason (its status, and what it printed before), so that one is awaited a moment first.
+func (b *Broker) connGone(err error) {
+	if b.own {
+		select {
+		case <-b.waited:
+		case <-time.After(time.Second):
+		}
+	}
+	b.gone(err)
 }
 
 // Options say which broker to use.
@@ -134,7 +173,7 @@ func Start(ctx context.Context, o Options) (*Broker, error) {
 				return nil, errors.New("the broker's connection is closed")
 			}
 			used = true
-			return &watchConn{Conn: conn, gone: b.gone}, nil
+			return &watchConn{Conn: conn, gone: b.connGone}, nil
 		}))
 	if err != nil {
 		conn.Close()
@@ -189,9 +228,10 @@ func (b *Broker) Ready(ctx context.Context) error {
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := b.Client.Hello(hctx, &execv1.HelloRequest{}); err != nil {
+		reason := b.settle()
 		b.Close()
-		if b.reason != nil {
-			return fmt.Errorf("the broker %s did not answer: %v", b.Path, b.reason)
+		if reason != nil {
+			return fmt.Errorf("the broker %s did not answer: %v", b.Path, reason)
 		}
 		return fmt.Errorf("the broker %s did not answer (%v); if it runs as a service, check that it serves this user's uid "+
 			"(--allow-uid)", b.Path, Words(err))

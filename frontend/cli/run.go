@@ -178,7 +178,7 @@ func run(ctx context.Context, args []string) error {
 		JSON: *jsonOut, Quiet: *quiet,
 		Allow: allow, Stdout: stdout, Stderr: os.Stderr, Styled: isTerminal(2) && !*jsonOut,
 		Interrupt: interrupt, OutputClosed: outputClosed,
-		Broker: b.Client, BrokerDone: b.Done(), BrokerErr: b.Err, Version: version.Version, Getenv: os.Getenv,
+		Broker: b.Client, BrokerDone: b.Done(), BrokerErr: b.Why, Version: version.Version, Getenv: os.Getenv,
 	}
 	if tty != nil {
 		o.TTY = tty

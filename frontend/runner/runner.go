@@ -76,7 +76,7 @@ type Options struct {
 
 	Broker     execv1.ExecServiceClient
 	BrokerDone <-chan struct{}
-	BrokerErr  func() error // why the broker is gone, once BrokerDone is closed
+	BrokerErr  func(context.Context) error // why the broker is gone; nil while it answers
 	Version    string
 	Getenv     func(string) string
 }
@@ -131,8 +131,10 @@ func Run(ctx context.Context, o Options) int {
 	setupFailed := func(err error) int {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			err = cause
-		} else if o.BrokerErr != nil && o.BrokerErr() != nil {
-			err = o.BrokerErr()
+		} else if o.BrokerErr != nil {
+			if why := o.BrokerErr(ctx); why != nil {
+				err = why
+			}
 		}
 		out.fail(message(err))
 		return finish(ExitSetup)
