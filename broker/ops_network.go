@@ -105,7 +105,7 @@ func (s *Service) startProxy(ctx context.Context, sess *session, decide netproxy
 func proxyFolder(sess *session) (string, error) {
 	base := workBase()
 	if len(filepath.Join(base, sess.id, "net", "01234567.sock")) > maxSocketPath {
-		base = fmt.Sprintf("/tmp/garuda-%d", os.Getuid())
+		base = shortBase()
 	}
 	if err := privateFolder(base); err != nil {
 		return "", err

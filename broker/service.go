@@ -168,7 +168,7 @@ func (s *session) close() {
 	s.guard.Close()
 	s.log.Close()
 	// The session's temp and cache folders end with it; what a command left there is not the user's work.
-	os.RemoveAll(filepath.Join(workBase(), s.id))
+	removeSessionFolders(s.id)
 }
 
 func (s *session) currentMode() execv1.Mode {

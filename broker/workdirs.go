@@ -13,6 +13,16 @@ type workDirs struct{ tmp, cache string }
 // workBase holds every session's private folders of this user.
 func workBase() string { return filepath.Join(os.TempDir(), fmt.Sprintf("garuda-%d", os.Getuid())) }
 
+// shortBase holds the sessions' proxy sockets where $TMPDIR is too long a path for a socket below workBase.
+func shortBase() string { return fmt.Sprintf("/tmp/garuda-%d", os.Getuid()) }
+
+// removeSessionFolders removes what a session had in both bases: nothing of an ended session stays in /tmp.
+func removeSessionFolders(id string) {
+	for _, base := range []string{workBase(), shortBase()} {
+		os.RemoveAll(filepath.Join(base, id))
+	}
+}
+
 // workDirs are the session's private temp and cache folders, writable by its commands: outside $GARUDA_HOME,
 // which commands cannot see.
 func (s *Service) workDirs(sess *session) (workDirs, error) {
