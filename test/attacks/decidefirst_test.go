@@ -140,6 +140,19 @@ var denials = []denial{
 		},
 	},
 	{
+		// Found by red team (class 1, outside the root). The user (or a compromised front end) allows a path outside
+		// the project whose folder is a symbolic link into Garuda's own folder: the link's text is the allowed path's
+		// own, but what lies behind it was never decided, so neither its existence nor its kind may show.
+		name:   "outside the project, a link into Garuda's folder, the question allowed",
+		target: func(e *brokertest.Env) string { return filepath.Join(e.Home, "sub") },
+		answer: execv1.Choice_CHOICE_ONCE,
+		ops: map[string]func(string) *execv1.Start{
+			"read_file":  throughOutsideLink(fileOps()["read_file"]),
+			"write_file": throughOutsideLink(fileOps()["write_file"]),
+			"edit_file":  throughOutsideLink(fileOps()["edit_file"]),
+		},
+	},
+	{
 		// A hook event names no target; its hook runs as a command, from which the sandbox hides what a rule denies.
 		name: "a hook event beside a file a rule hides, its hook trying to read it",
 		settings: `{"permissions": {"deny": ["read_file(secret.txt)"]}, "hooks": {"UserPromptSubmit": [{"hooks": ` +
@@ -217,6 +230,17 @@ func throughLink(op func(string) *execv1.Start) func(string) *execv1.Start {
 		link := filepath.Join(filepath.Dir(p), "link")
 		os.Symlink(filepath.Base(p), link)
 		return op(link)
+	}
+}
+
+// throughOutsideLink makes a symlink "outside/link", beside the project, to the folder of the target, and asks op
+// about a file below the target through it: the link is a prefix of the path asked, the target behind it hidden.
+func throughOutsideLink(op func(string) *execv1.Start) func(string) *execv1.Start {
+	return func(p string) *execv1.Start {
+		outside := filepath.Join(filepath.Dir(filepath.Dir(p)), "outside")
+		os.MkdirAll(outside, 0o755)
+		os.Symlink(filepath.Dir(p), filepath.Join(outside, "link"))
+		return op(filepath.Join(outside, "link", filepath.Base(p), "x"))
 	}
 }
 
