@@ -112,6 +112,23 @@ func (s *Service) Setup(ctx context.Context, req *execv1.SetupRequest) (*execv1.
 
 // InspectTrust shows a project's settings that loosen safety.
 func (s *Service) InspectTrust(ctx context.Context, req *execv1.InspectTrustRequest) (*execv1.InspectTrustResponse, error) {
+	// The settings file is decided as a read by team policy and the user's settings before the folder is looked at,
+	// and again under the folder's real name once it is open: a file a rule hides is not read, as a session does
+	// not read it. Defends against this RPC telling a front end what a hidden file holds, or whether it exists.
+	pf := s.homePolicy()
+	hidden := func(root, real string) error {
+		path := filepath.Join(root, projectSettingsPath)
+		if s.allowRead(s.homeState(root, real, pf))(path) {
+			return nil
+		}
+		return fmt.Errorf("%s is hidden by a read rule (team policy or your settings): it is not read, so there is nothing to trust: %w",
+			path, ErrBadRequest)
+	}
+	if d := req.GetDir(); d != "" && filepath.IsAbs(d) {
+		if err := hidden(filepath.Clean(d), ""); err != nil {
+			return nil, toStatus(err)
+		}
+	}
 	dir, err := checkRoot(req.GetDir())
 	if err != nil {
 		return nil, toStatus(err)
@@ -123,6 +140,9 @@ func (s *Service) InspectTrust(ctx context.Context, req *execv1.InspectTrustRequ
 	defer root.Close()
 	p, _ := peercred.FromContext(ctx)
 	if err := checkReach(p, root); err != nil {
+		return nil, toStatus(err)
+	}
+	if err := hidden(dir, root.Real()); err != nil {
 		return nil, toStatus(err)
 	}
 	res := &execv1.InspectTrustResponse{SettingsPath: filepath.Join(dir, projectSettingsPath)}

@@ -72,7 +72,13 @@ const projectSettingsPath = ".garuda/settings.json"
 // file operations (a hostile repository cannot point it elsewhere).
 func (s *Service) loadPolicy(root *fsops.Root) policyFiles {
 	pf := s.homePolicy()
-	data, err := conffile.ReadIn(root.FDPath(), projectSettingsPath, maxSettings)
+	// A project's settings file that a read rule of the team or the user hides is not read: as if absent. Defends
+	// against its content reaching the session through a notice (a malformed rule is quoted), a deny's reason or
+	// a question; only the rules that can be known without it decide whether it may be read.
+	data, err := []byte(nil), error(fs.ErrNotExist)
+	if s.allowRead(s.homeState(root.Path(), root.Real(), pf))(filepath.Join(root.Path(), projectSettingsPath)) {
+		data, err = conffile.ReadIn(root.FDPath(), projectSettingsPath, maxSettings)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -101,6 +107,13 @@ func (s *Service) loadPolicy(root *fsops.Root) policyFiles {
 		pf.claudeHooks, pf.notices = s.loadClaudeHooks(root, pf.notices)
 	}
 	return pf
+}
+
+// homeState is the policy state of a project folder before its own settings are read: team policy and the user's
+// settings decide alone.
+func (s *Service) homeState(root, real string, pf policyFiles) *policy.State {
+	return &policy.State{Root: root, RealRoot: real, Home: s.cfg.Home, UserHome: s.userHome, Mode: policy.ModeBuild,
+		Team: pf.team, TeamErr: pf.teamErr, User: pf.user}
 }
 
 // claudeSettingsPath is Claude Code's project settings file, relative to the root: only its hooks are read.
