@@ -430,3 +430,55 @@ func TestEveryOperationIsCheckedForDecideFirst(t *testing.T) {
 		}
 	}
 }
+
+// Found by red team (class 1). A write the rules allow before the session's first command is decided again after
+// the guard's first walk of the project (what nested repositories point git at). That walk must enter no folder a
+// read rule hides: a repository there whose core.hooksPath names a folder of the project would turn an allowed
+// write into a question, so the answer would say what the hidden folder holds. Control: with no rule hiding it,
+// the same repository makes the write a question.
+//
+// The same walk before a command, in a root opened through a symbolic link: the paths the sandbox hides are spelled
+// under the root's given name, the walk's under its real one; it entered the hidden folder all the same.
+func TestRedTeamWriteDecisionWalksNoHiddenFolder(t *testing.T) {
+	for _, how := range []string{"before any command", "after a command, the root through a symlink"} {
+		t.Run(how, func(t *testing.T) { writeDecisionWalksNoHiddenFolder(t, how != "before any command") })
+	}
+}
+
+func writeDecisionWalksNoHiddenFolder(t *testing.T, linked bool) {
+	observe := func(t *testing.T, deny string, planted bool) string {
+		dir := t.TempDir()
+		root := filepath.Join(dir, "project")
+		if linked {
+			mustMkdir(t, filepath.Join(dir, "real"))
+			if err := os.Symlink(filepath.Join(dir, "real"), root); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := brokertest.NewIn(t, dir, root, filepath.Join(dir, "home"))
+		e.Settings(t, `{"permissions": {"deny": [`+deny+`], "allow": ["Write(tools/**)"]}}`)
+		if planted {
+			brokertest.MustWrite(t, filepath.Join(e.Root, "secret", ".git", "HEAD"), "ref: refs/heads/main\n")
+			brokertest.MustWrite(t, filepath.Join(e.Root, "secret", ".git", "config"), "[core]\n\thooksPath = ../tools\n")
+		} else {
+			mustMkdir(t, filepath.Join(e.Root, "secret"))
+		}
+		c := e.Client()
+		sid := e.Open(c)
+		if linked {
+			brokertest.Sh(t, c, sid, "true")
+		}
+		res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("tools/pre-commit", "x\n")),
+			execv1.Choice_CHOICE_DENY)
+		return strings.ReplaceAll(fmt.Sprintf("%v %v %q %d questions", err, res.GetStatus(), res.GetContent(), len(qs)), dir, "$DIR")
+	}
+	// A name at any depth (a "**" rule: the walk asks the policy) and a root-relative path (the sandbox's hidden list).
+	for _, hidden := range []string{`"Read(secret)"`, `"Read(/secret)"`} {
+		if a, b := observe(t, hidden, true), observe(t, hidden, false); a != b {
+			t.Errorf("with %s, the write's answer depends on a folder it hides:\nplanted: %s\nempty:   %s", hidden, a, b)
+		}
+	}
+	if a, b := observe(t, "", true), observe(t, "", false); a == b {
+		t.Errorf("control: with no rule hiding it, the planted repository should make the write a question: %s", a)
+	}
+}
