@@ -299,9 +299,10 @@ func (s *Service) VerifyAudit(ctx context.Context, req *execv1.VerifyAuditReques
 // errUndoDenied is an undo of a path that the policy now denies writing.
 var errUndoDenied = errors.New("the policy denies writing this path")
 
-// undoPermit decides the undo of abs as a write, under the state of the session if it is still open (else the team
-// and user settings with the file's folder as the root), and audits the decision. A question's answer is the
-// user's own `garuda undo`; a deny refuses the undo before the file is looked at.
+// undoPermit decides the undo of abs as an edit (it reads the file to compare it with what Garuda wrote: a read rule
+// that hides the file refuses it, which defends against undo telling whether a hidden file changed), under the state of
+// the session if it is still open (else the team and user settings with the file's folder as the root), and audits the
+// decision. A question's answer is the user's own `garuda undo`; a deny refuses the undo before the file is looked at.
 func (s *Service) undoPermit(id, abs string) (permit.Permit, error) {
 	s.mu.Lock()
 	sess := s.sessions[id]
@@ -314,7 +315,7 @@ func (s *Service) undoPermit(id, abs string) (permit.Permit, error) {
 		st = &policy.State{Root: filepath.Dir(abs), Home: s.cfg.Home, UserHome: s.userHome, Mode: policy.ModeBuild,
 			Team: files.team, TeamErr: files.teamErr, User: files.user}
 	}
-	req := policy.Request{Kind: policy.KindWrite, Tool: policy.OpWriteFile, Path: abs}
+	req := policy.Request{Kind: policy.KindEdit, Tool: policy.OpEditFile, Path: abs}
 	d, p := permit.Decide(req, st)
 	rec := audit.Record{Session: id, Event: audit.EventDecision, Op: policy.OpUndo, Input: abs, Verdict: policy.Allow.String(),
 		Rule: "undo", Reason: "restore the file as it was before Garuda's last change"}
