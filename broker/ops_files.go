@@ -141,13 +141,28 @@ func checkChange(s *Service, c *call, path string, kind policy.Kind, prepare fun
 					return res, err
 				}
 			}
+			// A file the read rules hide is written blind: its review shows the new bytes only, and nothing of the
+			// answer says what it held, whether it existed or what it is. Defends against write_file's review (its
+			// diff, its first changed line, "Created", why it cannot be written) as a read of a hidden file.
+			blind := policy.Decide(policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: abs},
+				s.callState(c)).Verdict == policy.Deny
 			// As for a read: outside the root no symlink is followed, nor resolved to decide where it leads.
 			p, err := prepare(g)
+			if err != nil && blind {
+				return failed(fmt.Errorf("write %s: it cannot be replaced by a file, and a read rule hides why", abs)), nil
+			}
 			if err != nil {
 				return failed(err), nil
 			}
-			q := &execv1.Question{Title: verb + " " + abs, Preview: changePreview(abs, p), Hidden: p.Hidden}
-			q.Diff = changeDiff(abs, p)
+			shown := p
+			if blind {
+				shown = &fsops.Pending{Abs: p.Abs, New: p.New, Existed: true, Hidden: p.Hidden}
+			}
+			q := &execv1.Question{Title: verb + " " + abs, Preview: changePreview(abs, shown), Hidden: p.Hidden}
+			q.Diff = changeDiff(abs, shown)
+			if blind {
+				q.Preview = fmt.Sprintf("A read rule hides %s: what it holds is not shown, and all of it is replaced.\n%s", abs, q.Preview)
+			}
 			ask := g.confirm
 			if staged {
 				ask = g.review
@@ -170,10 +185,10 @@ func checkChange(s *Service, c *call, path string, kind policy.Kind, prepare fun
 			switch {
 			case kind == policy.KindEdit:
 				msg = fmt.Sprintf("Edited %s: %d replacement(s).", abs, p.Matches)
-			case !p.Existed:
+			case !shown.Existed:
 				msg = fmt.Sprintf("Created %s (%d bytes).", abs, len(p.New))
 			}
-			return &execv1.Result{Content: msg, Locations: locations(fsops.Location{Path: abs, Line: firstChangedLine(p.Old, p.New)})}, nil
+			return &execv1.Result{Content: msg, Locations: locations(fsops.Location{Path: abs, Line: firstChangedLine(shown.Old, p.New)})}, nil
 		},
 	}, nil
 }

@@ -482,3 +482,34 @@ func writeDecisionWalksNoHiddenFolder(t *testing.T, linked bool) {
 		t.Errorf("control: with no rule hiding it, the planted repository should make the write a question: %s", a)
 	}
 }
+
+// Found by red team (class 1). write_file of a file a read rule hides asks first with no content, as it should; but
+// once that question was allowed (by the user, or by a compromised front end, which answers every question), the
+// review question showed the file's old content as a diff, and the answer said whether it existed ("Created") and
+// where it first differed. Now the review shows the new bytes only: in the worlds where the file can be written the
+// answers are the same, and in those where it cannot (a folder, a FIFO, a symlink) they fail alike. Control: with
+// no rule hiding it, the review shows what the file held.
+func TestRedTeamBlindWriteShowsNothingOfTheHiddenFile(t *testing.T) {
+	d := denial{
+		name:     "a write of a file a read rule hides, every question allowed",
+		settings: `{"permissions": {"deny": ["read_file(.env)"]}}`,
+		target:   func(e *brokertest.Env) string { return filepath.Join(e.Root, ".env") },
+		answer:   execv1.Choice_CHOICE_ONCE,
+	}
+	write := func(p string) *execv1.Start { return brokertest.Write(p, "token=NEW\n") }
+	for _, group := range [][]world{worlds[:3], worlds[3:]} {
+		first, _ := observe(t, d, group[0], write)
+		for _, w := range group[1:] {
+			if seen, _ := observe(t, d, w, write); seen != first {
+				t.Errorf("the write's answers depend on the hidden file: where it is %s\n%s\nwhere it is %s\n%s", group[0].name, first,
+					w.name, seen)
+			}
+		}
+	}
+	d.settings = ""
+	held, _ := observe(t, d, worlds[0], write)
+	missing, _ := observe(t, d, worlds[2], write)
+	if !strings.Contains(held, "SECRET-1234") || held == missing {
+		t.Errorf("control: with no rule, the review should show the file's old content:\n%s\n%s", held, missing)
+	}
+}
