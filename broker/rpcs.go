@@ -121,8 +121,8 @@ func (s *Service) InspectTrust(ctx context.Context, req *execv1.InspectTrustRequ
 		if s.allowRead(s.homeState(root, real, pf))(path) {
 			return nil
 		}
-		return fmt.Errorf("%s is hidden by a read rule (team policy or your settings): it is not read, so there is nothing to trust: %w",
-			path, ErrBadRequest)
+		return fmt.Errorf("%s is hidden from Garuda's tools (by team policy, your settings or as Garuda's own file): it is not read, "+
+			"so there is nothing to trust: %w", path, ErrBadRequest)
 	}
 	if d := req.GetDir(); d != "" && filepath.IsAbs(d) {
 		if err := hidden(filepath.Clean(d), ""); err != nil {
