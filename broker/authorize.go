@@ -86,6 +86,10 @@ func (s *Service) decideAs(c *call, op *operation, name string, req policy.Reque
 	// is taken only for a request already allowed (a denied or asked one opens nothing first), and the second
 	// decision can only be stricter.
 	if d.Verdict == policy.Allow && (req.Kind == policy.KindWrite || req.Kind == policy.KindEdit) && c.sess.guard.Unscanned() {
+		// The walk leaves out what the read policy hides, as before a command (the same options: the first command
+		// does not walk whole again): defends against an answer that depends on a hidden folder's repositories.
+		st := s.state(c.sess)
+		c.sess.guard.Configure(s.guardOptions(c.sess, st, s.secrets(st)))
 		c.sess.guard.Scan()
 		d, p = permit.Decide(req, s.callState(c))
 	}

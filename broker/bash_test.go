@@ -69,3 +69,31 @@ func TestFullOutputIsReadable(t *testing.T) {
 		t.Fatalf("credentials: %v", out)
 	}
 }
+
+// A "dir/**" read-deny rule outside the project hides the folder whole from commands: a command sees neither its
+// files nor their names, and the broker does not list it to find them (work that would grow with what it holds).
+// Control: a folder beside it is listed by the command.
+func TestReadDenyRuleOutsideHidesTheFolderWhole(t *testing.T) {
+	e := brokertest.New(t)
+	base := t.TempDir()
+	hidden, beside := filepath.Join(base, "hidden"), filepath.Join(base, "beside")
+	for _, f := range []string{filepath.Join(hidden, "key-name-1.pem"), filepath.Join(hidden, "sub", "x"), filepath.Join(beside, "seen.txt")} {
+		brokertest.MustWrite(t, f, "outside-secret\n")
+	}
+	e.Settings(t, `{"permissions":{"deny":["Read(/`+hidden+`/**)"]}}`)
+	c := e.Client()
+	sid := e.Open(c)
+	opens := watchFolderOpens(t, base)
+	res := brokertest.Sh(t, c, sid, "ls -R "+hidden+" "+beside+" 2>&1; cat "+hidden+"/* 2>&1; true")
+	for _, leak := range []string{"key-name-1", "outside-secret"} {
+		if strings.Contains(res.GetContent(), leak) {
+			t.Errorf("the command saw %s:\n%s", leak, res.GetContent())
+		}
+	}
+	if got := opens.take(t); got["hidden"] != 0 || got["hidden/sub"] != 0 {
+		t.Errorf("the hidden folder was listed: %v", got)
+	}
+	if !strings.Contains(res.GetContent(), "seen.txt") {
+		t.Fatalf("control: the folder beside it is not listed:\n%s", res.GetContent())
+	}
+}

@@ -5,11 +5,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"unicode/utf8"
 
 	"github.com/garuda-dev/garuda/broker/fsops"
-	"github.com/garuda-dev/garuda/broker/permit"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -43,13 +41,12 @@ var errEmptyPath = fmt.Errorf("the path is empty: %w", ErrBadRequest)
 
 func checkReadFile(s *Service, c *call) (*request, error) {
 	op := c.start.GetReadFile()
-	return checkRead(c, op.GetPath(), func(ctx context.Context, g *grant, abs string, inside bool) (*execv1.Result, error) {
+	return checkRead(c, op.GetPath(), func(ctx context.Context, g *grant, abs string, _ bool) (*execv1.Result, error) {
 		if res, err := g.confirm(&execv1.Question{Title: "Read " + abs, Preview: "Read " + abs}); res != nil || err != nil {
 			return res, err
 		}
-		if res, err := s.realDenied(g, inside); res != nil || err != nil {
-			return res, err
-		}
+		// Outside the root the open follows no symlink, and nothing behind one is looked at: defends against a
+		// link into a hidden folder answering for what is there (resolving it first would).
 		return s.readAnswer(ctx, c, g, fsops.ReadRequest{Offset: int(op.GetOffset()), Limit: int(op.GetLimit())}), nil
 	})
 }
@@ -144,15 +141,28 @@ func checkChange(s *Service, c *call, path string, kind policy.Kind, prepare fun
 					return res, err
 				}
 			}
-			if res, err := s.realDenied(g, inside); res != nil || err != nil {
-				return res, err
-			}
+			// A file the read rules hide is written blind: its review shows the new bytes only, and nothing of the
+			// answer says what it held, whether it existed or what it is. Defends against write_file's review (its
+			// diff, its first changed line, "Created", why it cannot be written) as a read of a hidden file.
+			blind := policy.Decide(policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: abs},
+				s.callState(c)).Verdict == policy.Deny
+			// As for a read: outside the root no symlink is followed, nor resolved to decide where it leads.
 			p, err := prepare(g)
+			if err != nil && blind {
+				return failed(fmt.Errorf("write %s: it cannot be replaced by a file, and a read rule hides why", abs)), nil
+			}
 			if err != nil {
 				return failed(err), nil
 			}
-			q := &execv1.Question{Title: verb + " " + abs, Preview: changePreview(abs, p), Hidden: p.Hidden}
-			q.Diff = changeDiff(abs, p)
+			shown := p
+			if blind {
+				shown = &fsops.Pending{Abs: p.Abs, New: p.New, Existed: true, Hidden: p.Hidden}
+			}
+			q := &execv1.Question{Title: verb + " " + abs, Preview: changePreview(abs, shown), Hidden: p.Hidden}
+			q.Diff = changeDiff(abs, shown)
+			if blind {
+				q.Preview = fmt.Sprintf("A read rule hides %s: what it holds is not shown, and all of it is replaced.\n%s", abs, q.Preview)
+			}
 			ask := g.confirm
 			if staged {
 				ask = g.review
@@ -175,41 +185,12 @@ func checkChange(s *Service, c *call, path string, kind policy.Kind, prepare fun
 			switch {
 			case kind == policy.KindEdit:
 				msg = fmt.Sprintf("Edited %s: %d replacement(s).", abs, p.Matches)
-			case !p.Existed:
+			case !shown.Existed:
 				msg = fmt.Sprintf("Created %s (%d bytes).", abs, len(p.New))
 			}
-			return &execv1.Result{Content: msg, Locations: locations(fsops.Location{Path: abs, Line: firstChangedLine(p.Old, p.New)})}, nil
+			return &execv1.Result{Content: msg, Locations: locations(fsops.Location{Path: abs, Line: firstChangedLine(shown.Old, p.New)})}, nil
 		},
 	}, nil
-}
-
-// realDenied decides a path outside the root again as the kernel will resolve its folder, so that a folder that is
-// a symlink cannot carry a read or write into a place the rules deny (defends against a link to $GARUDA_HOME).
-// Inside the root, openat2 refuses any link that leaves it, so the lexical path is the real one. It runs only once
-// the path asked for is allowed (its folder is then the operation's to look at), and the decision is audited.
-func (s *Service) realDenied(g *grant, inside bool) (*execv1.Result, error) {
-	if inside {
-		return nil, nil
-	}
-	dir, err := filepath.EvalSymlinks(filepath.Dir(g.req.Path))
-	if err != nil {
-		return nil, nil // a folder that does not exist fails at open
-	}
-	real := filepath.Join(dir, filepath.Base(g.req.Path))
-	if real == g.req.Path {
-		return nil, nil
-	}
-	req := g.req
-	req.Path = real
-	d, _ := permit.Decide(req, s.callState(g.c))
-	if err := s.auditDecision(g.c, g.op.name, g.op.changes, req, d); err != nil {
-		return nil, err
-	}
-	if d.Verdict == policy.Deny {
-		return &execv1.Result{Status: execv1.Status_STATUS_DENIED,
-			Content: fmt.Sprintf("Denied: the path resolves to %s: %s.", real, d.Reason)}, nil
-	}
-	return nil, nil
 }
 
 // allowRead is the filter of glob, grep and of the files a command set is loaded from: a file is opened only when

@@ -21,17 +21,11 @@ import (
 // what "**" read-deny rules name there (readDenied). Past the walk's limit the run is refused: a tree the guard
 // cannot check, or search for secrets, is not left unchecked.
 func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec) (*guard.Watch, error) {
-	maxEntries, skip := policy.GuardWalk(st)
-	// What the sandbox hides a command can neither see nor write: the walk leaves it out.
-	var hidden []string
-	for _, h := range spec.Hidden {
-		if rel, in := pathglob.Within(sess.fs.Real(), filepath.Clean(h)); in && rel != "" {
-			hidden = append(hidden, rel)
-		}
-	}
-	deny, denyKey := readDenied(st)
-	sess.guard.Configure(guard.Options{MaxEntries: maxEntries, Skip: skip, Hidden: hidden, Writable: spec.Writable,
-		Deny: deny, DenyKey: denyKey, UserHome: s.userHome})
+	maxEntries, _ := policy.GuardWalk(st)
+	o := s.guardOptions(sess, st, spec.Hidden)
+	o.Writable = spec.Writable
+	deny := o.Deny
+	sess.guard.Configure(o)
 	w, err := sess.guard.Begin()
 	if errors.Is(err, guard.ErrTooLarge) {
 		err = fmt.Errorf("%w; commands are refused where Garuda cannot check what they leave behind. Raise the limit "+
@@ -43,6 +37,25 @@ func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec)
 		return nil, err
 	}
 	return w, err
+}
+
+// guardOptions are the guard's walk options in a session's state: its bounds, and what the read policy hides, which
+// the walk never enters: hidden, the paths the sandbox hides (under the root by either of its names), and the "**"
+// read-deny rules (readDenied). Defends against the walk, and so what it finds (where a repository points git), the
+// questions that follow from it and its time, depending on a folder a rule hides.
+func (s *Service) guardOptions(sess *session, st *policy.State, hidden []string) guard.Options {
+	maxEntries, skip := policy.GuardWalk(st)
+	var rels []string
+	for _, h := range hidden {
+		for _, root := range []string{sess.fs.Real(), sess.root} {
+			if rel, in := pathglob.Within(root, filepath.Clean(h)); in && rel != "" {
+				rels = append(rels, rel)
+				break
+			}
+		}
+	}
+	deny, denyKey := readDenied(st)
+	return guard.Options{MaxEntries: maxEntries, Skip: skip, Hidden: rels, Deny: deny, DenyKey: denyKey, UserHome: s.userHome}
 }
 
 // guardAfter takes the guard's scan after a command (bash, a hook, or a background process) ended, undoes what it

@@ -151,3 +151,39 @@ func TestCommandPastTheLimitWithDenyRule(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteBeforeTheFirstCommandWalksOnce: a write the rules allow before the session's first command is decided
+// again after the guard's first walk, which leaves out what the read policy hides, as a command's does; so the
+// command after it walks nothing again (the guard's options are the same), and the hidden folder is listed by
+// neither.
+func TestWriteBeforeTheFirstCommandWalksOnce(t *testing.T) {
+	e := brokertest.New(t)
+	for _, d := range []string{"pkg/sub", "private/inner", "vault"} {
+		must(t, os.MkdirAll(filepath.Join(e.Root, d), 0o755))
+	}
+	e.Settings(t, `{"permissions":{"deny":["Read(**/private)","Read(/vault)"],"allow":["Write(**)"]}}`)
+	c := e.Client()
+	sid := e.Open(c)
+	opens := watchFolderOpens(t, e.Root)
+	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("pkg/a.txt", "a\n")),
+		execv1.Choice_CHOICE_DENY)
+	if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED || len(qs) != 0 {
+		t.Fatalf("the allowed write: %v %v (%d questions)", res, err, len(qs))
+	}
+	for run, want := range []int{1, 0} {
+		if run == 1 {
+			if r := brokertest.Sh(t, c, sid, "true"); r.GetStatus() != execv1.Status_STATUS_COMPLETED {
+				t.Fatalf("command: %v", r)
+			}
+		}
+		got := opens.take(t)
+		if got["pkg/sub"] != want {
+			t.Errorf("step %d: pkg/sub listed %d times, want %d (all: %v)", run, got["pkg/sub"], want, got)
+		}
+		for _, hidden := range []string{"private", "private/inner", "vault"} {
+			if got[hidden] != 0 {
+				t.Errorf("step %d: the hidden folder %s was listed %d times", run, hidden, got[hidden])
+			}
+		}
+	}
+}

@@ -112,6 +112,23 @@ func (s *Service) Setup(ctx context.Context, req *execv1.SetupRequest) (*execv1.
 
 // InspectTrust shows a project's settings that loosen safety.
 func (s *Service) InspectTrust(ctx context.Context, req *execv1.InspectTrustRequest) (*execv1.InspectTrustResponse, error) {
+	// The settings file is decided as a read by team policy and the user's settings before the folder is looked at,
+	// and again under the folder's real name once it is open: a file a rule hides is not read, as a session does
+	// not read it. Defends against this RPC telling a front end what a hidden file holds, or whether it exists.
+	pf := s.homePolicy()
+	hidden := func(root, real string) error {
+		path := filepath.Join(root, projectSettingsPath)
+		if s.allowRead(s.homeState(root, real, pf))(path) {
+			return nil
+		}
+		return fmt.Errorf("%s is hidden from Garuda's tools (by team policy, your settings or as Garuda's own file): it is not read, "+
+			"so there is nothing to trust: %w", path, ErrBadRequest)
+	}
+	if d := req.GetDir(); d != "" && filepath.IsAbs(d) {
+		if err := hidden(filepath.Clean(d), ""); err != nil {
+			return nil, toStatus(err)
+		}
+	}
 	dir, err := checkRoot(req.GetDir())
 	if err != nil {
 		return nil, toStatus(err)
@@ -123,6 +140,9 @@ func (s *Service) InspectTrust(ctx context.Context, req *execv1.InspectTrustRequ
 	defer root.Close()
 	p, _ := peercred.FromContext(ctx)
 	if err := checkReach(p, root); err != nil {
+		return nil, toStatus(err)
+	}
+	if err := hidden(dir, root.Real()); err != nil {
 		return nil, toStatus(err)
 	}
 	res := &execv1.InspectTrustResponse{SettingsPath: filepath.Join(dir, projectSettingsPath)}
@@ -279,9 +299,10 @@ func (s *Service) VerifyAudit(ctx context.Context, req *execv1.VerifyAuditReques
 // errUndoDenied is an undo of a path that the policy now denies writing.
 var errUndoDenied = errors.New("the policy denies writing this path")
 
-// undoPermit decides the undo of abs as a write, under the state of the session if it is still open (else the team
-// and user settings with the file's folder as the root), and audits the decision. A question's answer is the
-// user's own `garuda undo`; a deny refuses the undo before the file is looked at.
+// undoPermit decides the undo of abs as an edit (it reads the file to compare it with what Garuda wrote: a read rule
+// that hides the file refuses it, which defends against undo telling whether a hidden file changed), under the state of
+// the session if it is still open (else the team and user settings with the file's folder as the root), and audits the
+// decision. A question's answer is the user's own `garuda undo`; a deny refuses the undo before the file is looked at.
 func (s *Service) undoPermit(id, abs string) (permit.Permit, error) {
 	s.mu.Lock()
 	sess := s.sessions[id]
@@ -294,7 +315,7 @@ func (s *Service) undoPermit(id, abs string) (permit.Permit, error) {
 		st = &policy.State{Root: filepath.Dir(abs), Home: s.cfg.Home, UserHome: s.userHome, Mode: policy.ModeBuild,
 			Team: files.team, TeamErr: files.teamErr, User: files.user}
 	}
-	req := policy.Request{Kind: policy.KindWrite, Tool: policy.OpWriteFile, Path: abs}
+	req := policy.Request{Kind: policy.KindEdit, Tool: policy.OpEditFile, Path: abs}
 	d, p := permit.Decide(req, st)
 	rec := audit.Record{Session: id, Event: audit.EventDecision, Op: policy.OpUndo, Input: abs, Verdict: policy.Allow.String(),
 		Rule: "undo", Reason: "restore the file as it was before Garuda's last change"}

@@ -28,9 +28,15 @@ func (s *Service) secrets(st *policy.State) []string {
 	}
 	for _, p := range policy.ReadDenyPatterns(st) {
 		rel, inRoot := pathglob.Within(st.Root, p)
+		folder, whole := strings.CutSuffix(p, "/**")
 		switch {
 		case !strings.ContainsAny(p, "*?["):
 			out = append(out, p)
+		case whole && !strings.ContainsAny(folder, "*?[") && (!inRoot || rel == ""):
+			// "dir/**" denies the folder and all in it: hidden whole, never listed. Defends against each command's
+			// start listing a hidden folder outside the project (work that grows with what it holds, and its names
+			// shown to the command).
+			out = append(out, folder)
 		case inRoot && rel != "":
 			// "**" and friends in the project: the guard's walk before the command asks the policy itself
 			// (readDenied), so their semantics hold, and adds what they deny (guardBefore).

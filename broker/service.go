@@ -219,6 +219,12 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 // or an earlier one resumed from its loaded file. The session is not registered yet.
 func (s *Service) openSession(p peercred.Peer, reqRoot string, mode execv1.Mode, id string,
 	loaded *sessionlog.Loaded) (*session, *execv1.OpenSessionResponse, error) {
+	pf := s.homePolicy()
+	if filepath.IsAbs(reqRoot) {
+		if err := s.rootHidden(filepath.Clean(reqRoot), "", pf); err != nil {
+			return nil, nil, err
+		}
+	}
 	root, err := checkRoot(reqRoot)
 	if err != nil {
 		return nil, nil, err
@@ -243,6 +249,10 @@ func (s *Service) openSession(p peercred.Peer, reqRoot string, mode execv1.Mode,
 		fsroot.Close()
 		return nil, nil, err
 	}
+	if err := s.rootHidden(root, fsroot.Real(), pf); err != nil {
+		fsroot.Close()
+		return nil, nil, err
+	}
 	sctx, cancel := context.WithCancelCause(s.done)
 	dir := filepath.Join(s.cfg.Home, "sessions")
 	var log *sessionlog.Writer
@@ -254,7 +264,7 @@ func (s *Service) openSession(p peercred.Peer, reqRoot string, mode execv1.Mode,
 	}
 	sess := &session{id: id, root: root, owner: p, ctx: sctx, cancel: cancel, mode: mode, fs: fsroot,
 		outputDir: filepath.Join(dir, id), log: log}
-	sess.files = s.loadPolicy(fsroot)
+	sess.files = s.loadPolicy(fsroot, pf)
 	notices := append([]string(nil), sess.files.notices...)
 	if n := policy.UntrustedNotice(s.state(sess)); n != "" {
 		notices = append(notices, n)

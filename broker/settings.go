@@ -68,11 +68,17 @@ func (s *Service) teamPolicy() (*policy.Settings, error) {
 // projectSettingsPath is the project's settings file, relative to the root.
 const projectSettingsPath = ".garuda/settings.json"
 
-// loadPolicy reads every settings file for a session on root. The project's file is read through the confined
-// file operations (a hostile repository cannot point it elsewhere).
-func (s *Service) loadPolicy(root *fsops.Root) policyFiles {
-	pf := s.homePolicy()
-	data, err := conffile.ReadIn(root.FDPath(), projectSettingsPath, maxSettings)
+// loadPolicy reads the project's settings files for a session on root, beside pf, the team's and the user's
+// (homePolicy). The project's file is read through the confined file operations (a hostile repository cannot point
+// it elsewhere).
+func (s *Service) loadPolicy(root *fsops.Root, pf policyFiles) policyFiles {
+	// A project's settings file that a read rule of the team or the user hides is not read: as if absent. Defends
+	// against its content reaching the session through a notice (a malformed rule is quoted), a deny's reason or
+	// a question; only the rules that can be known without it decide whether it may be read.
+	data, err := []byte(nil), error(fs.ErrNotExist)
+	if s.allowRead(s.homeState(root.Path(), root.Real(), pf))(filepath.Join(root.Path(), projectSettingsPath)) {
+		data, err = conffile.ReadIn(root.FDPath(), projectSettingsPath, maxSettings)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -101,6 +107,24 @@ func (s *Service) loadPolicy(root *fsops.Root) policyFiles {
 		pf.claudeHooks, pf.notices = s.loadClaudeHooks(root, pf.notices)
 	}
 	return pf
+}
+
+// homeState is the policy state of a project folder before its own settings are read: team policy and the user's
+// settings decide alone.
+func (s *Service) homeState(root, real string, pf policyFiles) *policy.State {
+	return &policy.State{Root: root, RealRoot: real, Home: s.cfg.Home, UserHome: s.userHome, Mode: policy.ModeBuild,
+		Team: pf.team, TeamErr: pf.teamErr, User: pf.user}
+}
+
+// rootHidden refuses a project folder that the read rules of the team or the user deny, decided on its path before
+// it is looked at (real empty) and again under its real name once it is open: defends against a session's start, or
+// its error, telling whether a hidden folder exists or what it holds.
+func (s *Service) rootHidden(root, real string, pf policyFiles) error {
+	req := policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: root}
+	if pf.teamErr != nil || policy.Decide(req, s.homeState(root, real, pf)).Verdict != policy.Deny {
+		return nil // a broken team policy denies everything the session does, and says so once it is open
+	}
+	return fmt.Errorf("root %s: the read rules (team policy or your settings) hide this folder: %w", root, ErrBadRequest)
 }
 
 // claudeSettingsPath is Claude Code's project settings file, relative to the root: only its hooks are read.

@@ -37,7 +37,7 @@ func openParent(abs string) (int, string, error) {
 // followed anywhere.
 func restoreFile(p permit.Permit, content []byte, existed bool) error {
 	abs := p.Path()
-	if err := p.CheckAct(abs, policy.KindWrite); err != nil {
+	if err := p.CheckAct(abs, policy.KindWrite, policy.KindEdit); err != nil {
 		return err
 	}
 	if !existed {
@@ -66,7 +66,7 @@ func restoreFile(p permit.Permit, content []byte, existed bool) error {
 // currentFile hashes the file at the permit's path as it is now, with no symlink followed anywhere.
 func currentFile(p permit.Permit) ([32]byte, bool, error) {
 	abs := p.Path()
-	if err := p.CheckPreview(abs, policy.KindWrite); err != nil {
+	if err := p.CheckPreview(abs, policy.KindWrite, policy.KindEdit); err != nil {
 		return [32]byte{}, false, err
 	}
 	fd, base, err := openParent(abs)

@@ -350,14 +350,29 @@ func builtinDeny(req *Request, st *State) (Decision, bool) {
 		if req.Kind == KindSearch && st.Home != "" && inFolded(req.Path, st.Home) {
 			return deny("default", "this search would cover Garuda's own folder ("+st.Home+"): refused"), true
 		}
+		if dir := auditDir(st); dir != "" && (inFolded(dir, req.Path) || req.Kind == KindSearch && inFolded(req.Path, dir)) {
+			return deny("default", "the audit folder team policy names ("+dir+") holds every session's record: tools may not read it"), true
+		}
 	case KindWrite, KindEdit:
 		for _, dir := range []string{st.Home, ManagedPolicyDir} {
 			if inFolded(dir, req.Path) {
 				return deny("default", "Garuda's own folder ("+dir+") holds credentials and policy: tools may not change it"), true
 			}
 		}
+		if dir := auditDir(st); dir != "" && inFolded(dir, req.Path) {
+			return deny("default", "the audit folder team policy names ("+dir+") holds every session's record: tools may not change it"), true
+		}
 	}
 	return Decision{}, false
+}
+
+// auditDir is the folder team policy moved the audit log to, or "": like $GARUDA_HOME, out of the tools' reach
+// (defends against a front end that answers "allow" reading every session's commands, or rewriting the log).
+func auditDir(st *State) string {
+	if st.Team == nil {
+		return ""
+	}
+	return st.Team.AuditDir
 }
 
 // inFolded reports whether p is dir or lies under it, ignoring case, so that a case-insensitive file system

@@ -356,6 +356,28 @@ func TestGarudaHomeCaseFolded(t *testing.T) {
 	}
 }
 
+// TestAuditFolderOutOfReach: the folder team policy moves the audit log to is, like $GARUDA_HOME, out of the file
+// tools' reach whatever the rules or a question's answer: no read, search (of it or of a folder holding it),
+// write or edit, not even with a rule allowing them. Control: without the team's audit_dir they only ask, or are
+// allowed by the rule.
+func TestAuditFolderOutOfReach(t *testing.T) {
+	team := mustSettings(t, "/etc/garuda/policy.json", `{"audit_dir": "/var/log/garuda"}`)
+	user := mustSettings(t, "user", `{"permissions": {"allow": ["Read(//var/**)", "Edit(//var/**)", "Glob(//var/**)"]}}`)
+	reqs := []Request{{Kind: KindRead, Path: "/var/log/garuda/a.jsonl"}, {Kind: KindSearch, Tool: OpGrep, Path: "/var/log"},
+		{Kind: KindWrite, Path: "/var/log/garuda/a.jsonl"}, {Kind: KindEdit, Path: "/var/log/garuda/new.jsonl"}}
+	for _, req := range reqs {
+		st := newState(ModeBuild)
+		st.Team, st.User = team, user
+		if d := Decide(req, st); d.Verdict != Deny {
+			t.Errorf("%+v: %v (%s)", req, d.Verdict, d.Reason)
+		}
+		st.Team = nil
+		if d := Decide(req, st); d.Verdict == Deny {
+			t.Errorf("control %+v: %v (%s)", req, d.Verdict, d.Reason)
+		}
+	}
+}
+
 // TestPlanModeBeatsRules: allow and session rules do not lift plan mode; in build mode (the control) they do.
 func TestPlanModeBeatsRules(t *testing.T) {
 	for _, mode := range []Mode{ModePlan, ModeBuild} {

@@ -385,11 +385,30 @@ func TestSymlinkReadRechecked(t *testing.T) {
 		t.Fatalf("plain read = %+v, %v", res, err)
 	}
 
-	// Outside the root no symlink is followed, and the error names the real path to ask for.
+	// Outside the root no symlink is followed, and the error names where the link leads, to ask for that path.
 	os.Symlink("secret", filepath.Join(outside, "link"))
 	_, err = r.read(context.Background(), ReadRequest{Path: filepath.Join(outside, "link"), Outside: true})
 	wantErr(t, "read a symlink outside the root", err, ErrSymlink)
-	if !strings.Contains(err.Error(), "the real path is "+filepath.Join(outside, "secret")) {
-		t.Fatalf("error %q does not name the real path", err)
+	if !strings.Contains(err.Error(), "is a symlink to "+filepath.Join(outside, "secret")) {
+		t.Fatalf("error %q does not name where the link leads", err)
+	}
+}
+
+// Outside the root, the hint of a path that goes through a symlink names only the link's own text: what lies behind
+// it was never decided, so its existence and its own links do not show (a resolved hint named them).
+func TestSymlinkHintLooksNoFurther(t *testing.T) {
+	r, _, outside := fixture(t)
+	hidden := filepath.Join(outside, "hidden")
+	os.Symlink(hidden, filepath.Join(outside, "link"))
+	hint := func() string {
+		_, err := r.read(context.Background(), ReadRequest{Path: filepath.Join(outside, "link", "sub"), Outside: true})
+		wantErr(t, "read through a symlinked folder outside the root", err, ErrSymlink)
+		return err.Error()
+	}
+	missing := hint()
+	os.MkdirAll(hidden, 0o755)
+	os.Symlink("/etc/hostname", filepath.Join(hidden, "sub"))
+	if there := hint(); there != missing || strings.Contains(there, "/etc") {
+		t.Fatalf("the hint depends on what lies behind the link:\n%s\n%s", missing, there)
 	}
 }

@@ -212,10 +212,29 @@ func (r *Root) resolve(p string, allowOutside bool, resolveFlags uint64) (*targe
 }
 
 // realPathHint tells which path to ask for instead of one that goes through a symlink (outside the root, the
-// path asked about must be the file itself). The hint is only a message: nothing is opened by it.
+// path asked about must be the file itself): the first component of the path asked that is a symlink, and the text
+// of that link. Nothing behind the link is looked at: the policy decided the path asked, not where its links lead,
+// so the hint must not depend on what is there (defends against a link into a hidden folder as an oracle on what
+// the folder holds, which resolving the whole path would be). The hint is only a message: nothing is opened by it.
 func realPathHint(abs string) string {
-	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
-		return "; the real path is " + real
+	p := "/"
+	for _, part := range strings.Split(strings.TrimPrefix(abs, "/"), "/") {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return ""
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		to, err := os.Readlink(p)
+		if err != nil {
+			return ""
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(p), to)
+		}
+		return fmt.Sprintf("; %s is a symlink to %s: ask for the path by that name", p, to)
 	}
 	return ""
 }

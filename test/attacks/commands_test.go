@@ -286,6 +286,41 @@ func TestRedTeamAuditDirReadableByCommands(t *testing.T) {
 	}
 }
 
+// Found by red team (class 1 pass).
+// FOUND AND FIXED. The audit folder team policy names was hidden from commands but not from the file tools: a read
+// or a write there is outside the project and only asks, so a front end that answers "allow" read every session's
+// commands, or rewrote the log. Now it is out of reach like $GARUDA_HOME. Control: a file beside it is read.
+func TestRedTeamAuditDirReachableByFileTools(t *testing.T) {
+	e := brokertest.New(t)
+	base := t.TempDir()
+	dir := filepath.Join(base, "garuda-audit")
+	os.MkdirAll(dir, 0o700)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "policy.json"), fmt.Sprintf(`{"audit_dir": %q}`, dir))
+	brokertest.MustWrite(t, filepath.Join(base, "beside.txt"), "beside-0042\n")
+	c := e.Client()
+	sid := e.Open(c)
+	brokertest.Sh(t, c, sid, "true curl -H 'Authorization: Bearer tok-in-the-log-88'")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if len(files) == 0 {
+		t.Fatalf("precondition: no audit log in %s", dir)
+	}
+	for _, op := range []*execv1.Start{brokertest.Read(files[0]), brokertest.Write(files[0], "{}\n"),
+		{Op: &execv1.Start_Grep{Grep: &execv1.Grep{Pattern: "tok-in-the-log", Path: base, OutputMode: "content"}}}} {
+		res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+		if err != nil || res.GetStatus() != execv1.Status_STATUS_DENIED || strings.Contains(res.GetContent(), "tok-in-the-log") {
+			t.Errorf("%v: %v %v", op, res, err)
+		}
+	}
+	if !strings.Contains(brokertest.FileText(files[0]), "tok-in-the-log-88") {
+		t.Error("the audit log was rewritten")
+	}
+	res, _, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Read(filepath.Join(base, "beside.txt"))),
+		execv1.Choice_CHOICE_ONCE)
+	if !strings.Contains(res.GetContent(), "beside-0042") {
+		t.Fatalf("control: a file beside the audit folder is not read: %v", res)
+	}
+}
+
 // Found by red team (first pass over the boundary).
 // HELD. read_file reads the session's own saved output without a question, but not another session's, nor Garuda's
 // home through a path that starts in the output folder. Control: its own output is read.

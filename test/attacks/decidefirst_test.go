@@ -140,6 +140,19 @@ var denials = []denial{
 		},
 	},
 	{
+		// Found by red team (class 1, outside the root). The user (or a compromised front end) allows a path outside
+		// the project whose folder is a symbolic link into Garuda's own folder: the link's text is the allowed path's
+		// own, but what lies behind it was never decided, so neither its existence nor its kind may show.
+		name:   "outside the project, a link into Garuda's folder, the question allowed",
+		target: func(e *brokertest.Env) string { return filepath.Join(e.Home, "sub") },
+		answer: execv1.Choice_CHOICE_ONCE,
+		ops: map[string]func(string) *execv1.Start{
+			"read_file":  throughOutsideLink(fileOps()["read_file"]),
+			"write_file": throughOutsideLink(fileOps()["write_file"]),
+			"edit_file":  throughOutsideLink(fileOps()["edit_file"]),
+		},
+	},
+	{
 		// A hook event names no target; its hook runs as a command, from which the sandbox hides what a rule denies.
 		name: "a hook event beside a file a rule hides, its hook trying to read it",
 		settings: `{"permissions": {"deny": ["read_file(secret.txt)"]}, "hooks": {"UserPromptSubmit": [{"hooks": ` +
@@ -217,6 +230,17 @@ func throughLink(op func(string) *execv1.Start) func(string) *execv1.Start {
 		link := filepath.Join(filepath.Dir(p), "link")
 		os.Symlink(filepath.Base(p), link)
 		return op(link)
+	}
+}
+
+// throughOutsideLink makes a symlink "outside/link", beside the project, to the folder of the target, and asks op
+// about a file below the target through it: the link is a prefix of the path asked, the target behind it hidden.
+func throughOutsideLink(op func(string) *execv1.Start) func(string) *execv1.Start {
+	return func(p string) *execv1.Start {
+		outside := filepath.Join(filepath.Dir(filepath.Dir(p)), "outside")
+		os.MkdirAll(outside, 0o755)
+		os.Symlink(filepath.Dir(p), filepath.Join(outside, "link"))
+		return op(filepath.Join(outside, "link", filepath.Base(p), "x"))
 	}
 }
 
@@ -404,5 +428,88 @@ func TestEveryOperationIsCheckedForDecideFirst(t *testing.T) {
 		if !covered[name] {
 			t.Errorf("operation %s has no case in the decide-first test: add one to denials", name)
 		}
+	}
+}
+
+// Found by red team (class 1). A write the rules allow before the session's first command is decided again after
+// the guard's first walk of the project (what nested repositories point git at). That walk must enter no folder a
+// read rule hides: a repository there whose core.hooksPath names a folder of the project would turn an allowed
+// write into a question, so the answer would say what the hidden folder holds. Control: with no rule hiding it,
+// the same repository makes the write a question.
+//
+// The same walk before a command, in a root opened through a symbolic link: the paths the sandbox hides are spelled
+// under the root's given name, the walk's under its real one; it entered the hidden folder all the same.
+func TestRedTeamWriteDecisionWalksNoHiddenFolder(t *testing.T) {
+	for _, how := range []string{"before any command", "after a command, the root through a symlink"} {
+		t.Run(how, func(t *testing.T) { writeDecisionWalksNoHiddenFolder(t, how != "before any command") })
+	}
+}
+
+func writeDecisionWalksNoHiddenFolder(t *testing.T, linked bool) {
+	observe := func(t *testing.T, deny string, planted bool) string {
+		dir := t.TempDir()
+		root := filepath.Join(dir, "project")
+		if linked {
+			mustMkdir(t, filepath.Join(dir, "real"))
+			if err := os.Symlink(filepath.Join(dir, "real"), root); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := brokertest.NewIn(t, dir, root, filepath.Join(dir, "home"))
+		e.Settings(t, `{"permissions": {"deny": [`+deny+`], "allow": ["Write(tools/**)"]}}`)
+		if planted {
+			brokertest.MustWrite(t, filepath.Join(e.Root, "secret", ".git", "HEAD"), "ref: refs/heads/main\n")
+			brokertest.MustWrite(t, filepath.Join(e.Root, "secret", ".git", "config"), "[core]\n\thooksPath = ../tools\n")
+		} else {
+			mustMkdir(t, filepath.Join(e.Root, "secret"))
+		}
+		c := e.Client()
+		sid := e.Open(c)
+		if linked {
+			brokertest.Sh(t, c, sid, "true")
+		}
+		res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("tools/pre-commit", "x\n")),
+			execv1.Choice_CHOICE_DENY)
+		return strings.ReplaceAll(fmt.Sprintf("%v %v %q %d questions", err, res.GetStatus(), res.GetContent(), len(qs)), dir, "$DIR")
+	}
+	// A name at any depth (a "**" rule: the walk asks the policy) and a root-relative path (the sandbox's hidden list).
+	for _, hidden := range []string{`"Read(secret)"`, `"Read(/secret)"`} {
+		if a, b := observe(t, hidden, true), observe(t, hidden, false); a != b {
+			t.Errorf("with %s, the write's answer depends on a folder it hides:\nplanted: %s\nempty:   %s", hidden, a, b)
+		}
+	}
+	if a, b := observe(t, "", true), observe(t, "", false); a == b {
+		t.Errorf("control: with no rule hiding it, the planted repository should make the write a question: %s", a)
+	}
+}
+
+// Found by red team (class 1). write_file of a file a read rule hides asks first with no content, as it should; but
+// once that question was allowed (by the user, or by a compromised front end, which answers every question), the
+// review question showed the file's old content as a diff, and the answer said whether it existed ("Created") and
+// where it first differed. Now the review shows the new bytes only: in the worlds where the file can be written the
+// answers are the same, and in those where it cannot (a folder, a FIFO, a symlink) they fail alike. Control: with
+// no rule hiding it, the review shows what the file held.
+func TestRedTeamBlindWriteShowsNothingOfTheHiddenFile(t *testing.T) {
+	d := denial{
+		name:     "a write of a file a read rule hides, every question allowed",
+		settings: `{"permissions": {"deny": ["read_file(.env)"]}}`,
+		target:   func(e *brokertest.Env) string { return filepath.Join(e.Root, ".env") },
+		answer:   execv1.Choice_CHOICE_ONCE,
+	}
+	write := func(p string) *execv1.Start { return brokertest.Write(p, "token=NEW\n") }
+	for _, group := range [][]world{worlds[:3], worlds[3:]} {
+		first, _ := observe(t, d, group[0], write)
+		for _, w := range group[1:] {
+			if seen, _ := observe(t, d, w, write); seen != first {
+				t.Errorf("the write's answers depend on the hidden file: where it is %s\n%s\nwhere it is %s\n%s", group[0].name, first,
+					w.name, seen)
+			}
+		}
+	}
+	d.settings = ""
+	held, _ := observe(t, d, worlds[0], write)
+	missing, _ := observe(t, d, worlds[2], write)
+	if !strings.Contains(held, "SECRET-1234") || held == missing {
+		t.Errorf("control: with no rule, the review should show the file's old content:\n%s\n%s", held, missing)
 	}
 }

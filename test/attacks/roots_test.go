@@ -365,3 +365,35 @@ func TestRootThatIsNoProject(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Found by red team (class 1 pass). A session's root that a read rule of the team or the user denies is refused
+// before it is looked at, the same whether it exists, is a folder, a file or a link to a folder: OpenSession does
+// not tell a front end what lies in a hidden tree. Control: with no rule, the answers differ.
+func TestRootARuleHidesIsRefusedAlike(t *testing.T) {
+	worlds := map[string]func(p string){
+		"missing":  func(string) {},
+		"a folder": func(p string) { os.MkdirAll(filepath.Join(p, ".garuda"), 0o755) },
+		"a file":   func(p string) { brokertest.MustWrite(t, p, "x") },
+		"a link":   func(p string) { os.MkdirAll(filepath.Dir(p), 0o755); os.Symlink("/etc", p) },
+	}
+	for _, rule := range []string{"", "Read(//%s/**)", "Read(//%s)"} {
+		seen := map[string]string{}
+		for name, make := range worlds {
+			base := t.TempDir()
+			tree := filepath.Join(base, "tree")
+			e := brokertest.NewIn(t, base, filepath.Join(base, "project"), filepath.Join(base, "home"))
+			if rule != "" {
+				e.Team(t, `{"permissions": {"deny": ["`+fmt.Sprintf(rule, strings.TrimPrefix(tree, "/"))+`"]}}`)
+			}
+			make(filepath.Join(tree, "sub"))
+			_, err := e.Client().OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: filepath.Join(tree, "sub")})
+			seen[strings.ReplaceAll(fmt.Sprint(err), base, "$BASE")] = name
+		}
+		switch {
+		case rule != "" && len(seen) != 1:
+			t.Errorf("with %s, OpenSession tells the worlds apart: %v", rule, seen)
+		case rule == "" && len(seen) == 1:
+			t.Errorf("control: with no rule, OpenSession should tell the worlds apart: %v", seen)
+		}
+	}
+}

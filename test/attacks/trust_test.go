@@ -1,8 +1,10 @@
 package attacks
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -107,4 +109,43 @@ func TestRedTeamSetupAndTrustInputs(t *testing.T) {
 func policyHash(p string) string {
 	data, _ := os.ReadFile(p)
 	return policy.TrustHash(data)
+}
+
+// Found by red team (class 1). InspectTrust (and so PinTrust) of a folder whose settings file a read rule of the
+// user hides answers the same whatever the file holds and whether the folder exists: a front end cannot read a
+// hidden file's content (a malformed rule is quoted), hash or existence through `garuda trust`. Control: with no
+// rule, the answers differ.
+func TestInspectTrustOfAHiddenFileSaysNothing(t *testing.T) {
+	worlds := map[string]func(dir string){
+		"missing": func(string) {},
+		"no file": func(dir string) { os.MkdirAll(dir, 0o755) },
+		"malformed": func(dir string) {
+			brokertest.MustWrite(t, filepath.Join(dir, ".garuda", "settings.json"), `{"x": "tok-7d1e"}`)
+		},
+		"loosening": func(dir string) {
+			brokertest.MustWrite(t, filepath.Join(dir, ".garuda", "settings.json"), `{"permissions":{"allow":["Bash(ls)"]}}`)
+		},
+	}
+	for _, rule := range []string{"", `Read(//%s/**)`, `Read(.garuda/**)`} {
+		seen := map[string]string{}
+		for name, make := range worlds {
+			base := t.TempDir()
+			dir := filepath.Join(base, "secret")
+			e := brokertest.NewIn(t, base, filepath.Join(base, "project"), filepath.Join(base, "home"))
+			if rule != "" {
+				e.Settings(t, `{"permissions": {"deny": ["`+strings.ReplaceAll(rule, "%s", strings.TrimPrefix(dir, "/"))+`"]}}`)
+			}
+			make(dir)
+			c := e.Client()
+			in, err := c.InspectTrust(brokertest.Ctx(t), &execv1.InspectTrustRequest{Dir: dir})
+			_, perr := c.PinTrust(brokertest.Ctx(t), &execv1.PinTrustRequest{Dir: dir, Hash: in.GetHash()})
+			seen[strings.ReplaceAll(fmt.Sprintf("%v %v %v", in, err, perr), base, "$BASE")] = name
+		}
+		switch {
+		case rule != "" && len(seen) != 1:
+			t.Errorf("with %s, InspectTrust depends on the hidden file:\n%v", rule, seen)
+		case rule == "" && len(seen) != len(worlds):
+			t.Errorf("control: with no rule, InspectTrust should tell the worlds apart:\n%v", seen)
+		}
+	}
 }

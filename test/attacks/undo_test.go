@@ -93,3 +93,38 @@ func TestUndoOfADeniedPathIsRefusedFirst(t *testing.T) {
 		}
 	}
 }
+
+// Found by red team (class 1). Undo compares the file with what Garuda wrote before it restores it: it reads the
+// file. Of a file a read rule now hides, it was decided as a write only, so its answer (restored, or "changed
+// since") told whether the hidden file had changed. It is decided as an edit now (an edit reads the file): refused
+// the same either way. Control: with no rule, the two worlds answer differently.
+func TestUndoOfAHiddenFileSaysNothingOfIt(t *testing.T) {
+	observe := func(t *testing.T, hidden, changed bool) string {
+		dir := t.TempDir()
+		e := brokertest.NewIn(t, dir, filepath.Join(dir, "project"), filepath.Join(dir, "home"))
+		brokertest.MustWrite(t, filepath.Join(e.Root, "notes.txt"), "before\n")
+		c := e.Client()
+		sid := e.Open(c)
+		if res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("notes.txt", "garuda\n")),
+			execv1.Choice_CHOICE_ONCE); err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+			t.Fatalf("write: %v %v", res, err)
+		}
+		if _, err := c.CloseSession(brokertest.Ctx(t), &execv1.CloseSessionRequest{SessionId: sid}); err != nil {
+			t.Fatal(err)
+		}
+		if hidden {
+			e.Settings(t, `{"permissions": {"deny": ["Read(notes.txt)"]}}`)
+		}
+		if changed {
+			brokertest.MustWrite(t, filepath.Join(e.Root, "notes.txt"), "the user's own\n")
+		}
+		res, err := c.Undo(brokertest.Ctx(t), &execv1.UndoRequest{SessionId: sid})
+		return strings.ReplaceAll(strings.ReplaceAll(fmt.Sprintf("%v %v", res.GetRestored().GetPath(), err), dir, "$DIR"), sid, "$SID")
+	}
+	if a, b := observe(t, true, false), observe(t, true, true); a != b {
+		t.Errorf("undo of a file a read rule hides says whether it changed:\nunchanged: %s\nchanged:   %s", a, b)
+	}
+	if a, b := observe(t, false, false), observe(t, false, true); a == b {
+		t.Errorf("control: with no rule, undo should restore one and refuse the other: %s", a)
+	}
+}
