@@ -187,3 +187,28 @@ func TestWriteBeforeTheFirstCommandWalksOnce(t *testing.T) {
 		}
 	}
 }
+
+// A project opened through a symlink (~/code -> /data/code) with a nested repository that has no hooks folder: the
+// guard names the folder to make read-only by its real path, and the command runs (it failed: "not below the root").
+func TestCommandInARootReachedThroughASymlinkWithANestedRepository(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	link := filepath.Join(dir, "link")
+	if err := errors.Join(os.MkdirAll(filepath.Join(real, "sub", ".git", "objects"), 0o755),
+		os.MkdirAll(filepath.Join(real, "sub", ".git", "refs"), 0o755), os.Symlink(real, link)); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.MustWrite(t, filepath.Join(real, "sub", ".git", "HEAD"), "ref: refs/heads/main\n")
+	brokertest.MustWrite(t, filepath.Join(real, "sub", ".git", "config"), "[core]\n\trepositoryformatversion = 0\n")
+	e := brokertest.NewIn(t, dir, link, filepath.Join(dir, "home"))
+	c := e.Client()
+	sid := e.Open(c)
+	r := brokertest.Sh(t, c, sid, "echo ran; touch sub/.git/hooks/pre-commit 2>&1 || echo read-only")
+	if r.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(r.GetContent(), "ran") ||
+		!strings.Contains(r.GetContent(), "read-only") {
+		t.Fatalf("the command in a root through a symlink: %v", r)
+	}
+	if fi, err := os.Stat(filepath.Join(real, "sub", ".git", "hooks")); err != nil || !fi.IsDir() {
+		t.Errorf("the nested repository's hooks folder was not made to be read-only: %v", err)
+	}
+}

@@ -30,9 +30,17 @@ func EnsureProtectedDirs(root string, dirs []string) error {
 		return fmt.Errorf("create protected folders: %w", err)
 	}
 	defer r.Close()
+	// A root reached through a symlink (~/code -> /data/code): the guard names folders by their real path.
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return fmt.Errorf("create protected folders: %w", err)
+	}
 	for _, d := range dirs {
 		d = filepath.Clean(d)
 		rel, in := pathglob.Within(root, d)
+		if !in {
+			rel, in = pathglob.Within(real, d)
+		}
 		if !in || rel == "" {
 			return fmt.Errorf("create protected folder %s: not below the root %s", d, root)
 		}
