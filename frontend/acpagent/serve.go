@@ -14,6 +14,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/garuda-dev/garuda/frontend/acpagent/acpinit"
 	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -205,33 +206,9 @@ func waitPrompts(prompts *sync.WaitGroup, d time.Duration, log *slog.Logger) {
 	}
 }
 
-// Initialize answers exactly as the spec: protocol 1, session load, list, resume and close, embedded context, no
-// editor MCP servers, and Terminal Auth when the editor can run it.
+// Initialize answers as acpinit does (and garuda acp's early answer, given from its package initialisation).
 func (s *server) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
-	caps := p.ClientCapabilities
-	terminal := caps.Auth.Terminal || caps.Meta["terminal-auth"] == true
-	methods := []acp.AuthMethod{}
-	if terminal {
-		methods = append(methods, acp.AuthMethod{Terminal: &acp.AuthMethodTerminalInline{
-			Type:        "terminal",
-			Id:          "garuda-setup",
-			Name:        "Set up Garuda",
-			Description: acp.Ptr("Choose a model and enter its API key."),
-			Args:        []string{"setup"},
-		}})
-	}
-	return acp.InitializeResponse{
-		ProtocolVersion: acp.ProtocolVersion(1),
-		AgentInfo:       &acp.Implementation{Name: "garuda", Title: acp.Ptr("Garuda"), Version: s.opts.Version},
-		AgentCapabilities: acp.AgentCapabilities{
-			LoadSession:        true,
-			PromptCapabilities: acp.PromptCapabilities{Image: false, Audio: false, EmbeddedContext: true},
-			McpCapabilities:    acp.McpCapabilities{Http: true, Sse: true},
-			SessionCapabilities: acp.SessionCapabilities{List: &acp.SessionListCapabilities{},
-				Resume: &acp.SessionResumeCapabilities{}, Close: &acp.SessionCloseCapabilities{}},
-		},
-		AuthMethods: methods,
-	}, nil
+	return acpinit.Answer(p, s.opts.Version), nil
 }
 
 // Authenticate answers {}: the one method is a terminal method, which editors run themselves.
