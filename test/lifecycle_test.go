@@ -268,7 +268,7 @@ func BenchmarkProcessSpawnInitialize(b *testing.B) {
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GARUDA_HOME=" + home, "TMPDIR=" + home}
 		in, _ := cmd.StdinPipe()
 		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
+		if err := testproc.StartBelow(cmd); err != nil {
 			b.Fatal(err)
 		}
 		in.Write(line)
