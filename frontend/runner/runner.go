@@ -87,6 +87,10 @@ type Options struct {
 // Run runs the prompt and returns the exit code. Errors are written to Stderr (and, with JSON, as an event).
 func Run(ctx context.Context, o Options) int {
 	out := newOutput(o)
+	// What the first model request and its first update build at first use and does not depend on the session (the
+	// tools' schemas, the ACP update the answer streams in) is built while the broker starts: the front end waits for
+	// it there anyway. The provider's SDK is warmed once the session says which it is (below).
+	go warmTools()
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 
@@ -150,9 +154,8 @@ func Run(ctx context.Context, o Options) int {
 		return setupFailed(err)
 	}
 	out.begin(string(id))
-	// While the first prompt's broker calls (hooks, MCP, agents) are waited for, what the first model request would
-	// build at first use is built already: the tools' schemas, the SDK's encoders and decoders, the ACP update the
-	// answer streams in. Not earlier: until now the broker's start and the front end's own need both cores.
+	// While the first prompt's broker calls (hooks, MCP, agents) are waited for, the session's provider SDK builds
+	// what the first model request would build at first use: its encoders and decoders.
 	typ := ""
 	select {
 	case typ = <-modelType:
@@ -217,16 +220,20 @@ func Run(ctx context.Context, o Options) int {
 	}
 }
 
-// warm builds once, in memory, what the first model request to a provider of type typ ("": none) and its first
-// streamed update would build.
-func warm(ctx context.Context, typ string) {
-	specs := tools.Specs()
-	if typ != "" {
-		model.Warm(ctx, typ, specs)
-	}
+// warmTools builds once what the first model request and its first streamed update would build at first use and
+// that does not depend on the provider: the tools' schemas, the ACP update's encoding.
+func warmTools() {
+	tools.Specs()
 	b, _ := json.Marshal(acp.SessionNotification{SessionId: "warm", Update: acp.UpdateAgentMessageText("warm")})
 	var n acp.SessionNotification
 	json.Unmarshal(b, &n)
+}
+
+// warm builds once, in memory, what the first model request to a provider of type typ ("": none) would build.
+func warm(ctx context.Context, typ string) {
+	if typ != "" {
+		model.Warm(ctx, typ, tools.Specs())
+	}
 }
 
 // openSession starts a new session, or continues an earlier one (from an editor or a run) without its replay.
