@@ -100,12 +100,9 @@ func Run(ctx context.Context, o Options) int {
 	served := make(chan error, 1)
 	// The provider type of the session's model, told when its client is made (at session/new or resume): what warm
 	// warms.
-	modelType := make(chan string, 1)
+	var warmOnce sync.Once
 	newModel := func(ms *execv1.ModelSettings, apiKey string) (model.Client, error) {
-		select {
-		case modelType <- ms.GetType():
-		default:
-		}
+		warmOnce.Do(func() { go warm(ctx, ms.GetType()) })
 		return acpagent.NewModel(ms, apiKey)
 	}
 	go func() {
@@ -154,14 +151,6 @@ func Run(ctx context.Context, o Options) int {
 		return setupFailed(err)
 	}
 	out.begin(string(id))
-	// While the first prompt's broker calls (hooks, MCP, agents) are waited for, the session's provider SDK builds
-	// what the first model request would build at first use: its encoders and decoders.
-	typ := ""
-	select {
-	case typ = <-modelType:
-	default: // no client was made
-	}
-	go warm(ctx, typ)
 	if o.Mode != "" {
 		if _, err := conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: id, ModeId: acp.SessionModeId(o.Mode)}); err != nil {
 			out.fail(message(err))
