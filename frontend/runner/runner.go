@@ -89,7 +89,7 @@ func Run(ctx context.Context, o Options) int {
 	out := newOutput(o)
 	// What the first model request and its first update build at first use and does not depend on the session (the
 	// tools' schemas, the ACP update the answer streams in) is built while the broker starts: the front end waits for
-	// it there anyway. The provider's SDK is warmed once the session says which it is (below).
+	// it there anyway. The provider's SDK is warmed once the session says which it is (newModel).
 	go warmTools()
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -98,8 +98,9 @@ func Run(ctx context.Context, o Options) int {
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	served := make(chan error, 1)
-	// The provider type of the session's model, told when its client is made (at session/new or resume): what warm
-	// warms.
+	// The session's provider SDK builds what the first model request would build at first use (its encoders and
+	// decoders) as soon as the session's client is made (at session/new or resume), beside the rest of session/new:
+	// later, its CPU would delay the first prompt's broker calls.
 	var warmOnce sync.Once
 	newModel := func(ms *execv1.ModelSettings, apiKey string) (model.Client, error) {
 		warmOnce.Do(func() { go warm(ctx, ms.GetType()) })
