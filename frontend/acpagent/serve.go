@@ -84,13 +84,18 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 
 // NewModel is the default Options.NewModel: the client of the provider the broker's settings name.
 func NewModel(ms *execv1.ModelSettings, apiKey string) (model.Client, error) {
-	return model.New(model.ProviderConfig{
+	return model.New(ProviderConfig(ms, apiKey))
+}
+
+// ProviderConfig is how the broker's settings and the key reach the provider.
+func ProviderConfig(ms *execv1.ModelSettings, apiKey string) model.ProviderConfig {
+	return model.ProviderConfig{
 		Type:            ms.GetType(),
 		BaseURL:         ms.GetBaseUrl(),
 		APIKey:          apiKey,
 		Model:           ms.GetModelId(),
 		MaxOutputTokens: int(ms.GetMaxOutputTokens()),
-	})
+	}
 }
 
 // server is the ACP agent of one connection.

@@ -101,10 +101,13 @@ func Run(ctx context.Context, o Options) int {
 	// The session's provider SDK builds what the first model request would build at first use (its encoders and
 	// decoders) as soon as the session's client is made (at session/new or resume), beside the rest of session/new:
 	// later, its CPU would delay the first prompt's broker calls.
+	// Its first connection is dialled then too: the first request follows the session at once.
 	var warmOnce sync.Once
 	newModel := func(ms *execv1.ModelSettings, apiKey string) (model.Client, error) {
 		warmOnce.Do(func() { go warm(ctx, ms.GetType()) })
-		return acpagent.NewModel(ms, apiKey)
+		cfg := acpagent.ProviderConfig(ms, apiKey)
+		cfg.Preconnect = true
+		return model.New(cfg)
 	}
 	go func() {
 		err := acpagent.Serve(ctx, agentIn, agentOut, acpagent.Options{
