@@ -226,11 +226,11 @@ func projectDir(cwd string) (string, error) {
 const startGCPercent = 200
 
 // quietStart puts off the front end's first garbage collection until its start is over, and returns the function
-// that ends the start (once; garuda run calls it at the model's first output). The start allocates about 3 MiB that
-// it keeps (the ACP SDK's two 1 MiB line buffers of the in-process connection, the SDKs' and protobuf's tables),
-// which at Go's default pace sets a collection off in the middle of it: a core of two for about a millisecond while
-// the broker starts on the other (the first byte 16.4 → 13.2 ms, bench/README.md). A GOGC of the user's that is off
-// or above it stays.
+// that ends the start (once; garuda run calls it at the model's first output). The start allocates 3–4 MiB, 2 MiB of
+// it kept (the ACP SDK's two 1 MiB line buffers of the in-process connection, the SDKs' and protobuf's tables), which
+// at Go's default pace sets a collection off in the middle of it: a core of two for about a millisecond while the
+// broker starts on the other (about 1.5 ms of the first byte, bench/README.md). A GOGC of the user's that is off or
+// above it stays.
 func quietStart() (over func()) {
 	old := debug.SetGCPercent(startGCPercent)
 	if old < 0 || old >= startGCPercent {
