@@ -35,6 +35,49 @@ func TestAcpInitializeAndCloseStdin(t *testing.T) {
 	testproc.WaitExeGone(t, 5*time.Second, bins.exec)
 }
 
+// garuda acp answers an initialize that is in its input as it starts from its package initialisation (package
+// acpinit), and only when it is sure to serve: what the editor wrote after it in the same write is answered next,
+// by the SDK; with arguments garuda acp refuses, the editor gets no answer, only the usage error and exit 1.
+func TestAcpEarlyInitialize(t *testing.T) {
+	needBins(t)
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}` + "\n"
+	const authenticate = `{"jsonrpc":"2.0","id":2,"method":"authenticate","params":{"methodId":"garuda-setup"}}` + "\n"
+	home := t.TempDir()
+	cmd := exec.Command(bins.garuda, "acp", "--model", "none/such")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + home, "HOME=" + home, "TMPDIR=" + home}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Write([]byte(initialize + authenticate))
+	br := bufio.NewReader(stdout)
+	first, err1 := br.ReadString('\n')
+	second, err2 := br.ReadString('\n')
+	stdin.Close()
+	if err := cmd.Wait(); err1 != nil || err2 != nil || err != nil {
+		t.Fatalf("garuda acp: %v %v %v", err1, err2, err)
+	}
+	if !strings.HasPrefix(first, `{"jsonrpc":"2.0","id":1,"result":{"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":false,`) {
+		t.Errorf("first line %s, want initialize's answer with the spec's capabilities", first)
+	}
+	if second != `{"jsonrpc":"2.0","id":2,"result":{}}`+"\n" {
+		t.Errorf("second line %s, want authenticate's answer", second)
+	}
+
+	for _, args := range [][]string{{"--no-such-flag"}, {"--model"}, {"unexpected"}} {
+		cmd := exec.Command(bins.garuda, append([]string{"acp"}, args...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + home, "HOME=" + home, "TMPDIR=" + home}
+		cmd.Stdin = strings.NewReader(initialize)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != 1 || out.Len() > 0 || !strings.Contains(errOut.String(), "garuda acp --help") {
+			t.Errorf("garuda acp %v: exit %d, stdout %q, stderr %q; want 1, nothing, the usage error", args, code, out.String(), errOut.String())
+		}
+	}
+}
+
 // SIGTERM is a clean shutdown too.
 func TestAcpSigterm(t *testing.T) {
 	e := startEditor(t, t.TempDir())
@@ -225,7 +268,7 @@ func BenchmarkProcessSpawnInitialize(b *testing.B) {
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GARUDA_HOME=" + home, "TMPDIR=" + home}
 		in, _ := cmd.StdinPipe()
 		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
+		if err := testproc.StartBelow(cmd); err != nil {
 			b.Fatal(err)
 		}
 		in.Write(line)

@@ -469,7 +469,7 @@ func BenchmarkRunFirstByte(b *testing.B) {
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + home, "HOME=" + home, "LOCAL_API_KEY=k", "TMPDIR=" + home}
 		out, _ := cmd.StdoutPipe()
 		start := time.Now()
-		if err := cmd.Start(); err != nil {
+		if err := testproc.StartBelow(cmd); err != nil {
 			b.Fatal(err)
 		}
 		one := make([]byte, 1)

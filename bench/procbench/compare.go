@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 // compareOnce measures another ACP agent (argv, e.g. codex-acp) the way a run measures garuda's start: spawn →
@@ -36,7 +38,7 @@ func (r *runner) compareOnce(ctx context.Context, w *workspace, argv []string) (
 	ed := newEditor(stdin)
 	name := filepath.Base(argv[0])
 	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := testproc.StartBelow(cmd); err != nil {
 		return 0, fmt.Errorf("start %s: %w", strings.Join(argv, " "), err)
 	}
 	waited := make(chan struct{})

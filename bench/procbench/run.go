@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
+	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
 // sample is what one run measured.
@@ -132,7 +133,7 @@ func (r *runner) once(ctx context.Context, idx int) (s sample, err error) {
 	exited := make(chan exitInfo, 1)
 
 	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := testproc.StartBelow(cmd); err != nil {
 		return s, fmt.Errorf("start %s acp: %w", r.garuda, err)
 	}
 	gpid := cmd.Process.Pid

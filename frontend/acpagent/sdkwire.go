@@ -6,7 +6,7 @@ package acpagent
 //  1. inbox, the protocol input: it notes the order of a session's prompts and cancels (the SDK runs each request
 //     in a goroutine of its own), and answers a line over the SDK's 10 MiB limit with an error (the SDK would close
 //     the connection, ending every session, and log the whole line).
-//  2. the initialize patch, in hookWriter.Write: the SDK drops false capabilities and adds objects the spec does
+//  2. the initialize patch, in hookWriter.Write (acpinit.SpecLine): the SDK drops false capabilities and adds objects the spec does
 //     not list; the answer to initialize is written as the spec gives it.
 //  3. response detection by substring, hookWriter.watch: the SDK writes a response only after its handler returns,
 //     and the server must know when one is on the wire before it sends what must follow it.
@@ -20,6 +20,8 @@ import (
 	"sync"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/garuda-dev/garuda/frontend/acpagent/acpinit"
 )
 
 // maxLine is the longest message the SDK reads, its newline included; a longer line makes it close the connection.
@@ -225,23 +227,9 @@ func (h *hookWriter) watch(marker string) <-chan struct{} {
 	return c
 }
 
-// The SDK drops false capabilities (omitempty) and adds empty objects the spec does not list; the answer to
-// initialize is written as the spec gives it. sdkCaps is what the SDK writes for Garuda's capabilities
-// (TestInitializeLineIsTheSpecs keeps the two in step with the pinned SDK).
-var (
-	initMarker = []byte(`"agentInfo":{"name":"garuda"`)
-	sdkCaps    = []byte(`"agentCapabilities":{"auth":{},"loadSession":true,"mcpCapabilities":{"http":true,"sse":true},` +
-		`"promptCapabilities":{"embeddedContext":true},"sessionCapabilities":{"close":{},"list":{},"resume":{}}}`)
-	specCaps = []byte(`"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":false,"audio":false,"embeddedContext":true},` +
-		`"mcpCapabilities":{"http":true,"sse":true},"sessionCapabilities":{"list":{},"resume":{},"close":{}}}`)
-)
-
 // Write writes one message (the SDK and the inbox write each message whole) and then fires its watches.
 func (h *hookWriter) Write(p []byte) (int, error) {
-	out := p
-	if bytes.Contains(p, initMarker) {
-		out = bytes.Replace(p, sdkCaps, specCaps, 1)
-	}
+	out := acpinit.SpecLine(p)
 	h.wmu.Lock()
 	n, err := h.w.Write(out)
 	h.wmu.Unlock()

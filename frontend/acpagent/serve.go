@@ -14,6 +14,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/garuda-dev/garuda/frontend/acpagent/acpinit"
 	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -83,13 +84,18 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 
 // NewModel is the default Options.NewModel: the client of the provider the broker's settings name.
 func NewModel(ms *execv1.ModelSettings, apiKey string) (model.Client, error) {
-	return model.New(model.ProviderConfig{
+	return model.New(ProviderConfig(ms, apiKey))
+}
+
+// ProviderConfig is how the broker's settings and the key reach the provider.
+func ProviderConfig(ms *execv1.ModelSettings, apiKey string) model.ProviderConfig {
+	return model.ProviderConfig{
 		Type:            ms.GetType(),
 		BaseURL:         ms.GetBaseUrl(),
 		APIKey:          apiKey,
 		Model:           ms.GetModelId(),
 		MaxOutputTokens: int(ms.GetMaxOutputTokens()),
-	})
+	}
 }
 
 // server is the ACP agent of one connection.
@@ -205,33 +211,9 @@ func waitPrompts(prompts *sync.WaitGroup, d time.Duration, log *slog.Logger) {
 	}
 }
 
-// Initialize answers exactly as the spec: protocol 1, session load, list, resume and close, embedded context, no
-// editor MCP servers, and Terminal Auth when the editor can run it.
+// Initialize answers as acpinit does (and garuda acp's early answer, given from its package initialisation).
 func (s *server) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
-	caps := p.ClientCapabilities
-	terminal := caps.Auth.Terminal || caps.Meta["terminal-auth"] == true
-	methods := []acp.AuthMethod{}
-	if terminal {
-		methods = append(methods, acp.AuthMethod{Terminal: &acp.AuthMethodTerminalInline{
-			Type:        "terminal",
-			Id:          "garuda-setup",
-			Name:        "Set up Garuda",
-			Description: acp.Ptr("Choose a model and enter its API key."),
-			Args:        []string{"setup"},
-		}})
-	}
-	return acp.InitializeResponse{
-		ProtocolVersion: acp.ProtocolVersion(1),
-		AgentInfo:       &acp.Implementation{Name: "garuda", Title: acp.Ptr("Garuda"), Version: s.opts.Version},
-		AgentCapabilities: acp.AgentCapabilities{
-			LoadSession:        true,
-			PromptCapabilities: acp.PromptCapabilities{Image: false, Audio: false, EmbeddedContext: true},
-			McpCapabilities:    acp.McpCapabilities{Http: true, Sse: true},
-			SessionCapabilities: acp.SessionCapabilities{List: &acp.SessionListCapabilities{},
-				Resume: &acp.SessionResumeCapabilities{}, Close: &acp.SessionCloseCapabilities{}},
-		},
-		AuthMethods: methods,
-	}, nil
+	return acpinit.Answer(p, s.opts.Version), nil
 }
 
 // Authenticate answers {}: the one method is a terminal method, which editors run themselves.

@@ -13,6 +13,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/garuda-dev/garuda/frontend/acpagent/acpinit"
 	"github.com/garuda-dev/garuda/frontend/model"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 	"github.com/garuda-dev/garuda/test/editor"
@@ -123,8 +124,8 @@ func TestInitializeLineIsTheSpecs(t *testing.T) {
 	s := &server{opts: Options{Version: "9.9"}}
 	res, _ := s.Initialize(context.Background(), acp.InitializeRequest{ProtocolVersion: 1})
 	line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": res})
-	if !bytes.Contains(line, sdkCaps) {
-		t.Fatalf("the SDK no longer writes %s; update sdkCaps:\n%s", sdkCaps, line)
+	if !bytes.Contains(line, acpinit.SDKCaps) {
+		t.Fatalf("the SDK no longer writes %s; update acpinit.SDKCaps:\n%s", acpinit.SDKCaps, line)
 	}
 	h.Write(append(line, '\n'))
 	var got struct {

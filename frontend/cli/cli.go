@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/garuda-dev/garuda/frontend/acpagent"
+	"github.com/garuda-dev/garuda/frontend/acpagent/acpinit"
 	"github.com/garuda-dev/garuda/frontend/brokerconn"
 	"github.com/garuda-dev/garuda/frontend/confine"
 	"github.com/garuda-dev/garuda/internal/featuretable"
@@ -153,6 +154,7 @@ func connect(ctx context.Context, addr string) (*brokerconn.Broker, error) {
 }
 
 func acp(ctx context.Context, args []string) error {
+	early := acpinit.Take() // the input as read from the package initialisation, its initialize answered there
 	fs := flag.NewFlagSet("acp", flag.ContinueOnError)
 	model := fs.String("model", os.Getenv("GARUDA_MODEL"), "the model (a name from models.json or provider/model-id; default $GARUDA_MODEL)")
 	addr := brokerFlag(fs)
@@ -165,15 +167,30 @@ func acp(ctx context.Context, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if early != nil && early.Caught() {
+		// SIGTERM or SIGINT came between the early answer to initialize and here: the same clean shutdown.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		cancel()
+	}
 	// The broker's connection, its Hello and the confinement wait until the editor's first message is answered:
 	// the broker is not ready before that anyway, and the editor's initialize is answered sooner without them.
 	answered := &firstWrite{w: protocol, done: make(chan struct{})}
+	var in io.Reader = os.Stdin
+	if early != nil {
+		in = early
+		go func() {
+			if early.Answered() {
+				answered.once.Do(func() { close(answered.done) })
+			}
+		}()
+	}
 	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr}, answered.done)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	err = acpagent.Serve(ctx, os.Stdin, answered, acpagent.Options{
+	err = acpagent.Serve(ctx, in, answered, acpagent.Options{
 		Broker:     b.Client,
 		BrokerDone: b.Done(),
 		Version:    version.Version,

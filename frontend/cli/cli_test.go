@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,29 @@ func TestStrayArgumentIsRefused(t *testing.T) {
 	} {
 		if err := Main(context.Background(), c.args); err == nil || err.Error() != c.want {
 			t.Errorf("garuda %s: %v, want %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+}
+
+// garuda run's start runs at GOGC 200 and its end restores the pace it found, once; a GOGC that is off, or above,
+// is left as it is.
+func TestQuietStart(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	over := quietStart()
+	if got := debug.SetGCPercent(-1); got != startGCPercent {
+		t.Errorf("during the start GOGC is %d, want %d", got, startGCPercent)
+	}
+	debug.SetGCPercent(startGCPercent)
+	over()
+	over()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("after the start GOGC is %d, want 100 again", got)
+	}
+	for _, user := range []int{-1, 400} {
+		debug.SetGCPercent(user)
+		quietStart()()
+		if got := debug.SetGCPercent(100); got != user {
+			t.Errorf("GOGC %d of the user's became %d", user, got)
 		}
 	}
 }

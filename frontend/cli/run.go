@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -139,6 +140,9 @@ func run(ctx context.Context, args []string) error {
 		return exitError(runner.ExitSetup)
 	}
 
+	startOver := quietStart()
+	defer startOver()
+
 	// The terminal for questions is opened before the front end confines itself, so that a prompt on stdin still
 	// gets its questions.
 	var tty *os.File
@@ -177,7 +181,7 @@ func run(ctx context.Context, args []string) error {
 		Prompt: prompt, Cwd: dir, Model: *model, Mode: *mode, Resume: *resume, Continue: *cont, MaxSteps: *maxSteps,
 		JSON: *jsonOut, Quiet: *quiet,
 		Allow: allow, Stdout: stdout, Stderr: os.Stderr, Styled: isTerminal(2) && !*jsonOut,
-		Interrupt: interrupt, OutputClosed: outputClosed,
+		Interrupt: interrupt, OutputClosed: outputClosed, Started: startOver,
 		Broker: b.Client, BrokerDone: b.Done(), BrokerErr: b.Why, Version: version.Version, Getenv: os.Getenv,
 	}
 	if tty != nil {
@@ -215,4 +219,24 @@ func projectDir(cwd string) (string, error) {
 		return "", fmt.Errorf("cannot read the project folder %s: %w", abs, errors.Unwrap(err))
 	}
 	return abs, nil
+}
+
+// startGCPercent is the collector's pace (GOGC) while garuda run starts: its first collection comes at an 8 MiB heap
+// instead of Go's 4 MiB.
+const startGCPercent = 200
+
+// quietStart puts off the front end's first garbage collection until its start is over, and returns the function
+// that ends the start (once; garuda run calls it at the model's first output). The start allocates 3–4 MiB, 2 MiB of
+// it kept (the ACP SDK's two 1 MiB line buffers of the in-process connection, the SDKs' and protobuf's tables), which
+// at Go's default pace sets a collection off in the middle of it: a core of two for about a millisecond while the
+// broker starts on the other (about 1.5 ms of the first byte, bench/README.md). A GOGC of the user's that is off or
+// above it stays.
+func quietStart() (over func()) {
+	old := debug.SetGCPercent(startGCPercent)
+	if old < 0 || old >= startGCPercent {
+		debug.SetGCPercent(old)
+		return func() {}
+	}
+	var once sync.Once
+	return func() { once.Do(func() { debug.SetGCPercent(old) }) }
 }

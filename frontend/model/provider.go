@@ -26,6 +26,9 @@ type ProviderConfig struct {
 	Model           string
 	MaxOutputTokens int
 	HTTPClient      *http.Client // nil: http.DefaultClient
+	// Preconnect (with no HTTPClient) dials the provider's first connection now, in the background, for the first
+	// request to take (garuda run: its first request follows the session at once).
+	Preconnect bool
 }
 
 // The SDKs' own retries are off (option.WithMaxRetries(0)): the agent loop is the one retry layer, so that each
@@ -35,6 +38,9 @@ type ProviderConfig struct {
 func New(cfg ProviderConfig) (Client, error) {
 	if cfg.Model == "" {
 		return nil, fmt.Errorf("model provider %q: no model id", cfg.Type)
+	}
+	if cfg.Preconnect && cfg.HTTPClient == nil && (cfg.Type == TypeAnthropic || cfg.Type == TypeOpenAI) {
+		cfg.HTTPClient = preconnected(cfg)
 	}
 	switch cfg.Type {
 	case TypeAnthropic:

@@ -33,6 +33,7 @@ type output struct {
 	isClosed  bool          // stdout is closed
 	cancelled chan struct{} // closed by the first cancel
 	lines     chan string   // the terminal's lines, once a question was asked
+	modelOut  sync.Once     // calls Options.Started at the model's first output
 	ticker    *time.Ticker
 	tickDone  chan struct{}
 }
@@ -96,6 +97,13 @@ func (w *output) answer(text string) {
 	w.midLine = !strings.HasSuffix(text, "\n")
 }
 
+// started tells Options.Started, once, that the model's output began.
+func (w *output) started() {
+	if w.o.Started != nil {
+		w.modelOut.Do(w.o.Started)
+	}
+}
+
 // side writes a line for the user to Stderr, after ending the answer's line where both go to one terminal.
 func (w *output) side(line string) {
 	w.clearLive()
@@ -125,8 +133,10 @@ func (w *output) SessionUpdate(ctx context.Context, n acp.SessionNotification) e
 			w.notice(notice)
 			return nil
 		}
+		w.started()
 		w.answer(text)
 	case u.AgentThoughtChunk != nil:
+		w.started()
 		if w.o.Quiet {
 			return nil
 		}
@@ -138,6 +148,7 @@ func (w *output) SessionUpdate(ctx context.Context, n acp.SessionNotification) e
 		w.clearLive()
 		io.WriteString(w.o.Stderr, w.dim(text))
 	case u.ToolCall != nil:
+		w.started()
 		tc := u.ToolCall
 		id := string(tc.ToolCallId)
 		c := &call{title: visible.OneLine(tc.Title), kind: string(tc.Kind), started: time.Now()}

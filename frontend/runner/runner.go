@@ -73,6 +73,9 @@ type Options struct {
 	Interrupt <-chan os.Signal
 	// OutputClosed closes when stdout is found closed (SIGPIPE).
 	OutputClosed <-chan struct{}
+	// Started, if set, is called once when the model's output begins (its first text, thought or tool call): the
+	// run's start is over.
+	Started func()
 
 	Broker     execv1.ExecServiceClient
 	BrokerDone <-chan struct{}
@@ -84,6 +87,10 @@ type Options struct {
 // Run runs the prompt and returns the exit code. Errors are written to Stderr (and, with JSON, as an event).
 func Run(ctx context.Context, o Options) int {
 	out := newOutput(o)
+	// What the first model request and its first update build at first use and does not depend on the session (the
+	// tools' schemas, the ACP update the answer streams in) is built while the broker starts: the front end waits for
+	// it there anyway. The provider's SDK is warmed once the session says which it is (newModel).
+	go warmTools()
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 
@@ -91,15 +98,16 @@ func Run(ctx context.Context, o Options) int {
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	served := make(chan error, 1)
-	// The provider type of the session's model, told when its client is made (at session/new or resume): what warm
-	// warms.
-	modelType := make(chan string, 1)
+	// The session's provider SDK builds what the first model request would build at first use (its encoders and
+	// decoders) as soon as the session's client is made (at session/new or resume), beside the rest of session/new:
+	// later, its CPU would delay the first prompt's broker calls.
+	// Its first connection is dialled then too: the first request follows the session at once.
+	var warmOnce sync.Once
 	newModel := func(ms *execv1.ModelSettings, apiKey string) (model.Client, error) {
-		select {
-		case modelType <- ms.GetType():
-		default:
-		}
-		return acpagent.NewModel(ms, apiKey)
+		warmOnce.Do(func() { go warm(ctx, ms.GetType()) })
+		cfg := acpagent.ProviderConfig(ms, apiKey)
+		cfg.Preconnect = true
+		return model.New(cfg)
 	}
 	go func() {
 		err := acpagent.Serve(ctx, agentIn, agentOut, acpagent.Options{
@@ -147,15 +155,6 @@ func Run(ctx context.Context, o Options) int {
 		return setupFailed(err)
 	}
 	out.begin(string(id))
-	// While the first prompt's broker calls (hooks, MCP, agents) are waited for, what the first model request would
-	// build at first use is built already: the tools' schemas, the SDK's encoders and decoders, the ACP update the
-	// answer streams in. Not earlier: until now the broker's start and the front end's own need both cores.
-	typ := ""
-	select {
-	case typ = <-modelType:
-	default: // no client was made
-	}
-	go warm(ctx, typ)
 	if o.Mode != "" {
 		if _, err := conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: id, ModeId: acp.SessionModeId(o.Mode)}); err != nil {
 			out.fail(message(err))
@@ -214,16 +213,20 @@ func Run(ctx context.Context, o Options) int {
 	}
 }
 
-// warm builds once, in memory, what the first model request to a provider of type typ ("": none) and its first
-// streamed update would build.
-func warm(ctx context.Context, typ string) {
-	specs := tools.Specs()
-	if typ != "" {
-		model.Warm(ctx, typ, specs)
-	}
+// warmTools builds once what the first model request and its first streamed update would build at first use and
+// that does not depend on the provider: the tools' schemas, the ACP update's encoding.
+func warmTools() {
+	tools.Specs()
 	b, _ := json.Marshal(acp.SessionNotification{SessionId: "warm", Update: acp.UpdateAgentMessageText("warm")})
 	var n acp.SessionNotification
 	json.Unmarshal(b, &n)
+}
+
+// warm builds once, in memory, what the first model request to a provider of type typ ("": none) would build.
+func warm(ctx context.Context, typ string) {
+	if typ != "" {
+		model.Warm(ctx, typ, tools.Specs())
+	}
 }
 
 // openSession starts a new session, or continues an earlier one (from an editor or a run) without its replay.

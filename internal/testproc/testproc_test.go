@@ -3,10 +3,14 @@ package testproc
 import (
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // A sleep started here is found by its marker and by its binary while it runs, and no longer once it ended.
@@ -52,5 +56,47 @@ func TestOutputWhileTheProcessWrites(t *testing.T) {
 	}
 	if out.WaitFor("never", 50*time.Millisecond) {
 		t.Errorf("WaitFor found what was never written: %q", out.String())
+	}
+}
+
+// Under `chrt -r 2` a process started by StartBelow runs at real-time priority 1, and the caller's thread is back at
+// 2; without a real-time policy it starts as cmd.Start would.
+func TestStartBelow(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("setting a real-time priority needs root")
+	}
+	if _, err := exec.LookPath("chrt"); err != nil {
+		t.Fatal("chrt is missing (Debian package util-linux)")
+	}
+	child := func() string {
+		cmd := exec.Command("chrt", "-p", "0") // chrt's own policy
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := StartBelow(cmd); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		return out.String()
+	}
+	if os.Getenv("TESTPROC_BELOW") == "" {
+		if got := child(); !strings.Contains(got, "SCHED_OTHER") {
+			t.Errorf("without a real-time policy the child runs at\n%s", got)
+		}
+		cmd := exec.Command("chrt", "-r", "2", os.Args[0], "-test.run", "^TestStartBelow$", "-test.v")
+		cmd.Env = append(os.Environ(), "TESTPROC_BELOW=1")
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS") {
+			t.Fatalf("under chrt -r 2: %v\n%s", err, out)
+		}
+		return
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if got := child(); !strings.Contains(got, "SCHED_RR") || !strings.Contains(got, "priority: 1") {
+		t.Errorf("the child runs at\n%s\nwant SCHED_RR priority 1", got)
+	}
+	var p struct{ prio int32 }
+	syscall.RawSyscall(syscall.SYS_SCHED_GETPARAM, 0, uintptr(unsafe.Pointer(&p)), 0)
+	if p.prio != 2 {
+		t.Errorf("the caller's thread is at priority %d afterwards, want 2", p.prio)
 	}
 }

@@ -25,6 +25,9 @@ type Early struct {
 
 var early *Early
 
+// Started reports whether a broker was started at initialisation and not yet taken.
+func Started() bool { return early != nil }
+
 // Take returns the broker started at initialisation, once, or nil.
 func Take() *Early {
 	e := early
