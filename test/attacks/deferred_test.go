@@ -109,6 +109,10 @@ var deferredCases = []deferredCase{
 		`git --git-dir=pl.git config core.bare false &&
 		git --git-dir=pl.git config core.fsmonitor "$PWD/fsm" && mkdir w && echo 'gitdir: ../pl.git' > w/.git`,
 		in: "w", git: []string{"status"}, marker: "w/PWNED"},
+	// git status in a package's folder (a shell prompt's on cd, an editor's that opened a file there) runs it.
+	{name: "a repository planted in node_modules", attack: planter("fsm") + `mkdir -p node_modules/@s/p/lib && ` +
+		`git init -q node_modules/@s/p && git -C node_modules/@s/p config core.fsmonitor "$PWD/fsm"`,
+		in: "node_modules/@s/p/lib", git: []string{"status"}, marker: "node_modules/@s/p/PWNED"},
 }
 
 func TestDeferredGitRunsNothingACommandLeft(t *testing.T) {
