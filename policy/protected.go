@@ -14,10 +14,11 @@ import (
 // host each time the editor reopens the project in its container; mise runs the hooks and sources the scripts its
 // project files name whenever the user's shell enters the folder, and trusts a file by its path, not its content.
 // Other agents' project folders name the MCP servers, hooks and commands they run (Cursor, Gemini CLI, Codex,
-// Continue, opencode, Roo Code, Kilo Code, Amazon Q, Kiro), like Garuda's and Claude Code's own.
+// Continue, opencode, Roo Code, Kilo Code, Amazon Q, Kiro, Qwen Code's settings.json, Crush's workspace crush.json,
+// Windsurf's hooks.json, whose session_start hooks run unasked), like Garuda's and Claude Code's own.
 var protectedDirs = []string{".garuda", ".claude", ".agents", ".cursor", ".gemini", ".codex", ".continue", ".opencode",
-	".roo", ".kilocode", ".amazonq", ".kiro", ".vscode", ".idea", ".zed", ".helix", ".devcontainer", ".ssh", ".direnv",
-	".mise", "mise"}
+	".roo", ".kilocode", ".amazonq", ".kiro", ".qwen", ".crush", ".windsurf", ".vscode", ".idea", ".zed", ".helix",
+	".devcontainer", ".ssh", ".direnv", ".mise", "mise"}
 
 // protectedFiles are single files of the same nature, protected at any depth.
 var protectedFiles = []string{
@@ -32,6 +33,9 @@ var protectedFiles = []string{
 	".tool-versions",
 	// opencode's project config: it starts the local MCP servers it names at launch, without a question
 	"opencode.json", "opencode.jsonc",
+	// Crush's: it starts the MCP servers and language servers they name at launch, runs the $(commands) in their
+	// values, and runs crushrc, a bash script, as its configuration
+	"crush.json", ".crush.json", "crushrc", ".crushrc",
 	// rustup's toolchain file: `path = "/abs/dir"` makes every cargo and rustc run there (by the user, or by
 	// rust-analyzer when the editor opens the project) DIR/bin's
 	"rust-toolchain.toml", "rust-toolchain",
@@ -92,7 +96,7 @@ func miseConfig(name string) bool {
 }
 
 // plainPrefixes start every protected name that does not start with a dot (but workspace files).
-var plainPrefixes = []string{"mise", "opencode", "rust-toolchain"}
+var plainPrefixes = []string{"mise", "opencode", "rust-toolchain", "crush"}
 
 // MayBeProtected is a quick test of one name, for walks: false means no path ending in name is Protected unless
 // a folder above it is (a plain name that is neither a workspace file nor one plainPrefixes starts). Every other

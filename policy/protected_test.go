@@ -18,11 +18,13 @@ func TestProtected(t *testing.T) {
 		".cursor/mcp.json", ".gemini/settings.json", ".codex/config.toml", ".continue/config.yaml", ".opencode/x",
 		".roo/mcp.json", ".kilocode/mcp.json", ".amazonq/mcp.json", ".kiro/settings/mcp.json", ".aider.conf.yml", ".continuerc.json",
 		".tool-versions", "app/.TOOL-VERSIONS", "opencode.json", "sub/OpenCode.jsonc", "rust-toolchain.toml", "a/rust-toolchain",
+		"crush.json", ".crush.json", "sub/Crush.json", "crushrc", ".crushrc", ".crush/crush.json", ".qwen/settings.json",
+		".windsurf/hooks.json",
 	}
 	no := []string{"", "src/main.go", ".gitignore", ".github/workflows/ci.yml", "git/hooks/x", ".git/objects/ab/cd",
 		".git/HEAD", "hooks/pre-commit", "config", "docs/.vscode.md", "envrc", ".mcp.json.bak", "misery.toml",
 		"src/mise.go", "mise.toml.bak", ".config/nextest.toml", "helix/config.toml", ".env", "app/.env", ".env.example",
-		"opencode.go", "tool-versions", "rust-toolchain.md"}
+		"opencode.go", "tool-versions", "rust-toolchain.md", "crush.go", "crush.json.bak", "CRUSH.md", "windsurf/hooks.json"}
 	for _, p := range yes {
 		if !Protected(p) {
 			t.Errorf("Protected(%q) = false", p)
@@ -40,7 +42,7 @@ func TestProtected(t *testing.T) {
 func TestMayBeProtectedLetsEveryProtectedNameThrough(t *testing.T) {
 	paths := []string{".envrc", "a/.envrc", "x.code-workspace", "mise.toml", "sub/mise", "MISE.dev.toml", "mi\u200bse.toml",
 		".config/mise/config.toml", ".VSCode", ".helix", ".g\u200cit", "opencode.json", "sub/OpenCode.jsonc", ".tool-versions",
-		"rust-toolchain.toml", "a/Rust-Toolchain"}
+		"rust-toolchain.toml", "a/Rust-Toolchain", "crush.json", "a/Crushrc", ".crushrc"}
 	for _, p := range paths {
 		if !Protected(p) {
 			t.Fatalf("%q: not protected", p)
