@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -376,6 +377,8 @@ func (g *Guard) readRepo(dir string) *repo {
 					r.facts.Includes = append(r.facts.Includes, inc)
 					read(inc, depth+1)
 				}
+			case runs(e):
+				r.facts.Programs = append(r.facts.Programs, g.programPaths(e.value, r.facts.Top, cmp.Or(r.common, dir), dir)...)
 			}
 		}
 	}
@@ -417,6 +420,71 @@ func (g *Guard) readRepo(dir string) *repo {
 	}
 	r.fp = fp.String()
 	return r
+}
+
+// programPaths returns the root-relative paths that a config value naming a program (runKeys) names inside the
+// root: its words that look like paths, relative to the work tree's top, where git runs such programs, with
+// transcrypt's "$(git rev-parse --git-common-dir)" (and --git-dir) read as git would. Defends against a command
+// that rewrites a program the user's own config runs on git status or diff (.git/crypt/clean, tools/fsmonitor.sh).
+func (g *Guard) programPaths(value, top, commonDir, gitDir string) []string {
+	value = strings.NewReplacer("$(git rev-parse --git-common-dir)", g.abs(commonDir),
+		"$(git rev-parse --git-dir)", g.abs(gitDir)).Replace(strings.TrimPrefix(strings.TrimSpace(value), "!"))
+	var out []string
+	for _, w := range shellWords(value) {
+		if opt, val, ok := strings.Cut(w, "="); ok && strings.HasPrefix(opt, "-") {
+			w = val // --file=PATH
+		}
+		if strings.HasPrefix(w, "~/") && g.opts.UserHome != "" {
+			w = g.opts.UserHome + w[1:]
+		}
+		if !strings.Contains(w, "/") || strings.Contains(w, "://") || strings.ContainsAny(w, "$`") {
+			continue
+		}
+		if p, ok := g.rel(top, w); ok && p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// shellWords splits s into words as sh would, without expanding anything: quotes join, unquoted blanks and the
+// operators ; | & ( ) < > split, a backslash escapes the next byte.
+func shellWords(s string) []string {
+	var words []string
+	var w strings.Builder
+	inWord := false
+	end := func() {
+		if inWord {
+			words = append(words, w.String())
+		}
+		w.Reset()
+		inWord = false
+	}
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0 && c == quote:
+			quote = 0
+		case quote == '\'':
+			w.WriteByte(c)
+		case c == '\\' && i+1 < len(s):
+			i++
+			w.WriteByte(s[i])
+			inWord = true
+		case quote == '"':
+			w.WriteByte(c)
+		case c == '"' || c == '\'':
+			quote, inWord = c, true
+		case strings.IndexByte(" \t\n;|&()<>", c) >= 0:
+			end()
+		default:
+			w.WriteByte(c)
+			inWord = true
+		}
+	}
+	end()
+	return words
 }
 
 func uniq(a, b string) []string {

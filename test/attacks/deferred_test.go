@@ -109,6 +109,19 @@ var deferredCases = []deferredCase{
 		`git --git-dir=pl.git config core.bare false &&
 		git --git-dir=pl.git config core.fsmonitor "$PWD/fsm" && mkdir w && echo 'gitdir: ../pl.git' > w/.git`,
 		in: "w", git: []string{"status"}, marker: "w/PWNED"},
+	// The programs the user's own config names, inside the root: git runs them, so a command must not change them.
+	{name: "a program the user's config names in the git folder (transcrypt's)", before: "git init -q && mkdir -p .git/crypt && " +
+		`printf '#!/bin/sh\ncat\n' > .git/crypt/clean && chmod +x .git/crypt/clean && ` +
+		`git config filter.crypt.clean '"$(git rev-parse --git-common-dir)"/crypt/clean %f' && ` +
+		`echo 'secret filter=crypt' > .gitattributes && echo a > secret && git add -A && git commit -qm x`,
+		attack: `printf '#!/bin/sh\ntouch "$PWD/PWNED"; cat\n' > .git/crypt/clean; echo b >> secret`,
+		git:    []string{"diff"}, marker: "PWNED"},
+	{name: "a script the user's config names in the work tree", before: "git init -q && mkdir tools && " +
+		`printf '#!/bin/sh\n' > tools/fsm.sh && chmod +x tools/fsm.sh && git config core.fsmonitor tools/fsm.sh`,
+		attack: `printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > tools/fsm.sh`, git: []string{"status"}, marker: "PWNED"},
+	{name: "a program the user's config names, made by the command", before: "git init -q && git config core.fsmonitor tools/fsm.sh",
+		attack: `mkdir -p tools && printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > tools/fsm.sh && chmod +x tools/fsm.sh`,
+		git:    []string{"status"}, marker: "PWNED"},
 	// git status in a package's folder (a shell prompt's on cd, an editor's that opened a file there) runs it.
 	{name: "a repository planted in node_modules", attack: planter("fsm") + `mkdir -p node_modules/@s/p/lib && ` +
 		`git init -q node_modules/@s/p && git -C node_modules/@s/p config core.fsmonitor "$PWD/fsm"`,
@@ -328,6 +341,13 @@ func TestDeferredOrdinaryGitWork(t *testing.T) {
 	asUser(t, filepath.Join(e.Root, "copy"), "commit", "-q", "-m", "two")
 	if !brokertest.Exists(filepath.Join(e.Root, "copy", "OK")) {
 		t.Errorf("the user's own hook did not run")
+	}
+	// A filter the user's config names inside the root (transcrypt's, read-only for commands) still runs in them.
+	setup(t, e.Root, "cd copy && mkdir -p .git/crypt && printf '#!/bin/sh\ntr a-z A-Z\n' > .git/crypt/clean && chmod +x .git/crypt/clean && "+
+		`git config filter.crypt.clean '"$(git rev-parse --git-common-dir)"/crypt/clean %f' && echo 'secret filter=crypt' > .gitattributes`)
+	res := brokertest.Sh(t, c, sid, ident+"cd copy && echo abc > secret && git add secret .gitattributes && git commit -q -m three && git show HEAD:secret")
+	if res.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "ABC") {
+		t.Errorf("git add through the user's filter: %v %s", res.GetStatus(), res.GetContent())
 	}
 }
 
