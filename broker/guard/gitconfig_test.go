@@ -183,7 +183,7 @@ func TestProgramPathsReadsWordsAsTheShell(t *testing.T) {
 		`git-lfs filter-process`:            nil,
 		`"$HOME/x" ../../outside/p`:         nil,
 	} {
-		got := g.programPaths(value, "", ".git", "sub/.git")
+		got := g.programPaths(value, "", ".git", "sub/.git", false)
 		if strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("%s: %q, want %q", value, got, want)
 		}

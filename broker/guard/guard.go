@@ -73,9 +73,14 @@ func New(root string, o Options) *Guard {
 func (g *Guard) Prime() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	var facts []policy.GitRepo
 	if fi, err := os.Lstat(g.abs(".git")); err == nil && fi.IsDir() {
-		g.primed = policy.GitPointed([]policy.GitRepo{g.readRepo(".git").facts})
+		facts = append(facts, g.readRepo(".git").facts)
 	}
+	if home, in := policy.HomeIn(g.root, g.opts.UserHome); in {
+		facts = append(facts, g.homeConfig(home))
+	}
+	g.primed = policy.GitPointed(facts)
 }
 
 // Close releases the guard's watches.
@@ -228,6 +233,9 @@ func (g *Guard) snapshot() *Snapshot {
 		facts = append(facts, r.facts)
 	}
 	sort.Slice(facts, func(i, j int) bool { return facts[i].Dir < facts[j].Dir })
+	if g.t.inHome {
+		facts = append(facts, g.homeConfig(g.t.home))
+	}
 	s.pointed = policy.GitPointed(facts)
 	for _, p := range s.pointed {
 		s.pointedFP[p] = fingerprint(g.abs(p))
@@ -350,40 +358,20 @@ func (g *Guard) readRepo(dir string) *repo {
 	// The config and the files it includes inside the root, in git's order: the last core.hooksPath wins.
 	hooksPath, hooksFrom := "", dir
 	seen := map[string]bool{}
-	var read func(rel string, depth int)
-	read = func(rel string, depth int) {
-		if depth > 10 || seen[rel] {
-			return
-		}
-		seen[rel] = true
-		data, err := g.readFile(rel, maxConfig)
-		if err != nil {
-			return
-		}
-		entries, err := parseConfig(data)
-		if err != nil {
-			return
-		}
-		for _, e := range entries {
-			switch section, _, _, key := e.parts(); {
-			case section == "core" && key == "hookspath":
-				hooksPath, hooksFrom = e.value, r.facts.Top
-			case section == "core" && key == "worktree" && r.facts.Bare && !e.noValue:
-				if top, ok := g.rel(dir, e.value); ok {
-					r.facts.Top = top
-				}
-			case (section == "include" || section == "includeif") && key == "path" && !strings.HasPrefix(e.value, "~"):
-				if inc, ok := g.rel(parent(rel), e.value); ok && inc != "" {
-					r.facts.Includes = append(r.facts.Includes, inc)
-					read(inc, depth+1)
-				}
-			case runs(e):
-				r.facts.Programs = append(r.facts.Programs, g.programPaths(e.value, r.facts.Top, cmp.Or(r.common, dir), dir)...)
+	each := func(e entry) {
+		switch section, _, _, key := e.parts(); {
+		case section == "core" && key == "hookspath":
+			hooksPath, hooksFrom = g.expandHome(e.value), r.facts.Top
+		case section == "core" && key == "worktree" && r.facts.Bare && !e.noValue:
+			if top, ok := g.rel(dir, e.value); ok {
+				r.facts.Top = top
 			}
+		case runs(e):
+			r.facts.Programs = append(r.facts.Programs, g.programPaths(e.value, r.facts.Top, cmp.Or(r.common, dir), dir, false)...)
 		}
 	}
-	read(path.Join(dir, "config"), 0)
-	read(path.Join(dir, "config.worktree"), 0)
+	r.facts.Includes = append(g.readConfig(path.Join(dir, "config"), seen, 0, each),
+		g.readConfig(path.Join(dir, "config.worktree"), seen, 0, each)...)
 	hooksDir := path.Join(dir, "hooks")
 	if hooksPath != "" && !strings.HasPrefix(hooksPath, "~") {
 		if hp, ok := g.rel(hooksFrom, hooksPath); ok {
@@ -422,22 +410,86 @@ func (g *Guard) readRepo(dir string) *repo {
 	return r
 }
 
+// readConfig reads a config file and, where they are included, the files it includes inside the root (git's
+// order), calling each for every other entry; it returns the included files.
+func (g *Guard) readConfig(rel string, seen map[string]bool, depth int, each func(entry)) (includes []string) {
+	if depth > 10 || seen[rel] {
+		return nil
+	}
+	seen[rel] = true
+	data, err := g.readFile(rel, maxConfig)
+	if err != nil {
+		return nil
+	}
+	entries, err := parseConfig(data)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		if section, _, _, key := e.parts(); (section == "include" || section == "includeif") && key == "path" {
+			if v := g.expandHome(e.value); !strings.HasPrefix(v, "~") {
+				if inc, ok := g.rel(parent(rel), v); ok && inc != "" {
+					includes = append(includes, inc)
+					includes = append(includes, g.readConfig(inc, seen, depth+1, each)...)
+				}
+			}
+			continue
+		}
+		each(e)
+	}
+	return includes
+}
+
+// expandHome reads a leading "~/" as git does: the user's home folder.
+func (g *Guard) expandHome(v string) string {
+	if strings.HasPrefix(v, "~/") && g.opts.UserHome != "" {
+		return g.opts.UserHome + v[1:]
+	}
+	return v
+}
+
+// homeConfig is what the user's global git configs (~/.gitconfig, ~/.config/git/config, which HomeProtected makes
+// read-only) point git at inside the root, when the root is or holds the home folder: the files they include,
+// their core.hooksPath folder and the programs they name by an absolute path. git reads and runs these in every
+// repository: defends against a command that rewrites ~/dotfiles/gitconfig (an include), ~/git-hooks/pre-commit or
+// ~/tools/credential-helper.
+func (g *Guard) homeConfig(home string) policy.GitRepo {
+	r := policy.GitRepo{Dir: path.Join(home, ".gitconfig"), Top: home}
+	seen := map[string]bool{}
+	each := func(e entry) {
+		switch section, _, _, key := e.parts(); {
+		case section == "core" && key == "hookspath":
+			if hp, ok := g.rel("", g.expandHome(e.value)); ok && filepath.IsAbs(g.expandHome(e.value)) && hp != "" {
+				r.HooksPath = hp
+			}
+		case runs(e):
+			// Only absolute paths: a relative one is relative to whichever repository git runs in.
+			r.Programs = append(r.Programs, g.programPaths(e.value, "", "", "", true)...)
+		}
+	}
+	for _, f := range []string{".gitconfig", ".config/git/config"} {
+		r.Includes = append(r.Includes, g.readConfig(path.Join(home, f), seen, 0, each)...)
+	}
+	return r
+}
+
 // programPaths returns the root-relative paths that a config value naming a program (runKeys) names inside the
-// root: its words that look like paths, relative to the work tree's top, where git runs such programs, with
-// transcrypt's "$(git rev-parse --git-common-dir)" (and --git-dir) read as git would. Defends against a command
+// root: its words that look like paths, relative to the work tree's top, where git runs such programs (absOnly:
+// absolute ones alone), with transcrypt's "$(git rev-parse --git-common-dir)" (and --git-dir) read as git would. Defends against a command
 // that rewrites a program the user's own config runs on git status or diff (.git/crypt/clean, tools/fsmonitor.sh).
-func (g *Guard) programPaths(value, top, commonDir, gitDir string) []string {
-	value = strings.NewReplacer("$(git rev-parse --git-common-dir)", g.abs(commonDir),
-		"$(git rev-parse --git-dir)", g.abs(gitDir)).Replace(strings.TrimPrefix(strings.TrimSpace(value), "!"))
+func (g *Guard) programPaths(value, top, commonDir, gitDir string, absOnly bool) []string {
+	value = strings.TrimPrefix(strings.TrimSpace(value), "!")
+	if gitDir != "" {
+		value = strings.NewReplacer("$(git rev-parse --git-common-dir)", g.abs(commonDir),
+			"$(git rev-parse --git-dir)", g.abs(gitDir)).Replace(value)
+	}
 	var out []string
 	for _, w := range shellWords(value) {
 		if opt, val, ok := strings.Cut(w, "="); ok && strings.HasPrefix(opt, "-") {
 			w = val // --file=PATH
 		}
-		if strings.HasPrefix(w, "~/") && g.opts.UserHome != "" {
-			w = g.opts.UserHome + w[1:]
-		}
-		if !strings.Contains(w, "/") || strings.Contains(w, "://") || strings.ContainsAny(w, "$`") {
+		w = g.expandHome(w)
+		if !strings.Contains(w, "/") || strings.Contains(w, "://") || strings.ContainsAny(w, "$`") || absOnly && !filepath.IsAbs(w) {
 			continue
 		}
 		if p, ok := g.rel(top, w); ok && p != "" {

@@ -309,6 +309,48 @@ func TestDeferredInTheHomeFolder(t *testing.T) {
 	}
 }
 
+// TestDeferredWhatTheHomesGitConfigNames: with the project folder the user's home, what the user's global git config
+// names there — a file it includes (a dotfiles repository's), its core.hooksPath folder — is read-only for commands
+// and removed when a command creates it: git reads and runs them in every repository. Controls: outside the
+// sandbox git runs what the command planted; with the home elsewhere the sandboxed command's plants stay.
+func TestDeferredWhatTheHomesGitConfigNames(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	const fsm = `printf '#!/bin/sh\ntouch "$HOME/PWNED"\n' > fsm && chmod +x fsm && `
+	for _, tc := range []struct{ name, prepare, attack string }{
+		{"an included file", "git init -q proj && mkdir dotfiles && printf '[user]\n\tname = me\n' > dotfiles/gitconfig && " +
+			"printf '[include]\n\tpath = ~/dotfiles/gitconfig\n' > .gitconfig",
+			fsm + `printf '[core]\n\tfsmonitor = %s/fsm\n' "$PWD" >> dotfiles/gitconfig`},
+		{"the hooks folder", "git init -q proj && mkdir githooks && printf '[core]\n\thooksPath = ~/githooks\n' > .gitconfig",
+			fsm + `cp fsm githooks/pre-commit && cp fsm githooks/post-checkout`},
+		{"a missing included file", "git init -q proj && printf '[include]\n\tpath = ~/dotfiles/gitconfig\n' > .gitconfig",
+			fsm + `mkdir -p dotfiles && printf '[core]\n\tfsmonitor = %s/fsm\n' "$PWD" > dotfiles/gitconfig`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// userGit commits in the home's repository as the user would: with that home's global config.
+			userGit := func(home string) bool {
+				cmd := exec.Command("git", "commit", "-q", "--allow-empty", "-m", "x")
+				cmd.Dir = filepath.Join(home, "proj")
+				cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=u",
+					"GIT_AUTHOR_EMAIL=u@x", "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@x"}
+				cmd.Run()
+				return brokertest.Exists(filepath.Join(home, "PWNED"))
+			}
+			run := func(homeIsRoot, sandboxed bool) (string, *execv1.Result) {
+				return runInAHome(t, func(root string) { setup(t, root, tc.prepare) }, homeIsRoot, sandboxed, tc.attack)
+			}
+			if root, res := run(true, false); !userGit(root) {
+				t.Fatalf("control: outside the sandbox git did not run what the command planted: %s", res.GetContent())
+			}
+			if root, res := run(false, true); !userGit(root) {
+				t.Fatalf("control: with the home elsewhere the command's plants should stay and run: %s", res.GetContent())
+			}
+			if root, res := run(true, true); userGit(root) {
+				t.Errorf("git ran what a sandboxed command left where the home's git config points: %s", res.GetContent())
+			}
+		})
+	}
+}
+
 // TestDeferredOrdinaryGitWork: what the guard undoes never gets in the way of ordinary work.
 func TestDeferredOrdinaryGitWork(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
@@ -380,7 +422,8 @@ func TestDeferredWalkLimit(t *testing.T) {
 // TestDeferredAsNobody reruns the deferred-execution tests as the unprivileged user nobody, where the sandbox
 // runs in a user namespace.
 func TestDeferredAsNobody(t *testing.T) {
-	rerunAsNobody(t, "^TestDeferred(GitRunsNothing|EditorFiles|InTheHomeFolder|OrdinaryGitWork|WalkLimit|FileTools|ByABackgroundProcess)",
+	rerunAsNobody(t, "^TestDeferred(GitRunsNothing|EditorFiles|InTheHomeFolder|WhatTheHomesGitConfigNames|OrdinaryGitWork|WalkLimit|"+
+		"FileTools|ByABackgroundProcess)",
 		"TestDeferredGitRunsNothingACommandLeft", "TestDeferredByABackgroundProcess")
 }
 
