@@ -32,7 +32,12 @@ func (r *Report) Empty() bool {
 type Watch struct {
 	g      *Guard
 	before *Snapshot
+	exempt string // a root-relative path the run was allowed to write as it is (Exempt)
 }
+
+// Exempt names the one root-relative path the run itself was allowed to write (a file tool's write the user was
+// asked about): Check leaves it, and the protected folder made to hold it, as written.
+func (w *Watch) Exempt(rel string) { w.exempt = rel }
 
 // Begin scans the root before a run.
 func (g *Guard) Begin() (*Watch, error) {
@@ -57,7 +62,7 @@ func (w *Watch) Check() (*Report, error) {
 	}
 	w.g.mu.Lock()
 	defer w.g.mu.Unlock()
-	rep := w.g.undo(w.before, after)
+	rep := w.g.undo(w.before, after, w.exempt)
 	if w.g.t != nil && after.Entries > w.g.t.max {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the project now holds %d files and folders, more than the %d the guard "+
 			"checks before a command: the next command will be refused", after.Entries, w.g.t.max))
@@ -65,7 +70,7 @@ func (w *Watch) Check() (*Report, error) {
 	return rep, nil
 }
 
-func (g *Guard) undo(before, after *Snapshot) *Report {
+func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 	rep := &Report{}
 	r, err := os.OpenRoot(g.root)
 	if err != nil {
@@ -73,7 +78,7 @@ func (g *Guard) undo(before, after *Snapshot) *Report {
 		return rep
 	}
 	defer r.Close()
-	u := &undoer{g: g, r: r, rep: rep}
+	u := &undoer{g: g, r: r, rep: rep, exempt: exempt}
 
 	// Git folders that are new, or whose config, commondir or hooks changed.
 	var dirs []string
@@ -126,7 +131,7 @@ func (g *Guard) undo(before, after *Snapshot) *Report {
 		switch {
 		case (!existed || isAbsent(bfp)) && !isAbsent(fp) && !inRepo(p) && !under(p, existing):
 			created[p] = true
-		case existed && bfp != fp && !inRepo(p):
+		case existed && bfp != fp && !inRepo(p) && !u.isExempt(p):
 			rep.Changed = append(rep.Changed, p)
 		}
 	}
@@ -142,7 +147,9 @@ func (g *Guard) undo(before, after *Snapshot) *Report {
 		}
 	}
 	for _, p := range sortedKeys(created) {
-		u.remove(p, "created by the command")
+		if _, holds := pathglob.Within(p, exempt); exempt == "" || !holds {
+			u.remove(p, "created by the command")
+		}
 	}
 	// New links into the writable places outside the root.
 	for p := range after.links {
@@ -186,10 +193,14 @@ func (g *Guard) outsideWritable(abs string) bool {
 // undoer carries out the undoing through the root's handle, which never leaves the root: defends against a
 // command still running swapping a folder for a link to outside between the scan and the undo.
 type undoer struct {
-	g   *Guard
-	r   *os.Root
-	rep *Report
+	g      *Guard
+	r      *os.Root
+	rep    *Report
+	exempt string // Watch.Exempt
 }
+
+// isExempt reports whether rel is the path the run was allowed to write as it is.
+func (u *undoer) isExempt(rel string) bool { return u.exempt != "" && rel == u.exempt }
 
 func (u *undoer) did(format string, a ...any) {
 	u.rep.Undone = append(u.rep.Undone, fmt.Sprintf(format, a...))
@@ -199,6 +210,9 @@ func (u *undoer) failed(format string, a ...any) {
 }
 
 func (u *undoer) remove(rel, why string) {
+	if u.isExempt(rel) {
+		return
+	}
 	if err := u.r.RemoveAll(rel); err != nil {
 		u.failed("could not remove %s (%s): %v", rel, why, err)
 		return
@@ -290,6 +304,9 @@ func (g *Guard) readRepoHooks(dir string) []string {
 // hook makes one hook unable to run: a link or other non-regular file is removed, a regular file loses its
 // execute bits (git skips a hook that is not executable, and says so).
 func (u *undoer) hook(rel string) {
+	if u.isExempt(rel) {
+		return
+	}
 	fi, err := u.r.Lstat(rel)
 	if err != nil {
 		return
@@ -316,6 +333,9 @@ func (u *undoer) hook(rel string) {
 
 // config removes the keys that run programs from one config file, writing the rest back in its place.
 func (u *undoer) config(rel string) {
+	if u.isExempt(rel) {
+		return
+	}
 	data, err := u.g.readFile(rel, maxConfig+1)
 	if errors.Is(err, fs.ErrNotExist) {
 		return

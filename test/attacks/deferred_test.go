@@ -423,7 +423,7 @@ func TestDeferredWalkLimit(t *testing.T) {
 // runs in a user namespace.
 func TestDeferredAsNobody(t *testing.T) {
 	rerunAsNobody(t, "^TestDeferred(GitRunsNothing|EditorFiles|InTheHomeFolder|WhatTheHomesGitConfigNames|OrdinaryGitWork|WalkLimit|"+
-		"FileTools|ByABackgroundProcess)",
+		"FileTools|ByTheFileTools|ByABackgroundProcess)",
 		"TestDeferredGitRunsNothingACommandLeft", "TestDeferredByABackgroundProcess")
 }
 
