@@ -146,6 +146,7 @@ type Snapshot struct {
 	pointed   []string          // policy.GitPointed
 	pointedFP map[string]string // each pointed path → fingerprint ("absent" included)
 	ensure    []string          // hooks and info folders of git folders that lack them, absolute
+	unlocked  []string          // folders the walk made listable by their owner to check them (tree.unlocked)
 	denied    []string          // what Options.Deny denied, root-relative, sorted
 }
 
@@ -242,6 +243,7 @@ func (g *Guard) snapshot() *Snapshot {
 	}
 	sort.Strings(s.ensure)
 	sort.Strings(s.denied)
+	s.unlocked, g.t.unlocked = g.t.unlocked, nil
 	return s
 }
 

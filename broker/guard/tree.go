@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path"
@@ -67,6 +68,8 @@ type tree struct {
 	count  int
 	over   bool // the last walk stopped at max
 	fresh  bool // nodes hold a walk (else the next refresh walks whole)
+	// unlocked are the folders the walk made listable by their owner (ownerAccess) since the last snapshot.
+	unlocked []string
 }
 
 // skipNames are never entered, at any depth (policy.GuardSkipAlways says why), and gitInternal inside a git
@@ -225,6 +228,15 @@ func (t *tree) load(rel string, inGit bool, mode walkMode) {
 // and node_modules for that and what git would find there (walkGitOnly).
 func (t *tree) read(rel string, inGit bool, mode walkMode, wd int32) (*node, bool) {
 	f, err := os.OpenFile(t.abs(rel), os.O_RDONLY|oDirectory|oNoFollow|oNonblock, 0)
+	if errors.Is(err, fs.ErrPermission) && rel != "" {
+		// A folder its owner cannot list, or whose parent it cannot search: made listable, and said so.
+		for _, p := range []string{parent(rel), rel} {
+			if ownerAccess(t.abs(p)) {
+				t.unlocked = append(t.unlocked, p)
+			}
+		}
+		f, err = os.OpenFile(t.abs(rel), os.O_RDONLY|oDirectory|oNoFollow|oNonblock, 0)
+	}
 	if err != nil {
 		return nil, false
 	}

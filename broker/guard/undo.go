@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -79,6 +80,9 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 	}
 	defer r.Close()
 	u := &undoer{g: g, r: r, rep: rep, exempt: exempt}
+	for _, p := range after.unlocked {
+		u.did("made %s listable by its owner, to check what is in it", cmp.Or(p, "the project folder"))
+	}
 
 	// Git folders that are new, or whose config, commondir or hooks changed.
 	var dirs []string
@@ -319,6 +323,13 @@ func (u *undoer) hook(rel string) {
 		return
 	}
 	f, err := u.r.OpenFile(rel, os.O_RDONLY|oNoFollow|oNonblock, 0)
+	if errors.Is(err, fs.ErrPermission) {
+		// A program its owner may run but not read (mode 111): its mode is changed by name, inside the root.
+		if err = u.r.Chmod(rel, fi.Mode().Perm()&^0o111); err == nil {
+			u.did("made the hook %s non-executable", rel)
+			return
+		}
+	}
 	if err != nil {
 		u.failed("could not disable the hook %s: %v", rel, err)
 		return

@@ -122,6 +122,15 @@ var deferredCases = []deferredCase{
 	{name: "a program the user's config names, made by the command", before: "git init -q && git config core.fsmonitor tools/fsm.sh",
 		attack: `mkdir -p tools && printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > tools/fsm.sh && chmod +x tools/fsm.sh`,
 		git:    []string{"status"}, marker: "PWNED"},
+	// What the broker cannot read when it runs as the user (TestDeferredAsNobody): a folder its owner may enter but
+	// not list, a hook its owner may run but not read (a program, not a script).
+	{name: "a repository in a folder its owner cannot list", attack: planter("fsm") + `mkdir -p x && git init -q x/nested && ` +
+		`git -C x/nested config core.fsmonitor "$PWD/fsm" && chmod 111 x`,
+		in: "x/nested", git: []string{"status"}, marker: "x/nested/PWNED"},
+	// post-checkout gets (old, new, 1): touch, run as the hook, leaves a file named 1.
+	{name: "a hook its owner can run but not read", attack: ident + `git init -q nested && git -C nested commit -q --allow-empty -m x && ` +
+		`cp "$(command -v touch)" nested/.git/hooks/post-checkout && chmod 111 nested/.git/hooks/post-checkout`,
+		in: "nested", git: []string{"checkout", "-q", "-b", "y"}, marker: "nested/1"},
 	// git status in a package's folder (a shell prompt's on cd, an editor's that opened a file there) runs it.
 	{name: "a repository planted in node_modules", attack: planter("fsm") + `mkdir -p node_modules/@s/p/lib && ` +
 		`git init -q node_modules/@s/p && git -C node_modules/@s/p config core.fsmonitor "$PWD/fsm"`,
@@ -141,6 +150,8 @@ func runDeferredCase(t *testing.T, dc deferredCase) {
 	testenv.NeedCommand(t, "git", "git")
 	for _, sandboxed := range []bool{false, true} {
 		e := brokertest.New(t)
+		// What the attack left unlistable (the control's, unguarded) must not stop the temp folder's removal.
+		t.Cleanup(func() { exec.Command("chmod", "-R", "u+rwX", e.Root).Run() })
 		if dc.before != "" {
 			setup(t, e.Root, dc.before)
 		}
