@@ -217,11 +217,33 @@ func (u *undoer) remove(rel, why string) {
 	if u.isExempt(rel) {
 		return
 	}
-	if err := u.r.RemoveAll(rel); err != nil {
+	err := u.r.RemoveAll(rel)
+	if errors.Is(err, fs.ErrPermission) {
+		// Folders their owner cannot list (chmod 311; the user's editor still reads a file in them by its name).
+		n := 0
+		u.g.ownerAccessBelow(rel, &n)
+		err = u.r.RemoveAll(rel)
+	}
+	if err != nil {
 		u.failed("could not remove %s (%s): %v", rel, why, err)
 		return
 	}
 	u.did("removed %s (%s)", rel, why)
+}
+
+// ownerAccessBelow gives rel and every folder below it read and search permission for their owner (ownerAccess),
+// at most 10,000 folders, so that they can be removed.
+func (g *Guard) ownerAccessBelow(rel string, n *int) {
+	if *n++; *n > 10000 {
+		return
+	}
+	ownerAccess(g.abs(rel))
+	ents, _ := os.ReadDir(g.abs(rel))
+	for _, e := range ents {
+		if e.IsDir() {
+			g.ownerAccessBelow(path.Join(rel, e.Name()), n)
+		}
+	}
 }
 
 // pointerTarget reads a .git file ("gitdir: PATH") or link and returns its folder, root-relative; false when it

@@ -186,6 +186,7 @@ func plantFiles(t *testing.T, cmd string, files []string, named func(string) str
 	execv1.ExecServiceClient, string) {
 	t.Helper()
 	ctl := brokertest.New(t)
+	t.Cleanup(func() { exec.Command("chmod", "-R", "u+rwX", ctl.Root).Run() }) // what the control left unlistable
 	cc := ctl.Client()
 	unsandboxedSh(t, cc, ctl.Open(cc), cmd)
 	for _, f := range files {
@@ -194,6 +195,7 @@ func plantFiles(t *testing.T, cmd string, files []string, named func(string) str
 		}
 	}
 	e := brokertest.New(t)
+	t.Cleanup(func() { exec.Command("chmod", "-R", "u+rwX", e.Root).Run() })
 	c := e.Client()
 	sid := e.Open(c)
 	res := brokertest.Sh(t, c, sid, cmd)
@@ -249,6 +251,17 @@ func TestDeferredEditorFiles(t *testing.T) {
 	if got := brokertest.FileText(filepath.Join(e.Root, ".zed/settings.json")); got != "{}" {
 		t.Errorf("a command rewrote the user's .zed/settings.json: %q (%v)", got, res.GetContent())
 	}
+}
+
+// TestDeferredEditorFilesInAFolderItsOwnerCannotList: editor files a command creates in a folder it then makes
+// unlistable by its owner (chmod 311: the editor, as the user, still reads the file by its name) are removed all the
+// same, also by a broker that runs as the user (TestDeferredAsNobody). Control: outside the sandbox they stay.
+func TestDeferredEditorFilesInAFolderItsOwnerCannotList(t *testing.T) {
+	files := []string{".vscode/tasks.json", "sub/.zed/settings.json", ".vscode/deep/x.json"}
+	cmd := `mkdir -p .vscode/deep sub/.zed && echo '{}' | tee .vscode/tasks.json .vscode/deep/x.json > sub/.zed/settings.json && ` +
+		`chmod 311 .vscode/deep .vscode sub/.zed`
+	removed := map[string]string{".vscode/tasks.json": ".vscode", ".vscode/deep/x.json": ".vscode", "sub/.zed/settings.json": "sub/.zed"}
+	plantFiles(t, cmd, files, func(f string) string { return removed[f] })
 }
 
 // runInAHome runs attack as a command of a new session whose project folder is a fresh folder prepare fills, and
