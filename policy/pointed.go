@@ -49,6 +49,8 @@ var hookManagers = []struct {
 	{"pre-commit", []string{".pre-commit-config.yaml", ".pre-commit-config.yml"}},
 	{"lefthook", lefthookFiles()},
 	{"overcommit", []string{".overcommit.yml", ".git-hooks"}},
+	// hk (jdx): its hook is `exec hk run pre-commit --from-hook`; the steps' commands are in hk.pkl
+	{"hk run ", []string{"hk.pkl", ".config/hk.pkl", "hk.local.pkl", ".config/hk.local.pkl"}},
 }
 
 func lefthookFiles() []string {

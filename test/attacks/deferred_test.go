@@ -102,6 +102,11 @@ var deferredCases = []deferredCase{
 		before: "git init -q && echo 'echo ok > OK' > .pre-commit-config.yaml && " +
 			preCommitHook,
 		attack: "echo 'touch PWNED' > .pre-commit-config.yaml", git: []string{"commit", "-q", "--allow-empty", "-m", "x"}, marker: "PWNED"},
+	// hk's installed hook (`exec hk run pre-commit`) runs the steps of hk.pkl; here the hook runs it as a script.
+	{name: "the config of the installed hk hook manager", before: "git init -q && echo 'echo ok > OK' > hk.pkl && " +
+		`printf '#!/bin/sh\ntest "${HK:-1}" = "0" || sh hk.pkl # exec hk run pre-commit --from-hook\n' > .git/hooks/pre-commit && ` +
+		`chmod +x .git/hooks/pre-commit`,
+		attack: "echo 'touch PWNED' > hk.pkl", git: []string{"commit", "-q", "--allow-empty", "-m", "x"}, marker: "PWNED"},
 	{name: "husky's folder", before: "git init -q && mkdir -p .husky/_ && git config core.hooksPath .husky/_ && " +
 		`printf '#!/bin/sh\nsh .husky/$(basename $0)\n' > .husky/_/pre-commit && chmod +x .husky/_/pre-commit`,
 		attack: "echo 'touch PWNED' > .husky/pre-commit", git: []string{"commit", "-q", "--allow-empty", "-m", "x"}, marker: "PWNED"},
