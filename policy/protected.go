@@ -15,10 +15,11 @@ import (
 // project files name whenever the user's shell enters the folder, and trusts a file by its path, not its content.
 // Other agents' project folders name the MCP servers, hooks and commands they run (Cursor, Gemini CLI, Codex,
 // Continue, opencode, Roo Code, Kilo Code, Amazon Q, Kiro, Qwen Code's settings.json, Crush's workspace crush.json,
-// Windsurf's hooks.json, whose session_start hooks run unasked), like Garuda's and Claude Code's own.
+// Windsurf's hooks.json, whose session_start hooks run unasked, Cline's hooks/ scripts in .clinerules/ and .cline/,
+// run at TaskStart), like Garuda's and Claude Code's own.
 var protectedDirs = []string{".garuda", ".claude", ".agents", ".cursor", ".gemini", ".codex", ".continue", ".opencode",
-	".roo", ".kilocode", ".amazonq", ".kiro", ".qwen", ".crush", ".windsurf", ".vscode", ".idea", ".zed", ".helix",
-	".devcontainer", ".ssh", ".direnv", ".mise", "mise"}
+	".roo", ".kilocode", ".amazonq", ".kiro", ".qwen", ".crush", ".windsurf", ".clinerules", ".cline", ".vscode", ".idea",
+	".zed", ".helix", ".devcontainer", ".ssh", ".direnv", ".mise", "mise"}
 
 // protectedFiles are single files of the same nature, protected at any depth.
 var protectedFiles = []string{
