@@ -58,6 +58,9 @@ type Guard struct {
 	// user's own repositories, there before, keep theirs read-only: neutralising would remove their own settings.
 	// The root's own .git/config is read-only whoever made it.
 	made map[string]bool
+	// linked is what the home's dot entries link to inside the root (homeLinked), read at the first scan.
+	linked     []string
+	linkedRead bool
 }
 
 // New makes the guard of root (absolute, clean).
@@ -77,10 +80,7 @@ func (g *Guard) Prime() {
 	if fi, err := os.Lstat(g.abs(".git")); err == nil && fi.IsDir() {
 		facts = append(facts, g.readRepo(".git").facts)
 	}
-	if home, in := policy.HomeIn(g.root, g.opts.UserHome); in {
-		facts = append(facts, g.homeConfig(home))
-	}
-	g.primed = policy.GitPointed(facts)
+	g.primed = policy.GitPointed(append(facts, g.userConfig()))
 }
 
 // Close releases the guard's watches.
@@ -234,10 +234,16 @@ func (g *Guard) snapshot() *Snapshot {
 		facts = append(facts, r.facts)
 	}
 	sort.Slice(facts, func(i, j int) bool { return facts[i].Dir < facts[j].Dir })
-	if g.t.inHome {
-		facts = append(facts, g.homeConfig(g.t.home))
+	if !g.linkedRead {
+		g.linked, g.linkedRead = g.homeLinked(), true // once a session: the home lies outside the root, out of commands' reach
 	}
-	s.pointed = policy.GitPointed(facts)
+	s.pointed = policy.GitPointed(append(facts, g.userConfig()))
+	for _, l := range g.linked {
+		if !slices.Contains(s.pointed, l) {
+			s.pointed = append(s.pointed, l)
+		}
+	}
+	sort.Strings(s.pointed)
 	for _, p := range s.pointed {
 		s.pointedFP[p] = fingerprint(g.abs(p))
 	}
@@ -450,29 +456,125 @@ func (g *Guard) expandHome(v string) string {
 	return v
 }
 
-// homeConfig is what the user's global git configs (~/.gitconfig, ~/.config/git/config, which HomeProtected makes
-// read-only) point git at inside the root, when the root is or holds the home folder: the files they include,
-// their core.hooksPath folder and the programs they name by an absolute path. git reads and runs these in every
-// repository: defends against a command that rewrites ~/dotfiles/gitconfig (an include), ~/git-hooks/pre-commit or
-// ~/tools/credential-helper.
-func (g *Guard) homeConfig(home string) policy.GitRepo {
-	r := policy.GitRepo{Dir: path.Join(home, ".gitconfig"), Top: home}
+// userConfig is what the user's global git configs (~/.gitconfig, ~/.config/git/config) point git at inside the
+// root: the files they include, their core.hooksPath folder and the programs they name by an absolute path. git
+// reads and runs these in every repository: defends against a command that rewrites ~/dotfiles/gitconfig (an
+// include), ~/git-hooks/pre-commit or ~/tools/credential-helper, when the root is or holds the home folder (whose
+// own dot files HomeProtected covers) or is a dotfiles repository the home links to or includes from.
+func (g *Guard) userConfig() policy.GitRepo {
+	var r policy.GitRepo
+	home := g.opts.UserHome
+	if home == "" {
+		return r
+	}
+	if rel, in := policy.HomeIn(g.root, home); in {
+		r.Dir, r.Top = path.Join(rel, ".gitconfig"), rel
+	}
 	seen := map[string]bool{}
 	each := func(e entry) {
 		switch section, _, _, key := e.parts(); {
 		case section == "core" && key == "hookspath":
-			if hp, ok := g.rel("", g.expandHome(e.value)); ok && filepath.IsAbs(g.expandHome(e.value)) && hp != "" {
-				r.HooksPath = hp
+			if v := g.expandHome(e.value); filepath.IsAbs(v) {
+				if hp, ok := g.rel("", v); ok && hp != "" {
+					r.HooksPath = hp
+				}
 			}
 		case runs(e):
 			// Only absolute paths: a relative one is relative to whichever repository git runs in.
 			r.Programs = append(r.Programs, g.programPaths(e.value, "", "", "", true)...)
 		}
 	}
-	for _, f := range []string{".gitconfig", ".config/git/config"} {
-		r.Includes = append(r.Includes, g.readConfig(path.Join(home, f), seen, 0, each)...)
+	for _, f := range []string{home + "/.gitconfig", home + "/.config/git/config"} {
+		real, err := filepath.EvalSymlinks(f)
+		if err != nil {
+			continue
+		}
+		if rel, in := g.rel("", real); in && rel != "" {
+			r.Includes = append(r.Includes, g.readConfig(rel, seen, 0, each)...)
+			continue
+		}
+		// Outside the root: read as the user's own file (links followed), its includes inside the root followed.
+		data, err := readBounded(real)
+		if err != nil {
+			continue
+		}
+		entries, err := parseConfig(data)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if section, _, _, key := e.parts(); (section == "include" || section == "includeif") && key == "path" {
+				v := g.expandHome(e.value)
+				if !filepath.IsAbs(v) {
+					v = filepath.Join(filepath.Dir(real), v)
+				}
+				if rel, in := g.rel("", v); in && rel != "" {
+					r.Includes = append(r.Includes, rel)
+					r.Includes = append(r.Includes, g.readConfig(rel, seen, 1, each)...)
+				}
+				continue
+			}
+			each(e)
+		}
 	}
 	return r
+}
+
+// readBounded reads at most maxConfig bytes of a regular file outside the root (the user's own: links followed),
+// never blocking on a FIFO.
+func readBounded(abs string) ([]byte, error) {
+	f, err := os.OpenFile(abs, os.O_RDONLY|oNonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", abs)
+	}
+	return io.ReadAll(io.LimitReader(f, maxConfig))
+}
+
+// homeLinked returns the root-relative paths that the links among the home folder's dot entries lead to inside the
+// root, when the home lies outside it: a dotfiles repository whose files GNU stow, chezmoi's symlink mode or a
+// hand-made link make the user's live configuration (~/.bashrc -> dotfiles/bashrc, ~/.config/nvim -> dotfiles/nvim,
+// ~/bin/x). Defends against a command that rewrites the shell's, git's or an editor's configuration through its
+// target in the project. It looks three levels into the home's dot folders and ~/bin, at most 5,000 entries.
+func (g *Guard) homeLinked() []string {
+	home := g.opts.UserHome
+	if _, in := policy.HomeIn(g.root, home); home == "" || in {
+		return nil
+	}
+	var out []string
+	n := 0
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if n++; n > 5000 {
+				return
+			}
+			name := e.Name()
+			if depth == 0 && !strings.HasPrefix(name, ".") && name != "bin" || name == ".cache" {
+				continue
+			}
+			p := filepath.Join(dir, name)
+			switch {
+			case e.Type()&fs.ModeSymlink != 0:
+				if t, err := filepath.EvalSymlinks(p); err == nil {
+					if rel, in := g.rel("", t); in && rel != "" {
+						out = append(out, rel)
+					}
+				}
+			case e.IsDir() && depth < 2:
+				walk(p, depth+1)
+			}
+		}
+	}
+	walk(home, 0)
+	return out
 }
 
 // programPaths returns the root-relative paths that a config value naming a program (runKeys) names inside the
