@@ -479,6 +479,13 @@ func (g *Guard) userConfig() policy.GitRepo {
 					r.HooksPath = hp
 				}
 			}
+		case section == "init" && key == "templatedir":
+			// git init and git clone copy its hooks into every new repository
+			if v := g.expandHome(e.value); filepath.IsAbs(v) {
+				if t, ok := g.rel("", v); ok && t != "" {
+					r.Programs = append(r.Programs, t)
+				}
+			}
 		case runs(e):
 			// Only absolute paths: a relative one is relative to whichever repository git runs in.
 			r.Programs = append(r.Programs, g.programPaths(e.value, "", "", "", true)...)

@@ -366,7 +366,7 @@ func TestGuardPointsAtWhatTheUsersGitConfigNames(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(root, "nvim"), 0o755))
 	must(t, os.MkdirAll(filepath.Join(home, ".config/git"), 0o755))
 	must(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = "+root+"/inc.cfg\n"+
-		"[credential]\n\thelper = "+root+"/tools/cred\n"), 0o644))
+		"[credential]\n\thelper = "+root+"/tools/cred\n[init]\n\ttemplateDir = "+root+"/tmpl\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(root, "inc.cfg"), []byte("[core]\n\thooksPath = "+root+"/hooks\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(root, "gitconfig2"), []byte("[include]\n\tpath = more.cfg\n"), 0o644))
 	must(t, os.Symlink(filepath.Join(root, "gitconfig2"), filepath.Join(home, ".config/git/config")))
@@ -378,7 +378,7 @@ func TestGuardPointsAtWhatTheUsersGitConfigNames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"inc.cfg", "hooks", "tools/cred", "gitconfig2", "more.cfg", "nvim"} {
+		for _, want := range []string{"inc.cfg", "hooks", "tools/cred", "tmpl", "gitconfig2", "more.cfg", "nvim"} {
 			if got := slices.Contains(s.Pointed(), want); got != (h != "") {
 				t.Errorf("home %q: %s pointed %v: %v", h, want, got, s.Pointed())
 			}
