@@ -139,7 +139,8 @@ func (s *Service) guardBefore(sess *session, st *policy.State, spec *sandbox.Spe
 
 // guardWrite takes the guard's scan before a file tool writes inside the root, with the bounds the session's
 // commands last set; nil outside the root or where the root is too large to walk (each write is still decided by
-// its path). A write the user was asked about is the user's: its own path is left as written. Defends against a repository assembled by write_file alone, whose last file no rule can tell apart.
+// its path). A write the user was asked about is the user's: its own path is left as written. Defends against a
+// repository assembled by write_file alone, whose last file no rule can tell apart.
 func (s *Service) guardWrite(sess *session, abs string, inside, asked bool) *guard.Watch {
 	rel, in := pathglob.Within(sess.root, abs)
 	if !inside || !in || sess.guard == nil {

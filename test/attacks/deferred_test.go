@@ -416,7 +416,8 @@ func TestDeferredOrdinaryGitWork(t *testing.T) {
 	// A filter the user's config names inside the root (transcrypt's, read-only for commands) still runs in them.
 	setup(t, e.Root, "cd copy && mkdir -p .git/crypt && printf '#!/bin/sh\ntr a-z A-Z\n' > .git/crypt/clean && chmod +x .git/crypt/clean && "+
 		`git config filter.crypt.clean '"$(git rev-parse --git-common-dir)"/crypt/clean %f' && echo 'secret filter=crypt' > .gitattributes`)
-	res := brokertest.Sh(t, c, sid, ident+"cd copy && echo abc > secret && git add secret .gitattributes && git commit -q -m three && git show HEAD:secret")
+	res := brokertest.Sh(t, c, sid, ident+"cd copy && echo abc > secret && git add secret .gitattributes && "+
+		"git commit -q -m three && git show HEAD:secret")
 	if res.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "ABC") {
 		t.Errorf("git add through the user's filter: %v %s", res.GetStatus(), res.GetContent())
 	}
