@@ -171,6 +171,11 @@ func TestNeutralizeConfigAsGitSeesIt(t *testing.T) {
 // what lies outside the root are not paths in it.
 func TestProgramPathsReadsWordsAsTheShell(t *testing.T) {
 	g := New("/r", Options{UserHome: "/r/home"})
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "src"), 0o755))
+	if got := New(dir, Options{}).programPaths("tools/lint src/", "", "", "", false); strings.Join(got, "|") != "tools/lint" {
+		t.Errorf("a folder is an argument, not a program: %q", got)
+	}
 	for value, want := range map[string][]string{
 		`"$(git rev-parse --git-common-dir)"/crypt/clean %f`: {".git/crypt/clean"},
 		`$(git rev-parse --git-dir)/crypt/textconv`:          {"sub/.git/crypt/textconv"},

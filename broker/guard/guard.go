@@ -374,7 +374,8 @@ func (g *Guard) readRepo(dir string) *repo {
 			if top, ok := g.rel(dir, e.value); ok {
 				r.facts.Top = top
 			}
-		case runs(e):
+		case runs(e) && section != "alias":
+			// An alias runs only when the user calls it, as a Makefile target does: what it names is the project's.
 			r.facts.Programs = append(r.facts.Programs, g.programPaths(e.value, r.facts.Top, cmp.Or(r.common, dir), dir, false)...)
 		}
 	}
@@ -486,7 +487,7 @@ func (g *Guard) userConfig() policy.GitRepo {
 					r.Programs = append(r.Programs, t)
 				}
 			}
-		case runs(e):
+		case runs(e) && section != "alias":
 			// Only absolute paths: a relative one is relative to whichever repository git runs in.
 			r.Programs = append(r.Programs, g.programPaths(e.value, "", "", "", true)...)
 		}
@@ -603,7 +604,8 @@ func (g *Guard) programPaths(value, top, commonDir, gitDir string, absOnly bool)
 		if !strings.Contains(w, "/") || strings.Contains(w, "://") || strings.ContainsAny(w, "$`") || absOnly && !filepath.IsAbs(w) {
 			continue
 		}
-		if p, ok := g.rel(top, w); ok && p != "" {
+		// A folder is an argument (a path to work on), not a program: left out, so that it stays the project's.
+		if p, ok := g.rel(top, w); ok && p != "" && !isDir(g.abs(p)) {
 			out = append(out, p)
 		}
 	}
@@ -655,6 +657,11 @@ func uniq(a, b string) []string {
 		return []string{a}
 	}
 	return []string{a, b}
+}
+
+func isDir(abs string) bool {
+	fi, err := os.Stat(abs)
+	return err == nil && fi.IsDir()
 }
 
 func isExecutable(abs string) bool {
