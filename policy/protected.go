@@ -29,7 +29,7 @@ var protectedFiles = []string{
 	// git-lfs reads lfs.url from it: where git push sends the project's large files
 	".lfsconfig",
 	// run by an editor when it opens the project: Neovim's and Vim's exrc files, Emacs's directory variables
-	".nvim.lua", ".nvimrc", ".exrc", ".vimrc", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
+	".nvim.lua", ".nvimrc", ".exrc", ".vimrc", ".gvimrc", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
 	// asdf's and mise's .tool-versions name `path:` installs whose programs the shims run
 	".tool-versions",
 	// opencode's project config: it starts the local MCP servers it names at launch, without a question

@@ -19,7 +19,7 @@ func TestProtected(t *testing.T) {
 		".roo/mcp.json", ".kilocode/mcp.json", ".amazonq/mcp.json", ".kiro/settings/mcp.json", ".aider.conf.yml", ".continuerc.json",
 		".tool-versions", "app/.TOOL-VERSIONS", "opencode.json", "sub/OpenCode.jsonc", "rust-toolchain.toml", "a/rust-toolchain",
 		"crush.json", ".crush.json", "sub/Crush.json", "crushrc", ".crushrc", ".crush/crush.json", ".qwen/settings.json",
-		".windsurf/hooks.json", ".clinerules/hooks/TaskStart", ".clinerules", ".cline/hooks/TaskStart",
+		".windsurf/hooks.json", ".clinerules/hooks/TaskStart", ".clinerules", ".cline/hooks/TaskStart", "sub/.gvimrc",
 	}
 	no := []string{"", "src/main.go", ".gitignore", ".github/workflows/ci.yml", "git/hooks/x", ".git/objects/ab/cd",
 		".git/HEAD", "hooks/pre-commit", "config", "docs/.vscode.md", "envrc", ".mcp.json.bak", "misery.toml",

@@ -218,7 +218,7 @@ func plantFiles(t *testing.T, cmd string, files []string, named func(string) str
 // removed when a command creates them and read-only when they exist; no folder is made in the project to cover
 // them. Control: outside the sandbox the files stay.
 func TestDeferredEditorFiles(t *testing.T) {
-	files := []string{".zed/settings.json", ".zed/tasks.json", ".vscode/tasks.json", ".idea/workspace.xml", ".nvim.lua", ".exrc",
+	files := []string{".zed/settings.json", ".zed/tasks.json", ".vscode/tasks.json", ".idea/workspace.xml", ".nvim.lua", ".exrc", ".gvimrc",
 		".dir-locals.el", ".envrc", ".helix/languages.toml", "mise.toml", ".config/mise/config.toml",
 		".devcontainer/devcontainer.json"}
 	cmd := ""
