@@ -80,7 +80,7 @@ func (g *Guard) Prime() {
 	if fi, err := os.Lstat(g.abs(".git")); err == nil && fi.IsDir() {
 		facts = append(facts, g.readRepo(".git").facts)
 	}
-	g.primed = policy.GitPointed(append(facts, g.userConfig()))
+	g.primed = policy.GitPointed(append(facts, g.userConfig(), g.enclosingConfig()))
 }
 
 // Close releases the guard's watches.
@@ -237,7 +237,7 @@ func (g *Guard) snapshot() *Snapshot {
 	if !g.linkedRead {
 		g.linked, g.linkedRead = g.homeLinked(), true // once a session: the home lies outside the root, out of commands' reach
 	}
-	s.pointed = policy.GitPointed(append(facts, g.userConfig()))
+	s.pointed = policy.GitPointed(append(facts, g.userConfig(), g.enclosingConfig()))
 	for _, l := range g.linked {
 		if !slices.Contains(s.pointed, l) {
 			s.pointed = append(s.pointed, l)
@@ -316,10 +316,18 @@ func (g *Guard) abs(rel string) string {
 	return g.root + "/" + rel
 }
 
-// rel makes p (absolute or relative to dir, itself root-relative) root-relative; false when it is outside the root.
+// absOf is dir made absolute: a root-relative folder, or one outside the root already absolute.
+func (g *Guard) absOf(dir string) string {
+	if filepath.IsAbs(dir) {
+		return dir
+	}
+	return g.abs(dir)
+}
+
+// rel makes p (absolute or relative to dir, root-relative or absolute) root-relative; false when it is outside the root.
 func (g *Guard) rel(dir, p string) (string, bool) {
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(g.abs(dir), p)
+		p = filepath.Join(g.absOf(dir), p)
 	}
 	return pathglob.Within(g.root, filepath.Clean(p))
 }
@@ -501,31 +509,101 @@ func (g *Guard) userConfig() policy.GitRepo {
 			r.Includes = append(r.Includes, g.readConfig(rel, seen, 0, each)...)
 			continue
 		}
-		// Outside the root: read as the user's own file (links followed), its includes inside the root followed.
-		data, err := readBounded(real)
-		if err != nil {
-			continue
-		}
-		entries, err := parseConfig(data)
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			if section, _, _, key := e.parts(); (section == "include" || section == "includeif") && key == "path" {
-				v := g.expandHome(e.value)
-				if !filepath.IsAbs(v) {
-					v = filepath.Join(filepath.Dir(real), v)
-				}
-				if rel, in := g.rel("", v); in && rel != "" {
-					r.Includes = append(r.Includes, rel)
-					r.Includes = append(r.Includes, g.readConfig(rel, seen, 1, each)...)
-				}
-				continue
-			}
-			each(e)
-		}
+		r.Includes = append(r.Includes, g.readOutside(real, seen, each)...)
 	}
 	return r
+}
+
+// readOutside reads a config file outside the root (the user's own: links followed) and, where it includes them,
+// the files inside the root it includes, calling each for every other entry; it returns those included files.
+func (g *Guard) readOutside(abs string, seen map[string]bool, each func(entry)) (includes []string) {
+	data, err := readBounded(abs)
+	if err != nil {
+		return nil
+	}
+	entries, err := parseConfig(data)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		if section, _, _, key := e.parts(); (section == "include" || section == "includeif") && key == "path" {
+			v := g.expandHome(e.value)
+			if !filepath.IsAbs(v) {
+				v = filepath.Join(filepath.Dir(abs), v)
+			}
+			if rel, in := g.rel("", v); in && rel != "" {
+				includes = append(includes, rel)
+				includes = append(includes, g.readConfig(rel, seen, 1, each)...)
+			}
+			continue
+		}
+		each(e)
+	}
+	return includes
+}
+
+// enclosingConfig is what the repository the root lies in points git at inside the root, when the root is a folder
+// of a larger repository (a package of a monorepo) with no .git of its own: its core.hooksPath folder, the files its
+// config includes and the programs it names there. Defends against a command that plants a hook in
+// packages/app/hooks, which the monorepo's config names, or rewrites a program it runs on git status.
+func (g *Guard) enclosingConfig() policy.GitRepo {
+	var r policy.GitRepo
+	if _, err := os.Lstat(g.abs(".git")); err == nil || g.root == "/" {
+		return r // the root's own repository is read like any below it
+	}
+	for top := filepath.Dir(g.root); ; top = filepath.Dir(top) {
+		if gitDir, ok := gitDirOf(top); ok {
+			common := gitDir
+			if data, err := readBounded(filepath.Join(gitDir, "commondir")); err == nil {
+				if common = gitLine(string(data)); !filepath.IsAbs(common) {
+					common = filepath.Join(gitDir, common)
+				}
+			}
+			hooksPath, seen := "", map[string]bool{}
+			each := func(e entry) {
+				switch section, _, _, key := e.parts(); {
+				case section == "core" && key == "hookspath":
+					hooksPath = g.expandHome(e.value)
+				case runs(e) && section != "alias":
+					r.Programs = append(r.Programs, g.programPaths(e.value, top, common, gitDir, false)...)
+				}
+			}
+			r.Includes = append(g.readOutside(filepath.Join(common, "config"), seen, each),
+				g.readOutside(filepath.Join(gitDir, "config.worktree"), seen, each)...)
+			if hp, ok := g.rel(top, hooksPath); hooksPath != "" && ok {
+				r.HooksPath = cmp.Or(hp, ".") // the root itself: its hooks by name
+			}
+			return r
+		}
+		if top == "/" {
+			return r
+		}
+	}
+}
+
+// gitDirOf returns the git folder of the work tree top, as git's discovery finds it: its .git folder, or the
+// folder its .git file names.
+func gitDirOf(top string) (string, bool) {
+	p := filepath.Join(top, ".git")
+	fi, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return "", false
+	case fi.IsDir():
+		return p, true
+	}
+	data, err := readBounded(p)
+	if err != nil {
+		return "", false
+	}
+	d, ok := strings.CutPrefix(gitLine(string(data)), "gitdir: ")
+	if !ok {
+		return "", false
+	}
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(top, d)
+	}
+	return d, true
 }
 
 // readBounded reads at most maxConfig bytes of a regular file outside the root (the user's own: links followed),
@@ -592,8 +670,8 @@ func (g *Guard) homeLinked() []string {
 func (g *Guard) programPaths(value, top, commonDir, gitDir string, absOnly bool) []string {
 	value = strings.TrimPrefix(strings.TrimSpace(value), "!")
 	if gitDir != "" {
-		value = strings.NewReplacer("$(git rev-parse --git-common-dir)", g.abs(commonDir),
-			"$(git rev-parse --git-dir)", g.abs(gitDir)).Replace(value)
+		value = strings.NewReplacer("$(git rev-parse --git-common-dir)", g.absOf(commonDir),
+			"$(git rev-parse --git-dir)", g.absOf(gitDir)).Replace(value)
 	}
 	var out []string
 	for _, w := range shellWords(value) {

@@ -1,0 +1,55 @@
+package attacks
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/internal/testenv"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// TestDeferredWhatTheEnclosingRepositoryNames: with the project folder a part of a larger repository (a package of
+// a monorepo), what that repository's config points git at inside the project — its core.hooksPath folder, a program
+// it names — is read-only for commands, as the root's own repository's is: git runs them on the user's next commit
+// or status anywhere in the repository. Controls: outside the sandbox the plant runs; with the config pointing
+// elsewhere the sandboxed command's plant stays.
+func TestDeferredWhatTheEnclosingRepositoryNames(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	const attack = `mkdir -p hooks tools && printf '#!/bin/sh\ntouch "$(git rev-parse --show-toplevel)/PWNED"\n' > hooks/pre-commit && ` +
+		`chmod +x hooks/pre-commit && printf '#!/bin/sh\ntouch "$PWD/PWNED2"\n' > tools/fsm && chmod +x tools/fsm`
+	run := func(pointed, sandboxed bool) (mono, root string, res *execv1.Result) {
+		mono = t.TempDir()
+		root = filepath.Join(mono, "packages", "app")
+		os.MkdirAll(root, 0o755)
+		script := "git init -q"
+		if pointed {
+			script += " && git config core.hooksPath packages/app/hooks && git config core.fsmonitor packages/app/tools/fsm"
+		}
+		setup(t, mono, script)
+		e := brokertest.NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
+		c := e.Client()
+		sid := e.Open(c)
+		if sandboxed {
+			return mono, root, brokertest.Sh(t, c, sid, attack)
+		}
+		return mono, root, unsandboxedSh(t, c, sid, attack)
+	}
+	ran := func(mono string) (commit, status bool) {
+		asUser(t, mono, "commit", "-q", "--allow-empty", "-m", "x")
+		asUser(t, mono, "status")
+		return brokertest.Exists(filepath.Join(mono, "PWNED")), brokertest.Exists(filepath.Join(mono, "PWNED2"))
+	}
+	if mono, _, res := run(true, false); !all(ran(mono)) {
+		t.Fatalf("control: outside the sandbox git did not run the plants: %s", res.GetContent())
+	}
+	if _, root, res := run(false, true); !brokertest.Exists(filepath.Join(root, "hooks/pre-commit")) {
+		t.Fatalf("control: with nothing pointed there the command's files should stay: %s", res.GetContent())
+	}
+	mono, _, res := run(true, true)
+	if commit, status := ran(mono); commit || status {
+		t.Errorf("git ran what a sandboxed command left where the enclosing repository points (hook %v, fsmonitor %v): %s",
+			commit, status, res.GetContent())
+	}
+}
