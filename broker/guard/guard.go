@@ -548,11 +548,20 @@ func (g *Guard) readOutside(abs string, seen map[string]bool, each func(entry)) 
 // packages/app/hooks, which the monorepo's config names, or rewrites a program it runs on git status.
 func (g *Guard) enclosingConfig() policy.GitRepo {
 	var r policy.GitRepo
-	if _, err := os.Lstat(g.abs(".git")); err == nil || g.root == "/" {
-		return r // the root's own repository is read like any below it
+	start := filepath.Dir(g.root)
+	if fi, err := os.Lstat(g.abs(".git")); err == nil {
+		if fi.IsDir() {
+			return r // the root's own repository is read like any below it
+		}
+		start = g.root // a worktree's or submodule's .git file: its git folder may lie outside
+	} else if g.root == "/" {
+		return r
 	}
-	for top := filepath.Dir(g.root); ; top = filepath.Dir(top) {
+	for top := start; ; top = filepath.Dir(top) {
 		if gitDir, ok := gitDirOf(top); ok {
+			if _, in := g.rel("", gitDir); in {
+				return r // inside the root: the walk reads it
+			}
 			common := gitDir
 			if data, err := readBounded(filepath.Join(gitDir, "commondir")); err == nil {
 				if common = gitLine(string(data)); !filepath.IsAbs(common) {
@@ -570,8 +579,19 @@ func (g *Guard) enclosingConfig() policy.GitRepo {
 			}
 			r.Includes = append(g.readOutside(filepath.Join(common, "config"), seen, each),
 				g.readOutside(filepath.Join(gitDir, "config.worktree"), seen, each)...)
+			hooksDir := filepath.Join(common, "hooks")
+			if hooksPath != "" {
+				hooksDir = filepath.Join(top, hooksPath)
+				if filepath.IsAbs(hooksPath) {
+					hooksDir = hooksPath
+				}
+			}
 			if hp, ok := g.rel(top, hooksPath); hooksPath != "" && ok {
 				r.HooksPath = cmp.Or(hp, ".") // the root itself: its hooks by name
+			}
+			if top == g.root {
+				// A worktree of a repository kept elsewhere: its hook managers' files lie in the root.
+				r.Top, r.Hooks = ".", installedHooks(hooksDir)
 			}
 			return r
 		}
@@ -579,6 +599,21 @@ func (g *Guard) enclosingConfig() policy.GitRepo {
 			return r
 		}
 	}
+}
+
+// installedHooks are the executable hooks of a hooks folder outside the root, with their first 4 KiB.
+func installedHooks(dir string) []policy.Hook {
+	ents, _ := os.ReadDir(dir)
+	var out []policy.Hook
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if strings.HasSuffix(e.Name(), ".sample") || e.IsDir() || !isExecutable(p) {
+			continue
+		}
+		head, _ := readBounded(p)
+		out = append(out, policy.Hook{Name: e.Name(), Head: head[:min(len(head), 4096)]})
+	}
+	return out
 }
 
 // gitDirOf returns the git folder of the work tree top, as git's discovery finds it: its .git folder, or the

@@ -53,3 +53,42 @@ func TestDeferredWhatTheEnclosingRepositoryNames(t *testing.T) {
 			commit, status, res.GetContent())
 	}
 }
+
+// TestDeferredWhatAWorktreesRepositoryNames: with the project folder a worktree of a repository kept elsewhere (git
+// worktree add: its .git is a file naming a folder outside), what that repository points git at inside the worktree
+// — a core.hooksPath relative to the work tree, the config of the hook manager whose hook it has installed — is
+// read-only for commands as in the repository itself. Controls: outside the sandbox the plant runs.
+func TestDeferredWhatAWorktreesRepositoryNames(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	for _, tc := range []struct{ name, before, attack string }{
+		{"core.hooksPath", "git config core.hooksPath .githooks",
+			`mkdir -p .githooks && printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > .githooks/pre-commit && chmod +x .githooks/pre-commit`},
+		{"the installed hook manager's config", "echo 'echo ok > OK' > .pre-commit-config.yaml && git add . && " + preCommitHook,
+			"echo 'touch PWNED' > .pre-commit-config.yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(sandboxed bool) (string, *execv1.Result) {
+				main := t.TempDir()
+				root := filepath.Join(filepath.Dir(main), "wt-"+filepath.Base(main))
+				t.Cleanup(func() { os.RemoveAll(root) })
+				setup(t, main, "git init -q && "+tc.before+" && git commit -q --allow-empty -m x && git worktree add -q "+root)
+				e := brokertest.NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
+				c := e.Client()
+				sid := e.Open(c)
+				if sandboxed {
+					return root, brokertest.Sh(t, c, sid, tc.attack)
+				}
+				return root, unsandboxedSh(t, c, sid, tc.attack)
+			}
+			root, res := run(false)
+			if asUser(t, root, "commit", "-q", "--allow-empty", "-m", "y"); !brokertest.Exists(filepath.Join(root, "PWNED")) {
+				t.Fatalf("control: outside the sandbox the plant did not run: %s", res.GetContent())
+			}
+			root, res = run(true)
+			asUser(t, root, "commit", "-q", "--allow-empty", "-m", "y")
+			if brokertest.Exists(filepath.Join(root, "PWNED")) {
+				t.Errorf("git ran what a sandboxed command planted where the worktree's repository points: %s", res.GetContent())
+			}
+		})
+	}
+}

@@ -452,8 +452,8 @@ func TestDeferredWalkLimit(t *testing.T) {
 // TestDeferredAsNobody reruns the deferred-execution tests as the unprivileged user nobody, where the sandbox
 // runs in a user namespace.
 func TestDeferredAsNobody(t *testing.T) {
-	rerunAsNobody(t, "^TestDeferred(GitRunsNothing|EditorFiles|InTheHomeFolder|WhatTheHome|WhatTheEnclosing|OrdinaryGitWork|WalkLimit|"+
-		"FileTools|ByTheFileTools|ByABackgroundProcess)",
+	rerunAsNobody(t, "^TestDeferred(GitRunsNothing|EditorFiles|InTheHomeFolder|WhatTheHome|WhatTheEnclosing|WhatAWorktree|"+
+		"OrdinaryGitWork|WalkLimit|FileTools|ByTheFileTools|ByABackgroundProcess)",
 		"TestDeferredGitRunsNothingACommandLeft", "TestDeferredByABackgroundProcess")
 }
 
