@@ -80,7 +80,11 @@ func (g *Guard) Prime() {
 	if fi, err := os.Lstat(g.abs(".git")); err == nil && fi.IsDir() {
 		facts = append(facts, g.readRepo(".git").facts)
 	}
-	g.primed = policy.GitPointed(append(facts, g.userConfig(), g.enclosingConfig()))
+	facts = append(facts, g.userConfig(), g.enclosingConfig())
+	if fi, err := os.Lstat(g.abs(".git")); err == nil && !fi.IsDir() {
+		facts = append(facts, g.outsidePointed(map[string]string{".git": ""})...)
+	}
+	g.primed = policy.GitPointed(facts)
 }
 
 // Close releases the guard's watches.
@@ -237,7 +241,8 @@ func (g *Guard) snapshot() *Snapshot {
 	if !g.linkedRead {
 		g.linked, g.linkedRead = g.homeLinked(), true // once a session: the home lies outside the root, out of commands' reach
 	}
-	s.pointed = policy.GitPointed(append(facts, g.userConfig(), g.enclosingConfig()))
+	facts = append(append(facts, g.userConfig(), g.enclosingConfig()), g.outsidePointed(s.pointers)...)
+	s.pointed = policy.GitPointed(facts)
 	for _, l := range g.linked {
 		if !slices.Contains(s.pointed, l) {
 			s.pointed = append(s.pointed, l)
@@ -543,62 +548,78 @@ func (g *Guard) readOutside(abs string, seen map[string]bool, each func(entry)) 
 }
 
 // enclosingConfig is what the repository the root lies in points git at inside the root, when the root is a folder
-// of a larger repository (a package of a monorepo) with no .git of its own: its core.hooksPath folder, the files its
-// config includes and the programs it names there. Defends against a command that plants a hook in
-// packages/app/hooks, which the monorepo's config names, or rewrites a program it runs on git status.
+// of a larger repository (a package of a monorepo) with no .git of its own (outsideRepo). Defends against a command
+// that plants a hook in packages/app/hooks, which the monorepo's config names, or rewrites a program it runs.
 func (g *Guard) enclosingConfig() policy.GitRepo {
-	var r policy.GitRepo
-	start := filepath.Dir(g.root)
-	if fi, err := os.Lstat(g.abs(".git")); err == nil {
-		if fi.IsDir() {
-			return r // the root's own repository is read like any below it
-		}
-		start = g.root // a worktree's or submodule's .git file: its git folder may lie outside
-	} else if g.root == "/" {
-		return r
+	if _, err := os.Lstat(g.abs(".git")); err == nil || g.root == "/" {
+		return policy.GitRepo{} // the root's own .git: a folder is walked, a file is a pointer (outsidePointed)
 	}
-	for top := start; ; top = filepath.Dir(top) {
+	for top := filepath.Dir(g.root); ; top = filepath.Dir(top) {
 		if gitDir, ok := gitDirOf(top); ok {
 			if _, in := g.rel("", gitDir); in {
-				return r // inside the root: the walk reads it
+				return policy.GitRepo{}
 			}
-			common := gitDir
-			if data, err := readBounded(filepath.Join(gitDir, "commondir")); err == nil {
-				if common = gitLine(string(data)); !filepath.IsAbs(common) {
-					common = filepath.Join(gitDir, common)
-				}
-			}
-			hooksPath, seen := "", map[string]bool{}
-			each := func(e entry) {
-				switch section, _, _, key := e.parts(); {
-				case section == "core" && key == "hookspath":
-					hooksPath = g.expandHome(e.value)
-				case runs(e) && section != "alias":
-					r.Programs = append(r.Programs, g.programPaths(e.value, top, common, gitDir, false)...)
-				}
-			}
-			r.Includes = append(g.readOutside(filepath.Join(common, "config"), seen, each),
-				g.readOutside(filepath.Join(gitDir, "config.worktree"), seen, each)...)
-			hooksDir := filepath.Join(common, "hooks")
-			if hooksPath != "" {
-				hooksDir = filepath.Join(top, hooksPath)
-				if filepath.IsAbs(hooksPath) {
-					hooksDir = hooksPath
-				}
-			}
-			if hp, ok := g.rel(top, hooksPath); hooksPath != "" && ok {
-				r.HooksPath = cmp.Or(hp, ".") // the root itself: its hooks by name
-			}
-			if top == g.root {
-				// A worktree of a repository kept elsewhere: its hook managers' files lie in the root.
-				r.Top, r.Hooks = ".", installedHooks(hooksDir)
-			}
-			return r
+			return g.outsideRepo(top, gitDir)
 		}
 		if top == "/" {
-			return r
+			return policy.GitRepo{}
 		}
 	}
+}
+
+// outsidePointed is what the repositories whose git folder lies outside the root point git at inside it, for every
+// .git file or link of the root (its own or a nested one's) that names such a folder: a worktree of a repository
+// kept elsewhere (git worktree add), a submodule whose repository is the superproject's. Defends against a command
+// that plants a hook in the .githooks a worktree's repository names, relative to the work tree.
+func (g *Guard) outsidePointed(pointers map[string]string) []policy.GitRepo {
+	var out []policy.GitRepo
+	for p := range pointers {
+		top := g.abs(parent(p))
+		if gitDir, ok := gitDirOf(top); ok {
+			if _, in := g.rel("", gitDir); !in {
+				out = append(out, g.outsideRepo(top, gitDir))
+			}
+		}
+	}
+	return out
+}
+
+// outsideRepo reads the repository whose work tree's top is top and whose git folder, gitDir, lies outside the
+// root, for what it points git at inside the root: its core.hooksPath folder, the files its config includes, the
+// programs it names and, where top lies in the root, the files of the hook manager whose hook it has installed.
+func (g *Guard) outsideRepo(top, gitDir string) policy.GitRepo {
+	var r policy.GitRepo
+	common := gitDir
+	if data, err := readBounded(filepath.Join(gitDir, "commondir")); err == nil {
+		if common = gitLine(string(data)); !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
+		}
+	}
+	hooksPath, seen := "", map[string]bool{}
+	each := func(e entry) {
+		switch section, _, _, key := e.parts(); {
+		case section == "core" && key == "hookspath":
+			hooksPath = g.expandHome(e.value)
+		case runs(e) && section != "alias":
+			r.Programs = append(r.Programs, g.programPaths(e.value, top, common, gitDir, false)...)
+		}
+	}
+	r.Includes = append(g.readOutside(filepath.Join(common, "config"), seen, each),
+		g.readOutside(filepath.Join(gitDir, "config.worktree"), seen, each)...)
+	hooksDir := filepath.Join(common, "hooks")
+	if hooksPath != "" {
+		hooksDir = filepath.Join(top, hooksPath)
+		if filepath.IsAbs(hooksPath) {
+			hooksDir = hooksPath
+		}
+	}
+	if hp, ok := g.rel(top, hooksPath); hooksPath != "" && ok {
+		r.HooksPath = cmp.Or(hp, ".") // the root itself: its hooks by name
+	}
+	if t, in := g.rel("", top); in {
+		r.Top, r.Hooks = cmp.Or(t, "."), installedHooks(hooksDir)
+	}
+	return r
 }
 
 // installedHooks are the executable hooks of a hooks folder outside the root, with their first 4 KiB.
@@ -625,7 +646,8 @@ func gitDirOf(top string) (string, bool) {
 	case err != nil:
 		return "", false
 	case fi.IsDir():
-		return p, true
+		real, err := filepath.EvalSymlinks(p) // a .git link names its folder by its real name
+		return real, err == nil
 	}
 	data, err := readBounded(p)
 	if err != nil {
@@ -637,6 +659,9 @@ func gitDirOf(top string) (string, bool) {
 	}
 	if !filepath.IsAbs(d) {
 		d = filepath.Join(top, d)
+	}
+	if real, err := filepath.EvalSymlinks(d); err == nil {
+		d = real
 	}
 	return d, true
 }

@@ -92,3 +92,33 @@ func TestDeferredWhatAWorktreesRepositoryNames(t *testing.T) {
 		})
 	}
 }
+
+// TestDeferredWhatANestedWorktreesRepositoryNames: the same for a worktree nested in the project (vendor/lib, whose
+// .git file names a repository outside): what that repository points git at inside it is read-only for commands.
+// Control: outside the sandbox the planted hook runs.
+func TestDeferredWhatANestedWorktreesRepositoryNames(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	const attack = `mkdir -p vendor/lib/.githooks && printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > vendor/lib/.githooks/pre-commit && ` +
+		`chmod +x vendor/lib/.githooks/pre-commit`
+	for _, sandboxed := range []bool{false, true} {
+		e := brokertest.New(t)
+		repo := t.TempDir()
+		setup(t, repo, "git init -q && git config core.hooksPath .githooks && git commit -q --allow-empty -m x && "+
+			"git worktree add -q "+e.Root+"/vendor/lib")
+		c := e.Client()
+		sid := e.Open(c)
+		var res *execv1.Result
+		if sandboxed {
+			res = brokertest.Sh(t, c, sid, attack)
+		} else {
+			res = unsandboxedSh(t, c, sid, attack)
+		}
+		asUser(t, filepath.Join(e.Root, "vendor/lib"), "commit", "-q", "--allow-empty", "-m", "y")
+		switch ran := brokertest.Exists(filepath.Join(e.Root, "vendor/lib/PWNED")); {
+		case !sandboxed && !ran:
+			t.Fatalf("control: outside the sandbox the planted hook did not run: %s", res.GetContent())
+		case sandboxed && ran:
+			t.Errorf("git ran a hook a sandboxed command planted where a nested worktree's repository points: %s", res.GetContent())
+		}
+	}
+}
