@@ -452,7 +452,7 @@ func TestDeferredWalkLimit(t *testing.T) {
 // TestDeferredAsNobody reruns the deferred-execution tests as the unprivileged user nobody, where the sandbox
 // runs in a user namespace.
 func TestDeferredAsNobody(t *testing.T) {
-	rerunAsNobody(t, "^TestDeferred(GitRunsNothing|EditorFiles|InTheHomeFolder|WhatTheHome|WhatTheEnclosing|WhatAWorktree|"+
+	rerunAsNobody(t, "^TestDeferred(GitRunsNothing|EditorFiles|InTheHomeFolder|WhatTheHome|WhatTheEnclosing|WhatA|"+
 		"OrdinaryGitWork|WalkLimit|FileTools|ByTheFileTools|ByABackgroundProcess)",
 		"TestDeferredGitRunsNothingACommandLeft", "TestDeferredByABackgroundProcess")
 }
