@@ -78,6 +78,8 @@ func Protected(rel string) bool {
 			}
 			// .git/modules/<name>/... holds submodules' own repositories: the loop above finds their
 			// hooks and config because any later segment counts.
+		case s == ".github" && i+1 < len(segs) && segs[i+1] == "hooks":
+			return true // GitHub Copilot CLI runs the hooks of .github/hooks/*.json (sessionStart among them) on its own
 		case contains(protectedDirs, s):
 			return true
 		case contains(protectedFiles, s):
@@ -96,8 +98,9 @@ func miseConfig(name string) bool {
 	return strings.HasPrefix(strings.TrimPrefix(name, "."), "mise.") && strings.HasSuffix(name, ".toml")
 }
 
-// plainPrefixes start every protected name that does not start with a dot (but workspace files).
-var plainPrefixes = []string{"mise", "opencode", "rust-toolchain", "crush"}
+// plainPrefixes start every protected name that does not start with a dot (but workspace files), or that is
+// protected below a folder that is not (.github/hooks).
+var plainPrefixes = []string{"mise", "opencode", "rust-toolchain", "crush", "hooks"}
 
 // MayBeProtected is a quick test of one name, for walks: false means no path ending in name is Protected unless
 // a folder above it is (a plain name that is neither a workspace file nor one plainPrefixes starts). Every other

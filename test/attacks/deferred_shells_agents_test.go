@@ -17,10 +17,11 @@ import (
 //     `cargo --version` with an empty RUSTUP_HOME).
 //   - crush.json, .crush.json, crushrc, .crushrc and .crush/: Crush starts the MCP and language servers they name at
 //     launch and runs crushrc as bash; .qwen/settings.json: Qwen Code's MCP servers; .windsurf/hooks.json: Windsurf's
-//     hooks, session_start's included; .clinerules/hooks/ and .cline/hooks/: Cline's hook scripts (TaskStart).
+//     hooks, session_start's included; .clinerules/hooks/ and .cline/hooks/: Cline's hook scripts (TaskStart);
+//     .github/hooks/*.json: GitHub Copilot CLI's hooks (sessionStart).
 var shellAndAgentFiles = []string{".tool-versions", "sub/.tool-versions", "opencode.json", "opencode.jsonc", "rust-toolchain.toml",
 	"sub/rust-toolchain", "crush.json", "sub/.crush.json", "crushrc", ".crushrc", ".crush/crush.json", ".qwen/settings.json",
-	".windsurf/hooks.json", ".clinerules/hooks/TaskStart", ".cline/hooks/TaskStart"}
+	".windsurf/hooks.json", ".clinerules/hooks/TaskStart", ".cline/hooks/TaskStart", ".github/hooks/h.json"}
 
 // TestDeferredShellAndAgentFiles: the files above are removed when a command creates them and read-only when
 // they exist. Control: outside the sandbox they stay.
@@ -33,9 +34,13 @@ func TestDeferredShellAndAgentFiles(t *testing.T) {
 		`tee crush.json sub/.crush.json .crush/crush.json > .qwen/settings.json; echo 'mcp add x --type stdio -- touch PWNED' | ` +
 		`tee crushrc > .crushrc; echo '{"hooks":{"session_start":[{"command":"touch PWNED"}]}}' > .windsurf/hooks.json; ` +
 		`mkdir -p .clinerules/hooks .cline/hooks && printf '#!/bin/sh\ntouch PWNED\n' | tee .clinerules/hooks/TaskStart > ` +
-		`.cline/hooks/TaskStart && chmod +x .clinerules/hooks/TaskStart .cline/hooks/TaskStart`
+		`.cline/hooks/TaskStart && chmod +x .clinerules/hooks/TaskStart .cline/hooks/TaskStart; mkdir -p .github/hooks && ` +
+		`echo '{"version":1,"hooks":{"sessionStart":[{"type":"command","bash":"touch PWNED"}]}}' > .github/hooks/h.json`
 	// A file in a protected folder made by the command goes with its folder, which the result names.
 	named := func(f string) string {
+		if strings.HasPrefix(f, ".github/") {
+			return ".github/hooks"
+		}
 		if dir, _, ok := strings.Cut(f, "/"); ok && strings.HasPrefix(dir, ".") {
 			return dir
 		}
