@@ -80,9 +80,10 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 	}
 	defer r.Close()
 	u := &undoer{g: g, r: r, rep: rep, exempt: exempt}
-	for _, p := range after.unlocked {
+	for _, p := range append(before.unlocked, after.unlocked...) { // the scan before may have met one the user made
 		u.did("made %s listable by its owner, to check what is in it", cmp.Or(p, "the project folder"))
 	}
+	before.unlocked, after.unlocked = nil, nil // said once, not at every check of a long-running process
 
 	// Git folders that are new, or whose config, commondir or hooks changed.
 	var dirs []string
