@@ -151,6 +151,9 @@ type Snapshot struct {
 	pointedFP map[string]string // each pointed path → fingerprint ("absent" included)
 	ensure    []string          // hooks and info folders of git folders that lack them, absolute
 	unlocked  []string          // folders the walk made listable by their owner to check them (tree.unlocked)
+	// linkTo is where each protected or pointed path that is a symbolic link leads (its text): a read-only mount
+	// covers the link's target, never the link, which a command can replace; the undo puts it back.
+	linkTo map[string]string
 	denied    []string          // what Options.Deny denied, root-relative, sorted
 }
 
@@ -232,6 +235,7 @@ func (g *Guard) snapshot() *Snapshot {
 			continue
 		}
 		s.protected[p] = fingerprint(g.abs(p))
+		s.noteLink(p)
 	}
 	facts := make([]policy.GitRepo, 0, len(s.repos))
 	for _, r := range s.repos {
@@ -251,11 +255,26 @@ func (g *Guard) snapshot() *Snapshot {
 	sort.Strings(s.pointed)
 	for _, p := range s.pointed {
 		s.pointedFP[p] = fingerprint(g.abs(p))
+		s.noteLink(p)
 	}
 	sort.Strings(s.ensure)
 	sort.Strings(s.denied)
 	s.unlocked, g.t.unlocked = g.t.unlocked, nil
 	return s
+}
+
+// noteLink records where p leads when it is a symbolic link (Snapshot.linkTo).
+func (s *Snapshot) noteLink(p string) {
+	abs := s.root + "/" + p
+	if fi, err := os.Lstat(abs); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return
+	}
+	if t, err := os.Readlink(abs); err == nil {
+		if s.linkTo == nil {
+			s.linkTo = map[string]string{}
+		}
+		s.linkTo[p] = t
+	}
 }
 
 // under reports whether p is below one of the sorted paths in list.

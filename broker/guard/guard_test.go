@@ -385,3 +385,22 @@ func TestGuardPointsAtWhatTheUsersGitConfigNames(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardPutsBackAProtectedLink: a protected path that is a link (.envrc -> envrc.d/dev, the user's) is put back
+// when a command replaced it, since the read-only mount covers the link's target, not the link; a link it left as
+// it was is not touched. Control: without the guard the replacement stays.
+func TestGuardPutsBackAProtectedLink(t *testing.T) {
+	const setup = "mkdir envrc.d && echo 'export A=1' > envrc.d/dev && ln -s envrc.d/dev .envrc && ln -s envrc.d/dev .nvim.lua"
+	const attack = "rm .envrc && echo 'touch PWNED' > .envrc"
+	root, _ := guarded(t, setup, attack, false)
+	if fi, err := os.Lstat(filepath.Join(root, ".envrc")); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+		t.Fatalf("control: the replacement did not stay: %v", err)
+	}
+	root, rep := guarded(t, setup, attack, true)
+	if target, err := os.Readlink(filepath.Join(root, ".envrc")); err != nil || target != "envrc.d/dev" {
+		t.Errorf(".envrc is not the link it was: %q %v (report %+v)", target, err, rep)
+	}
+	if len(rep.Changed) != 0 || len(rep.Undone) != 1 {
+		t.Errorf("the report: %+v", rep)
+	}
+}

@@ -3,6 +3,8 @@ package guard
 import (
 	"cmp"
 	"errors"
+	"maps"
+	"slices"
 	"fmt"
 	"io/fs"
 	"os"
@@ -113,6 +115,13 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 			dirs = append(dirs, target)
 		}
 	}
+	// A protected link replaced: the read-only mount covered its target, not the link itself. Put back, before the
+	// git folders are read again (.git/hooks may be such a link).
+	for _, p := range slices.Sorted(maps.Keys(before.linkTo)) {
+		if t, err := u.r.Readlink(p); (err != nil || t != before.linkTo[p]) && !u.isExempt(p) {
+			u.relink(p, before.linkTo[p])
+		}
+	}
 	sort.Strings(dirs)
 	for _, dir := range dirs {
 		u.repo(dir, before.repos[dir])
@@ -136,7 +145,7 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 		switch {
 		case (!existed || isAbsent(bfp)) && !isAbsent(fp) && !inRepo(p) && !under(p, existing):
 			created[p] = true
-		case existed && bfp != fp && !inRepo(p) && !u.isExempt(p):
+		case existed && bfp != fp && !inRepo(p) && !u.isExempt(p) && before.linkTo[p] == "": // a link is put back
 			rep.Changed = append(rep.Changed, p)
 		}
 	}
@@ -245,6 +254,19 @@ func (g *Guard) ownerAccessBelow(rel string, n *int) {
 			g.ownerAccessBelow(path.Join(rel, e.Name()), n)
 		}
 	}
+}
+
+// relink puts back the link p, leading to target, in place of what a command left there.
+func (u *undoer) relink(p, target string) {
+	if err := u.r.RemoveAll(p); err != nil {
+		u.failed("could not put back the link %s: %v", p, err)
+		return
+	}
+	if err := u.r.Symlink(target, p); err != nil {
+		u.failed("could not put back the link %s: %v", p, err)
+		return
+	}
+	u.did("put back the link %s -> %s, which the command had replaced", p, target)
 }
 
 // pointerTarget reads a .git file ("gitdir: PATH") or link and returns its folder, root-relative; false when it

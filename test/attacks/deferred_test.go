@@ -124,6 +124,11 @@ var deferredCases = []deferredCase{
 	{name: "a script the user's config names in the work tree", before: "git init -q && mkdir tools && " +
 		`printf '#!/bin/sh\n' > tools/fsm.sh && chmod +x tools/fsm.sh && git config core.fsmonitor tools/fsm.sh`,
 		attack: `printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > tools/fsm.sh`, git: []string{"status"}, marker: "PWNED"},
+	// A read-only mount covers a link's target, not the link: replaced, the link is put back.
+	{name: "a program the user's config names by a link", before: "git init -q && mkdir tools && ln -s /bin/true tools/fsm && " +
+		"git config core.fsmonitor tools/fsm",
+		attack: `rm -f tools/fsm; printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > tools/fsm; chmod +x tools/fsm`,
+		git:    []string{"status"}, marker: "PWNED"},
 	{name: "a program the user's config names, made by the command", before: "git init -q && git config core.fsmonitor tools/fsm.sh",
 		attack: `mkdir -p tools && printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > tools/fsm.sh && chmod +x tools/fsm.sh`,
 		git:    []string{"status"}, marker: "PWNED"},
