@@ -154,7 +154,7 @@ type Snapshot struct {
 	// linkTo is where each protected or pointed path that is a symbolic link leads (its text): a read-only mount
 	// covers the link's target, never the link, which a command can replace; the undo puts it back.
 	linkTo map[string]string
-	denied    []string          // what Options.Deny denied, root-relative, sorted
+	denied []string // what Options.Deny denied, root-relative, sorted
 }
 
 type repo struct {

@@ -3,13 +3,13 @@ package guard
 import (
 	"cmp"
 	"errors"
-	"maps"
-	"slices"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
