@@ -61,6 +61,10 @@ type Guard struct {
 	// linked is what the home's dot entries link to inside the root (homeLinked), read at the first scan.
 	linked     []string
 	linkedRead bool
+	// enclosing is the work tree's top and git folder of the repository the root lies in (enclosingConfig), found
+	// at the first scan.
+	enclosing      [2]string
+	enclosingFound bool
 }
 
 // New makes the guard of root (absolute, clean).
@@ -573,17 +577,30 @@ func (g *Guard) enclosingConfig() policy.GitRepo {
 	if _, err := os.Lstat(g.abs(".git")); err == nil || g.root == "/" {
 		return policy.GitRepo{} // the root's own .git: a folder is walked, a file is a pointer (outsidePointed)
 	}
-	for top := filepath.Dir(g.root); ; top = filepath.Dir(top) {
-		if gitDir, ok := gitDirOf(top); ok {
-			if _, in := g.rel("", gitDir); in {
-				return policy.GitRepo{}
+	if !g.enclosingFound {
+		// Found once a session, as git's discovery does: upwards, not across a file system's boundary (where git
+		// stops too, and where a lookup could wake an automounter).
+		g.enclosingFound = true
+		dev, ok := devOf(g.root)
+		for top := filepath.Dir(g.root); ok; top = filepath.Dir(top) {
+			if d, ok2 := devOf(top); !ok2 || d != dev {
+				break
 			}
-			return g.outsideRepo(top, gitDir)
-		}
-		if top == "/" {
-			return policy.GitRepo{}
+			if gitDir, found := gitDirOf(top); found {
+				if _, in := g.rel("", gitDir); !in {
+					g.enclosing = [2]string{top, gitDir}
+				}
+				break
+			}
+			if top == "/" {
+				break
+			}
 		}
 	}
+	if g.enclosing[0] == "" {
+		return policy.GitRepo{}
+	}
+	return g.outsideRepo(g.enclosing[0], g.enclosing[1])
 }
 
 // outsidePointed is what the repositories whose git folder lies outside the root point git at inside it, for every

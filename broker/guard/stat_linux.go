@@ -44,3 +44,12 @@ func ownerAccess(abs string) bool {
 	// The descriptor's magic link names that very folder: a swap of abs for a link meanwhile changes nothing else.
 	return syscall.Chmod("/proc/self/fd/"+strconv.Itoa(fd), st.Mode&0o7777|0o500) == nil
 }
+
+// devOf is the file system p lies on (following links).
+func devOf(p string) (uint64, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		return 0, false
+	}
+	return st.Dev, true
+}
