@@ -46,6 +46,10 @@ var protectedFiles = []string{
 	".cshrc", ".tcshrc", ".login", ".kshrc", ".mkshrc",
 }
 
+// hgInner are the entries of a Mercurial .hg folder that make hg run code or read another repository's config: its
+// hgrc ([hooks], [extensions]), share-safe's hgrc-not-shared, and sharedpath (a shared repository's source).
+var hgInner = []string{"hgrc", "hgrc-not-shared", "sharedpath"}
+
 // WorkspaceSuffix ends the name of a VS Code workspace file, protected at any depth: the one protected name that
 // does not start with a dot.
 const WorkspaceSuffix = ".code-workspace"
@@ -78,6 +82,8 @@ func Protected(rel string) bool {
 			}
 			// .git/modules/<name>/... holds submodules' own repositories: the loop above finds their
 			// hooks and config because any later segment counts.
+		case s == ".hg" && i+1 < len(segs) && contains(hgInner, segs[i+1]):
+			return true // Mercurial runs the hooks and loads the extensions its hgrc names on hg status
 		case s == ".github" && i+1 < len(segs) && segs[i+1] == "hooks":
 			return true // GitHub Copilot CLI runs the hooks of .github/hooks/*.json (sessionStart among them) on its own
 		case contains(protectedDirs, s):
@@ -100,7 +106,7 @@ func miseConfig(name string) bool {
 
 // plainPrefixes start every protected name that does not start with a dot (but workspace files), or that is
 // protected below a folder that is not (.github/hooks).
-var plainPrefixes = []string{"mise", "opencode", "rust-toolchain", "crush", "hooks"}
+var plainPrefixes = []string{"mise", "opencode", "rust-toolchain", "crush", "hooks", "hgrc", "sharedpath"}
 
 // MayBeProtected is a quick test of one name, for walks: false means no path ending in name is Protected unless
 // a folder above it is (a plain name that is neither a workspace file nor one plainPrefixes starts). Every other

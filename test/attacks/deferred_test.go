@@ -458,7 +458,7 @@ func TestDeferredWalkLimit(t *testing.T) {
 // runs in a user namespace.
 func TestDeferredAsNobody(t *testing.T) {
 	rerunAsNobody(t, "^TestDeferred(GitRunsNothing|EditorFiles|InTheHomeFolder|WhatTheHome|WhatTheEnclosing|WhatA|"+
-		"OrdinaryGitWork|WalkLimit|FileTools|ByTheFileTools|ByABackgroundProcess)",
+		"OrdinaryGitWork|WalkLimit|FileTools|ByTheFileTools|ByABackgroundProcess|Mercurial)",
 		"TestDeferredGitRunsNothingACommandLeft", "TestDeferredByABackgroundProcess")
 }
 
