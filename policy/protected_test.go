@@ -19,12 +19,14 @@ func TestProtected(t *testing.T) {
 		".roo/mcp.json", ".kilocode/mcp.json", ".amazonq/mcp.json", ".kiro/settings/mcp.json", ".aider.conf.yml", ".continuerc.json",
 		".tool-versions", "app/.TOOL-VERSIONS", "opencode.json", "sub/OpenCode.jsonc", "rust-toolchain.toml", "a/rust-toolchain",
 		"crush.json", ".crush.json", "sub/Crush.json", "crushrc", ".crushrc", ".crush/crush.json", ".qwen/settings.json",
-		".windsurf/hooks.json", ".clinerules/hooks/TaskStart", ".clinerules", ".cline/hooks/TaskStart", "sub/.gvimrc", ".github/hooks/hooks.json", ".GitHub/Hooks", ".hg/hgrc", "lib/.hg/hgrc-not-shared", ".hg/sharedpath",
+		".windsurf/hooks.json", ".clinerules/hooks/TaskStart", ".clinerules", ".cline/hooks/TaskStart", "sub/.gvimrc",
+		".github/hooks/hooks.json", ".GitHub/Hooks", ".hg/hgrc", "lib/.hg/hgrc-not-shared", ".hg/sharedpath",
 	}
 	no := []string{"", "src/main.go", ".gitignore", ".github/workflows/ci.yml", "git/hooks/x", ".git/objects/ab/cd",
 		".git/HEAD", "hooks/pre-commit", "config", "docs/.vscode.md", "envrc", ".mcp.json.bak", "misery.toml",
 		"src/mise.go", "mise.toml.bak", ".config/nextest.toml", "helix/config.toml", ".env", "app/.env", ".env.example",
-		"opencode.go", "tool-versions", "rust-toolchain.md", "crush.go", "crush.json.bak", "CRUSH.md", "windsurf/hooks.json", ".github/workflows/ci.yml", "github/hooks/x", "hooks/x", ".hg/store/data/x.i", ".hg/requires", "hgrc"}
+		"opencode.go", "tool-versions", "rust-toolchain.md", "crush.go", "crush.json.bak", "CRUSH.md", "windsurf/hooks.json",
+		"github/hooks/x", "hooks/x", ".hg/store/data/x.i", ".hg/requires", "hgrc"}
 	for _, p := range yes {
 		if !Protected(p) {
 			t.Errorf("Protected(%q) = false", p)
