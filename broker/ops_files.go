@@ -174,10 +174,20 @@ func checkChange(s *Service, c *call, path string, kind policy.Kind, prepare fun
 				return cancelled(), nil
 			}
 			newHash := sha256.Sum256(p.New)
+			// The write is checked like a command's run: the file that completes a repository the file tools
+			// assembled piece by piece (its config first, HEAD, objects/ and refs/ last) is undone as a command's.
+			watch := s.guardWrite(c.sess, abs, inside, g.d.Verdict == policy.Ask)
 			err = c.sess.fs.Commit(g.p, p, func(abs string, old []byte, existed bool) error {
 				_, err := s.undos.Snapshot(c.sess.id, abs, old, existed, newHash)
 				return err
 			})
+			var undone []string
+			if watch != nil {
+				var gerr error
+				if undone, gerr = s.guardAfter(c.sess.id, tool, abs, watch); gerr != nil {
+					return nil, gerr
+				}
+			}
 			if err != nil {
 				return failed(err), nil
 			}
@@ -188,7 +198,12 @@ func checkChange(s *Service, c *call, path string, kind policy.Kind, prepare fun
 			case !shown.Existed:
 				msg = fmt.Sprintf("Created %s (%d bytes).", abs, len(p.New))
 			}
-			return &execv1.Result{Content: msg, Locations: locations(fsops.Location{Path: abs, Line: firstChangedLine(shown.Old, p.New)})}, nil
+			res := &execv1.Result{Content: msg, Locations: locations(fsops.Location{Path: abs, Line: firstChangedLine(shown.Old, p.New)})}
+			for _, l := range undone {
+				res.Content += "\n" + l
+				res.Notices = append(res.Notices, "Garuda: "+l)
+			}
+			return res, nil
 		},
 	}, nil
 }

@@ -71,15 +71,19 @@ func (s *Service) guardAfter(sessID, op, command string, w *guard.Watch) ([]stri
 		return nil, nil
 	}
 	var lines []string
+	what := "the command"
+	if op == policy.OpWriteFile || op == policy.OpEditFile {
+		what = "the write"
+	}
 	if len(rep.Undone) > 0 {
-		lines = append(lines, "Undone after the command, because git, a hook manager or an editor would run it later outside "+
+		lines = append(lines, "Undone after "+what+", because git, a hook manager or an editor would run it later outside "+
 			"the sandbox: "+strings.Join(rep.Undone, "; ")+". Ask the user to make such changes themselves if they are wanted.")
 	}
 	if len(rep.Changed) > 0 {
-		lines = append(lines, "Warning: the command changed protected paths: "+strings.Join(rep.Changed, ", "))
+		lines = append(lines, "Warning: "+what+" changed protected paths: "+strings.Join(rep.Changed, ", "))
 	}
 	if len(rep.Errors) > 0 {
-		lines = append(lines, "Warning: Garuda could not undo everything the command left behind: "+strings.Join(rep.Errors, "; "))
+		lines = append(lines, "Warning: Garuda could not undo everything "+what+" left behind: "+strings.Join(rep.Errors, "; "))
 	}
 	for _, n := range rep.Notes {
 		lines = append(lines, "Note: "+n+".")
@@ -144,6 +148,25 @@ func (s *Service) guardBefore(sess *session, st *policy.State, spec *sandbox.Spe
 			"remove the other links and try again", strings.Join(linked, ", "))
 	}
 	return watch, nil
+}
+
+// guardWrite takes the guard's scan before a file tool writes inside the root, with the bounds the session's
+// commands last set; nil outside the root or where the root is too large to walk (each write is still decided by
+// its path). A write the user was asked about is the user's: its own path is left as written. Defends against a
+// repository assembled by write_file alone, whose last file no rule can tell apart.
+func (s *Service) guardWrite(sess *session, abs string, inside, asked bool) *guard.Watch {
+	rel, in := pathglob.Within(sess.root, abs)
+	if !inside || !in || sess.guard == nil {
+		return nil
+	}
+	w, err := sess.guard.Begin()
+	if err != nil {
+		return nil
+	}
+	if asked {
+		w.Exempt(filepath.ToSlash(rel)) // what the user was asked about (a protected path always is) stays as written
+	}
+	return w
 }
 
 // runError is a failure of sandbox.Run, in words.

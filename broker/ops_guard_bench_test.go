@@ -1,6 +1,9 @@
 package broker_test
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/garuda-dev/garuda/broker/brokertest"
@@ -32,5 +35,22 @@ func benchBashTrue(b *testing.B, settings string) {
 		if r := brokertest.Sh(b, c, sid, "true"); r.GetStatus() != execv1.Status_STATUS_COMPLETED {
 			b.Fatalf("%v", r)
 		}
+	}
+}
+
+// BenchmarkBrokerEditFileBigProject is BenchmarkBrokerEditFile in that project of 20,000 files, in a session's steady
+// state: the edit is checked by the command guard like a command's run (a scan before, one after).
+func BenchmarkBrokerEditFileBigProject(b *testing.B) {
+	e := brokertest.New(b)
+	testenv.BigProject(b, e.Root)
+	c := e.Client()
+	sid := e.Open(c)
+	brokertest.Sh(b, c, sid, "true")
+	os.WriteFile(filepath.Join(e.Root, "a.go"), []byte(strings.Repeat("line of code\n", 8000)+"MARK-A\n"), 0o644)
+	ops := []*execv1.Start{brokertest.EditOp("a.go", "MARK-A", "MARK-B", false), brokertest.EditOp("a.go", "MARK-B", "MARK-A", false)}
+	i := 0
+	for b.Loop() {
+		benchCall(b, c, sid, ops[i%2])
+		i++
 	}
 }

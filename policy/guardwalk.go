@@ -14,9 +14,10 @@ type GuardSettings struct {
 // DefaultGuardEntries is how many files and folders the guard walks by default before it refuses commands.
 const DefaultGuardEntries = 200000
 
-// GuardSkipAlways are the folder names the walk never enters, at any depth. node_modules is the package
-// managers' output: the project's own build and tests run what it holds anyway (its .bin, install scripts), so a
-// file there is the project's code, not a trap for a later program; it is often larger than the rest of the tree.
+// GuardSkipAlways are the folder names the walk enters, at any depth, only for what git would find there (a
+// repository planted in it runs on git status in a package's folder). node_modules is the package managers' output:
+// the project's own build and tests run what it holds anyway (its .bin, install scripts), so a file there is the
+// project's code, not a trap for a later program; it is often larger than the rest of the tree.
 var GuardSkipAlways = []string{"node_modules"}
 
 // GuardWalk returns the guard's walk limit and the root-relative folders it skips, from team policy and the

@@ -18,6 +18,7 @@ type GitRepo struct {
 	Top       string   // the folder its hooks run in: the work tree's top, or Dir for a bare repository
 	HooksPath string   // the folder core.hooksPath names, when inside the root ("." for the root); "" when unset or outside
 	Includes  []string // the files its config includes (include.path, includeIf.*.path) that lie inside the root
+	Programs  []string // the programs and files its config's program-running keys name inside the root
 	Hooks     []Hook   // the executable hooks in the folder git runs its hooks from
 }
 
@@ -48,6 +49,8 @@ var hookManagers = []struct {
 	{"pre-commit", []string{".pre-commit-config.yaml", ".pre-commit-config.yml"}},
 	{"lefthook", lefthookFiles()},
 	{"overcommit", []string{".overcommit.yml", ".git-hooks"}},
+	// hk (jdx): its hook is `exec hk run pre-commit --from-hook`; the steps' commands are in hk.pkl
+	{"hk run ", []string{"hk.pkl", ".config/hk.pkl", "hk.local.pkl", ".config/hk.local.pkl"}},
 }
 
 func lefthookFiles() []string {
@@ -64,7 +67,8 @@ func lefthookFiles() []string {
 var preCommitConfig = regexp.MustCompile(`--config[= ]([^\s)"']+)`)
 
 // GitPointed returns the root-relative paths that the repositories point git at, beyond the fixed names of
-// Protected: the folder core.hooksPath names, the files their configs include, a bare repository's config, hooks
+// Protected: the folder core.hooksPath names, the files their configs include, the programs their configs name
+// inside the root (transcrypt's .git/crypt/clean, a project's fsmonitor script), a bare repository's config, hooks
 // and info, and the config files of the hook managers whose hook is installed. Writing any of them makes git (or
 // the hook git runs) run something later, outside the sandbox. The broker reads the facts; this decides.
 func GitPointed(repos []GitRepo) []string {
@@ -83,6 +87,9 @@ func GitPointed(repos []GitRepo) []string {
 		}
 		for _, inc := range r.Includes {
 			add(inc)
+		}
+		for _, prog := range r.Programs {
+			add(prog) // git runs it (a filter, an fsmonitor, a textconv in the user's config): changed, it runs the command's code
 		}
 		if r.HooksPath != "" {
 			if path.Clean("/"+r.HooksPath) == "/" || path.Clean(r.HooksPath) == path.Clean(r.Top) {

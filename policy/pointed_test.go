@@ -18,15 +18,18 @@ func TestGitPointed(t *testing.T) {
 		{Dir: "tools/x.git", Bare: true, Top: "tools/x.git"},
 		{Dir: "dot/.git", Top: "dot", HooksPath: "dot"},
 		{Dir: "plain/.git", Top: "plain", Hooks: []Hook{{Name: "pre-commit", Head: []byte("#!/bin/sh\nmake lint\n")}}},
+		{Dir: "hk/.git", Top: "hk", Hooks: []Hook{{Name: "pre-commit",
+			Head: []byte("#!/bin/sh\ntest \"${HK:-1}\" = \"0\" || exec hk run pre-commit --from-hook \"$@\"\n")}}},
+		{Dir: "x/.git", Top: "x", Programs: []string{".git/crypt/clean", "tools/fsm.sh"}},
 	})
 	for _, want := range []string{".githooks", "conf/extra.cfg", "sub/.pre-commit-config.yaml", "sub/ci/pc.yaml",
 		"web/.husky/_", "web/.husky", "lh/lefthook.yml", "lh/.lefthook", "tools/x.git/config", "tools/x.git/hooks",
-		"dot/pre-commit"} {
+		"dot/pre-commit", "hk/hk.pkl", "hk/.config/hk.local.pkl", ".git/crypt/clean", "tools/fsm.sh"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("GitPointed lacks %q: %v", want, got)
 		}
 	}
-	for _, no := range []string{"dot", "plain/.pre-commit-config.yaml", "plain/lefthook.yml", ""} {
+	for _, no := range []string{"dot", "plain/.pre-commit-config.yaml", "plain/lefthook.yml", "plain/hk.pkl", ""} {
 		if slices.Contains(got, no) {
 			t.Errorf("GitPointed has %q (never the whole tree; no manager without its hook): %v", no, got)
 		}

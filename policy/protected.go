@@ -14,10 +14,12 @@ import (
 // host each time the editor reopens the project in its container; mise runs the hooks and sources the scripts its
 // project files name whenever the user's shell enters the folder, and trusts a file by its path, not its content.
 // Other agents' project folders name the MCP servers, hooks and commands they run (Cursor, Gemini CLI, Codex,
-// Continue, opencode, Roo Code, Kilo Code, Amazon Q, Kiro), like Garuda's and Claude Code's own.
+// Continue, opencode, Roo Code, Kilo Code, Amazon Q, Kiro, Qwen Code's settings.json, Crush's workspace crush.json,
+// Windsurf's hooks.json, whose session_start hooks run unasked, Cline's hooks/ scripts in .clinerules/ and .cline/,
+// run at TaskStart), like Garuda's and Claude Code's own.
 var protectedDirs = []string{".garuda", ".claude", ".agents", ".cursor", ".gemini", ".codex", ".continue", ".opencode",
-	".roo", ".kilocode", ".amazonq", ".kiro", ".vscode", ".idea", ".zed", ".helix", ".devcontainer", ".ssh", ".direnv",
-	".mise", "mise"}
+	".roo", ".kilocode", ".amazonq", ".kiro", ".qwen", ".crush", ".windsurf", ".clinerules", ".cline", ".vscode", ".idea",
+	".zed", ".helix", ".devcontainer", ".ssh", ".direnv", ".mise", "mise"}
 
 // protectedFiles are single files of the same nature, protected at any depth.
 var protectedFiles = []string{
@@ -27,11 +29,14 @@ var protectedFiles = []string{
 	// git-lfs reads lfs.url from it: where git push sends the project's large files
 	".lfsconfig",
 	// run by an editor when it opens the project: Neovim's and Vim's exrc files, Emacs's directory variables
-	".nvim.lua", ".nvimrc", ".exrc", ".vimrc", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
+	".nvim.lua", ".nvimrc", ".exrc", ".vimrc", ".gvimrc", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
 	// asdf's and mise's .tool-versions name `path:` installs whose programs the shims run
 	".tool-versions",
 	// opencode's project config: it starts the local MCP servers it names at launch, without a question
 	"opencode.json", "opencode.jsonc",
+	// Crush's: it starts the MCP servers and language servers they name at launch, runs the $(commands) in their
+	// values, and runs crushrc, a bash script, as its configuration
+	"crush.json", ".crush.json", "crushrc", ".crushrc",
 	// rustup's toolchain file: `path = "/abs/dir"` makes every cargo and rustc run there (by the user, or by
 	// rust-analyzer when the editor opens the project) DIR/bin's
 	"rust-toolchain.toml", "rust-toolchain",
@@ -40,6 +45,10 @@ var protectedFiles = []string{
 	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
 	".cshrc", ".tcshrc", ".login", ".kshrc", ".mkshrc",
 }
+
+// hgInner are the entries of a Mercurial .hg folder that make hg run code or read another repository's config: its
+// hgrc ([hooks], [extensions]), share-safe's hgrc-not-shared, and sharedpath (a shared repository's source).
+var hgInner = []string{"hgrc", "hgrc-not-shared", "sharedpath"}
 
 // WorkspaceSuffix ends the name of a VS Code workspace file, protected at any depth: the one protected name that
 // does not start with a dot.
@@ -73,6 +82,10 @@ func Protected(rel string) bool {
 			}
 			// .git/modules/<name>/... holds submodules' own repositories: the loop above finds their
 			// hooks and config because any later segment counts.
+		case s == ".hg" && i+1 < len(segs) && contains(hgInner, segs[i+1]):
+			return true // Mercurial runs the hooks and loads the extensions its hgrc names on hg status
+		case s == ".github" && i+1 < len(segs) && segs[i+1] == "hooks":
+			return true // GitHub Copilot CLI runs the hooks of .github/hooks/*.json (sessionStart among them) on its own
 		case contains(protectedDirs, s):
 			return true
 		case contains(protectedFiles, s):
@@ -91,8 +104,9 @@ func miseConfig(name string) bool {
 	return strings.HasPrefix(strings.TrimPrefix(name, "."), "mise.") && strings.HasSuffix(name, ".toml")
 }
 
-// plainPrefixes start every protected name that does not start with a dot (but workspace files).
-var plainPrefixes = []string{"mise", "opencode", "rust-toolchain"}
+// plainPrefixes start every protected name that does not start with a dot (but workspace files), or that is
+// protected below a folder that is not (.github/hooks).
+var plainPrefixes = []string{"mise", "opencode", "rust-toolchain", "crush", "hooks", "hgrc", "sharedpath"}
 
 // MayBeProtected is a quick test of one name, for walks: false means no path ending in name is Protected unless
 // a folder above it is (a plain name that is neither a workspace file nor one plainPrefixes starts). Every other

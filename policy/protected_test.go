@@ -18,11 +18,15 @@ func TestProtected(t *testing.T) {
 		".cursor/mcp.json", ".gemini/settings.json", ".codex/config.toml", ".continue/config.yaml", ".opencode/x",
 		".roo/mcp.json", ".kilocode/mcp.json", ".amazonq/mcp.json", ".kiro/settings/mcp.json", ".aider.conf.yml", ".continuerc.json",
 		".tool-versions", "app/.TOOL-VERSIONS", "opencode.json", "sub/OpenCode.jsonc", "rust-toolchain.toml", "a/rust-toolchain",
+		"crush.json", ".crush.json", "sub/Crush.json", "crushrc", ".crushrc", ".crush/crush.json", ".qwen/settings.json",
+		".windsurf/hooks.json", ".clinerules/hooks/TaskStart", ".clinerules", ".cline/hooks/TaskStart", "sub/.gvimrc",
+		".github/hooks/hooks.json", ".GitHub/Hooks", ".hg/hgrc", "lib/.hg/hgrc-not-shared", ".hg/sharedpath",
 	}
 	no := []string{"", "src/main.go", ".gitignore", ".github/workflows/ci.yml", "git/hooks/x", ".git/objects/ab/cd",
 		".git/HEAD", "hooks/pre-commit", "config", "docs/.vscode.md", "envrc", ".mcp.json.bak", "misery.toml",
 		"src/mise.go", "mise.toml.bak", ".config/nextest.toml", "helix/config.toml", ".env", "app/.env", ".env.example",
-		"opencode.go", "tool-versions", "rust-toolchain.md"}
+		"opencode.go", "tool-versions", "rust-toolchain.md", "crush.go", "crush.json.bak", "CRUSH.md", "windsurf/hooks.json",
+		"github/hooks/x", "hooks/x", ".hg/store/data/x.i", ".hg/requires", "hgrc"}
 	for _, p := range yes {
 		if !Protected(p) {
 			t.Errorf("Protected(%q) = false", p)
@@ -40,7 +44,7 @@ func TestProtected(t *testing.T) {
 func TestMayBeProtectedLetsEveryProtectedNameThrough(t *testing.T) {
 	paths := []string{".envrc", "a/.envrc", "x.code-workspace", "mise.toml", "sub/mise", "MISE.dev.toml", "mi\u200bse.toml",
 		".config/mise/config.toml", ".VSCode", ".helix", ".g\u200cit", "opencode.json", "sub/OpenCode.jsonc", ".tool-versions",
-		"rust-toolchain.toml", "a/Rust-Toolchain"}
+		"rust-toolchain.toml", "a/Rust-Toolchain", "crush.json", "a/Crushrc", ".crushrc", ".github/hooks", ".hg/hgrc", "x/.hg/sharedpath"}
 	for _, p := range paths {
 		if !Protected(p) {
 			t.Fatalf("%q: not protected", p)
@@ -54,7 +58,7 @@ func TestMayBeProtectedLetsEveryProtectedNameThrough(t *testing.T) {
 		}
 	}
 	// Control: plain names are let through to no check.
-	for _, name := range []string{"main.go", "config.toml", "Makefile", "hooks", "open.go"} {
+	for _, name := range []string{"main.go", "config.toml", "Makefile", "hook.go", "open.go"} {
 		if MayBeProtected(name) {
 			t.Errorf("MayBeProtected(%q) = true", name)
 		}

@@ -33,6 +33,22 @@ func benchTree(b *testing.B) string {
 	return root
 }
 
+// nodeModules adds to root a node_modules of 20,000 files in 2,000 folders (packages of 10 folders of 10 files).
+func nodeModules(b *testing.B, root string) {
+	b.Helper()
+	for i := 0; i < 200; i++ {
+		for j := 0; j < 10; j++ {
+			d := filepath.Join(root, "node_modules", fmt.Sprintf("p%03d", i), fmt.Sprintf("d%d", j))
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			for k := 0; k < 10; k++ {
+				os.WriteFile(filepath.Join(d, fmt.Sprintf("f%d.js", k)), nil, 0o644)
+			}
+		}
+	}
+}
+
 // BenchmarkScan20k is the walk every sandboxed command pays twice (before and after), in a session's steady state:
 // the guard re-reads only the folders whose entries changed since its last scan.
 func BenchmarkScan20k(b *testing.B) {
@@ -80,5 +96,40 @@ func BenchmarkScanCold20k(b *testing.B) {
 			b.Fatal(err)
 		}
 		g.Close()
+	}
+}
+
+// BenchmarkScanCold20kNodeModules20k is the first scan of a session in a project of 20,000 files beside a
+// node_modules of 20,000 more, walked only for what git would find there.
+func BenchmarkScanCold20kNodeModules20k(b *testing.B) {
+	root := benchTree(b)
+	nodeModules(b, root)
+	for b.Loop() {
+		g := New(root, Options{MaxEntries: 100000})
+		if _, err := g.Scan(); err != nil {
+			b.Fatal(err)
+		}
+		g.Close()
+	}
+}
+
+// BenchmarkCommand20kNodeModules20k is BenchmarkCommand20k beside such a node_modules.
+func BenchmarkCommand20kNodeModules20k(b *testing.B) {
+	root := benchTree(b)
+	nodeModules(b, root)
+	g := New(root, Options{MaxEntries: 100000})
+	defer g.Close()
+	g.Scan()
+	i := 0
+	for b.Loop() {
+		w, err := g.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		i++
+		os.WriteFile(filepath.Join(root, "pkg03", "sub03", fmt.Sprintf("new%d", i)), nil, 0o644)
+		if _, err := w.Check(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -67,3 +67,37 @@ func TestGuardWalksGitDataOfAPlantedRepository(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardUndoesWhatGitFindsInNodeModules: the walk leaves node_modules' files to the project, but not what git
+// finds there: git status in a package's folder (a shell prompt's, or an editor's that opened a file there) runs the
+// config and hooks of a repository planted in it or above it. Each case's control runs without the guard.
+func TestGuardUndoesWhatGitFindsInNodeModules(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	const fsm = `printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > fsm && chmod +x fsm && `
+	cases := []gitCase{
+		{name: "a new repository in a package", attack: fsm + `mkdir -p node_modules/x/lib && git init -q node_modules/x &&
+			git -C node_modules/x config core.fsmonitor "$PWD/fsm"`,
+			in: "node_modules/x/lib", then: []string{"status"}, marker: "node_modules/x/PWNED"},
+		{name: "a repository deep in a nested package", attack: fsm + `mkdir -p node_modules/a/node_modules/@s/b/dist/esm &&
+			git init -q node_modules/a/node_modules/@s/b/dist && git -C node_modules/a/node_modules/@s/b/dist config core.fsmonitor "$PWD/fsm"`,
+			in: "node_modules/a/node_modules/@s/b/dist/esm", then: []string{"status"},
+			marker: "node_modules/a/node_modules/@s/b/dist/PWNED"},
+		{name: "node_modules made a repository", attack: fsm + `mkdir -p node_modules/x && git init -q node_modules &&
+			git -C node_modules config core.fsmonitor "$PWD/fsm"`,
+			in: "node_modules/x", then: []string{"status"}, marker: "node_modules/PWNED"},
+		{name: "a package shaped like a bare repository", attack: fsm + `mkdir -p node_modules/p/objects node_modules/p/refs node_modules/p/src &&
+			echo 'ref: refs/heads/main' > node_modules/p/HEAD &&
+			printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = %s/fsm\n' "$PWD" > node_modules/p/config`,
+			in: "node_modules/p/src", then: []string{"status"}, marker: "node_modules/p/PWNED"},
+		{name: "a hook in a package's new repository", attack: `mkdir -p node_modules/x && git init -q node_modules/x &&
+			printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > node_modules/x/.git/hooks/pre-commit && chmod +x node_modules/x/.git/hooks/pre-commit`,
+			in: "node_modules/x", then: []string{"commit", "-q", "--allow-empty", "-m", "x"}, marker: "node_modules/x/PWNED"},
+		{name: "a .git file in a package to a planted folder", attack: fsm + `mkdir -p node_modules/x && git init -q --bare node_modules/.cache/g &&
+			git --git-dir=node_modules/.cache/g config core.bare false && git --git-dir=node_modules/.cache/g config core.fsmonitor "$PWD/fsm" &&
+			echo 'gitdir: ../.cache/g' > node_modules/x/.git`,
+			in: "node_modules/x", then: []string{"status"}, marker: "node_modules/x/PWNED"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, c.run)
+	}
+}

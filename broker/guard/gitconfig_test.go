@@ -165,3 +165,32 @@ func TestNeutralizeConfigAsGitSeesIt(t *testing.T) {
 		t.Errorf("a plain config changed: %q %v", out, removed)
 	}
 }
+
+// TestProgramPathsReadsWordsAsTheShell: the paths a program-running config value names are found as sh splits it,
+// with transcrypt's "$(git rev-parse --git-common-dir)" read as the git folder; URLs, plain program names and
+// what lies outside the root are not paths in it.
+func TestProgramPathsReadsWordsAsTheShell(t *testing.T) {
+	g := New("/r", Options{UserHome: "/r/home"})
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "src"), 0o755))
+	if got := New(dir, Options{}).programPaths("tools/lint src/", "", "", "", false); strings.Join(got, "|") != "tools/lint" {
+		t.Errorf("a folder is an argument, not a program: %q", got)
+	}
+	for value, want := range map[string][]string{
+		`"$(git rev-parse --git-common-dir)"/crypt/clean %f`: {".git/crypt/clean"},
+		`$(git rev-parse --git-dir)/crypt/textconv`:          {"sub/.git/crypt/textconv"},
+		`tools/fsm.sh`:                      {"tools/fsm.sh"},
+		`!./scripts/a 'my dir/b' && c|d/e`:  {"scripts/a", "my dir/b", "d/e"},
+		`"/r/x y/z" --flag=1;/usr/bin/true`: {"x y/z"},
+		`~/bin/helper`:                      {"home/bin/helper"},
+		`store --file=/r/.creds`:            {".creds"},
+		`http://proxy:3128`:                 nil,
+		`git-lfs filter-process`:            nil,
+		`"$HOME/x" ../../outside/p`:         nil,
+	} {
+		got := g.programPaths(value, "", ".git", "sub/.git", false)
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("%s: %q, want %q", value, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +58,13 @@ type Guard struct {
 	// user's own repositories, there before, keep theirs read-only: neutralising would remove their own settings.
 	// The root's own .git/config is read-only whoever made it.
 	made map[string]bool
+	// linked is what the home's dot entries link to inside the root (homeLinked), read at the first scan.
+	linked     []string
+	linkedRead bool
+	// enclosing is the work tree's top and git folder of the repository the root lies in (enclosingConfig), found
+	// at the first scan.
+	enclosing      [2]string
+	enclosingFound bool
 }
 
 // New makes the guard of root (absolute, clean).
@@ -72,9 +80,15 @@ func New(root string, o Options) *Guard {
 func (g *Guard) Prime() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	var facts []policy.GitRepo
 	if fi, err := os.Lstat(g.abs(".git")); err == nil && fi.IsDir() {
-		g.primed = policy.GitPointed([]policy.GitRepo{g.readRepo(".git").facts})
+		facts = append(facts, g.readRepo(".git").facts)
 	}
+	facts = append(facts, g.userConfig(), g.enclosingConfig())
+	if fi, err := os.Lstat(g.abs(".git")); err == nil && !fi.IsDir() {
+		facts = append(facts, g.outsidePointed(map[string]string{".git": ""})...)
+	}
+	g.primed = policy.GitPointed(facts)
 }
 
 // Close releases the guard's watches.
@@ -140,7 +154,11 @@ type Snapshot struct {
 	pointed   []string          // policy.GitPointed
 	pointedFP map[string]string // each pointed path → fingerprint ("absent" included)
 	ensure    []string          // hooks and info folders of git folders that lack them, absolute
-	denied    []string          // what Options.Deny denied, root-relative, sorted
+	unlocked  []string          // folders the walk made listable by their owner to check them (tree.unlocked)
+	// linkTo is where each protected or pointed path that is a symbolic link leads (its text): a read-only mount
+	// covers the link's target, never the link, which a command can replace; the undo puts it back.
+	linkTo map[string]string
+	denied []string // what Options.Deny denied, root-relative, sorted
 }
 
 type repo struct {
@@ -221,19 +239,46 @@ func (g *Guard) snapshot() *Snapshot {
 			continue
 		}
 		s.protected[p] = fingerprint(g.abs(p))
+		s.noteLink(p)
 	}
 	facts := make([]policy.GitRepo, 0, len(s.repos))
 	for _, r := range s.repos {
 		facts = append(facts, r.facts)
 	}
 	sort.Slice(facts, func(i, j int) bool { return facts[i].Dir < facts[j].Dir })
+	if !g.linkedRead {
+		g.linked, g.linkedRead = g.homeLinked(), true // once a session: the home lies outside the root, out of commands' reach
+	}
+	facts = append(append(facts, g.userConfig(), g.enclosingConfig()), g.outsidePointed(s.pointers)...)
 	s.pointed = policy.GitPointed(facts)
+	for _, l := range g.linked {
+		if !slices.Contains(s.pointed, l) {
+			s.pointed = append(s.pointed, l)
+		}
+	}
+	sort.Strings(s.pointed)
 	for _, p := range s.pointed {
 		s.pointedFP[p] = fingerprint(g.abs(p))
+		s.noteLink(p)
 	}
 	sort.Strings(s.ensure)
 	sort.Strings(s.denied)
+	s.unlocked, g.t.unlocked = g.t.unlocked, nil
 	return s
+}
+
+// noteLink records where p leads when it is a symbolic link (Snapshot.linkTo).
+func (s *Snapshot) noteLink(p string) {
+	abs := s.root + "/" + p
+	if fi, err := os.Lstat(abs); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return
+	}
+	if t, err := os.Readlink(abs); err == nil {
+		if s.linkTo == nil {
+			s.linkTo = map[string]string{}
+		}
+		s.linkTo[p] = t
+	}
 }
 
 // under reports whether p is below one of the sorted paths in list.
@@ -299,10 +344,18 @@ func (g *Guard) abs(rel string) string {
 	return g.root + "/" + rel
 }
 
-// rel makes p (absolute or relative to dir, itself root-relative) root-relative; false when it is outside the root.
+// absOf is dir made absolute: a root-relative folder, or one outside the root already absolute.
+func (g *Guard) absOf(dir string) string {
+	if filepath.IsAbs(dir) {
+		return dir
+	}
+	return g.abs(dir)
+}
+
+// rel makes p (absolute or relative to dir, root-relative or absolute) root-relative; false when it is outside the root.
 func (g *Guard) rel(dir, p string) (string, bool) {
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(g.abs(dir), p)
+		p = filepath.Join(g.absOf(dir), p)
 	}
 	return pathglob.Within(g.root, filepath.Clean(p))
 }
@@ -349,38 +402,21 @@ func (g *Guard) readRepo(dir string) *repo {
 	// The config and the files it includes inside the root, in git's order: the last core.hooksPath wins.
 	hooksPath, hooksFrom := "", dir
 	seen := map[string]bool{}
-	var read func(rel string, depth int)
-	read = func(rel string, depth int) {
-		if depth > 10 || seen[rel] {
-			return
-		}
-		seen[rel] = true
-		data, err := g.readFile(rel, maxConfig)
-		if err != nil {
-			return
-		}
-		entries, err := parseConfig(data)
-		if err != nil {
-			return
-		}
-		for _, e := range entries {
-			switch section, _, _, key := e.parts(); {
-			case section == "core" && key == "hookspath":
-				hooksPath, hooksFrom = e.value, r.facts.Top
-			case section == "core" && key == "worktree" && r.facts.Bare && !e.noValue:
-				if top, ok := g.rel(dir, e.value); ok {
-					r.facts.Top = top
-				}
-			case (section == "include" || section == "includeif") && key == "path" && !strings.HasPrefix(e.value, "~"):
-				if inc, ok := g.rel(parent(rel), e.value); ok && inc != "" {
-					r.facts.Includes = append(r.facts.Includes, inc)
-					read(inc, depth+1)
-				}
+	each := func(e entry) {
+		switch section, _, _, key := e.parts(); {
+		case section == "core" && key == "hookspath":
+			hooksPath, hooksFrom = g.expandHome(e.value), r.facts.Top
+		case section == "core" && key == "worktree" && r.facts.Bare && !e.noValue:
+			if top, ok := g.rel(dir, e.value); ok {
+				r.facts.Top = top
 			}
+		case runs(e) && section != "alias":
+			// An alias runs only when the user calls it, as a Makefile target does: what it names is the project's.
+			r.facts.Programs = append(r.facts.Programs, g.programPaths(e.value, r.facts.Top, cmp.Or(r.common, dir), dir, false)...)
 		}
 	}
-	read(path.Join(dir, "config"), 0)
-	read(path.Join(dir, "config.worktree"), 0)
+	r.facts.Includes = append(g.readConfig(path.Join(dir, "config"), seen, 0, each),
+		g.readConfig(path.Join(dir, "config.worktree"), seen, 0, each)...)
 	hooksDir := path.Join(dir, "hooks")
 	if hooksPath != "" && !strings.HasPrefix(hooksPath, "~") {
 		if hp, ok := g.rel(hooksFrom, hooksPath); ok {
@@ -419,11 +455,387 @@ func (g *Guard) readRepo(dir string) *repo {
 	return r
 }
 
+// readConfig reads a config file and, where they are included, the files it includes inside the root (git's
+// order), calling each for every other entry; it returns the included files.
+func (g *Guard) readConfig(rel string, seen map[string]bool, depth int, each func(entry)) (includes []string) {
+	if depth > 10 || seen[rel] {
+		return nil
+	}
+	seen[rel] = true
+	data, err := g.readFile(rel, maxConfig)
+	if err != nil {
+		return nil
+	}
+	entries, err := parseConfig(data)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		if section, _, _, key := e.parts(); (section == "include" || section == "includeif") && key == "path" {
+			if v := g.expandHome(e.value); !strings.HasPrefix(v, "~") {
+				if inc, ok := g.rel(parent(rel), v); ok && inc != "" {
+					includes = append(includes, inc)
+					includes = append(includes, g.readConfig(inc, seen, depth+1, each)...)
+				}
+			}
+			continue
+		}
+		each(e)
+	}
+	return includes
+}
+
+// expandHome reads a leading "~/" as git does: the user's home folder.
+func (g *Guard) expandHome(v string) string {
+	if strings.HasPrefix(v, "~/") && g.opts.UserHome != "" {
+		return g.opts.UserHome + v[1:]
+	}
+	return v
+}
+
+// userConfig is what the user's global git configs (~/.gitconfig, ~/.config/git/config) point git at inside the
+// root: the files they include, their core.hooksPath folder and the programs they name by an absolute path. git
+// reads and runs these in every repository: defends against a command that rewrites ~/dotfiles/gitconfig (an
+// include), ~/git-hooks/pre-commit or ~/tools/credential-helper, when the root is or holds the home folder (whose
+// own dot files HomeProtected covers) or is a dotfiles repository the home links to or includes from.
+func (g *Guard) userConfig() policy.GitRepo {
+	var r policy.GitRepo
+	home := g.opts.UserHome
+	if home == "" {
+		return r
+	}
+	if rel, in := policy.HomeIn(g.root, home); in {
+		r.Dir, r.Top = path.Join(rel, ".gitconfig"), rel
+	}
+	seen := map[string]bool{}
+	each := func(e entry) {
+		switch section, _, _, key := e.parts(); {
+		case section == "core" && key == "hookspath":
+			if v := g.expandHome(e.value); filepath.IsAbs(v) {
+				if hp, ok := g.rel("", v); ok && hp != "" {
+					r.HooksPath = hp
+				}
+			}
+		case section == "init" && key == "templatedir":
+			// git init and git clone copy its hooks into every new repository
+			if v := g.expandHome(e.value); filepath.IsAbs(v) {
+				if t, ok := g.rel("", v); ok && t != "" {
+					r.Programs = append(r.Programs, t)
+				}
+			}
+		case runs(e) && section != "alias":
+			// Only absolute paths: a relative one is relative to whichever repository git runs in.
+			r.Programs = append(r.Programs, g.programPaths(e.value, "", "", "", true)...)
+		}
+	}
+	for _, f := range []string{home + "/.gitconfig", home + "/.config/git/config"} {
+		real, err := filepath.EvalSymlinks(f)
+		if err != nil {
+			continue
+		}
+		if rel, in := g.rel("", real); in && rel != "" {
+			r.Includes = append(r.Includes, g.readConfig(rel, seen, 0, each)...)
+			continue
+		}
+		r.Includes = append(r.Includes, g.readOutside(real, seen, each)...)
+	}
+	return r
+}
+
+// readOutside reads a config file outside the root (the user's own: links followed) and, where it includes them,
+// the files inside the root it includes, calling each for every other entry; it returns those included files.
+func (g *Guard) readOutside(abs string, seen map[string]bool, each func(entry)) (includes []string) {
+	data, err := readBounded(abs)
+	if err != nil {
+		return nil
+	}
+	entries, err := parseConfig(data)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		if section, _, _, key := e.parts(); (section == "include" || section == "includeif") && key == "path" {
+			v := g.expandHome(e.value)
+			if !filepath.IsAbs(v) {
+				v = filepath.Join(filepath.Dir(abs), v)
+			}
+			if rel, in := g.rel("", v); in && rel != "" {
+				includes = append(includes, rel)
+				includes = append(includes, g.readConfig(rel, seen, 1, each)...)
+			}
+			continue
+		}
+		each(e)
+	}
+	return includes
+}
+
+// enclosingConfig is what the repository the root lies in points git at inside the root, when the root is a folder
+// of a larger repository (a package of a monorepo) with no .git of its own (outsideRepo). Defends against a command
+// that plants a hook in packages/app/hooks, which the monorepo's config names, or rewrites a program it runs.
+func (g *Guard) enclosingConfig() policy.GitRepo {
+	if _, err := os.Lstat(g.abs(".git")); err == nil || g.root == "/" {
+		return policy.GitRepo{} // the root's own .git: a folder is walked, a file is a pointer (outsidePointed)
+	}
+	if !g.enclosingFound {
+		// Found once a session, as git's discovery does: upwards, not across a file system's boundary (where git
+		// stops too, and where a lookup could wake an automounter).
+		g.enclosingFound = true
+		dev, ok := devOf(g.root)
+		for top := filepath.Dir(g.root); ok; top = filepath.Dir(top) {
+			if d, ok2 := devOf(top); !ok2 || d != dev {
+				break
+			}
+			if gitDir, found := gitDirOf(top); found {
+				if _, in := g.rel("", gitDir); !in {
+					g.enclosing = [2]string{top, gitDir}
+				}
+				break
+			}
+			if top == "/" {
+				break
+			}
+		}
+	}
+	if g.enclosing[0] == "" {
+		return policy.GitRepo{}
+	}
+	return g.outsideRepo(g.enclosing[0], g.enclosing[1])
+}
+
+// outsidePointed is what the repositories whose git folder lies outside the root point git at inside it, for every
+// .git file or link of the root (its own or a nested one's) that names such a folder: a worktree of a repository
+// kept elsewhere (git worktree add), a submodule whose repository is the superproject's. Defends against a command
+// that plants a hook in the .githooks a worktree's repository names, relative to the work tree.
+func (g *Guard) outsidePointed(pointers map[string]string) []policy.GitRepo {
+	var out []policy.GitRepo
+	for p := range pointers {
+		top := g.abs(parent(p))
+		if gitDir, ok := gitDirOf(top); ok {
+			if _, in := g.rel("", gitDir); !in {
+				out = append(out, g.outsideRepo(top, gitDir))
+			}
+		}
+	}
+	return out
+}
+
+// outsideRepo reads the repository whose work tree's top is top and whose git folder, gitDir, lies outside the
+// root, for what it points git at inside the root: its core.hooksPath folder, the files its config includes, the
+// programs it names and, where top lies in the root, the files of the hook manager whose hook it has installed.
+func (g *Guard) outsideRepo(top, gitDir string) policy.GitRepo {
+	var r policy.GitRepo
+	common := gitDir
+	if data, err := readBounded(filepath.Join(gitDir, "commondir")); err == nil {
+		if common = gitLine(string(data)); !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
+		}
+	}
+	hooksPath, seen := "", map[string]bool{}
+	each := func(e entry) {
+		switch section, _, _, key := e.parts(); {
+		case section == "core" && key == "hookspath":
+			hooksPath = g.expandHome(e.value)
+		case runs(e) && section != "alias":
+			r.Programs = append(r.Programs, g.programPaths(e.value, top, common, gitDir, false)...)
+		}
+	}
+	r.Includes = append(g.readOutside(filepath.Join(common, "config"), seen, each),
+		g.readOutside(filepath.Join(gitDir, "config.worktree"), seen, each)...)
+	hooksDir := filepath.Join(common, "hooks")
+	if hooksPath != "" {
+		hooksDir = filepath.Join(top, hooksPath)
+		if filepath.IsAbs(hooksPath) {
+			hooksDir = hooksPath
+		}
+	}
+	if hp, ok := g.rel(top, hooksPath); hooksPath != "" && ok {
+		r.HooksPath = cmp.Or(hp, ".") // the root itself: its hooks by name
+	}
+	if t, in := g.rel("", top); in {
+		r.Top, r.Hooks = cmp.Or(t, "."), installedHooks(hooksDir)
+	}
+	return r
+}
+
+// installedHooks are the executable hooks of a hooks folder outside the root, with their first 4 KiB.
+func installedHooks(dir string) []policy.Hook {
+	ents, _ := os.ReadDir(dir)
+	var out []policy.Hook
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if strings.HasSuffix(e.Name(), ".sample") || e.IsDir() || !isExecutable(p) {
+			continue
+		}
+		head, _ := readBounded(p)
+		out = append(out, policy.Hook{Name: e.Name(), Head: head[:min(len(head), 4096)]})
+	}
+	return out
+}
+
+// gitDirOf returns the git folder of the work tree top, as git's discovery finds it: its .git folder, or the
+// folder its .git file names.
+func gitDirOf(top string) (string, bool) {
+	p := filepath.Join(top, ".git")
+	fi, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return "", false
+	case fi.IsDir():
+		real, err := filepath.EvalSymlinks(p) // a .git link names its folder by its real name
+		return real, err == nil
+	}
+	data, err := readBounded(p)
+	if err != nil {
+		return "", false
+	}
+	d, ok := strings.CutPrefix(gitLine(string(data)), "gitdir: ")
+	if !ok {
+		return "", false
+	}
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(top, d)
+	}
+	if real, err := filepath.EvalSymlinks(d); err == nil {
+		d = real
+	}
+	return d, true
+}
+
+// readBounded reads at most maxConfig bytes of a regular file outside the root (the user's own: links followed),
+// never blocking on a FIFO.
+func readBounded(abs string) ([]byte, error) {
+	f, err := os.OpenFile(abs, os.O_RDONLY|oNonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", abs)
+	}
+	return io.ReadAll(io.LimitReader(f, maxConfig))
+}
+
+// homeLinked returns the root-relative paths that the links among the home folder's dot entries lead to inside the
+// root, when the home lies outside it: a dotfiles repository whose files GNU stow, chezmoi's symlink mode or a
+// hand-made link make the user's live configuration (~/.bashrc -> dotfiles/bashrc, ~/.config/nvim -> dotfiles/nvim,
+// ~/bin/x). Defends against a command that rewrites the shell's, git's or an editor's configuration through its
+// target in the project. It looks three levels into the home's dot folders and ~/bin, at most 5,000 entries.
+func (g *Guard) homeLinked() []string {
+	home := g.opts.UserHome
+	if _, in := policy.HomeIn(g.root, home); home == "" || in {
+		return nil
+	}
+	var out []string
+	n := 0
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if n++; n > 5000 {
+				return
+			}
+			name := e.Name()
+			if depth == 0 && !strings.HasPrefix(name, ".") && name != "bin" || name == ".cache" {
+				continue
+			}
+			p := filepath.Join(dir, name)
+			switch {
+			case e.Type()&fs.ModeSymlink != 0:
+				if t, err := filepath.EvalSymlinks(p); err == nil {
+					if rel, in := g.rel("", t); in && rel != "" {
+						out = append(out, rel)
+					}
+				}
+			case e.IsDir() && depth < 2:
+				walk(p, depth+1)
+			}
+		}
+	}
+	walk(home, 0)
+	return out
+}
+
+// programPaths returns the root-relative paths that a config value naming a program (runKeys) names inside the
+// root: its words that look like paths, relative to the work tree's top, where git runs such programs (absOnly:
+// absolute ones alone), with transcrypt's "$(git rev-parse --git-common-dir)" (and --git-dir) read as git would. Defends against a command
+// that rewrites a program the user's own config runs on git status or diff (.git/crypt/clean, tools/fsmonitor.sh).
+func (g *Guard) programPaths(value, top, commonDir, gitDir string, absOnly bool) []string {
+	value = strings.TrimPrefix(strings.TrimSpace(value), "!")
+	if gitDir != "" {
+		value = strings.NewReplacer("$(git rev-parse --git-common-dir)", g.absOf(commonDir),
+			"$(git rev-parse --git-dir)", g.absOf(gitDir)).Replace(value)
+	}
+	var out []string
+	for _, w := range shellWords(value) {
+		if opt, val, ok := strings.Cut(w, "="); ok && strings.HasPrefix(opt, "-") {
+			w = val // --file=PATH
+		}
+		w = g.expandHome(w)
+		if !strings.Contains(w, "/") || strings.Contains(w, "://") || strings.ContainsAny(w, "$`") || absOnly && !filepath.IsAbs(w) {
+			continue
+		}
+		// A folder is an argument (a path to work on), not a program: left out, so that it stays the project's.
+		if p, ok := g.rel(top, w); ok && p != "" && !isDir(g.abs(p)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// shellWords splits s into words as sh would, without expanding anything: quotes join, unquoted blanks and the
+// operators ; | & ( ) < > split, a backslash escapes the next byte.
+func shellWords(s string) []string {
+	var words []string
+	var w strings.Builder
+	inWord := false
+	end := func() {
+		if inWord {
+			words = append(words, w.String())
+		}
+		w.Reset()
+		inWord = false
+	}
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0 && c == quote:
+			quote = 0
+		case quote == '\'':
+			w.WriteByte(c)
+		case c == '\\' && i+1 < len(s):
+			i++
+			w.WriteByte(s[i])
+			inWord = true
+		case quote == '"':
+			w.WriteByte(c)
+		case c == '"' || c == '\'':
+			quote, inWord = c, true
+		case strings.IndexByte(" \t\n;|&()<>", c) >= 0:
+			end()
+		default:
+			w.WriteByte(c)
+			inWord = true
+		}
+	}
+	end()
+	return words
+}
+
 func uniq(a, b string) []string {
 	if b == "" || a == b {
 		return []string{a}
 	}
 	return []string{a, b}
+}
+
+func isDir(abs string) bool {
+	fi, err := os.Stat(abs)
+	return err == nil && fi.IsDir()
 }
 
 func isExecutable(abs string) bool {

@@ -357,3 +357,50 @@ func TestGuardBareRepositoryHooksFolder(t *testing.T) {
 		t.Errorf("the included file the command created stays: %+v", rep)
 	}
 }
+
+// TestGuardPointsAtWhatTheUsersGitConfigNames: with the home outside the root, what the user's global git config
+// (a plain file, or a link into the root) includes, names as its hooks folder or as a program inside the root, and
+// what the home's dot entries link to there, are what the guard protects. Control: with no home, none is.
+func TestGuardPointsAtWhatTheUsersGitConfigNames(t *testing.T) {
+	home, root := t.TempDir(), t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, "nvim"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(home, ".config/git"), 0o755))
+	must(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = "+root+"/inc.cfg\n"+
+		"[credential]\n\thelper = "+root+"/tools/cred\n[init]\n\ttemplateDir = "+root+"/tmpl\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "inc.cfg"), []byte("[core]\n\thooksPath = "+root+"/hooks\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "gitconfig2"), []byte("[include]\n\tpath = more.cfg\n"), 0o644))
+	must(t, os.Symlink(filepath.Join(root, "gitconfig2"), filepath.Join(home, ".config/git/config")))
+	must(t, os.Symlink(filepath.Join(root, "nvim"), filepath.Join(home, ".config/nvim")))
+	for _, h := range []string{home, ""} {
+		g := New(root, Options{MaxEntries: 1000, UserHome: h})
+		s, err := g.Scan()
+		g.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"inc.cfg", "hooks", "tools/cred", "tmpl", "gitconfig2", "more.cfg", "nvim"} {
+			if got := slices.Contains(s.Pointed(), want); got != (h != "") {
+				t.Errorf("home %q: %s pointed %v: %v", h, want, got, s.Pointed())
+			}
+		}
+	}
+}
+
+// TestGuardPutsBackAProtectedLink: a protected path that is a link (.envrc -> envrc.d/dev, the user's) is put back
+// when a command replaced it, since the read-only mount covers the link's target, not the link; a link it left as
+// it was is not touched. Control: without the guard the replacement stays.
+func TestGuardPutsBackAProtectedLink(t *testing.T) {
+	const setup = "mkdir envrc.d && echo 'export A=1' > envrc.d/dev && ln -s envrc.d/dev .envrc && ln -s envrc.d/dev .nvim.lua"
+	const attack = "rm .envrc && echo 'touch PWNED' > .envrc"
+	root, _ := guarded(t, setup, attack, false)
+	if fi, err := os.Lstat(filepath.Join(root, ".envrc")); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+		t.Fatalf("control: the replacement did not stay: %v", err)
+	}
+	root, rep := guarded(t, setup, attack, true)
+	if target, err := os.Readlink(filepath.Join(root, ".envrc")); err != nil || target != "envrc.d/dev" {
+		t.Errorf(".envrc is not the link it was: %q %v (report %+v)", target, err, rep)
+	}
+	if len(rep.Changed) != 0 || len(rep.Undone) != 1 {
+		t.Errorf("the report: %+v", rep)
+	}
+}

@@ -2,7 +2,11 @@ package guard
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Open flags of the guard's reads: no link is followed, no FIFO blocks a read.
@@ -21,4 +25,31 @@ func statKey(p string) (key string, dir, ok bool) {
 	}
 	return fmt.Sprintf("%d:%d:%d.%d:%o", st.Ino, st.Size, st.Ctim.Sec, st.Ctim.Nsec, st.Mode),
 		st.Mode&syscall.S_IFMT == syscall.S_IFDIR, true
+}
+
+// ownerAccess gives the owner of the folder abs (not following a link to it) read and search permission when it
+// lacks them and the owner is this process's user; it reports whether it changed the mode. Defends against a
+// command that hides what it planted from the guard by a mode its owner can enter but not list (chmod 111): a broker
+// that runs as the user has no capability to read past it, though the user's git can still run there.
+func ownerAccess(abs string) bool {
+	fd, err := syscall.Open(abs, unix.O_PATH|syscall.O_NOFOLLOW|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o500 == 0o500 {
+		return false
+	}
+	// The descriptor's magic link names that very folder: a swap of abs for a link meanwhile changes nothing else.
+	return syscall.Chmod("/proc/self/fd/"+strconv.Itoa(fd), st.Mode&0o7777|0o500) == nil
+}
+
+// devOf is the file system p lies on (following links).
+func devOf(p string) (uint64, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		return 0, false
+	}
+	return st.Dev, true
 }

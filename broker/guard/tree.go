@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path"
@@ -18,21 +19,34 @@ type node struct {
 	inGit   bool     // it is a git folder or below one
 	subdirs []subdir // the subfolders walked
 	denied  []string // entries tree.deny names: hidden from commands, never entered
-	// denyOnly: a folder the guard itself does not enter (a skipped or protected one, git's data), walked only to
-	// find what the read-deny rules name in it; nothing else of it is kept.
-	denyOnly bool
-	prot     []string // entries policy.Protected names
-	links    []string // symbolic links
-	gitDir   bool     // a git folder: named .git, or HEAD beside objects and refs (or commondir)
-	dotGit   byte     // its ".git" entry: 0 none, 'd' folder, 'f' file, 'l' symlink
-	count    int      // entries
+	mode    walkMode // what the walk looks for in it
+	prot    []string // entries policy.Protected names
+	links   []string // symbolic links
+	gitDir  bool     // a git folder: named .git, or HEAD beside objects and refs (or commondir)
+	dotGit  byte     // its ".git" entry: 0 none, 'd' folder, 'f' file, 'l' symlink
+	count   int      // entries
 }
 
-// subdir is a subfolder to walk, and whether only for what the read-deny rules name in it.
+// subdir is a subfolder to walk, and what for.
 type subdir struct {
-	name     string
-	denyOnly bool
+	name string
+	mode walkMode
 }
+
+// walkMode is what the walk looks for in a folder.
+type walkMode uint8
+
+const (
+	walkFull walkMode = iota // everything the guard checks
+	// walkDenyOnly: a folder the guard itself does not enter (a skipped or protected one, git's data), walked only
+	// to find what the read-deny rules name in it; nothing else of it is kept.
+	walkDenyOnly
+	// walkGitOnly: node_modules, at any depth, walked only for what git would find there (a .git entry, a folder
+	// shaped like a git folder, links) and for the read-deny rules: git status in a package's folder, a shell
+	// prompt's or an editor's that opened a file there, runs the config of a repository planted in it. Its other
+	// files are the project's code (policy.GuardSkipAlways).
+	walkGitOnly
+)
 
 // tree is the root's folders as last walked. With a notifier, a refresh re-reads only the folders whose entries
 // changed since; without one (or after its queue overflowed), it walks everything again.
@@ -54,6 +68,8 @@ type tree struct {
 	count  int
 	over   bool // the last walk stopped at max
 	fresh  bool // nodes hold a walk (else the next refresh walks whole)
+	// unlocked are the folders the walk made listable by their owner (ownerAccess) since the last snapshot.
+	unlocked []string
 }
 
 // skipNames are never entered, at any depth (policy.GuardSkipAlways says why), and gitInternal inside a git
@@ -125,13 +141,13 @@ func (t *tree) refresh() {
 func (t *tree) rewalk() {
 	t.n.reset()
 	t.nodes, t.byWD, t.count, t.over = map[string]*node{}, map[int32]string{}, 0, false
-	t.load("", false, false)
+	t.load("", false, walkFull)
 	t.fresh = true
 }
 
 // reload re-reads one folder whose entries changed, walks its new subfolders and forgets the gone ones.
 func (t *tree) reload(rel string, old *node) {
-	nd, ok := t.read(rel, old.inGit, old.denyOnly, old.wd)
+	nd, ok := t.read(rel, old.inGit, old.mode, old.wd)
 	if !ok {
 		t.drop(rel)
 		return
@@ -145,7 +161,7 @@ func (t *tree) reload(rel string, old *node) {
 	}
 	for _, s := range nd.subdirs {
 		if _, known := t.nodes[path.Join(rel, s.name)]; !known {
-			t.load(path.Join(rel, s.name), nd.inGit || nd.gitDir || s.name == ".git", s.denyOnly)
+			t.load(path.Join(rel, s.name), nd.inGit || nd.gitDir || s.name == ".git", s.mode)
 		}
 	}
 }
@@ -179,7 +195,7 @@ func (t *tree) drop(rel string) {
 }
 
 // load walks the folder rel and everything below it, up to max entries in all.
-func (t *tree) load(rel string, inGit, denyOnly bool) {
+func (t *tree) load(rel string, inGit bool, mode walkMode) {
 	if t.count > t.max {
 		t.over = true
 		return
@@ -191,7 +207,7 @@ func (t *tree) load(rel string, inGit, denyOnly bool) {
 		}
 		t.byWD[wd] = rel
 	}
-	nd, ok := t.read(rel, inGit, denyOnly, wd)
+	nd, ok := t.read(rel, inGit, mode, wd)
 	if !ok {
 		return
 	}
@@ -202,21 +218,31 @@ func (t *tree) load(rel string, inGit, denyOnly bool) {
 		return
 	}
 	for _, s := range nd.subdirs {
-		t.load(path.Join(rel, s.name), nd.inGit || nd.gitDir || s.name == ".git", s.denyOnly)
+		t.load(path.Join(rel, s.name), nd.inGit || nd.gitDir || s.name == ".git", s.mode)
 	}
 }
 
 // read lists one folder without following a symbolic link to it. With a deny function, it asks it of every entry:
 // a denied entry is listed for the sandbox to hide and, a folder, not entered (hidden whole, as read_file's rules
-// deny everything below it); the folders the guard itself does not enter are walked for that alone (denyOnly).
-func (t *tree) read(rel string, inGit, denyOnly bool, wd int32) (*node, bool) {
+// deny everything below it); the folders the guard itself does not enter are walked for that alone (walkDenyOnly),
+// and node_modules for that and what git would find there (walkGitOnly).
+func (t *tree) read(rel string, inGit bool, mode walkMode, wd int32) (*node, bool) {
 	f, err := os.OpenFile(t.abs(rel), os.O_RDONLY|oDirectory|oNoFollow|oNonblock, 0)
+	if errors.Is(err, fs.ErrPermission) && rel != "" {
+		// A folder its owner cannot list, or whose parent it cannot search: made listable, and said so.
+		for _, p := range []string{parent(rel), rel} {
+			if ownerAccess(t.abs(p)) {
+				t.unlocked = append(t.unlocked, p)
+			}
+		}
+		f, err = os.OpenFile(t.abs(rel), os.O_RDONLY|oDirectory|oNoFollow|oNonblock, 0)
+	}
 	if err != nil {
 		return nil, false
 	}
 	ents, _ := f.ReadDir(-1)
 	f.Close()
-	nd := &node{wd: wd, inGit: inGit, denyOnly: denyOnly, count: len(ents)}
+	nd := &node{wd: wd, inGit: inGit, mode: mode, count: len(ents)}
 	denied := func(name string) bool {
 		if t.deny != nil && t.deny(path.Join(rel, name)) {
 			nd.denied = append(nd.denied, name)
@@ -224,17 +250,17 @@ func (t *tree) read(rel string, inGit, denyOnly bool, wd int32) (*node, bool) {
 		}
 		return false
 	}
-	if denyOnly {
+	if mode == walkDenyOnly {
 		for _, e := range ents {
 			if !denied(e.Name()) && e.IsDir() && t.deny != nil && !t.hidden[path.Join(rel, e.Name())] {
-				nd.subdirs = append(nd.subdirs, subdir{e.Name(), true})
+				nd.subdirs = append(nd.subdirs, subdir{e.Name(), walkDenyOnly})
 			}
 		}
 		return nd, true
 	}
 	nd.gitDir = path.Base(rel) == ".git"
 	var head, objects, refs, commondir bool
-	var dirs []subdir // denyOnly: a protected folder, covered whole
+	var dirs []subdir
 	for _, e := range ents {
 		name, typ := e.Name(), e.Type()
 		switch {
@@ -267,14 +293,21 @@ func (t *tree) read(rel string, inGit, denyOnly bool, wd int32) (*node, bool) {
 		// found by walking on. A .git file (a worktree's or submodule's pointer) is protected itself.
 		isGitFolder := typ.IsDir() && strings.EqualFold(name, ".git")
 		// In the home folder itself every entry is asked (HomeProtected names ~/bin, which no quick test lets through).
-		if !isGitFolder && (inGit || nd.gitDir || policy.MayBeProtected(name) || t.inHome && rel == t.home) {
+		if mode == walkFull && !isGitFolder && (inGit || nd.gitDir || policy.MayBeProtected(name) || t.inHome && rel == t.home) {
 			p := path.Join(rel, name)
 			if protected = policy.Protected(p) || t.inHome && policy.HomeProtected(p, t.home); protected {
 				nd.prot = append(nd.prot, name)
 			}
 		}
 		if !denied(name) && typ.IsDir() {
-			dirs = append(dirs, subdir{name, protected})
+			m := walkFull // a .git folder in node_modules is walked whole, as anywhere
+			switch {
+			case protected:
+				m = walkDenyOnly // covered whole
+			case mode == walkGitOnly && name != ".git":
+				m = walkGitOnly
+			}
+			dirs = append(dirs, subdir{name, m})
 		}
 	}
 	nd.gitDir = nd.gitDir || head && (objects && refs || commondir)
@@ -282,14 +315,21 @@ func (t *tree) read(rel string, inGit, denyOnly bool, wd int32) (*node, bool) {
 		p := path.Join(rel, d.name)
 		switch {
 		case t.hidden[p]:
-		case d.denyOnly || slices.Contains(skipNames, d.name) || t.skip[p] || nd.gitDir && inDotGit(rel) && slices.Contains(gitInternal, d.name):
+		case d.mode == walkDenyOnly || t.skip[p] || nd.gitDir && inDotGit(rel) && slices.Contains(gitInternal, d.name):
 			// What the guard leaves out may still hold what a read-deny rule names: walked for that alone.
 			if t.deny != nil {
-				nd.subdirs = append(nd.subdirs, subdir{d.name, true})
+				nd.subdirs = append(nd.subdirs, subdir{d.name, walkDenyOnly})
 			}
+		case d.mode == walkFull && slices.Contains(skipNames, d.name):
+			nd.subdirs = append(nd.subdirs, subdir{d.name, walkGitOnly})
 		default:
 			nd.subdirs = append(nd.subdirs, d)
 		}
+	}
+	if mode == walkGitOnly && t.deny == nil {
+		// Only its folders count toward the walk's limit: the guard keeps nothing else of node_modules, and a
+		// project's dependencies often hold more files than the project itself.
+		nd.count = len(nd.subdirs)
 	}
 	return nd, true
 }

@@ -11,8 +11,8 @@ import (
 
 // TestWalkFindsDenied: the guard's walk asks Deny of every entry, everywhere a read-deny rule reaches — in the
 // folders the guard itself leaves out (protected ones, node_modules, skipped data, git's objects) too — lists what
-// it denies and enters no denied or hidden folder. What it finds there changes nothing of the guard's own view (a
-// repository in node_modules stays unchecked, as without Deny). A change is found by the incremental walk as by a
+// it denies and enters no denied or hidden folder. A repository in node_modules is the guard's with Deny as
+// without (TestGuardUndoesWhatGitFindsInNodeModules). A change is found by the incremental walk as by a
 // full one; new rules walk whole again.
 func TestWalkFindsDenied(t *testing.T) {
 	root := t.TempDir()
@@ -45,8 +45,8 @@ func TestWalkFindsDenied(t *testing.T) {
 			t.Errorf("the walk entered a denied or hidden folder: asked about %s", p)
 		}
 	}
-	if _, ok := s.repos["node_modules/p/.git"]; ok {
-		t.Errorf("a repository in node_modules became the guard's: %v", sortedKeysRepo(s))
+	if _, ok := s.repos["node_modules/p/.git"]; !ok {
+		t.Errorf("a repository in node_modules is not the guard's: %v", sortedKeysRepo(s))
 	}
 	if !slices.Contains(sortedKeysRepo(s), ".git") {
 		t.Errorf("the root's repository is missing: %v", sortedKeysRepo(s))
@@ -94,7 +94,7 @@ func TestWalkLimitCountsTheDenyWalk(t *testing.T) {
 	g := New(root, Options{MaxEntries: 20})
 	defer g.Close()
 	if _, err := g.Scan(); err != nil {
-		t.Fatalf("control: without Deny, node_modules is not walked: %v", err)
+		t.Fatalf("control: without Deny, only node_modules' folders count: %v", err)
 	}
 	g.Configure(Options{MaxEntries: 20, Deny: func(string) bool { return false }, DenyKey: "k"})
 	if _, err := g.Scan(); err == nil || !strings.Contains(err.Error(), "more than 20") {

@@ -1,12 +1,15 @@
 package guard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,7 +35,12 @@ func (r *Report) Empty() bool {
 type Watch struct {
 	g      *Guard
 	before *Snapshot
+	exempt string // a root-relative path the run was allowed to write as it is (Exempt)
 }
+
+// Exempt names the one root-relative path the run itself was allowed to write (a file tool's write the user was
+// asked about): Check leaves it, and the protected folder made to hold it, as written.
+func (w *Watch) Exempt(rel string) { w.exempt = rel }
 
 // Begin scans the root before a run.
 func (g *Guard) Begin() (*Watch, error) {
@@ -57,7 +65,7 @@ func (w *Watch) Check() (*Report, error) {
 	}
 	w.g.mu.Lock()
 	defer w.g.mu.Unlock()
-	rep := w.g.undo(w.before, after)
+	rep := w.g.undo(w.before, after, w.exempt)
 	if w.g.t != nil && after.Entries > w.g.t.max {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the project now holds %d files and folders, more than the %d the guard "+
 			"checks before a command: the next command will be refused", after.Entries, w.g.t.max))
@@ -65,7 +73,7 @@ func (w *Watch) Check() (*Report, error) {
 	return rep, nil
 }
 
-func (g *Guard) undo(before, after *Snapshot) *Report {
+func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 	rep := &Report{}
 	r, err := os.OpenRoot(g.root)
 	if err != nil {
@@ -73,7 +81,11 @@ func (g *Guard) undo(before, after *Snapshot) *Report {
 		return rep
 	}
 	defer r.Close()
-	u := &undoer{g: g, r: r, rep: rep}
+	u := &undoer{g: g, r: r, rep: rep, exempt: exempt}
+	for _, p := range append(before.unlocked, after.unlocked...) { // the scan before may have met one the user made
+		u.did("made %s listable by its owner, to check what is in it", cmp.Or(p, "the project folder"))
+	}
+	before.unlocked, after.unlocked = nil, nil // said once, not at every check of a long-running process
 
 	// Git folders that are new, or whose config, commondir or hooks changed.
 	var dirs []string
@@ -103,6 +115,13 @@ func (g *Guard) undo(before, after *Snapshot) *Report {
 			dirs = append(dirs, target)
 		}
 	}
+	// A protected link replaced: the read-only mount covered its target, not the link itself. Put back, before the
+	// git folders are read again (.git/hooks may be such a link).
+	for _, p := range slices.Sorted(maps.Keys(before.linkTo)) {
+		if t, err := u.r.Readlink(p); (err != nil || t != before.linkTo[p]) && !u.isExempt(p) {
+			u.relink(p, before.linkTo[p])
+		}
+	}
 	sort.Strings(dirs)
 	for _, dir := range dirs {
 		u.repo(dir, before.repos[dir])
@@ -126,7 +145,7 @@ func (g *Guard) undo(before, after *Snapshot) *Report {
 		switch {
 		case (!existed || isAbsent(bfp)) && !isAbsent(fp) && !inRepo(p) && !under(p, existing):
 			created[p] = true
-		case existed && bfp != fp && !inRepo(p):
+		case existed && bfp != fp && !inRepo(p) && !u.isExempt(p) && before.linkTo[p] == "": // a link is put back
 			rep.Changed = append(rep.Changed, p)
 		}
 	}
@@ -142,7 +161,9 @@ func (g *Guard) undo(before, after *Snapshot) *Report {
 		}
 	}
 	for _, p := range sortedKeys(created) {
-		u.remove(p, "created by the command")
+		if _, holds := pathglob.Within(p, exempt); exempt == "" || !holds {
+			u.remove(p, "created by the command")
+		}
 	}
 	// New links into the writable places outside the root.
 	for p := range after.links {
@@ -186,10 +207,14 @@ func (g *Guard) outsideWritable(abs string) bool {
 // undoer carries out the undoing through the root's handle, which never leaves the root: defends against a
 // command still running swapping a folder for a link to outside between the scan and the undo.
 type undoer struct {
-	g   *Guard
-	r   *os.Root
-	rep *Report
+	g      *Guard
+	r      *os.Root
+	rep    *Report
+	exempt string // Watch.Exempt
 }
+
+// isExempt reports whether rel is the path the run was allowed to write as it is.
+func (u *undoer) isExempt(rel string) bool { return u.exempt != "" && rel == u.exempt }
 
 func (u *undoer) did(format string, a ...any) {
 	u.rep.Undone = append(u.rep.Undone, fmt.Sprintf(format, a...))
@@ -199,11 +224,49 @@ func (u *undoer) failed(format string, a ...any) {
 }
 
 func (u *undoer) remove(rel, why string) {
-	if err := u.r.RemoveAll(rel); err != nil {
+	if u.isExempt(rel) {
+		return
+	}
+	err := u.r.RemoveAll(rel)
+	if errors.Is(err, fs.ErrPermission) {
+		// Folders their owner cannot list (chmod 311; the user's editor still reads a file in them by its name).
+		n := 0
+		u.g.ownerAccessBelow(rel, &n)
+		err = u.r.RemoveAll(rel)
+	}
+	if err != nil {
 		u.failed("could not remove %s (%s): %v", rel, why, err)
 		return
 	}
 	u.did("removed %s (%s)", rel, why)
+}
+
+// ownerAccessBelow gives rel and every folder below it read and search permission for their owner (ownerAccess),
+// at most 10,000 folders, so that they can be removed.
+func (g *Guard) ownerAccessBelow(rel string, n *int) {
+	if *n++; *n > 10000 {
+		return
+	}
+	ownerAccess(g.abs(rel))
+	ents, _ := os.ReadDir(g.abs(rel))
+	for _, e := range ents {
+		if e.IsDir() {
+			g.ownerAccessBelow(path.Join(rel, e.Name()), n)
+		}
+	}
+}
+
+// relink puts back the link p, leading to target, in place of what a command left there.
+func (u *undoer) relink(p, target string) {
+	if err := u.r.RemoveAll(p); err != nil {
+		u.failed("could not put back the link %s: %v", p, err)
+		return
+	}
+	if err := u.r.Symlink(target, p); err != nil {
+		u.failed("could not put back the link %s: %v", p, err)
+		return
+	}
+	u.did("put back the link %s -> %s, which the command had replaced", p, target)
 }
 
 // pointerTarget reads a .git file ("gitdir: PATH") or link and returns its folder, root-relative; false when it
@@ -290,6 +353,9 @@ func (g *Guard) readRepoHooks(dir string) []string {
 // hook makes one hook unable to run: a link or other non-regular file is removed, a regular file loses its
 // execute bits (git skips a hook that is not executable, and says so).
 func (u *undoer) hook(rel string) {
+	if u.isExempt(rel) {
+		return
+	}
 	fi, err := u.r.Lstat(rel)
 	if err != nil {
 		return
@@ -302,6 +368,13 @@ func (u *undoer) hook(rel string) {
 		return
 	}
 	f, err := u.r.OpenFile(rel, os.O_RDONLY|oNoFollow|oNonblock, 0)
+	if errors.Is(err, fs.ErrPermission) {
+		// A program its owner may run but not read (mode 111): its mode is changed by name, inside the root.
+		if err = u.r.Chmod(rel, fi.Mode().Perm()&^0o111); err == nil {
+			u.did("made the hook %s non-executable", rel)
+			return
+		}
+	}
 	if err != nil {
 		u.failed("could not disable the hook %s: %v", rel, err)
 		return
@@ -316,6 +389,9 @@ func (u *undoer) hook(rel string) {
 
 // config removes the keys that run programs from one config file, writing the rest back in its place.
 func (u *undoer) config(rel string) {
+	if u.isExempt(rel) {
+		return
+	}
 	data, err := u.g.readFile(rel, maxConfig+1)
 	if errors.Is(err, fs.ErrNotExist) {
 		return

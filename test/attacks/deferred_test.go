@@ -102,6 +102,11 @@ var deferredCases = []deferredCase{
 		before: "git init -q && echo 'echo ok > OK' > .pre-commit-config.yaml && " +
 			preCommitHook,
 		attack: "echo 'touch PWNED' > .pre-commit-config.yaml", git: []string{"commit", "-q", "--allow-empty", "-m", "x"}, marker: "PWNED"},
+	// hk's installed hook (`exec hk run pre-commit`) runs the steps of hk.pkl; here the hook runs it as a script.
+	{name: "the config of the installed hk hook manager", before: "git init -q && echo 'echo ok > OK' > hk.pkl && " +
+		`printf '#!/bin/sh\ntest "${HK:-1}" = "0" || sh hk.pkl # exec hk run pre-commit --from-hook\n' > .git/hooks/pre-commit && ` +
+		`chmod +x .git/hooks/pre-commit`,
+		attack: "echo 'touch PWNED' > hk.pkl", git: []string{"commit", "-q", "--allow-empty", "-m", "x"}, marker: "PWNED"},
 	{name: "husky's folder", before: "git init -q && mkdir -p .husky/_ && git config core.hooksPath .husky/_ && " +
 		`printf '#!/bin/sh\nsh .husky/$(basename $0)\n' > .husky/_/pre-commit && chmod +x .husky/_/pre-commit`,
 		attack: "echo 'touch PWNED' > .husky/pre-commit", git: []string{"commit", "-q", "--allow-empty", "-m", "x"}, marker: "PWNED"},
@@ -109,6 +114,37 @@ var deferredCases = []deferredCase{
 		`git --git-dir=pl.git config core.bare false &&
 		git --git-dir=pl.git config core.fsmonitor "$PWD/fsm" && mkdir w && echo 'gitdir: ../pl.git' > w/.git`,
 		in: "w", git: []string{"status"}, marker: "w/PWNED"},
+	// The programs the user's own config names, inside the root: git runs them, so a command must not change them.
+	{name: "a program the user's config names in the git folder (transcrypt's)", before: "git init -q && mkdir -p .git/crypt && " +
+		`printf '#!/bin/sh\ncat\n' > .git/crypt/clean && chmod +x .git/crypt/clean && ` +
+		`git config filter.crypt.clean '"$(git rev-parse --git-common-dir)"/crypt/clean %f' && ` +
+		`echo 'secret filter=crypt' > .gitattributes && echo a > secret && git add -A && git commit -qm x`,
+		attack: `printf '#!/bin/sh\ntouch "$PWD/PWNED"; cat\n' > .git/crypt/clean; echo b >> secret`,
+		git:    []string{"diff"}, marker: "PWNED"},
+	{name: "a script the user's config names in the work tree", before: "git init -q && mkdir tools && " +
+		`printf '#!/bin/sh\n' > tools/fsm.sh && chmod +x tools/fsm.sh && git config core.fsmonitor tools/fsm.sh`,
+		attack: `printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > tools/fsm.sh`, git: []string{"status"}, marker: "PWNED"},
+	// A read-only mount covers a link's target, not the link: replaced, the link is put back.
+	{name: "a program the user's config names by a link", before: "git init -q && mkdir tools && ln -s /bin/true tools/fsm && " +
+		"git config core.fsmonitor tools/fsm",
+		attack: `rm -f tools/fsm; printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > tools/fsm; chmod +x tools/fsm`,
+		git:    []string{"status"}, marker: "PWNED"},
+	{name: "a program the user's config names, made by the command", before: "git init -q && git config core.fsmonitor tools/fsm.sh",
+		attack: `mkdir -p tools && printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > tools/fsm.sh && chmod +x tools/fsm.sh`,
+		git:    []string{"status"}, marker: "PWNED"},
+	// What the broker cannot read when it runs as the user (TestDeferredAsNobody): a folder its owner may enter but
+	// not list, a hook its owner may run but not read (a program, not a script).
+	{name: "a repository in a folder its owner cannot list", attack: planter("fsm") + `mkdir -p x && git init -q x/nested && ` +
+		`git -C x/nested config core.fsmonitor "$PWD/fsm" && chmod 111 x`,
+		in: "x/nested", git: []string{"status"}, marker: "x/nested/PWNED"},
+	// post-checkout gets (old, new, 1): touch, run as the hook, leaves a file named 1.
+	{name: "a hook its owner can run but not read", attack: ident + `git init -q nested && git -C nested commit -q --allow-empty -m x && ` +
+		`cp "$(command -v touch)" nested/.git/hooks/post-checkout && chmod 111 nested/.git/hooks/post-checkout`,
+		in: "nested", git: []string{"checkout", "-q", "-b", "y"}, marker: "nested/1"},
+	// git status in a package's folder (a shell prompt's on cd, an editor's that opened a file there) runs it.
+	{name: "a repository planted in node_modules", attack: planter("fsm") + `mkdir -p node_modules/@s/p/lib && ` +
+		`git init -q node_modules/@s/p && git -C node_modules/@s/p config core.fsmonitor "$PWD/fsm"`,
+		in: "node_modules/@s/p/lib", git: []string{"status"}, marker: "node_modules/@s/p/PWNED"},
 }
 
 func TestDeferredGitRunsNothingACommandLeft(t *testing.T) {
@@ -124,6 +160,8 @@ func runDeferredCase(t *testing.T, dc deferredCase) {
 	testenv.NeedCommand(t, "git", "git")
 	for _, sandboxed := range []bool{false, true} {
 		e := brokertest.New(t)
+		// What the attack left unlistable (the control's, unguarded) must not stop the temp folder's removal.
+		t.Cleanup(func() { exec.Command("chmod", "-R", "u+rwX", e.Root).Run() })
 		if dc.before != "" {
 			setup(t, e.Root, dc.before)
 		}
@@ -158,6 +196,7 @@ func plantFiles(t *testing.T, cmd string, files []string, named func(string) str
 	execv1.ExecServiceClient, string) {
 	t.Helper()
 	ctl := brokertest.New(t)
+	t.Cleanup(func() { exec.Command("chmod", "-R", "u+rwX", ctl.Root).Run() }) // what the control left unlistable
 	cc := ctl.Client()
 	unsandboxedSh(t, cc, ctl.Open(cc), cmd)
 	for _, f := range files {
@@ -166,6 +205,7 @@ func plantFiles(t *testing.T, cmd string, files []string, named func(string) str
 		}
 	}
 	e := brokertest.New(t)
+	t.Cleanup(func() { exec.Command("chmod", "-R", "u+rwX", e.Root).Run() })
 	c := e.Client()
 	sid := e.Open(c)
 	res := brokertest.Sh(t, c, sid, cmd)
@@ -183,7 +223,7 @@ func plantFiles(t *testing.T, cmd string, files []string, named func(string) str
 // removed when a command creates them and read-only when they exist; no folder is made in the project to cover
 // them. Control: outside the sandbox the files stay.
 func TestDeferredEditorFiles(t *testing.T) {
-	files := []string{".zed/settings.json", ".zed/tasks.json", ".vscode/tasks.json", ".idea/workspace.xml", ".nvim.lua", ".exrc",
+	files := []string{".zed/settings.json", ".zed/tasks.json", ".vscode/tasks.json", ".idea/workspace.xml", ".nvim.lua", ".exrc", ".gvimrc",
 		".dir-locals.el", ".envrc", ".helix/languages.toml", "mise.toml", ".config/mise/config.toml",
 		".devcontainer/devcontainer.json"}
 	cmd := ""
@@ -221,6 +261,17 @@ func TestDeferredEditorFiles(t *testing.T) {
 	if got := brokertest.FileText(filepath.Join(e.Root, ".zed/settings.json")); got != "{}" {
 		t.Errorf("a command rewrote the user's .zed/settings.json: %q (%v)", got, res.GetContent())
 	}
+}
+
+// TestDeferredEditorFilesInAFolderItsOwnerCannotList: editor files a command creates in a folder it then makes
+// unlistable by its owner (chmod 311: the editor, as the user, still reads the file by its name) are removed all the
+// same, also by a broker that runs as the user (TestDeferredAsNobody). Control: outside the sandbox they stay.
+func TestDeferredEditorFilesInAFolderItsOwnerCannotList(t *testing.T) {
+	files := []string{".vscode/tasks.json", "sub/.zed/settings.json", ".vscode/deep/x.json"}
+	cmd := `mkdir -p .vscode/deep sub/.zed && echo '{}' | tee .vscode/tasks.json .vscode/deep/x.json > sub/.zed/settings.json && ` +
+		`chmod 311 .vscode/deep .vscode sub/.zed`
+	removed := map[string]string{".vscode/tasks.json": ".vscode", ".vscode/deep/x.json": ".vscode", "sub/.zed/settings.json": "sub/.zed"}
+	plantFiles(t, cmd, files, func(f string) string { return removed[f] })
 }
 
 // runInAHome runs attack as a command of a new session whose project folder is a fresh folder prepare fills, and
@@ -292,6 +343,48 @@ func TestDeferredInTheHomeFolder(t *testing.T) {
 	}
 }
 
+// TestDeferredWhatTheHomesGitConfigNames: with the project folder the user's home, what the user's global git config
+// names there — a file it includes (a dotfiles repository's), its core.hooksPath folder — is read-only for commands
+// and removed when a command creates it: git reads and runs them in every repository. Controls: outside the
+// sandbox git runs what the command planted; with the home elsewhere the sandboxed command's plants stay.
+func TestDeferredWhatTheHomesGitConfigNames(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	const fsm = `printf '#!/bin/sh\ntouch "$HOME/PWNED"\n' > fsm && chmod +x fsm && `
+	for _, tc := range []struct{ name, prepare, attack string }{
+		{"an included file", "git init -q proj && mkdir dotfiles && printf '[user]\n\tname = me\n' > dotfiles/gitconfig && " +
+			"printf '[include]\n\tpath = ~/dotfiles/gitconfig\n' > .gitconfig",
+			fsm + `printf '[core]\n\tfsmonitor = %s/fsm\n' "$PWD" >> dotfiles/gitconfig`},
+		{"the hooks folder", "git init -q proj && mkdir githooks && printf '[core]\n\thooksPath = ~/githooks\n' > .gitconfig",
+			fsm + `cp fsm githooks/pre-commit && cp fsm githooks/post-checkout`},
+		{"a missing included file", "git init -q proj && printf '[include]\n\tpath = ~/dotfiles/gitconfig\n' > .gitconfig",
+			fsm + `mkdir -p dotfiles && printf '[core]\n\tfsmonitor = %s/fsm\n' "$PWD" > dotfiles/gitconfig`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// userGit commits in the home's repository as the user would: with that home's global config.
+			userGit := func(home string) bool {
+				cmd := exec.Command("git", "commit", "-q", "--allow-empty", "-m", "x")
+				cmd.Dir = filepath.Join(home, "proj")
+				cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=u",
+					"GIT_AUTHOR_EMAIL=u@x", "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@x"}
+				cmd.Run()
+				return brokertest.Exists(filepath.Join(home, "PWNED"))
+			}
+			run := func(homeIsRoot, sandboxed bool) (string, *execv1.Result) {
+				return runInAHome(t, func(root string) { setup(t, root, tc.prepare) }, homeIsRoot, sandboxed, tc.attack)
+			}
+			if root, res := run(true, false); !userGit(root) {
+				t.Fatalf("control: outside the sandbox git did not run what the command planted: %s", res.GetContent())
+			}
+			if root, res := run(false, true); !userGit(root) {
+				t.Fatalf("control: with the home elsewhere the command's plants should stay and run: %s", res.GetContent())
+			}
+			if root, res := run(true, true); userGit(root) {
+				t.Errorf("git ran what a sandboxed command left where the home's git config points: %s", res.GetContent())
+			}
+		})
+	}
+}
+
 // TestDeferredOrdinaryGitWork: what the guard undoes never gets in the way of ordinary work.
 func TestDeferredOrdinaryGitWork(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
@@ -325,6 +418,14 @@ func TestDeferredOrdinaryGitWork(t *testing.T) {
 	if !brokertest.Exists(filepath.Join(e.Root, "copy", "OK")) {
 		t.Errorf("the user's own hook did not run")
 	}
+	// A filter the user's config names inside the root (transcrypt's, read-only for commands) still runs in them.
+	setup(t, e.Root, "cd copy && mkdir -p .git/crypt && printf '#!/bin/sh\ntr a-z A-Z\n' > .git/crypt/clean && chmod +x .git/crypt/clean && "+
+		`git config filter.crypt.clean '"$(git rev-parse --git-common-dir)"/crypt/clean %f' && echo 'secret filter=crypt' > .gitattributes`)
+	res := brokertest.Sh(t, c, sid, ident+"cd copy && echo abc > secret && git add secret .gitattributes && "+
+		"git commit -q -m three && git show HEAD:secret")
+	if res.GetStatus() != execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "ABC") {
+		t.Errorf("git add through the user's filter: %v %s", res.GetStatus(), res.GetContent())
+	}
 }
 
 // TestDeferredWalkLimit: past the guard's walk limit a command is refused with the way out; raised, it runs.
@@ -356,7 +457,8 @@ func TestDeferredWalkLimit(t *testing.T) {
 // TestDeferredAsNobody reruns the deferred-execution tests as the unprivileged user nobody, where the sandbox
 // runs in a user namespace.
 func TestDeferredAsNobody(t *testing.T) {
-	rerunAsNobody(t, "^TestDeferred(GitRunsNothing|EditorFiles|InTheHomeFolder|OrdinaryGitWork|WalkLimit|FileTools|ByABackgroundProcess)",
+	rerunAsNobody(t, "^TestDeferred(GitRunsNothing|EditorFiles|InTheHomeFolder|WhatTheHome|WhatTheEnclosing|WhatA|"+
+		"OrdinaryGitWork|WalkLimit|FileTools|ByTheFileTools|ByABackgroundProcess|Mercurial)",
 		"TestDeferredGitRunsNothingACommandLeft", "TestDeferredByABackgroundProcess")
 }
 
