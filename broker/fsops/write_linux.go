@@ -58,7 +58,15 @@ func editFunc(oldString, newString string, replaceAll bool, limit int64) func([]
 		if bytes.IndexByte(old, 0) >= 0 {
 			return nil, 0, ErrBinary
 		}
+		oldString, newString := oldString, newString
 		n := bytes.Count(old, []byte(oldString))
+		if o, nw, ok := toCRLF(old, oldString, newString); ok {
+			// read_file shows a CRLF file's lines without their "\r", so the model's old_string has bare "\n":
+			// it is matched with the file's line ends, and new_string written with them (no mixed ends).
+			if m := bytes.Count(old, []byte(o)); m > 0 || n == 0 {
+				oldString, newString, n = o, nw, m
+			}
+		}
 		switch {
 		case n == 0:
 			return nil, 0, ErrNoMatch
@@ -72,6 +80,17 @@ func editFunc(oldString, newString string, replaceAll bool, limit int64) func([]
 		}
 		return bytes.ReplaceAll(old, []byte(oldString), []byte(newString)), n, nil
 	}
+}
+
+// toCRLF is old_string and new_string with "\r\n" line ends, for a file whose first line ends in "\r\n" when
+// old_string has no "\r" and either has a "\n"; ok is false, and nothing changed, otherwise.
+func toCRLF(file []byte, oldString, newString string) (string, string, bool) {
+	i := bytes.IndexByte(file, '\n')
+	if i <= 0 || file[i-1] != '\r' || strings.Contains(oldString, "\r") || !strings.Contains(oldString+newString, "\n") {
+		return oldString, newString, false
+	}
+	crlf := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n") }
+	return crlf(oldString), crlf(newString), true
 }
 
 func (r *Root) prepare(op, path string, outside bool, change func(old []byte, existed bool) ([]byte, int, error)) (*Pending, error) {
