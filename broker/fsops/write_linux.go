@@ -261,7 +261,7 @@ func writeAtomic(dfd int, base string, p *Pending) error {
 	// O_EXCL|O_NOFOLLOW relative to the folder's fd: a planted file or symlink of that name is never opened.
 	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return fmt.Errorf("create temp file %s: %w", tmp, err)
+		return fmt.Errorf("cannot create a file in its folder: %w", err) // the temp file; its name means nothing to a user
 	}
 	ok := false
 	defer func() {
