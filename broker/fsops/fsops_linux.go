@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/garuda-dev/garuda/broker/openat2"
+	"github.com/garuda-dev/garuda/internal/pathglob"
 )
 
 // Root is a project root held as a directory fd; every path the tools open is resolved by the kernel relative to
@@ -82,19 +83,18 @@ func (r *Root) Abs(p string) (abs string, inside bool) {
 	return abs, inside
 }
 
-// rel returns abs relative to the root ("." for the root itself).
+// rel returns abs relative to the root ("." for the root itself), by either of its names: the path it was opened by,
+// or its real one (a root reached through a symlink, whose real name is what commands, which run there, print).
 func (r *Root) rel(abs string) (string, bool) {
-	if abs == r.path {
-		return ".", true
+	for _, base := range []string{r.path, r.real} {
+		if rel, in := pathglob.Within(base, abs); in {
+			if rel == "" {
+				return ".", true
+			}
+			return rel, true
+		}
 	}
-	prefix := r.path
-	if !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
-	}
-	if !strings.HasPrefix(abs, prefix) {
-		return "", false
-	}
-	return abs[len(prefix):], true
+	return "", false
 }
 
 const (
