@@ -216,9 +216,13 @@ func (r *Root) resolve(p string, allowOutside bool, resolveFlags uint64) (*targe
 // of that link. Nothing behind the link is looked at: the policy decided the path asked, not where its links lead,
 // so the hint must not depend on what is there (defends against a link into a hidden folder as an oracle on what
 // the folder holds, which resolving the whole path would be). The hint is only a message: nothing is opened by it.
-func realPathHint(abs string) string {
-	p := "/"
-	for _, part := range strings.Split(strings.TrimPrefix(abs, "/"), "/") {
+func realPathHint(abs string) string { return linkHint("/", strings.TrimPrefix(abs, "/")) }
+
+// linkHint is realPathHint of rel below base, looking at nothing above base (a root reached through a symlink is no
+// hint for a path below it).
+func linkHint(base, rel string) string {
+	p := base
+	for _, part := range strings.Split(rel, "/") {
 		p = filepath.Join(p, part)
 		fi, err := os.Lstat(p)
 		if err != nil {

@@ -104,6 +104,9 @@ func (r *Root) prepare(op, path string, outside bool, change func(old []byte, ex
 	}
 	old, st, err := r.loadPreimage(t)
 	if err != nil {
+		if errors.Is(err, ErrSymlink) && !t.outside { // CLAUDE.md -> AGENTS.md: name the path to write instead
+			err = fmt.Errorf("%w%s", err, linkHint(r.path, t.rel))
+		}
 		return nil, fmt.Errorf("%s %s: %w", op, t.abs, err)
 	}
 	p := &Pending{Abs: t.abs, Existed: st != nil, Mode: 0o644, root: r, outside: t.outside, uid: -1, gid: -1}
