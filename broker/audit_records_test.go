@@ -1,8 +1,13 @@
 package broker_test
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -36,5 +41,26 @@ func TestCallsLeaveTheirAuditRecords(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("audit records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A home where the audit log cannot be written (here its audit folder is a file; an unwritable $GARUDA_HOME does
+// the same): the session does not open, and the one message says why and what to do, instead of a session whose
+// every tool call fails with it. The control: the same broker with a writable home opens the session.
+func TestSessionWithAnUnwritableAuditLogDoesNotOpen(t *testing.T) {
+	for _, broken := range []bool{true, false} {
+		home := t.TempDir()
+		if broken {
+			brokertest.MustWrite(t, filepath.Join(home, "audit"), "")
+		}
+		e := brokertest.NewAt(t, t.TempDir(), home)
+		_, err := e.Client().OpenSession(context.Background(), &execv1.OpenSessionRequest{Root: e.Root})
+		if broken && (status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "the audit log cannot be written") ||
+			!strings.Contains(err.Error(), "set GARUDA_HOME")) {
+			t.Errorf("unwritable audit log: %v", err)
+		}
+		if !broken && err != nil {
+			t.Errorf("control: %v", err)
+		}
 	}
 }

@@ -71,6 +71,9 @@ func home() (string, error) {
 		return filepath.Clean(h), nil
 	}
 	uh, err := os.UserHomeDir()
+	if err == nil && !filepath.IsAbs(uh) {
+		err = fmt.Errorf("$HOME=%s is not an absolute path", uh)
+	}
 	if err != nil {
 		return "", fmt.Errorf("find the home folder (set GARUDA_HOME): %w", err)
 	}

@@ -138,9 +138,11 @@ func (s *Service) guardBefore(sess *session, st *policy.State, spec *sandbox.Spe
 			spec.Hidden = append(spec.Hidden, filepath.Join(sess.fs.Real(), rel)) // the walk's root, as ReadOnly's
 		}
 		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
-		if err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs); err != nil {
+		cover, err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs)
+		if err != nil {
 			return nil, fmt.Errorf("prepare the protected folders: %w", err)
 		}
+		spec.ReadOnly = append(spec.ReadOnly, cover...) // where one cannot be made, its parent is read-only
 	}
 	// A second name for a protected file would carry writes past its read-only mount: refuse to run.
 	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {

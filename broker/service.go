@@ -253,6 +253,16 @@ func (s *Service) openSession(p peercred.Peer, reqRoot string, mode execv1.Mode,
 		fsroot.Close()
 		return nil, nil, err
 	}
+	// Every action is recorded before it is done: where the log cannot be written (an unwritable home) nothing can
+	// be, which the user reads once, here, instead of from every tool call. A team policy that cannot be read is
+	// not this: the session opens, and the policy refuses what it governs.
+	if _, err := s.auditLog(); err != nil {
+		if _, terr := s.teamPolicy(); terr == nil {
+			fsroot.Close()
+			return nil, nil, fmt.Errorf("the audit log cannot be written, so Garuda can do nothing: %v (make that folder "+
+				"writable, or set GARUDA_HOME to a folder you can write): %w", err, ErrConfig)
+		}
+	}
 	sctx, cancel := context.WithCancelCause(s.done)
 	dir := filepath.Join(s.cfg.Home, "sessions")
 	var log *sessionlog.Writer

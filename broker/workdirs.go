@@ -10,8 +10,15 @@ import (
 
 type workDirs struct{ tmp, cache string }
 
-// workBase holds every session's private folders of this user.
-func workBase() string { return filepath.Join(os.TempDir(), fmt.Sprintf("garuda-%d", os.Getuid())) }
+// workBase holds every session's private folders of this user: in $TMPDIR, or /tmp where $TMPDIR is not an absolute
+// path (a relative one would put them in the broker's working folder, the project, and the sandbox refuses it).
+func workBase() string {
+	tmp := os.TempDir()
+	if !filepath.IsAbs(tmp) {
+		tmp = "/tmp"
+	}
+	return filepath.Join(tmp, fmt.Sprintf("garuda-%d", os.Getuid()))
+}
 
 // shortBase holds the sessions' proxy sockets where $TMPDIR is too long a path for a socket below workBase.
 func shortBase() string { return fmt.Sprintf("/tmp/garuda-%d", os.Getuid()) }

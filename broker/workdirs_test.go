@@ -53,3 +53,22 @@ func TestSessionFoldersEndWithIt(t *testing.T) {
 		})
 	}
 }
+
+// A relative $TMPDIR (TMPDIR=tmp in a shell's profile): commands run, with a temp folder in /tmp; nothing is made in
+// the broker's working folder, the project (the sandbox refused the relative path, and every command failed).
+func TestRelativeTMPDIR(t *testing.T) {
+	root, home := t.TempDir(), t.TempDir()
+	t.Chdir(root)
+	t.Setenv("TMPDIR", "reltmp")
+	e := brokertest.NewAt(t, root, home)
+	c := e.Client()
+	sid := e.Open(c)
+	r := brokertest.Sh(t, c, sid, `echo "ran in $TMPDIR"`)
+	want := fmt.Sprintf("ran in /tmp/garuda-%d/%s/tmp", os.Getuid(), sid)
+	if r.GetExitCode() != 0 || !strings.Contains(r.GetContent(), want) {
+		t.Fatalf("want %q: %v", want, r)
+	}
+	if brokertest.Exists(filepath.Join(e.Root, "reltmp")) {
+		t.Fatalf("a folder reltmp was made in the working folder")
+	}
+}

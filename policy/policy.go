@@ -154,19 +154,26 @@ func Decide(req Request, st *State) Decision {
 
 // decideUnderBothRoots is Decide of one request, under Root and RealRoot.
 func decideUnderBothRoots(req Request, st *State) Decision {
+	if st != nil && st.RealRoot != "" && st.RealRoot != st.Root && req.Path != "" {
+		// A path by the root's real name (as pwd, compilers and find print it in commands, which run there) is the
+		// same path by the root's name: decided as that, under both names, below (it was decided as outside).
+		if _, in := pathglob.Within(st.Root, req.Path); !in {
+			if rel, in := pathglob.Within(st.RealRoot, req.Path); in {
+				req.Path = filepath.Join(st.Root, rel)
+			}
+		}
+	}
 	d := decide(req, st)
 	if st == nil || st.RealRoot == "" || st.RealRoot == st.Root || d.Verdict == Deny || req.Path == "" {
 		return d
 	}
 	alt := *st
 	alt.RealRoot = ""
-	if rel, in := pathglob.Within(st.Root, req.Path); in {
-		alt.Root, req.Path = st.RealRoot, filepath.Join(st.RealRoot, rel)
-	} else if rel, in := pathglob.Within(st.RealRoot, req.Path); in {
-		req.Path = filepath.Join(st.Root, rel)
-	} else {
+	rel, in := pathglob.Within(st.Root, req.Path)
+	if !in {
 		return d
 	}
+	alt.Root, req.Path = st.RealRoot, filepath.Join(st.RealRoot, rel)
 	if ad := decide(req, &alt); stricter(ad, d) {
 		return ad
 	}

@@ -378,6 +378,40 @@ func TestAuditFolderOutOfReach(t *testing.T) {
 	}
 }
 
+// TestRootReachedThroughASymlink: with the root opened as /w/proj, a symlink to /data/proj, a path by the real name
+// (what pwd, compilers and find print in commands, which run there) is decided as the same path by the root's name:
+// a read is allowed, not asked as outside (the control: a sibling of the real root still asks), and whatever either
+// spelling denies or protects holds for both.
+func TestRootReachedThroughASymlink(t *testing.T) {
+	deny := mustSettings(t, "/u/.garuda/settings.json", `{"permissions":{"deny":["Read(//data/proj/secret/**)","Read(//w/proj/keys/**)"]}}`)
+	cases := []struct {
+		req  Request
+		want Verdict
+	}{
+		{Request{Kind: KindRead, Tool: OpReadFile, Path: "/data/proj/a.go"}, Allow},
+		{Request{Kind: KindSearch, Tool: OpGrep, Path: "/data/proj/src"}, Allow},
+		{Request{Kind: KindRead, Tool: OpReadFile, Path: "/w/proj/a.go"}, Allow},
+		{Request{Kind: KindRead, Tool: OpReadFile, Path: "/data/proj2/a.go"}, Ask},
+		{Request{Kind: KindRead, Tool: OpReadFile, Path: "/data/proj/secret/k"}, Deny},
+		{Request{Kind: KindRead, Tool: OpReadFile, Path: "/w/proj/secret/k"}, Deny},
+		{Request{Kind: KindRead, Tool: OpReadFile, Path: "/data/proj/keys/k"}, Deny},
+		{Request{Kind: KindEdit, Tool: OpEditFile, Path: "/data/proj/keys/k"}, Deny},
+	}
+	for _, c := range cases {
+		st := newState(ModeBuild)
+		st.RealRoot, st.User = "/data/proj", deny
+		if d := Decide(c.req, st); d.Verdict != c.want {
+			t.Errorf("%s %s: %v (%s), want %v", c.req.Tool, c.req.Path, d.Verdict, d.Reason, c.want)
+		}
+	}
+	st := newState(ModeBuild)
+	st.RealRoot = "/data/proj"
+	d := Decide(Request{Kind: KindWrite, Tool: OpWriteFile, Path: "/data/proj/.git/hooks/pre-commit"}, st)
+	if d.Verdict != Ask || has(d.Choices, ChoiceSession) || !strings.Contains(d.Reason, "protected") {
+		t.Errorf("a hook by the real name: %v %v (%s)", d.Verdict, d.Choices, d.Reason)
+	}
+}
+
 // TestPlanModeBeatsRules: allow and session rules do not lift plan mode; in build mode (the control) they do.
 func TestPlanModeBeatsRules(t *testing.T) {
 	for _, mode := range []Mode{ModePlan, ModeBuild} {

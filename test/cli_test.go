@@ -115,6 +115,20 @@ func TestSetupUnknownModelAndProvider(t *testing.T) {
 	}
 }
 
+// With no GARUDA_HOME and no $HOME (env -i, some services and containers), or a relative one, every command that starts
+// the broker says what to set, not that the broker exited.
+func TestNoHomeIsSaid(t *testing.T) {
+	for _, home := range []string{"", "HOME=rel"} {
+		for _, args := range [][]string{{"doctor"}, {"acp"}, {"undo", "--list"}, {"run", "--cwd", t.TempDir(), "hi"}} {
+			out, errOut, code := runGaruda(t, []string{home}, "", args...)
+			if code == 0 || !strings.Contains(out+errOut, "set HOME, or GARUDA_HOME to an absolute folder") ||
+				strings.Contains(out+errOut, "exited unexpectedly") {
+				t.Errorf("%q garuda %v: exit %d\nstdout:\n%s\nstderr:\n%s", home, args, code, out, errOut)
+			}
+		}
+	}
+}
+
 // A relative GARUDA_HOME is refused with that reason, by every command that starts the broker.
 func TestRelativeGarudaHomeIsRefused(t *testing.T) {
 	for _, args := range [][]string{{"doctor"}, {"acp"}, {"undo", "--list"}} {

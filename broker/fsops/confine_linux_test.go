@@ -163,6 +163,16 @@ func TestSymlinkInsideRoot(t *testing.T) {
 	// Writes never follow one: the question named alias.txt, the write would land in real.txt.
 	_, err := r.prepareWrite("alias.txt", []byte("x"))
 	wantErr(t, "write through symlink inside root", err, ErrSymlink)
+	// The error names the path to write instead (CLAUDE.md -> AGENTS.md), as it does outside the root.
+	if !strings.Contains(err.Error(), filepath.Join(root, "alias.txt")+" is a symlink to "+filepath.Join(root, "real.txt")) {
+		t.Fatalf("error %q does not name where the link leads", err)
+	}
+	os.MkdirAll(filepath.Join(root, "v2"), 0o755)
+	os.Symlink("v2", filepath.Join(root, "latest"))
+	_, err = r.prepareEdit("latest/x.txt", "a", "b", false)
+	if !strings.Contains(err.Error(), filepath.Join(root, "latest")+" is a symlink to "+filepath.Join(root, "v2")) {
+		t.Fatalf("error %q does not name where the folder's link leads", err)
+	}
 }
 
 func TestFolderSwappedForSymlink(t *testing.T) {

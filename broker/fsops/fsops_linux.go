@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/garuda-dev/garuda/broker/openat2"
+	"github.com/garuda-dev/garuda/internal/pathglob"
 )
 
 // Root is a project root held as a directory fd; every path the tools open is resolved by the kernel relative to
@@ -82,19 +83,18 @@ func (r *Root) Abs(p string) (abs string, inside bool) {
 	return abs, inside
 }
 
-// rel returns abs relative to the root ("." for the root itself).
+// rel returns abs relative to the root ("." for the root itself), by either of its names: the path it was opened by,
+// or its real one (a root reached through a symlink, whose real name is what commands, which run there, print).
 func (r *Root) rel(abs string) (string, bool) {
-	if abs == r.path {
-		return ".", true
+	for _, base := range []string{r.path, r.real} {
+		if rel, in := pathglob.Within(base, abs); in {
+			if rel == "" {
+				return ".", true
+			}
+			return rel, true
+		}
 	}
-	prefix := r.path
-	if !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
-	}
-	if !strings.HasPrefix(abs, prefix) {
-		return "", false
-	}
-	return abs[len(prefix):], true
+	return "", false
 }
 
 const (
@@ -216,9 +216,13 @@ func (r *Root) resolve(p string, allowOutside bool, resolveFlags uint64) (*targe
 // of that link. Nothing behind the link is looked at: the policy decided the path asked, not where its links lead,
 // so the hint must not depend on what is there (defends against a link into a hidden folder as an oracle on what
 // the folder holds, which resolving the whole path would be). The hint is only a message: nothing is opened by it.
-func realPathHint(abs string) string {
-	p := "/"
-	for _, part := range strings.Split(strings.TrimPrefix(abs, "/"), "/") {
+func realPathHint(abs string) string { return linkHint("/", strings.TrimPrefix(abs, "/")) }
+
+// linkHint is realPathHint of rel below base, looking at nothing above base (a root reached through a symlink is no
+// hint for a path below it).
+func linkHint(base, rel string) string {
+	p := base
+	for _, part := range strings.Split(rel, "/") {
 		p = filepath.Join(p, part)
 		fi, err := os.Lstat(p)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 )
 
 // matcher is a compiled grep pattern: lit is a literal every match contains (found with bytes.Index, which is
@@ -33,11 +34,20 @@ func compileMatcher(pattern string, fold bool) (*matcher, error) {
 		}
 		// A pattern that can match a line break ([^x]+, \s, (?s).) would make each search over the buffer run on past
 		// its line, to the end of the file, once per matching line: quadratic. Such patterns go line by line.
-		if m.lit == nil && !consumesNewline(re.Simplify()) {
+		if m.lit == nil && !consumesNewline(re.Simplify()) && !anchorsEnd(re) {
 			m.multi, _ = regexp.Compile("(?m)" + flags + pattern)
 		}
 	}
 	return m, nil
+}
+
+// anchorsEnd reports whether re has a "$" (or \z): on a CRLF line it matches before the "\r", which the multi-line
+// scan, whose "$" is only before a "\n", would miss.
+func anchorsEnd(re *syntax.Regexp) bool {
+	if re.Op == syntax.OpEndLine || re.Op == syntax.OpEndText {
+		return true
+	}
+	return slices.ContainsFunc(re.Sub, anchorsEnd)
 }
 
 // consumesNewline reports whether some instruction of re's program can read a '\n' (true when unsure).
@@ -148,7 +158,8 @@ func (m *matcher) matchLines(ctx context.Context, buf []byte, fn func(ls, le int
 		if ls == len(buf) && ls > 0 {
 			return // nothing after the last newline
 		}
-		if m.line.Match(buf[ls:le]) {
+		// A CRLF line matches without its "\r" too (read_file shows it so: "x$" finds the line that ends in x).
+		if line := buf[ls:le]; m.line.Match(line) || bytes.HasSuffix(line, []byte("\r")) && m.line.Match(line[:len(line)-1]) {
 			if !fn(ls, le) {
 				return
 			}

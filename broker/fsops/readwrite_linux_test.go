@@ -307,3 +307,35 @@ func TestCommitOnlyOnceAndOnItsRoot(t *testing.T) {
 	// Replaying the same approval fails: the pre-image is gone.
 	wantErr(t, "commit twice", r.commit(p, nil), ErrChanged)
 }
+
+// A file with CRLF line ends, edited with what read_file shows of it (lines without their "\r"): the edit matches,
+// and what it writes keeps the file's CRLF ends. A file with LF ends takes new_string as it is.
+func TestEditOfACRLFFileWithWhatReadShows(t *testing.T) {
+	r, root, _ := fixture(t)
+	writeFile(t, filepath.Join(root, "w.txt"), "one\r\ntwo\r\nthree\r\n")
+	res, err := r.read(context.Background(), ReadRequest{Path: "w.txt"})
+	if err != nil || strings.Contains(res.Text, "\r") {
+		t.Fatalf("read = %q, %v; want the lines without \\r", res.Text, err)
+	}
+	for _, c := range []struct{ old, new, want string }{
+		{"one\ntwo", "1\n2\n2b", "1\r\n2\r\n2b\r\nthree\r\n"},
+		{"2b", "x\ny", "1\r\n2\r\nx\r\ny\r\nthree\r\n"},
+		{"x\r\ny\r\n", "z\r\n", "1\r\n2\r\nz\r\nthree\r\n"},
+	} {
+		p, err := r.prepareEdit("w.txt", c.old, c.new, false)
+		if err != nil {
+			t.Fatalf("edit %q -> %q: %v", c.old, c.new, err)
+		}
+		if err := r.commit(p, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, filepath.Join(root, "w.txt")); got != c.want {
+			t.Fatalf("edit %q -> %q: file %q, want %q", c.old, c.new, got, c.want)
+		}
+	}
+	writeFile(t, filepath.Join(root, "lf.txt"), "one\ntwo\n")
+	p, err := r.prepareEdit("lf.txt", "one\ntwo", "a\r\nb", false)
+	if err != nil || string(p.New) != "a\r\nb\n" {
+		t.Fatalf("edit of an LF file = %q, %v", p.New, err)
+	}
+}

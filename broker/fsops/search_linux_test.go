@@ -163,6 +163,32 @@ func TestGrep(t *testing.T) {
 	wantErr(t, "grep outside the root", err, ErrEscapes)
 }
 
+// TestGrepCRLFLines: in a file with CRLF line ends, which read_file shows without the "\r", a pattern anchored at
+// the line's end finds its line, whichever way the pattern is scanned (a literal, the multi-line scan, line by
+// line); "\r$" still finds the CRLF lines, and no "\r" is shown.
+func TestGrepCRLFLines(t *testing.T) {
+	r, root, _ := fixture(t)
+	tree(t, root, [][2]string{{"w.txt", "alpha 1\r\nbeta 22\r\ngamma\r\n"}, {"u.txt", "alpha 1\nbeta 22\n"}})
+	ctx := context.Background()
+	for pattern, want := range map[string]string{
+		`alpha 1$`:   "u.txt:1:alpha 1\nw.txt:1:alpha 1\n",
+		`\d\d$`:      "u.txt:2:beta 22\nw.txt:2:beta 22\n",
+		`^gamma$`:    "w.txt:3:gamma\n",
+		`[a-z]+ \d$`: "u.txt:1:alpha 1\nw.txt:1:alpha 1\n",
+		`\r$`:        "w.txt:1:alpha 1\nw.txt:2:beta 22\nw.txt:3:gamma\n",
+	} {
+		res, err := r.grep(ctx, GrepRequest{Pattern: pattern, OutputMode: "content"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Split(strings.TrimSuffix(res.Text, "\n"), "\n")
+		slices.Sort(got)
+		if strings.Join(got, "\n")+"\n" != want {
+			t.Errorf("grep %q =\n%q\nwant\n%q", pattern, res.Text, want)
+		}
+	}
+}
+
 func TestGrepCap(t *testing.T) {
 	r, root, _ := fixture(t)
 	writeFile(t, filepath.Join(root, "many.txt"), strings.Repeat("match\n", 50))

@@ -58,7 +58,15 @@ func editFunc(oldString, newString string, replaceAll bool, limit int64) func([]
 		if bytes.IndexByte(old, 0) >= 0 {
 			return nil, 0, ErrBinary
 		}
+		oldString, newString := oldString, newString
 		n := bytes.Count(old, []byte(oldString))
+		if o, nw, ok := toCRLF(old, oldString, newString); ok {
+			// read_file shows a CRLF file's lines without their "\r", so the model's old_string has bare "\n":
+			// it is matched with the file's line ends, and new_string written with them (no mixed ends).
+			if m := bytes.Count(old, []byte(o)); m > 0 || n == 0 {
+				oldString, newString, n = o, nw, m
+			}
+		}
 		switch {
 		case n == 0:
 			return nil, 0, ErrNoMatch
@@ -74,6 +82,17 @@ func editFunc(oldString, newString string, replaceAll bool, limit int64) func([]
 	}
 }
 
+// toCRLF is old_string and new_string with "\r\n" line ends, for a file whose first line ends in "\r\n" when
+// old_string has no "\r" and either has a "\n"; ok is false, and nothing changed, otherwise.
+func toCRLF(file []byte, oldString, newString string) (string, string, bool) {
+	i := bytes.IndexByte(file, '\n')
+	if i <= 0 || file[i-1] != '\r' || strings.Contains(oldString, "\r") || !strings.Contains(oldString+newString, "\n") {
+		return oldString, newString, false
+	}
+	crlf := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n") }
+	return crlf(oldString), crlf(newString), true
+}
+
 func (r *Root) prepare(op, path string, outside bool, change func(old []byte, existed bool) ([]byte, int, error)) (*Pending, error) {
 	t, err := r.resolve(path, outside, resolveWrite)
 	if err != nil {
@@ -85,6 +104,9 @@ func (r *Root) prepare(op, path string, outside bool, change func(old []byte, ex
 	}
 	old, st, err := r.loadPreimage(t)
 	if err != nil {
+		if errors.Is(err, ErrSymlink) && !t.outside { // CLAUDE.md -> AGENTS.md: name the path to write instead
+			err = fmt.Errorf("%w%s", err, linkHint(r.path, t.rel))
+		}
 		return nil, fmt.Errorf("%s %s: %w", op, t.abs, err)
 	}
 	p := &Pending{Abs: t.abs, Existed: st != nil, Mode: 0o644, root: r, outside: t.outside, uid: -1, gid: -1}
@@ -242,7 +264,7 @@ func writeAtomic(dfd int, base string, p *Pending) error {
 	// O_EXCL|O_NOFOLLOW relative to the folder's fd: a planted file or symlink of that name is never opened.
 	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return fmt.Errorf("create temp file %s: %w", tmp, err)
+		return fmt.Errorf("cannot create a file in its folder: %w", err) // the temp file; its name means nothing to a user
 	}
 	ok := false
 	defer func() {

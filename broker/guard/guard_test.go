@@ -404,3 +404,40 @@ func TestGuardPutsBackAProtectedLink(t *testing.T) {
 		t.Errorf("the report: %+v", rep)
 	}
 }
+
+// TestGuardHiddenFolderChangedByTheBroker: a project that holds the home folder holds $GARUDA_HOME, a protected name
+// (.garuda) which the sandbox hides whole and the broker writes while a command runs (its audit log): no "the
+// command changed protected paths" warning after every command. The controls: not hidden, the change is reported;
+// hidden but created during the run (no cover existed), it is removed as before.
+func TestGuardHiddenFolderChangedByTheBroker(t *testing.T) {
+	for _, c := range []struct {
+		hidden, existed, reported, removed bool
+	}{{true, true, false, false}, {false, true, true, false}, {true, false, false, true}} {
+		root := t.TempDir()
+		if c.existed {
+			must(t, os.MkdirAll(filepath.Join(root, ".garuda", "audit"), 0o700))
+		}
+		o := Options{MaxEntries: 1000}
+		if c.hidden {
+			o.Hidden = []string{".garuda"}
+		}
+		g := New(root, o)
+		w, err := g.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, os.MkdirAll(filepath.Join(root, ".garuda", "audit"), 0o700))
+		must(t, os.WriteFile(filepath.Join(root, ".garuda", "audit", "log.jsonl"), []byte("{}\n"), 0o600))
+		rep, err := w.Check()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reported := slices.Contains(rep.Changed, ".garuda"); reported != c.reported {
+			t.Errorf("%+v: changed %v", c, rep.Changed)
+		}
+		if removed := !exists(filepath.Join(root, ".garuda")); removed != c.removed {
+			t.Errorf("%+v: removed %v (%+v)", c, removed, rep)
+		}
+		g.Close()
+	}
+}

@@ -145,7 +145,10 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 		switch {
 		case (!existed || isAbsent(bfp)) && !isAbsent(fp) && !inRepo(p) && !under(p, existing):
 			created[p] = true
-		case existed && bfp != fp && !inRepo(p) && !u.isExempt(p) && before.linkTo[p] == "": // a link is put back
+		case existed && bfp != fp && !inRepo(p) && !u.isExempt(p) && before.linkTo[p] == "" && // a link is put back
+			!(g.t.hidden[p] && !isAbsent(bfp)):
+			// A folder the sandbox hid whole (it existed: covered by an empty mount) no command could change: what
+			// changed there is the broker's own doing ($GARUDA_HOME in a project that holds the home: its audit log).
 			rep.Changed = append(rep.Changed, p)
 		}
 	}

@@ -57,7 +57,7 @@ func TestEnsureDirsRaceWithSymlinkSwap(t *testing.T) {
 	escaped := false
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) && !escaped {
-		_ = EnsureProtectedDirs(f.root, []string{filepath.Join(gitDir, "hooks")})
+		_, _ = EnsureProtectedDirs(f.root, []string{filepath.Join(gitDir, "hooks")})
 		if _, err := os.Lstat(filepath.Join(f.outside, "hooks")); err == nil {
 			escaped = true
 		}
@@ -78,4 +78,39 @@ func TestEnsureDirsRaceWithSymlinkSwap(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.outside, "hooks")); err != nil {
 		t.Error("negative control: mkdir through the symlink did not land outside")
 	}
+}
+
+// A repository whose .git folder this user may not write (a vendored checkout unpacked read-only, another user's, a
+// read-only file system) and that has no hooks folder: commands run (every one failed: "create protected folder
+// …: permission denied"), and a command cannot make the folder writable to plant a hook, because the folder that
+// refused the hooks folder is read-only in its place. As root the hooks folder is made and covered; the refusal is
+// tested as nobody (TestAsNobody).
+func TestEverydayGitFolderNotWritable(t *testing.T) {
+	f, s := gitFixture(t)
+	gitDir := filepath.Join(f.root, ".git")
+	must(t, os.Chmod(gitDir, 0o555))
+	t.Cleanup(func() { os.Chmod(gitDir, 0o755) })
+	s.Command = "git status --short >/dev/null && echo ran"
+	r, err := Run(context.Background(), s)
+	if err != nil || r.ExitCode != 0 || out(r) != "ran" {
+		t.Fatalf("a plain command in a repository with a read-only .git: %v %+v", err, r)
+	}
+	plant := "chmod u+w .git && mkdir -p .git/hooks && printf '#!/bin/sh\\n' > .git/hooks/pre-commit && echo OK planted"
+	s.Command = plant
+	r, err = Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectDenied(t, "plant a hook in a read-only .git", r)
+	if _, err := os.Lstat(filepath.Join(gitDir, "hooks", "pre-commit")); err == nil {
+		t.Fatal("a hook was planted")
+	}
+	// Negative control: with nothing protected, the same command plants it.
+	os.Chmod(gitDir, 0o555)
+	s.ReadOnly, s.EnsureDirs = nil, nil
+	r, err = Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectWorked(t, "plant a hook with nothing protected", r)
 }

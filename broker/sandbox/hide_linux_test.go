@@ -55,7 +55,9 @@ func TestAttackSecretsThroughAnotherMount(t *testing.T) {
 		t.Skip("a second mount needs a mount namespace of its own, made as root")
 	}
 	f, s := gitFixture(t)
-	must(t, EnsureProtectedDirs(f.root, s.EnsureDirs))
+	if _, err := EnsureProtectedDirs(f.root, s.EnsureDirs); err != nil {
+		t.Fatal(err)
+	}
 	alias := filepath.Join(t.TempDir(), "alias")
 	must(t, os.Mkdir(alias, 0o755))
 	second := func(p string) string { return filepath.Join(alias, strings.TrimPrefix(p, f.base)) }

@@ -11,5 +11,5 @@ import (
 func TestAsNobody(t *testing.T) {
 	nobody.Rerun(t, "^Test(Attack|Everyday|LocalServer|PlanMode|Cancel|CommandEnd|Shutdown|Timeout|BrokerKilled|ProcessLimit|"+
 		"ForkBomb|RunEcho|Probe|HugeOutput|MemoryLimit|OOMScoreAdj|DataLimit|SignalState|SharedNetwork|Reveal)",
-		"TestAttackWriteOutsideRoot")
+		"TestAttackWriteOutsideRoot", "TestEverydayGitFolderNotWritable")
 }

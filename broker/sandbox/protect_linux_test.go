@@ -12,7 +12,9 @@ import (
 func TestAttackGitHooksAndConfig(t *testing.T) {
 	f, s := gitFixture(t)
 	protected := append(append([]string{}, s.ReadOnly...), s.EnsureDirs...)
-	must(t, EnsureProtectedDirs(f.root, s.EnsureDirs))
+	if _, err := EnsureProtectedDirs(f.root, s.EnsureDirs); err != nil {
+		t.Fatal(err)
+	}
 	before := snapshotPaths(protected)
 	attacks := map[string]string{
 		"write .git/hooks/pre-commit": "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit",

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -25,8 +26,14 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := EnsureProtectedDirs(hs.Root, s.EnsureDirs); err != nil {
+	cover, err := EnsureProtectedDirs(hs.Root, s.EnsureDirs)
+	if err != nil {
 		return nil, fmt.Errorf("run %q: %w", s.Command, err)
+	}
+	for _, c := range cover { // made read-only in place of the protected folder it could not hold
+		if !slices.Contains(hs.ReadOnly, c) {
+			hs.ReadOnly = append(hs.ReadOnly, c)
+		}
 	}
 	sink, err := newOutputSink(s.OutputFile, s.OnOutput)
 	if err != nil {

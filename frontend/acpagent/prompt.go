@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -69,13 +70,17 @@ func promptText(blocks []acp.ContentBlock, root string) (string, []mention) {
 }
 
 // atPath finds "@path" typed in the prompt: at the start or after a space or bracket, so that an e-mail address is
-// not one; a path has a "/" or a "." in it, so that "@Override" or "@team" is not one.
-var atPath = regexp.MustCompile(`(?:^|[\s(\[])@((?:\.{0,2}/)?[\w.\-/+~]+)`)
+// not one; a path has a "/" or a "." in it, so that "@Override" or "@team" is not one. Its letters and digits are
+// any script's (\w is ASCII only: "@docs/Übersicht.md" was cut to "@docs/"). Compiled at the first prompt: the
+// Unicode classes take some 80 µs, which initialize need not wait for.
+var atPath = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[\s(\[])@((?:\.{0,2}/)?[\p{L}\p{M}\p{N}_.\-/+~]+)`)
+})
 
 // textMentions returns the paths the user typed as @path, once each.
 func textMentions(text string) []string {
 	var out []string
-	for _, m := range atPath.FindAllStringSubmatch(text, -1) {
+	for _, m := range atPath().FindAllStringSubmatch(text, -1) {
 		p := strings.TrimRight(m[1], ".,;:!?)")
 		if p == "" || !strings.ContainsAny(p, "./") || slices.Contains(out, p) {
 			continue

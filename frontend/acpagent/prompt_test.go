@@ -150,12 +150,14 @@ func TestCommandName(t *testing.T) {
 
 func TestTextMentions(t *testing.T) {
 	for text, want := range map[string][]string{
-		"look at @src/main.go please":         {"src/main.go"},
-		"@README.md, then @docs/a.md.":        {"README.md", "docs/a.md"},
-		"mail me@example.com about @Override": nil,
-		"(@./x.txt) and @x.txt and @./x.txt":  {"./x.txt", "x.txt"},
-		"@/etc/hosts is outside":              {"/etc/hosts"},
-		"no mentions here, just an @ sign":    nil,
+		"look at @src/main.go please":            {"src/main.go"},
+		"@README.md, then @docs/a.md.":           {"README.md", "docs/a.md"},
+		"mail me@example.com about @Override":    nil,
+		"(@./x.txt) and @x.txt and @./x.txt":     {"./x.txt", "x.txt"},
+		"@/etc/hosts is outside":                 {"/etc/hosts"},
+		"no mentions here, just an @ sign":       nil,
+		"read @docs/Übersicht.md and @笔记/计划.txt": {"docs/Übersicht.md", "笔记/计划.txt"},
+		"@cafe\u0301/notes.md, decomposed":       {"cafe\u0301/notes.md"},
 	} {
 		if got := textMentions(text); !slices.Equal(got, want) {
 			t.Errorf("textMentions(%q) = %q, want %q", text, got, want)

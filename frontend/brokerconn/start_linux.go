@@ -42,9 +42,13 @@ func (b *Broker) start(o Options) (net.Conn, error) {
 		return nil, fmt.Errorf("%s is missing or not executable; reinstall garuda (make install)", path)
 	}
 	b.Path, b.own = path, true
-	// The broker refuses a relative GARUDA_HOME and exits; said here, the user reads why instead of a reset socket.
+	// The broker refuses a relative GARUDA_HOME, and no GARUDA_HOME with no absolute $HOME, and exits; said here, the
+	// user reads why instead of a reset socket.
 	if h := os.Getenv("GARUDA_HOME"); h != "" && !filepath.IsAbs(h) {
 		return nil, fmt.Errorf("GARUDA_HOME=%s must be an absolute path (it is where Garuda keeps its settings and keys)", h)
+	} else if uh, err := os.UserHomeDir(); h == "" && (err != nil || !filepath.IsAbs(uh)) {
+		return nil, errors.New("HOME is not set to an absolute path, so Garuda cannot find ~/.garuda, where it keeps its " +
+			"settings and keys: set HOME, or GARUDA_HOME to an absolute folder")
 	}
 	mine, theirs, err := spawn.Socketpair()
 	if err != nil {

@@ -10,8 +10,9 @@ import (
 
 // init starts the broker of `garuda acp` (not `acp setup`) and `garuda run` before the front end's other packages
 // initialise, when brokerconn would start this one: no --broker or GARUDA_BROKER, no --help, an absolute GARUDA_HOME
-// or none, garuda-exec beside the executable. Anything else is left to brokerconn, which says what is wrong. A broker
-// the front end turns out not to need (a usage error) ends with it: EOF on its socket, and the parent-death signal.
+// or none and an absolute $HOME, garuda-exec beside the executable. Anything else is left to brokerconn, which says
+// what is wrong. A broker the front end turns out not to need (a usage error) ends with it: EOF on its socket, and the
+// parent-death signal.
 func init() {
 	if len(os.Args) < 2 || os.Args[1] != "run" && os.Args[1] != "acp" || os.Getenv("GARUDA_BROKER") != "" {
 		return
@@ -28,7 +29,7 @@ func init() {
 			return
 		}
 	}
-	if h := os.Getenv("GARUDA_HOME"); h != "" && !strings.HasPrefix(h, "/") {
+	if h := os.Getenv("GARUDA_HOME"); h != "" && !strings.HasPrefix(h, "/") || h == "" && !strings.HasPrefix(os.Getenv("HOME"), "/") {
 		return
 	}
 	path, ok := Beside()
