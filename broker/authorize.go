@@ -123,6 +123,7 @@ func (s *Service) ask(c *call, req policy.Request, d policy.Decision, q *execv1.
 	q.Warning = mergeWarnings(d.Warning, q.Warning)
 	q.Kind = string(req.Kind)
 	q.OutsideRoot = policy.Outside(req, s.callState(c))
+	q.Protected = policy.ProtectedTarget(req, s.callState(c))
 	q.OutsideSandbox = req.Kind == policy.KindCommand && !req.Sandboxed
 	// The server, the host and the consent's kind come from the decided request, never from the question's text:
 	// defends against a title worded to make garuda run's --allow-mcp, --allow-host or --allow-web-search match.

@@ -47,6 +47,12 @@ func Outside(req Request, st *State) bool {
 	return req.Path != "" && st != nil && !inRoot(req.Path, st) && !(req.Path == st.Root || req.Path == st.RealRoot)
 }
 
+// ProtectedTarget reports whether req writes or edits a protected path (Protected, what the root's repositories
+// point git at, a home's dot entries): what git, an editor or another tool runs later.
+func ProtectedTarget(req Request, st *State) bool {
+	return (req.Kind == KindWrite || req.Kind == KindEdit) && req.Path != "" && st != nil && protectedAbs(req.Path, st)
+}
+
 // inRoot reports whether p is below the project folder under either of its names (not the folder itself).
 func inRoot(p string, st *State) bool {
 	for _, root := range []string{st.Root, st.RealRoot} {

@@ -447,6 +447,41 @@ func TestRunAllowEditsStopsAtTheProjectFolder(t *testing.T) {
 	}
 }
 
+// --allow-edits does not answer a write of a protected path: a git hook, an editor's task, an .envrc run later, as
+// the user, so only a person allows one (found by the daily-use pass: with the flag, a run wrote
+// .git/hooks/post-checkout). The broker says the target is protected (Question.protected), whatever the title says.
+// The control: an ordinary file beside it is written under the same flag.
+func TestRunAllowEditsLeavesProtectedPathsToAPerson(t *testing.T) {
+	for _, c := range []struct {
+		path      string
+		protected bool
+	}{{".git/hooks/post-checkout", true}, {".vscode/tasks.json", true}, {".envrc", true}, {"src/notes.txt", false}} {
+		t.Run(c.path, func(t *testing.T) {
+			in, _ := json.Marshal(map[string]string{"path": c.path, "content": "touch /tmp/pwned\n"})
+			e := newRunEnv(t, fakeprovider.Turn{ToolCalls: []fakeprovider.ToolCall{{ID: "w1", Name: "write_file", Input: string(in)}}},
+				fakeprovider.Turn{Text: "ok"})
+			if err := os.MkdirAll(filepath.Join(e.root, ".git", "hooks"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := e.run("--json", "--allow-edits", "write it")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			qs := ofType(events(t, stdout), "question")
+			_, err := os.Stat(filepath.Join(e.root, c.path))
+			if len(qs) != 1 || (qs[0]["protected"] == true) != c.protected {
+				t.Fatalf("questions: %v", qs)
+			}
+			if c.protected && (err == nil || qs[0]["answer"] != "deny" || !strings.Contains(qs[0]["by"].(string), "no flag allows it")) {
+				t.Fatalf("--allow-edits wrote the protected %s: %v %v", c.path, qs, err)
+			}
+			if !c.protected && (err != nil || qs[0]["answer"] != "once") {
+				t.Fatalf("control: --allow-edits did not write %s: %v %v", c.path, qs, err)
+			}
+		})
+	}
+}
+
 // BenchmarkRunFirstByte is garuda run from its spawn to the first byte of the answer on stdout, against a fake
 // provider that answers at once: all of it is what the run adds to the model's own latency (process start, the
 // broker's spawn and handshake, session/new, the request). It reports the mean and, steadier on a shared machine,

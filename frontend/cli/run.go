@@ -37,7 +37,8 @@ flags:
   --json             stdout carries only JSON lines, one event each (session, text, thought, tool_call,
                      tool_update, question, notice, plan, error, stop)
   --quiet            no thoughts
-  --allow-edits      allow writes and edits inside the project folder without asking
+  --allow-edits      allow writes and edits inside the project folder without asking, except of protected paths
+                     (git's hooks and configs, editors' and tools' files that run later): those only a person allows
   --allow-commands   allow sandboxed commands that the policy asks about
   --allow-mcp SERVER allow the MCP server SERVER: its consent (kept, pinned to the server's definition, as an
                      answer is) and each call of its tools; repeat it for each server

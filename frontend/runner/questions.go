@@ -78,6 +78,8 @@ func coveringFlag(q *execv1.Question, a Allow) string {
 			return "--allow-web-search"
 		}
 	case q.GetConsent():
+	case q.GetProtected():
+		// A git hook, an editor's task, an .envrc: it runs later, as the user, so a person answers (no flag does).
 	case q.GetKind() == "write" || q.GetKind() == "edit":
 		if a.Edits {
 			return "--allow-edits"
@@ -103,6 +105,8 @@ func hint(q *execv1.Question) string {
 		return " (--allow-web-search would)"
 	case q.GetConsent():
 		return ""
+	case q.GetProtected():
+		return " (a protected path, which git, an editor or a tool runs later: no flag allows it; run on a terminal to answer)"
 	case q.GetKind() == "write" || q.GetKind() == "edit":
 		return " (--allow-edits would)"
 	case q.GetKind() == "command":
@@ -125,6 +129,9 @@ func (w *output) question(id, title string, q *execv1.Question, answer, by strin
 			}
 			if q.GetConsentKind() != "" {
 				e["consentKind"] = q.GetConsentKind()
+			}
+			if q.GetProtected() {
+				e["protected"] = true
 			}
 		}
 		w.emit(e)

@@ -3239,7 +3239,10 @@ type Question struct {
 	Host   string `protobuf:"bytes,14,opt,name=host,proto3" json:"host,omitempty"`
 	// consent_kind is what a consent question is about: mcp_server, hook, command, skill, agent, web_search
 	// (garuda run's --allow-web-search).
-	ConsentKind   string `protobuf:"bytes,15,opt,name=consent_kind,json=consentKind,proto3" json:"consent_kind,omitempty"`
+	ConsentKind string `protobuf:"bytes,15,opt,name=consent_kind,json=consentKind,proto3" json:"consent_kind,omitempty"`
+	// protected is true for a write or edit of a protected path (what git, an editor or another tool runs later:
+	// .git/hooks, .vscode/, .envrc, ...): no --allow-* flag of garuda run answers it, only a person.
+	Protected     bool `protobuf:"varint,16,opt,name=protected,proto3" json:"protected,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3377,6 +3380,13 @@ func (x *Question) GetConsentKind() string {
 		return x.ConsentKind
 	}
 	return ""
+}
+
+func (x *Question) GetProtected() bool {
+	if x != nil {
+		return x.Protected
+	}
+	return false
 }
 
 // Diff is the change of a write or edit; absent above 1 MB of old and new text together.
@@ -5634,7 +5644,7 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\rAttachMention\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\"\x1f\n" +
 	"\tLoadSkill\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xcb\x03\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xe9\x03\n" +
 	"\bQuestion\x12\x1f\n" +
 	"\vquestion_id\x18\x01 \x01(\tR\n" +
 	"questionId\x12\x17\n" +
@@ -5652,7 +5662,8 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x0foutside_sandbox\x18\f \x01(\bR\x0eoutsideSandbox\x12\x16\n" +
 	"\x06server\x18\r \x01(\tR\x06server\x12\x12\n" +
 	"\x04host\x18\x0e \x01(\tR\x04host\x12!\n" +
-	"\fconsent_kind\x18\x0f \x01(\tR\vconsentKind\"k\n" +
+	"\fconsent_kind\x18\x0f \x01(\tR\vconsentKind\x12\x1c\n" +
+	"\tprotected\x18\x10 \x01(\bR\tprotected\"k\n" +
 	"\x04Diff\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x19\n" +
 	"\bold_text\x18\x02 \x01(\tR\aoldText\x12\x19\n" +
