@@ -18,6 +18,7 @@ import (
 	"github.com/garuda-dev/garuda/broker/permit"
 	"github.com/garuda-dev/garuda/broker/sessionlog"
 	"github.com/garuda-dev/garuda/broker/undo"
+	"github.com/garuda-dev/garuda/internal/pathglob"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -212,14 +213,10 @@ func (s *Service) Record(ctx context.Context, req *execv1.RecordRequest) (*execv
 func (s *Service) Undo(ctx context.Context, req *execv1.UndoRequest) (*execv1.UndoResponse, error) {
 	id := req.GetSessionId()
 	if id == "" {
-		ids, err := s.undos.Sessions()
-		if err != nil {
+		var err error
+		if id, err = s.newestWithChanges(req.GetFolder()); err != nil {
 			return nil, toStatus(err)
 		}
-		if len(ids) == 0 {
-			return nil, toStatus(fmt.Errorf("no session has changes to undo: %w", ErrNothing))
-		}
-		id = ids[0]
 	}
 	if err := sessionlog.ValidID(id); err != nil {
 		return nil, toStatus(fmt.Errorf("%w: %v", ErrBadRequest, err))
@@ -259,6 +256,36 @@ func (s *Service) Undo(ctx context.Context, req *execv1.UndoRequest) (*execv1.Un
 	}
 	res.Restored = undoEntry(*e)
 	return res, nil
+}
+
+// newestWithChanges is the newest session with changes to undo, in folder or below it when folder is given.
+func (s *Service) newestWithChanges(folder string) (string, error) {
+	if folder != "" && (!filepath.IsAbs(folder) || filepath.Clean(folder) != folder) {
+		return "", fmt.Errorf("%w: the folder %q is not absolute and clean", ErrBadRequest, folder)
+	}
+	ids, err := s.undos.Sessions()
+	if err != nil {
+		return "", err
+	}
+	for _, id := range ids {
+		if folder == "" {
+			return id, nil
+		}
+		es, err := s.undos.List(id)
+		if err != nil {
+			continue
+		}
+		for _, e := range es {
+			if _, in := pathglob.Within(folder, e.Path); in {
+				return id, nil
+			}
+		}
+	}
+	if folder != "" {
+		return "", fmt.Errorf("no session has changes to undo in %s (run garuda undo in the project folder, or name the "+
+			"session with --session): %w", folder, ErrNothing)
+	}
+	return "", fmt.Errorf("no session has changes to undo: %w", ErrNothing)
 }
 
 func undoEntry(e undo.Entry) *execv1.UndoEntry {

@@ -482,6 +482,56 @@ func TestRunAllowEditsLeavesProtectedPathsToAPerson(t *testing.T) {
 	}
 }
 
+// garuda undo, run in a project folder, undoes the newest change of that project, never one of another project
+// that changed later (it did: the newest session with changes anywhere, found by the daily-use pass). The controls:
+// --session still reaches the other project's session, and a folder no session changed is told so.
+func TestUndoStaysInTheProjectFolder(t *testing.T) {
+	write := func(name string) []fakeprovider.Turn {
+		in, _ := json.Marshal(map[string]string{"path": name, "content": "new\n"})
+		return []fakeprovider.Turn{{ToolCalls: []fakeprovider.ToolCall{{ID: "w-" + name, Name: "write_file", Input: string(in)}}},
+			{Text: "ok"}}
+	}
+	e := newRunEnv(t, append(write("a.txt"), write("b.txt")...)...)
+	first, second := e.root, t.TempDir()
+	if code, out, errOut := e.run("--allow-edits", "write a"); code != 0 {
+		t.Fatalf("first run: %d\n%s\n%s", code, out, errOut)
+	}
+	e.root = second
+	code, out, errOut := e.run("--json", "--allow-edits", "write b")
+	if code != 0 {
+		t.Fatalf("second run: %d\n%s\n%s", code, out, errOut)
+	}
+	var secondSession string
+	for _, ev := range ofType(events(t, out), "session") {
+		secondSession, _ = ev["sessionId"].(string)
+	}
+	undo := func(dir string, args ...string) (string, error) {
+		cmd := exec.Command(bins.garuda, append([]string{"undo"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + e.home, "HOME=" + e.home, "TMPDIR=" + t.TempDir()}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := undo(first); err != nil || !strings.Contains(out, "a.txt removed") {
+		t.Fatalf("garuda undo in the first project: %v\n%s", err, out)
+	}
+	if exists(filepath.Join(first, "a.txt")) || !exists(filepath.Join(second, "b.txt")) {
+		t.Fatalf("undo in the first project: a.txt %v, b.txt %v", exists(filepath.Join(first, "a.txt")),
+			exists(filepath.Join(second, "b.txt")))
+	}
+	if out, err := undo(t.TempDir()); err == nil || !strings.Contains(out, "no session has changes to undo in") {
+		t.Errorf("garuda undo in a folder no session changed: %v\n%s", err, out)
+	}
+	if secondSession == "" {
+		t.Fatalf("no session event:\n%s", out)
+	}
+	if out, err := undo(first, "--session", secondSession); err != nil || !strings.Contains(out, "b.txt removed") {
+		t.Errorf("garuda undo --session of the other project: %v\n%s", err, out)
+	}
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
 // BenchmarkRunFirstByte is garuda run from its spawn to the first byte of the answer on stdout, against a fake
 // provider that answers at once: all of it is what the run adds to the model's own latency (process start, the
 // broker's spawn and handshake, session/new, the request). It reports the mean and, steadier on a shared machine,

@@ -216,7 +216,7 @@ func trust(ctx context.Context, args []string) error {
 
 func undo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("undo", flag.ContinueOnError)
-	session := fs.String("session", "", "the session (default: the newest with changes)")
+	session := fs.String("session", "", "the session (default: the newest with changes in the current folder)")
 	list := fs.Bool("list", false, "list the changes instead of undoing")
 	addr := brokerFlag(fs)
 	if err := parseFlagsNoArgs(fs, args, "undo [--session ID] [--list] [--broker unix://PATH]"); err != nil {
@@ -227,7 +227,19 @@ func undo(ctx context.Context, args []string) error {
 		return err
 	}
 	defer b.Close()
-	res, err := b.Client.Undo(ctx, &execv1.UndoRequest{SessionId: *session, List: *list})
+	req := &execv1.UndoRequest{SessionId: *session, List: *list}
+	if *session == "" {
+		// The newest session with changes in this folder, not in whichever project changed last.
+		wd, err := os.Getwd()
+		if err == nil {
+			wd, err = filepath.EvalSymlinks(wd)
+		}
+		if err != nil {
+			return fmt.Errorf("undo: the current folder: %w; name the session with --session", err)
+		}
+		req.Folder = wd
+	}
+	res, err := b.Client.Undo(ctx, req)
 	if err != nil {
 		return fmt.Errorf("undo: %w", brokerconn.Words(err))
 	}

@@ -4601,9 +4601,13 @@ func (x *PinTrustResponse) GetTrustPath() string {
 
 type UndoRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// session_id empty means the newest session with changes.
-	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	List          bool   `protobuf:"varint,2,opt,name=list,proto3" json:"list,omitempty"`
+	// session_id empty means the newest session with changes (in folder, when it is given).
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	List      bool   `protobuf:"varint,2,opt,name=list,proto3" json:"list,omitempty"`
+	// folder (absolute, by its real path, as changes are recorded) limits an empty session_id to the newest session
+	// with a change in it or below it: garuda undo passes the folder it runs in, so that it never undoes a change of
+	// another project.
+	Folder        string `protobuf:"bytes,3,opt,name=folder,proto3" json:"folder,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4650,6 +4654,13 @@ func (x *UndoRequest) GetList() bool {
 		return x.List
 	}
 	return false
+}
+
+func (x *UndoRequest) GetFolder() string {
+	if x != nil {
+		return x.Folder
+	}
+	return ""
 }
 
 type UndoResponse struct {
@@ -5748,11 +5759,12 @@ const file_garuda_exec_v1_exec_proto_rawDesc = "" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\"1\n" +
 	"\x10PinTrustResponse\x12\x1d\n" +
 	"\n" +
-	"trust_path\x18\x01 \x01(\tR\ttrustPath\"@\n" +
+	"trust_path\x18\x01 \x01(\tR\ttrustPath\"X\n" +
 	"\vUndoRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
-	"\x04list\x18\x02 \x01(\bR\x04list\"\x99\x01\n" +
+	"\x04list\x18\x02 \x01(\bR\x04list\x12\x16\n" +
+	"\x06folder\x18\x03 \x01(\tR\x06folder\"\x99\x01\n" +
 	"\fUndoResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x123\n" +
