@@ -221,6 +221,21 @@ func TestRunExitCodes(t *testing.T) {
 			}
 		})
 	}
+	// With --json a CI job reads stdout only: an error before the run starts is an error event there too, and
+	// stdout holds nothing but JSON lines (they went to stderr alone).
+	for _, c := range cases {
+		if c.turns != nil {
+			continue
+		}
+		t.Run("json "+c.name, func(t *testing.T) {
+			e := newRunEnv(t)
+			code, stdout, stderr := e.run(append([]string{"--json"}, c.args...)...)
+			errs := ofType(events(t, stdout), "error")
+			if code != c.code || len(errs) != 1 || !strings.Contains(errs[0]["message"].(string), c.want) {
+				t.Fatalf("exit %d (want %d), error events %v\nstdout:\n%s\nstderr:\n%s", code, c.code, errs, stdout, stderr)
+			}
+		})
+	}
 	t.Run("no model", func(t *testing.T) {
 		e := newRunEnv(t)
 		os.Remove(filepath.Join(e.home, "models.json"))

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -95,9 +96,20 @@ func run(ctx context.Context, args []string) error {
 		fmt.Println(runUsage)
 		return nil
 	}
+	// fail reports an error before the run starts: on stderr, and with --json as the run's error event on stdout too,
+	// which is all a CI job may read.
+	fail := func(code int, msg string) error {
+		fmt.Fprintf(os.Stderr, "garuda run: %s\n", msg)
+		if *jsonOut {
+			b, _ := json.Marshal(map[string]string{"type": "error", "message": msg})
+			os.Stdout.Write(append(b, '\n'))
+		}
+		return exitError(code)
+	}
 	usageErr := func(msg string) error {
-		fmt.Fprintf(os.Stderr, "garuda run: %s\n(garuda run --help shows the flags)\n", msg)
-		return exitError(runner.ExitUsage)
+		err := fail(runner.ExitUsage, msg)
+		fmt.Fprintln(os.Stderr, "(garuda run --help shows the flags)")
+		return err
 	}
 	if err != nil {
 		msg := err.Error()
@@ -137,8 +149,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	dir, err := projectDir(*cwd)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "garuda run:", err)
-		return exitError(runner.ExitSetup)
+		return fail(runner.ExitSetup, err.Error())
 	}
 
 	startOver := quietStart()
@@ -174,8 +185,7 @@ func run(ctx context.Context, args []string) error {
 
 	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr, OwnGroup: true}, nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "garuda run:", err)
-		return exitError(runner.ExitSetup)
+		return fail(runner.ExitSetup, err.Error())
 	}
 	defer b.Close()
 	o := runner.Options{
