@@ -150,8 +150,8 @@ func (s *Service) guardBefore(sess *session, st *policy.State, spec *sandbox.Spe
 	return watch, nil
 }
 
-// guardWrite takes the guard's scan before a file tool writes inside the root, with the bounds the session's
-// commands last set; nil outside the root or where the root is too large to walk (each write is still decided by
+// guardWrite takes the guard's scan before a file tool writes inside the root, with the session's bounds and read
+// rules; nil outside the root or where the root is too large to walk (each write is still decided by
 // its path). A write the user was asked about is the user's: its own path is left as written. Defends against a
 // repository assembled by write_file alone, whose last file no rule can tell apart.
 func (s *Service) guardWrite(sess *session, abs string, inside, asked bool) *guard.Watch {
@@ -159,6 +159,10 @@ func (s *Service) guardWrite(sess *session, abs string, inside, asked bool) *gua
 	if !inside || !in || sess.guard == nil {
 		return nil
 	}
+	// The walk leaves out what the read policy hides, as before a command: defends against a write before the
+	// session's first command walking into hidden folders (its time, and what it says it made listable).
+	st := s.state(sess)
+	sess.guard.Configure(s.guardOptions(sess, st, s.secrets(st)))
 	w, err := sess.guard.Begin()
 	if err != nil {
 		return nil

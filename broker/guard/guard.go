@@ -117,6 +117,11 @@ func (g *Guard) Configure(o Options) {
 	if g.t != nil {
 		g.t.deny = o.Deny // the same rules: what the tree holds stands, and folders read again ask the new one
 	}
+	if o.Writable == nil {
+		// A file tool's write configures no sandbox: a background process's later checks still undo its links into
+		// the session's temp and cache folders.
+		o.Writable = g.opts.Writable
+	}
 	g.opts = o
 }
 
