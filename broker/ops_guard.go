@@ -90,7 +90,7 @@ func (s *Service) guardAfter(sessID, op, command string, w *guard.Watch) ([]stri
 	}
 	return lines, s.record(audit.Record{Session: sessID, Event: audit.EventGuardUndone, Op: op, Input: command,
 		Detail: map[string]string{"undone": strings.Join(rep.Undone, "\n"), "changed": strings.Join(rep.Changed, " "),
-			"errors": strings.Join(rep.Errors, "\n")}}, true)
+			"errors": strings.Join(rep.Errors, "\n"), "hidden": strings.Join(rep.Quiet, "\n")}}, true)
 }
 
 // runFailure is a sandboxed run that could not start or could not be checked: the call fails with its reason.
@@ -154,7 +154,7 @@ func (s *Service) guardBefore(sess *session, st *policy.State, spec *sandbox.Spe
 // rules; nil outside the root or where the root is too large to walk (each write is still decided by
 // its path). A write the user was asked about is the user's: its own path is left as written. Defends against a
 // repository assembled by write_file alone, whose last file no rule can tell apart.
-func (s *Service) guardWrite(sess *session, abs string, inside, asked bool) *guard.Watch {
+func (s *Service) guardWrite(sess *session, abs string, inside, asked, blind bool) *guard.Watch {
 	rel, in := pathglob.Within(sess.root, abs)
 	if !inside || !in || sess.guard == nil {
 		return nil
@@ -169,6 +169,9 @@ func (s *Service) guardWrite(sess *session, abs string, inside, asked bool) *gua
 	}
 	if asked {
 		w.Exempt(filepath.ToSlash(rel)) // what the user was asked about (a protected path always is) stays as written
+	}
+	if blind {
+		w.Blind(filepath.ToSlash(rel)) // the walk enters no hidden folder: the write's own folders are checked
 	}
 	return w
 }

@@ -164,6 +164,10 @@ type Snapshot struct {
 	// covers the link's target, never the link, which a command can replace; the undo puts it back.
 	linkTo map[string]string
 	denied []string // what Options.Deny denied, root-relative, sorted
+	// denyKey and hasDeny are the read rules the walk asked (Options): a folder denied after a run and not before
+	// was made by the run only where they are the same.
+	denyKey string
+	hasDeny bool
 }
 
 type repo struct {
@@ -197,17 +201,17 @@ func (g *Guard) scan(bounded bool) (*Snapshot, error) {
 	if g.t.over || bounded && g.t.count > limit {
 		return nil, fmt.Errorf("%s holds more than %d files and folders: %w", g.root, limit, ErrTooLarge)
 	}
-	s := g.snapshot()
+	s := g.snapshot(g.t)
 	g.last = s
 	return s, nil
 }
 
-func (g *Guard) snapshot() *Snapshot {
-	s := &Snapshot{root: g.root, made: maps.Clone(g.made), Entries: g.t.count, protected: map[string]string{},
+func (g *Guard) snapshot(t *tree) *Snapshot {
+	s := &Snapshot{root: g.root, made: maps.Clone(g.made), Entries: t.count, protected: map[string]string{},
 		repos: map[string]*repo{}, pointers: map[string]string{},
-		links: map[string]bool{}, pointedFP: map[string]string{}}
+		links: map[string]bool{}, pointedFP: map[string]string{}, denyKey: g.opts.DenyKey, hasDeny: g.opts.Deny != nil}
 	var prot []string
-	for rel, nd := range g.t.nodes {
+	for rel, nd := range t.nodes {
 		for _, name := range nd.denied {
 			s.denied = append(s.denied, path.Join(rel, name))
 		}
@@ -268,8 +272,18 @@ func (g *Guard) snapshot() *Snapshot {
 	}
 	sort.Strings(s.ensure)
 	sort.Strings(s.denied)
-	s.unlocked, g.t.unlocked = g.t.unlocked, nil
+	s.unlocked, t.unlocked = t.unlocked, nil
 	return s
+}
+
+// walkWhole is a snapshot of the folder rel and all below it, walked once, whatever the read rules hide in it (only
+// the secrets the sandbox hides are left out). For a folder a run made: everything in it is the run's own.
+func (g *Guard) walkWhole(rel string) *Snapshot {
+	t := newTree(g.root, math.MaxInt, Options{Skip: g.opts.Skip, Hidden: g.opts.Hidden, UserHome: g.opts.UserHome})
+	t.n.close()
+	t.n = noWatch{}
+	t.load(rel, inDotGit(parent(rel)) || path.Base(parent(rel)) == ".git", walkFull)
+	return g.snapshot(t)
 }
 
 // noteLink records where p leads when it is a symbolic link (Snapshot.linkTo).
@@ -388,16 +402,12 @@ func (g *Guard) readFile(rel string, limit int64) ([]byte, error) {
 
 // readRepo reads what a git folder's config points at, its installed hooks and its fingerprint.
 func (g *Guard) readRepo(dir string) *repo {
-	r := &repo{hooks: map[string]string{}}
+	r := g.repoPrint(dir)
 	r.facts.Dir = dir
 	r.facts.Bare = path.Base(dir) != ".git"
 	r.facts.Top = dir
 	if !r.facts.Bare {
 		r.facts.Top = parent(dir)
-	}
-	var fp strings.Builder
-	for _, name := range []string{"config", "config.worktree", "commondir"} {
-		fp.WriteString(fingerprint(g.abs(path.Join(dir, name))) + ";")
 	}
 	if data, err := g.readFile(path.Join(dir, "commondir"), 4096); err == nil {
 		if c, ok := g.rel(dir, gitLine(string(data))); ok && c != dir {
@@ -434,30 +444,77 @@ func (g *Guard) readRepo(dir string) *repo {
 			hooksDir = ""
 		}
 	}
-	for _, d := range uniq(path.Join(dir, "hooks"), hooksDir) {
-		ents, err := os.ReadDir(g.abs(d))
-		if err != nil {
-			continue
-		}
+	if hooksDir != "" {
+		ents, _ := os.ReadDir(g.abs(hooksDir))
 		for _, e := range ents {
 			name := e.Name()
 			if strings.HasSuffix(name, ".sample") || e.IsDir() {
 				continue
 			}
-			p := path.Join(d, name)
-			if d == path.Join(dir, "hooks") {
-				hfp := fingerprint(g.abs(p))
-				r.hooks[p] = hfp
-				fp.WriteString(p + "=" + hfp + ";")
-			}
-			if d == hooksDir && isExecutable(g.abs(p)) {
+			if p := path.Join(hooksDir, name); isExecutable(g.abs(p)) {
 				head, _ := g.readFile(p, 4096)
 				r.facts.Hooks = append(r.facts.Hooks, policy.Hook{Name: name, Head: head})
 			}
 		}
 	}
+	return r
+}
+
+// repoPrint is a git folder's fingerprint (its config, config.worktree and commondir, and each hook of its own
+// hooks folder), without reading any of them.
+func (g *Guard) repoPrint(dir string) *repo {
+	r := &repo{hooks: map[string]string{}}
+	var fp strings.Builder
+	for _, name := range []string{"config", "config.worktree", "commondir"} {
+		fp.WriteString(fingerprint(g.abs(path.Join(dir, name))) + ";")
+	}
+	ents, _ := os.ReadDir(g.abs(path.Join(dir, "hooks")))
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".sample") || e.IsDir() {
+			continue
+		}
+		p := path.Join(dir, "hooks", e.Name())
+		hfp := fingerprint(g.abs(p))
+		r.hooks[p] = hfp
+		fp.WriteString(p + "=" + hfp + ";")
+	}
 	r.fp = fp.String()
 	return r
+}
+
+// gitShaped reports whether the folder rel is one git takes for a git folder (as the walk tells them: read).
+func (g *Guard) gitShaped(rel string) bool {
+	if fi, err := os.Lstat(g.abs(rel)); err != nil || !fi.IsDir() {
+		return false
+	}
+	is := func(name string, dir bool) bool {
+		fi, err := os.Lstat(g.abs(path.Join(rel, name)))
+		return err == nil && (fi.IsDir() == dir || dir && fi.Mode()&fs.ModeSymlink != 0)
+	}
+	return path.Base(rel) == ".git" || is("HEAD", false) && (is("objects", true) && is("refs", true) || is("commondir", false))
+}
+
+// unwalked reports whether the walk leaves rel out because the read rules hide it or a folder it lies in.
+func (g *Guard) unwalked(rel string) bool {
+	for p := rel; p != ""; p = parent(p) {
+		if slices.Contains(g.opts.Hidden, p) || g.opts.Deny != nil && g.opts.Deny(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// hiddenRepos are the git folders among the folders of rel that the walk leaves out (unwalked), with their
+// fingerprints; nil for one that is not a git folder.
+func (g *Guard) hiddenRepos(rel string) map[string]*repo {
+	out := map[string]*repo{}
+	for a := parent(rel); a != "" && g.unwalked(a); a = parent(a) {
+		out[a] = nil
+		if g.gitShaped(a) {
+			out[a] = g.repoPrint(a)
+		}
+	}
+	return out
 }
 
 // readConfig reads a config file and, where they are included, the files it includes inside the root (git's
@@ -829,13 +886,6 @@ func shellWords(s string) []string {
 	}
 	end()
 	return words
-}
-
-func uniq(a, b string) []string {
-	if b == "" || a == b {
-		return []string{a}
-	}
-	return []string{a, b}
 }
 
 func isDir(abs string) bool {

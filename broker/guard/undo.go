@@ -22,11 +22,14 @@ type Report struct {
 	Changed []string // protected paths that existed and changed (the read-only mounts should make this empty)
 	Errors  []string // what could not be undone
 	Notes   []string // what the next run will meet (the tree past the walk's limit)
+	// Quiet is what was undone, or could not be, in folders a read rule hides that the run did not make: for the
+	// audit log, never for the model, to which it would say what such a folder holds.
+	Quiet []string
 }
 
 // Empty reports whether there is nothing to say.
 func (r *Report) Empty() bool {
-	return len(r.Undone) == 0 && len(r.Changed) == 0 && len(r.Errors) == 0 && len(r.Notes) == 0
+	return len(r.Undone) == 0 && len(r.Changed) == 0 && len(r.Errors) == 0 && len(r.Notes) == 0 && len(r.Quiet) == 0
 }
 
 // Watch is one run of something sandboxed under the guard: the scan before it, to which every later check
@@ -36,6 +39,18 @@ type Watch struct {
 	g      *Guard
 	before *Snapshot
 	exempt string // a root-relative path the run was allowed to write as it is (Exempt)
+	blind  string // a root-relative path a read rule hides that the run writes (Blind)
+	hidden map[string]*repo
+}
+
+// Blind says the run is a file tool's write of rel, which a read rule hides: the git folders among its folders that
+// the walk leaves out (hidden) are fingerprinted now and checked by Check, as the walk checks the others. Defends
+// against a repository the file tools assemble in a hidden folder, which the walk never sees; what is undone there
+// is Quiet (the model learns nothing of what the folder held).
+func (w *Watch) Blind(rel string) {
+	w.g.mu.Lock()
+	defer w.g.mu.Unlock()
+	w.blind, w.hidden = rel, w.g.hiddenRepos(rel)
 }
 
 // Exempt names the one root-relative path the run itself was allowed to write (a file tool's write the user was
@@ -66,6 +81,7 @@ func (w *Watch) Check() (*Report, error) {
 	w.g.mu.Lock()
 	defer w.g.mu.Unlock()
 	rep := w.g.undo(w.before, after, w.exempt)
+	w.g.undoHidden(w, after, rep)
 	if w.g.t != nil && after.Entries > w.g.t.max {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the project now holds %d files and folders, more than the %d the guard "+
 			"checks before a command: the next command will be refused", after.Entries, w.g.t.max))
@@ -176,6 +192,57 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 	}
 	sort.Strings(rep.Changed)
 	return rep
+}
+
+// undoHidden undoes what the run left where the walk does not look because a read rule hides it. A hidden folder
+// that was not there to be hidden when the run began (the sandbox covered nothing there) is the run's own: it is
+// walked whole and undone like the rest, and said (defends against a repository a command plants in a hidden folder
+// it made). In a hidden folder that was there, only a file tool's blind write can have written (Blind): the git
+// folders among the written path's folders are checked, quietly.
+func (g *Guard) undoHidden(w *Watch, after *Snapshot, rep *Report) {
+	var made []string
+	if w.before.hasDeny && after.hasDeny && w.before.denyKey == after.denyKey {
+		for _, rel := range after.denied {
+			if fi, err := os.Lstat(g.abs(rel)); err == nil && fi.IsDir() && !slices.Contains(w.before.denied, rel) {
+				made = append(made, rel)
+			}
+		}
+	}
+	if len(made) == 0 && w.blind == "" {
+		return
+	}
+	empty := &Snapshot{protected: map[string]string{}, repos: map[string]*repo{}, pointers: map[string]string{},
+		links: map[string]bool{}, pointedFP: map[string]string{}}
+	for _, rel := range made {
+		sub := g.undo(empty, g.walkWhole(rel), w.exempt)
+		rep.Undone, rep.Errors = append(rep.Undone, sub.Undone...), append(rep.Errors, sub.Errors...)
+	}
+	if w.blind == "" {
+		return
+	}
+	r, err := os.OpenRoot(g.root)
+	if err != nil {
+		rep.Quiet = append(rep.Quiet, fmt.Sprintf("open the root: %v", err))
+		return
+	}
+	defer r.Close()
+	quiet := &Report{}
+	u := &undoer{g: g, r: r, rep: quiet, exempt: w.exempt}
+	now := g.hiddenRepos(w.blind)
+	for _, dir := range sortedKeys(mapKeys(now)) {
+		if before := w.hidden[dir]; now[dir] != nil && (before == nil || before.fp != now[dir].fp) {
+			u.repo(dir, before)
+		}
+	}
+	rep.Quiet = append(append(rep.Quiet, quiet.Undone...), quiet.Errors...)
+}
+
+func mapKeys[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 func keys(m map[string]string) []string {

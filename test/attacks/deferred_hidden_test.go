@@ -1,0 +1,101 @@
+package attacks
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/garuda-dev/garuda/broker/audit"
+	"github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/internal/testenv"
+	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+)
+
+// hidingRules are the two kinds of read rule that hide a folder: a name at any depth (the guard's walk asks the
+// policy of every entry) and a path from the root (the sandbox's hidden list); none, the control.
+var hidingRules = []struct{ name, deny string }{
+	{"no rule", ``}, {"a name at any depth", `"Read(secret)"`}, {"a folder and all below it", `"Read(secret/**)"`},
+	{"a path from the root", `"Read(/secret)"`},
+}
+
+// Found by red team (where the class-1 and class-2 passes meet). The guard's walk enters no folder a read rule
+// hides (class 1), and the sandbox covers such a folder whole, so that a command cannot write in it. But a hidden
+// folder that does not exist when the command starts is not covered: the command made it and planted a repository
+// in it, and the walk after the run, which entered no hidden folder, never saw it. Now a hidden folder the run made
+// is walked whole after it (all in it is the command's own). Control: outside the sandbox git runs the program.
+func TestRedTeamDeferredInAHiddenFolderACommandMade(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	attack := planter("fsm") + `git init -q secret/nested && git -C secret/nested config core.fsmonitor "$PWD/fsm"`
+	for _, rule := range hidingRules {
+		t.Run(rule.name, func(t *testing.T) {
+			for _, sandboxed := range []bool{false, true} {
+				e := brokertest.New(t)
+				e.Settings(t, `{"permissions": {"deny": [`+rule.deny+`]}}`)
+				c := e.Client()
+				sid := e.Open(c)
+				brokertest.Sh(t, c, sid, "true") // the session's first walk: the folder is not there
+				var res *execv1.Result
+				if sandboxed {
+					res = brokertest.Sh(t, c, sid, attack)
+				} else {
+					res = unsandboxedSh(t, c, sid, attack)
+				}
+				out := asUser(t, filepath.Join(e.Root, "secret/nested"), "status")
+				ran := brokertest.Exists(filepath.Join(e.Root, "secret/nested/PWNED"))
+				switch {
+				case !sandboxed && !ran:
+					t.Fatalf("control: outside the sandbox the attack did not work (%s)\n%s", res.GetContent(), out)
+				case sandboxed && ran:
+					t.Errorf("git ran a repository a command planted in a hidden folder it made: %s", res.GetContent())
+				case sandboxed && !strings.Contains(res.GetContent(), "secret/nested/.git/config"):
+					t.Errorf("the result does not say what was undone: %s", res.GetContent())
+				}
+			}
+		})
+	}
+}
+
+// Found by red team (where the class-1 and class-2 passes meet). A write of a file a read rule hides is blind
+// (class 1) and checked by the guard like a command (class 2); but the guard's walk enters no hidden folder, so a
+// repository the file tools assembled there, file by file, under a rule that allows every write, was never seen.
+// Now the git folders among a blind write's folders are checked, and what is undone there is not said (it would
+// tell what the folder held): the answers are the same as where nothing is undone. Controls: the same files run
+// when written with no guard (TestDeferredByTheFileTools); with no rule, the answer says what was undone.
+func TestRedTeamDeferredByTheFileToolsInAHiddenFolder(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	for _, rule := range hidingRules {
+		t.Run(rule.name, func(t *testing.T) {
+			e := brokertest.New(t)
+			e.Settings(t, `{"permissions": {"deny": [`+rule.deny+`], "allow": ["write_file(**)"]}}`)
+			brokertest.MustWrite(t, filepath.Join(e.Root, "secret", "notes.txt"), "the user's\n") // there before the session
+			c := e.Client()
+			sid := e.Open(c)
+			brokertest.Sh(t, c, sid, "true")
+			var said []string
+			for _, f := range plantedByFileTools {
+				p := strings.Replace(f[0], "planted/", "secret/", 1)
+				res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(p, f[1])),
+					execv1.Choice_CHOICE_ONCE)
+				if err != nil {
+					t.Fatal(err)
+				}
+				said = append(said, strings.ReplaceAll(res.GetContent(), e.Root, "$ROOT"))
+			}
+			asUser(t, filepath.Join(e.Root, "secret/sub"), "status")
+			if brokertest.Exists(filepath.Join(e.Root, "secret/PWNED")) {
+				t.Errorf("git ran a repository the file tools assembled in a hidden folder:\n%s", strings.Join(said, "\n"))
+			}
+			audited := false
+			for _, r := range brokertest.AuditRecords(t, e.Home) {
+				audited = audited || r.Event == audit.EventGuardUndone && strings.Contains(r.Detail["hidden"], "core.fsmonitor")
+			}
+			if audited != (rule.deny != "") {
+				t.Errorf("what was undone quietly in the hidden folder is audited: %v, want %v", audited, rule.deny != "")
+			}
+			if undone := strings.Contains(strings.Join(said, "\n"), "Undone"); undone != (rule.deny == "") {
+				t.Errorf("the answers say what was undone where a read rule hides it, or not where none does:\n%s",
+					strings.Join(said, "\n"))
+			}
+		})
+	}
+}
