@@ -59,3 +59,37 @@ func TestReadFileOpensNoFIFOOrSymlink(t *testing.T) {
 		t.Errorf("negative control: a plain read did not follow the link: %q %v", data, err)
 	}
 }
+
+// Found by red team (against the class-2 pass's "made listable"). The guard makes a folder its owner cannot list
+// listable to check it; a command still running could swap a folder on the way to it for a link to outside the
+// project, and the broker changed the mode of the folder the link led to (one of $GARUDA_HOME's, /etc's as root).
+// Now the folder is opened beneath the root through no link. Control: the same folder inside the root is made
+// listable.
+func TestOwnerAccessFollowsNoLinkOnTheWay(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	for _, d := range []string{filepath.Join(outside, "b"), filepath.Join(root, "c", "b")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, 0o311); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(d, 0o755) })
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "a")); err != nil {
+		t.Fatal(err)
+	}
+	mode := func(p string) os.FileMode {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode().Perm()
+	}
+	if ownerAccess(root, "a/b") || mode(filepath.Join(outside, "b")) != 0o311 {
+		t.Errorf("a folder outside the root, reached through a link on the way, was made listable: %o", mode(filepath.Join(outside, "b")))
+	}
+	if !ownerAccess(root, "c/b") || mode(filepath.Join(root, "c", "b")) != 0o711 {
+		t.Errorf("control: a folder inside the root is not made listable: %o", mode(filepath.Join(root, "c", "b")))
+	}
+}

@@ -231,7 +231,7 @@ func (t *tree) read(rel string, inGit bool, mode walkMode, wd int32) (*node, boo
 	if errors.Is(err, fs.ErrPermission) && rel != "" {
 		// A folder its owner cannot list, or whose parent it cannot search: made listable, and said so.
 		for _, p := range []string{parent(rel), rel} {
-			if ownerAccess(t.abs(p)) {
+			if ownerAccess(t.root, p) {
 				t.unlocked = append(t.unlocked, p)
 			}
 		}

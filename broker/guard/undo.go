@@ -314,7 +314,7 @@ func (g *Guard) ownerAccessBelow(rel string, n *int) {
 	if *n++; *n > 10000 {
 		return
 	}
-	ownerAccess(g.abs(rel))
+	ownerAccess(g.root, rel)
 	ents, _ := os.ReadDir(g.abs(rel))
 	for _, e := range ents {
 		if e.IsDir() {
