@@ -65,6 +65,10 @@ type Guard struct {
 	// at the first scan.
 	enclosing      [2]string
 	enclosingFound bool
+	// removed is when (gen, counted by each removal) the guard last removed each root-relative path as created by a
+	// run: for a run under way then, whose scan before may hold what another run planted, it is absent before it.
+	gen     int64
+	removed map[string]int64
 }
 
 // New makes the guard of root (absolute, clean).

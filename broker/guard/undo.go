@@ -41,6 +41,7 @@ type Watch struct {
 	exempt string // a root-relative path the run was allowed to write as it is (Exempt)
 	blind  string // a root-relative path a read rule hides that the run writes (Blind)
 	hidden map[string]*repo
+	gen    int64 // Guard.gen when the scan before was taken
 }
 
 // Blind says the run is a file tool's write of rel, which a read rule hides: the git folders among its folders that
@@ -63,7 +64,9 @@ func (g *Guard) Begin() (*Watch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Watch{g: g, before: s}, nil
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return &Watch{g: g, before: s, gen: g.gen}, nil
 }
 
 // Before is the scan the watch compares to.
@@ -80,7 +83,7 @@ func (w *Watch) Check() (*Report, error) {
 	}
 	w.g.mu.Lock()
 	defer w.g.mu.Unlock()
-	rep := w.g.undo(w.before, after, w.exempt)
+	rep := w.g.undo(w.g.forget(w.before, w.gen), after, w.exempt)
 	w.g.undoHidden(w, after, rep)
 	if w.g.t != nil && after.Entries > w.g.t.max {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the project now holds %d files and folders, more than the %d the guard "+
@@ -237,6 +240,31 @@ func (g *Guard) undoHidden(w *Watch, after *Snapshot, rep *Report) {
 	rep.Quiet = append(append(rep.Quiet, quiet.Undone...), quiet.Errors...)
 }
 
+// forget is before without the paths the guard removed since gen (as created by another run), and what is below
+// them: absent before, what is there now was created. Defends against a run that puts back, as its own, a link
+// another run under way planted (a background process's), which then stays for good.
+func (g *Guard) forget(before *Snapshot, gen int64) *Snapshot {
+	var gone []string
+	for p, at := range g.removed {
+		if at > gen {
+			gone = append(gone, p)
+		}
+	}
+	if len(gone) == 0 {
+		return before
+	}
+	b := *before
+	b.protected, b.pointedFP, b.linkTo = maps.Clone(b.protected), maps.Clone(b.pointedFP), maps.Clone(b.linkTo)
+	for _, m := range []map[string]string{b.protected, b.pointedFP, b.linkTo} {
+		for p := range m {
+			if slices.ContainsFunc(gone, func(q string) bool { _, in := pathglob.Within(q, p); return in }) {
+				delete(m, p)
+			}
+		}
+	}
+	return &b
+}
+
 func mapKeys[V any](m map[string]V) map[string]bool {
 	out := make(map[string]bool, len(m))
 	for k := range m {
@@ -305,6 +333,11 @@ func (u *undoer) remove(rel, why string) {
 		u.failed("could not remove %s (%s): %v", rel, why, err)
 		return
 	}
+	if u.g.removed == nil {
+		u.g.removed = map[string]int64{}
+	}
+	u.g.gen++
+	u.g.removed[rel] = u.g.gen
 	u.did("removed %s (%s)", rel, why)
 }
 
