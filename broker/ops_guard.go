@@ -55,7 +55,12 @@ func (s *Service) guardOptions(sess *session, st *policy.State, hidden []string)
 		}
 	}
 	deny, denyKey := readDenied(st)
-	return guard.Options{MaxEntries: maxEntries, Skip: skip, Hidden: rels, Deny: deny, DenyKey: denyKey, UserHome: s.userHome}
+	private := []string{s.cfg.Home}
+	if st.Team != nil && st.Team.AuditDir != "" {
+		private = append(private, filepath.Clean(st.Team.AuditDir))
+	}
+	return guard.Options{MaxEntries: maxEntries, Skip: skip, Hidden: rels, Deny: deny, DenyKey: denyKey, UserHome: s.userHome,
+		Private: private}
 }
 
 // guardAfter takes the guard's scan after a command (bash, a hook, or a background process) ended, undoes what it

@@ -42,6 +42,9 @@ type Options struct {
 	// UserHome is the user's home folder: when the root is or holds it, its dot files and folders are protected
 	// (policy.HomeProtected).
 	UserHome string
+	// Private are folders outside the root the guard never lists ($GARUDA_HOME, the team's audit folder): they hold
+	// nothing of the user's configuration, and what they hold must not change what the guard does.
+	Private []string
 }
 
 // Guard is one root's command guard. It is safe for concurrent use; several commands of a session may run at once.
@@ -810,6 +813,9 @@ func (g *Guard) homeLinked() []string {
 			}
 			p := filepath.Join(dir, name)
 			switch {
+			case slices.Contains(g.opts.Private, p):
+				// Garuda's own folders, in the home by default (~/.garuda): defends against their listing's time
+				// (the sessions, the undo snapshots) showing in the first command's.
 			case e.Type()&fs.ModeSymlink != 0:
 				if t, err := filepath.EvalSymlinks(p); err == nil {
 					if rel, in := g.rel("", t); in && rel != "" {
