@@ -72,6 +72,9 @@ type Guard struct {
 	// run: for a run under way then, whose scan before may hold what another run planted, it is absent before it.
 	gen     int64
 	removed map[string]int64
+	// own are the .git files and links of the session's first scan (the user's worktrees and submodules), with
+	// their fingerprints: only their repositories outside the root are read (outsidePointed).
+	own map[string]string
 }
 
 // New makes the guard of root (absolute, clean).
@@ -265,7 +268,18 @@ func (g *Guard) snapshot(t *tree) *Snapshot {
 	if !g.linkedRead {
 		g.linked, g.linkedRead = g.homeLinked(), true // once a session: the home lies outside the root, out of commands' reach
 	}
-	facts = append(append(facts, g.userConfig(), g.enclosingConfig()), g.outsidePointed(s.pointers)...)
+	if g.own == nil && t == g.t {
+		g.own = maps.Clone(s.pointers)
+	}
+	// Only the user's own pointers: one a run made names a folder of the run's choosing, a hidden one too, and is
+	// removed when it leads outside. Defends against a planted .git file making the guard read a hidden repository.
+	own := map[string]string{}
+	for p, fp := range s.pointers {
+		if g.own[p] == fp {
+			own[p] = fp
+		}
+	}
+	facts = append(append(facts, g.userConfig(), g.enclosingConfig()), g.outsidePointed(own)...)
 	s.pointed = policy.GitPointed(facts)
 	for _, l := range g.linked {
 		if !slices.Contains(s.pointed, l) {

@@ -1,6 +1,7 @@
 package attacks
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,5 +98,34 @@ func TestRedTeamDeferredByTheFileToolsInAHiddenFolder(t *testing.T) {
 					strings.Join(said, "\n"))
 			}
 		})
+	}
+}
+
+// Found by red team (where the class-1 and class-2 passes meet). The guard reads the repository a worktree's .git
+// file names outside the project, for what it points git at inside it. A command may write such a file naming any
+// folder, one a read rule hides among them: the scan after it read that folder's config, and until the next scan
+// a write's question depended on it (here on whether it names core.hooksPath). The pointer itself is removed
+// (a .git pointer to outside), so its repository need not be read: now only those of the .git files there at the
+// session's first scan (the user's own worktrees) are, as TestDeferredWhatAWorktreesRepositoryNames shows.
+func TestRedTeamPlantedPointerReadsNoHiddenRepository(t *testing.T) {
+	observe := func(hooksPath bool) string {
+		outside := filepath.Join(t.TempDir(), "secret.git")
+		cfg := "[core]\n\tbare = false\n"
+		if hooksPath {
+			cfg += "\thooksPath = tools\n"
+		}
+		brokertest.MustWrite(t, filepath.Join(outside, "config"), cfg)
+		brokertest.MustWrite(t, filepath.Join(outside, "HEAD"), "ref: refs/heads/main\n")
+		e := brokertest.New(t)
+		e.Settings(t, `{"permissions": {"deny": ["Read(`+filepath.Dir(outside)+`/**)"], "allow": ["write_file(w/**)"]}}`)
+		c := e.Client()
+		sid := e.Open(c)
+		res := brokertest.Sh(t, c, sid, "mkdir -p w/tools && echo 'gitdir: "+outside+"' > w/.git")
+		_, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("w/tools/pre-commit", "x\n")),
+			execv1.Choice_CHOICE_DENY)
+		return fmt.Sprintf("%v, %d questions; %s", err, len(qs), strings.ReplaceAll(res.GetContent(), outside, "$OUT"))
+	}
+	if a, b := observe(true), observe(false); a != b {
+		t.Errorf("the answers depend on a hidden folder's config that a planted .git file names:\nhooksPath: %s\nnone:      %s", a, b)
 	}
 }
