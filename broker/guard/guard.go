@@ -654,11 +654,13 @@ func (g *Guard) readOutside(abs string, seen map[string]bool, each func(entry)) 
 }
 
 // enclosingConfig is what the repository the root lies in points git at inside the root, when the root is a folder
-// of a larger repository (a package of a monorepo) with no .git of its own (outsideRepo). Defends against a command
-// that plants a hook in packages/app/hooks, which the monorepo's config names, or rewrites a program it runs.
+// of a larger repository (a package of a monorepo; outsideRepo). Defends against a command that plants a hook in
+// packages/app/hooks, which the monorepo's config names, or rewrites a program it runs. Whether the root has a
+// .git of its own does not matter: git in the monorepo's other folders still runs what its config names, and a
+// command's `git init` in the root must not make the guard forget it.
 func (g *Guard) enclosingConfig() policy.GitRepo {
-	if _, err := os.Lstat(g.abs(".git")); err == nil || g.root == "/" {
-		return policy.GitRepo{} // the root's own .git: a folder is walked, a file is a pointer (outsidePointed)
+	if g.root == "/" {
+		return policy.GitRepo{}
 	}
 	if !g.enclosingFound {
 		// Found once a session, as git's discovery does: upwards, not across a file system's boundary (where git
