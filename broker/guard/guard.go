@@ -221,9 +221,15 @@ func (g *Guard) snapshot(t *tree) *Snapshot {
 		repos: map[string]*repo{}, pointers: map[string]string{},
 		links: map[string]bool{}, pointedFP: map[string]string{}, denyKey: g.opts.DenyKey, hasDeny: g.opts.Deny != nil}
 	var prot []string
+	var hiddenGit []policy.GitRepo
 	for rel, nd := range t.nodes {
 		for _, name := range nd.denied {
 			s.denied = append(s.denied, path.Join(rel, name))
+			if name == ".git" && nd.dotGit == 'd' {
+				// A .git folder a read rule hides ("Read(.git)"): the sandbox covers it whole, but what its config
+				// points git at outside it (core.hooksPath's folder, programs) is still the guard's to protect.
+				hiddenGit = append(hiddenGit, g.readRepo(path.Join(rel, ".git")).facts)
+			}
 		}
 		for _, name := range nd.prot {
 			prot = append(prot, path.Join(rel, name))
@@ -260,10 +266,11 @@ func (g *Guard) snapshot(t *tree) *Snapshot {
 		s.protected[p] = fingerprint(g.abs(p))
 		s.noteLink(p)
 	}
-	facts := make([]policy.GitRepo, 0, len(s.repos))
+	facts := make([]policy.GitRepo, 0, len(s.repos)+len(hiddenGit))
 	for _, r := range s.repos {
 		facts = append(facts, r.facts)
 	}
+	facts = append(facts, hiddenGit...)
 	sort.Slice(facts, func(i, j int) bool { return facts[i].Dir < facts[j].Dir })
 	if !g.linkedRead {
 		g.linked, g.linkedRead = g.homeLinked(), true // once a session: the home lies outside the root, out of commands' reach

@@ -129,3 +129,35 @@ func TestRedTeamPlantedPointerReadsNoHiddenRepository(t *testing.T) {
 		t.Errorf("the answers depend on a hidden folder's config that a planted .git file names:\nhooksPath: %s\nnone:      %s", a, b)
 	}
 }
+
+// Found by red team (where the class-1 and class-2 passes meet). A read rule may hide git's folders from the model
+// ("Read(.git)"): the guard's walk then enters none, and what the root's own repository points git at, read at the
+// session's start, was forgotten at the first scan: a command's hook in the folder core.hooksPath names stayed and
+// ran on the user's next commit. The sandbox hides the .git folder whole, so nothing a command does there needs the
+// walk; what it points at outside it does. Control: outside the sandbox the hook runs.
+func TestRedTeamHiddenGitFolderStillPointsTheGuard(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	for _, sandboxed := range []bool{false, true} {
+		e := brokertest.New(t)
+		setup(t, e.Root, "git init -q && git config core.hooksPath .githooks && mkdir .githooks")
+		e.Settings(t, `{"permissions": {"deny": ["Read(.git)"]}}`)
+		c := e.Client()
+		sid := e.Open(c)
+		brokertest.Sh(t, c, sid, "true")
+		attack := planter(".githooks/pre-commit")
+		var res *execv1.Result
+		if sandboxed {
+			res = brokertest.Sh(t, c, sid, attack)
+		} else {
+			res = unsandboxedSh(t, c, sid, attack)
+		}
+		asUser(t, e.Root, "commit", "-q", "--allow-empty", "-m", "x")
+		ran := brokertest.Exists(filepath.Join(e.Root, "PWNED"))
+		switch {
+		case !sandboxed && !ran:
+			t.Fatalf("control: outside the sandbox the hook did not run: %s", res.GetContent())
+		case sandboxed && ran:
+			t.Errorf("git ran a hook a command left in the folder core.hooksPath names, .git hidden: %s", res.GetContent())
+		}
+	}
+}
