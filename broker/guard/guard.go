@@ -257,13 +257,14 @@ func (g *Guard) snapshot(t *tree) *Snapshot {
 			s.repos[r.common] = g.readRepo(r.common)
 		}
 	}
+	hidden := append(slices.Clone(s.denied), g.opts.Hidden...)
 	// Only the topmost of nested protected paths: a folder is covered whole.
 	sort.Strings(prot)
 	for i, p := range prot {
 		if i > 0 && under(p, prot[:i]) {
 			continue
 		}
-		s.protected[p] = fingerprint(g.abs(p))
+		s.protected[p] = g.print(p, hidden)
 		s.noteLink(p)
 	}
 	facts := make([]policy.GitRepo, 0, len(s.repos)+len(hiddenGit))
@@ -295,7 +296,7 @@ func (g *Guard) snapshot(t *tree) *Snapshot {
 	}
 	sort.Strings(s.pointed)
 	for _, p := range s.pointed {
-		s.pointedFP[p] = fingerprint(g.abs(p))
+		s.pointedFP[p] = g.print(p, hidden)
 		s.noteLink(p)
 	}
 	sort.Strings(s.ensure)
@@ -312,6 +313,18 @@ func (g *Guard) walkWhole(rel string) *Snapshot {
 	t.n = noWatch{}
 	t.load(rel, inDotGit(parent(rel)) || path.Base(parent(rel)) == ".git", walkFull)
 	return g.snapshot(t)
+}
+
+// print is the fingerprint of the root-relative p; of itself alone where it is or lies in a folder a read rule
+// hides (denied): the sandbox covers such a folder whole, and listing it would make a scan's time depend on it.
+func (g *Guard) print(p string, denied []string) string {
+	if slices.ContainsFunc(denied, func(d string) bool { _, in := pathglob.Within(d, p); return in }) {
+		if key, _, ok := statKey(g.abs(p)); ok {
+			return ":" + key + ";"
+		}
+		return "absent"
+	}
+	return fingerprint(g.abs(p))
 }
 
 // noteLink records where p leads when it is a symbolic link (Snapshot.linkTo).

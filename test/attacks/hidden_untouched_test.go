@@ -165,3 +165,29 @@ func TestRedTeamAskedWriteWalksNoHiddenFolder(t *testing.T) {
 		})
 	}
 }
+
+// Found by red team (where the class-1 and class-2 passes meet). A protected folder a read rule hides (".idea",
+// ".claude") is covered whole by the sandbox, yet the guard's fingerprint of protected paths listed it, every file
+// in it, at each scan before and after a command: how long a command took grew with what it held. Now a hidden one
+// is fingerprinted by itself alone. Control: with no rule, it is listed.
+func TestRedTeamGuardListsNoHiddenProtectedFolder(t *testing.T) {
+	for i, rule := range []string{`"Read(.idea)"`, `"Read(/.idea)"`, ``} {
+		hidden := rule != ""
+		t.Run([]string{"any depth", "from the root", "no rule"}[i], func(t *testing.T) {
+			e := brokertest.New(t)
+			brokertest.MustWrite(t, filepath.Join(e.Root, ".idea", "inner", "workspace.xml"), "x\n")
+			e.Settings(t, `{"permissions": {"deny": [`+rule+`]}}`)
+			watch := watchTrees(t, filepath.Join(e.Root, ".idea"), filepath.Join(e.Root, ".idea", "inner"))
+			c := e.Client()
+			sid := e.Open(c)
+			brokertest.Sh(t, c, sid, "true")
+			got := watch()
+			switch {
+			case hidden && len(got) > 0:
+				t.Errorf("a hidden protected folder was opened: %v", got)
+			case !hidden && len(got) == 0:
+				t.Error("control: without the rule, the guard's fingerprint should list the folder")
+			}
+		})
+	}
+}
