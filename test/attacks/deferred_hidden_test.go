@@ -161,3 +161,13 @@ func TestRedTeamHiddenGitFolderStillPointsTheGuard(t *testing.T) {
 		}
 	}
 }
+
+// TestRedTeamHiddenAndGuardAsNobody reruns the red-team tests where hidden folders and the command guard meet as
+// the unprivileged user nobody, where the sandbox runs in a user namespace and the broker cannot read past a mode.
+func TestRedTeamHiddenAndGuardAsNobody(t *testing.T) {
+	rerunAsNobody(t, "^TestRedTeam(DeferredInAHiddenFolderACommandMade|DeferredByTheFileToolsInAHiddenFolder|"+
+		"PlantedPointerReadsNoHiddenRepository|HiddenGitFolderStillPointsTheGuard|EnclosingRepositoryNotForgottenAfterGitInit)$",
+		"TestRedTeamDeferredInAHiddenFolderACommandMade", "TestRedTeamDeferredByTheFileToolsInAHiddenFolder",
+		"TestRedTeamPlantedPointerReadsNoHiddenRepository", "TestRedTeamHiddenGitFolderStillPointsTheGuard",
+		"TestRedTeamEnclosingRepositoryNotForgottenAfterGitInit")
+}
