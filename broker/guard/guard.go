@@ -311,7 +311,11 @@ func (g *Guard) walkWhole(rel string) *Snapshot {
 	t := newTree(g.root, math.MaxInt, Options{Skip: g.opts.Skip, Hidden: g.opts.Hidden, UserHome: g.opts.UserHome})
 	t.n.close()
 	t.n = noWatch{}
-	t.load(rel, inDotGit(parent(rel)) || path.Base(parent(rel)) == ".git", walkFull)
+	mode := walkFull
+	if slices.ContainsFunc(strings.Split(rel, "/"), func(n string) bool { return slices.Contains(skipNames, n) }) {
+		mode = walkGitOnly // a hidden node_modules an install made: what git would find there, as anywhere
+	}
+	t.load(rel, inDotGit(parent(rel)) || path.Base(parent(rel)) == ".git", mode)
 	return g.snapshot(t)
 }
 

@@ -26,8 +26,10 @@ var hidingRules = []struct{ name, deny string }{
 // is walked whole after it (all in it is the command's own). Control: outside the sandbox git runs the program.
 func TestRedTeamDeferredInAHiddenFolderACommandMade(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
-	attack := planter("fsm") + `git init -q secret/nested && git -C secret/nested config core.fsmonitor "$PWD/fsm"`
-	for _, rule := range hidingRules {
+	attack := planter("fsm") + `git init -q secret/nested && git -C secret/nested config core.fsmonitor "$PWD/fsm" && ` +
+		`git init -q node_modules/p && git -C node_modules/p config core.fsmonitor "$PWD/fsm"`
+	rules := append(hidingRules, struct{ name, deny string }{"node_modules hidden too", `"Read(secret)", "Read(node_modules)"`})
+	for _, rule := range rules {
 		t.Run(rule.name, func(t *testing.T) {
 			for _, sandboxed := range []bool{false, true} {
 				e := brokertest.New(t)
@@ -41,8 +43,10 @@ func TestRedTeamDeferredInAHiddenFolderACommandMade(t *testing.T) {
 				} else {
 					res = unsandboxedSh(t, c, sid, attack)
 				}
-				out := asUser(t, filepath.Join(e.Root, "secret/nested"), "status")
-				ran := brokertest.Exists(filepath.Join(e.Root, "secret/nested/PWNED"))
+				out := asUser(t, filepath.Join(e.Root, "secret/nested"), "status") +
+					asUser(t, filepath.Join(e.Root, "node_modules/p"), "status")
+				ran := brokertest.Exists(filepath.Join(e.Root, "secret/nested/PWNED")) ||
+					brokertest.Exists(filepath.Join(e.Root, "node_modules/p/PWNED"))
 				switch {
 				case !sandboxed && !ran:
 					t.Fatalf("control: outside the sandbox the attack did not work (%s)\n%s", res.GetContent(), out)
