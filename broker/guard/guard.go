@@ -109,7 +109,7 @@ func (g *Guard) Close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.t != nil {
-		g.t.n.close()
+		g.t.close()
 		g.t = nil
 	}
 }
@@ -121,7 +121,7 @@ func (g *Guard) Configure(o Options) {
 	if g.t != nil && (o.MaxEntries != g.opts.MaxEntries || o.DenyKey != g.opts.DenyKey || (o.Deny == nil) != (g.opts.Deny == nil) ||
 		strings.Join(o.Skip, "\x00") != strings.Join(g.opts.Skip, "\x00") ||
 		strings.Join(o.Hidden, "\x00") != strings.Join(g.opts.Hidden, "\x00")) {
-		g.t.n.close()
+		g.t.close()
 		g.t = nil
 	}
 	if g.t != nil {
@@ -309,6 +309,7 @@ func (g *Guard) snapshot(t *tree) *Snapshot {
 // the secrets the sandbox hides are left out). For a folder a run made: everything in it is the run's own.
 func (g *Guard) walkWhole(rel string) *Snapshot {
 	t := newTree(g.root, math.MaxInt, Options{Skip: g.opts.Skip, Hidden: g.opts.Hidden, UserHome: g.opts.UserHome})
+	defer t.close()
 	t.n.close()
 	t.n = noWatch{}
 	mode := walkFull
@@ -427,10 +428,10 @@ func (g *Guard) rel(dir, p string) (string, bool) {
 // maxConfig bounds what is read of a config file or an included one.
 const maxConfig = 1 << 20
 
-// readFile reads a regular file below the root, following no symbolic link at its end and never blocking on a
+// readFile reads a regular file below the root, following no symbolic link (openBeneath) and never blocking on a
 // FIFO a command planted, at most maxConfig bytes.
 func (g *Guard) readFile(rel string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(g.abs(rel), os.O_RDONLY|oNoFollow|oNonblock, 0)
+	f, err := openBeneath(-1, g.root, rel, os.O_RDONLY|oNoFollow|oNonblock)
 	if err != nil {
 		return nil, err
 	}

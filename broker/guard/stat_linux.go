@@ -3,6 +3,7 @@ package guard
 import (
 	"cmp"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"syscall"
@@ -65,4 +66,32 @@ func devOf(p string) (uint64, bool) {
 		return 0, false
 	}
 	return st.Dev, true
+}
+
+// openRoot is a handle on the root for openBeneath; -1 when it cannot be opened (openBeneath then opens it each time).
+func openRoot(root string) int {
+	fd, err := syscall.Open(root, unix.O_PATH|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// openBeneath opens rel (root-relative) beneath the root, through no symbolic link and no "..": rootFD is a handle
+// on the root, or -1 to open root itself. Defends against a command still running that swaps a folder on the way
+// for a link to outside the project (a folder a read rule hides), so that the guard would list or read what is
+// there as the project's.
+func openBeneath(rootFD int, root, rel string, flags int) (*os.File, error) {
+	if rootFD < 0 {
+		if rootFD = openRoot(root); rootFD < 0 {
+			return nil, &fs.PathError{Op: "open", Path: root, Err: syscall.ENOENT}
+		}
+		defer syscall.Close(rootFD)
+	}
+	fd, err := openat2.Open(rootFD, cmp.Or(rel, "."), &unix.OpenHow{Flags: uint64(flags | syscall.O_CLOEXEC),
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: err}
+	}
+	return os.NewFile(uintptr(fd), root+"/"+rel), nil
 }
