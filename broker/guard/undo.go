@@ -206,7 +206,10 @@ func (g *Guard) undoHidden(w *Watch, after *Snapshot, rep *Report) {
 	var made []string
 	if w.before.hasDeny && after.hasDeny && w.before.denyKey == after.denyKey {
 		for _, rel := range after.denied {
-			if fi, err := os.Lstat(g.abs(rel)); err == nil && fi.IsDir() && !slices.Contains(w.before.denied, rel) {
+			if _, was := slices.BinarySearch(w.before.denied, rel); was { // sorted (snapshot)
+				continue
+			}
+			if fi, err := os.Lstat(g.abs(rel)); err == nil && fi.IsDir() {
 				made = append(made, rel)
 			}
 		}
