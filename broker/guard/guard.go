@@ -257,7 +257,10 @@ func (g *Guard) snapshot(t *tree) *Snapshot {
 			s.repos[r.common] = g.readRepo(r.common)
 		}
 	}
-	hidden := append(slices.Clone(s.denied), g.opts.Hidden...)
+	hidden := map[string]bool{}
+	for _, d := range append(slices.Clone(s.denied), g.opts.Hidden...) {
+		hidden[d] = true
+	}
 	// Only the topmost of nested protected paths: a folder is covered whole.
 	sort.Strings(prot)
 	for i, p := range prot {
@@ -322,8 +325,12 @@ func (g *Guard) walkWhole(rel string) *Snapshot {
 
 // print is the fingerprint of the root-relative p; of itself alone where it is or lies in a folder a read rule
 // hides (denied): the sandbox covers such a folder whole, and listing it would make a scan's time depend on it.
-func (g *Guard) print(p string, denied []string) string {
-	if slices.ContainsFunc(denied, func(d string) bool { _, in := pathglob.Within(d, p); return in }) {
+func (g *Guard) print(p string, denied map[string]bool) string {
+	in := false
+	for q := p; q != "" && !in; q = parent(q) {
+		in = denied[q]
+	}
+	if in {
 		if key, _, ok := statKey(g.abs(p)); ok {
 			return ":" + key + ";"
 		}
