@@ -13,11 +13,13 @@ import (
 	"github.com/garuda-dev/garuda/broker/conffile"
 	"github.com/garuda-dev/garuda/broker/config"
 	"github.com/garuda-dev/garuda/broker/fsops"
+	"github.com/garuda-dev/garuda/broker/guard"
 	"github.com/garuda-dev/garuda/broker/homefile"
 	"github.com/garuda-dev/garuda/broker/peercred"
 	"github.com/garuda-dev/garuda/broker/permit"
 	"github.com/garuda-dev/garuda/broker/sessionlog"
 	"github.com/garuda-dev/garuda/broker/undo"
+	"github.com/garuda-dev/garuda/internal/pathglob"
 	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
@@ -245,8 +247,25 @@ func (s *Service) Undo(ctx context.Context, req *execv1.UndoRequest) (*execv1.Un
 		}
 		return currentFile(p)
 	}
-	restore := func(abs string, content []byte, existed bool) error { return restoreFile(p, content, existed) }
+	// A restore is checked by the command guard like a file tool's write: defends against an undo putting back a
+	// config that named a program when its folder was no repository, in a folder another session's writes made one.
+	var watch *guard.Watch
+	var held *session
+	var restored string
+	restore := func(abs string, content []byte, existed bool) error {
+		if held = s.sessionHolding(id, abs); held != nil {
+			st := s.state(held)
+			blind := policy.Decide(policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: abs}, st).Verdict == policy.Deny
+			watch, restored = s.guardWrite(held, abs, true, false, blind), abs
+		}
+		return restoreFile(p, content, existed)
+	}
 	e, err := s.undos.Undo(id, restore, current)
+	if watch != nil {
+		if _, gerr := s.guardAfter(held.id, policy.OpUndo, restored, watch); gerr != nil && err == nil {
+			return nil, toStatus(gerr)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, undo.ErrNothing) || errors.Is(err, undo.ErrChanged) || errors.Is(err, errUndoDenied) {
 			return nil, toStatus(fmt.Errorf("%w: %v", ErrNothing, err))
@@ -294,6 +313,23 @@ func (s *Service) VerifyAudit(ctx context.Context, req *execv1.VerifyAuditReques
 		res.Files = append(res.Files, c)
 	}
 	return res, nil
+}
+
+// sessionHolding is the open session whose project holds abs, id's own first; nil when none is open.
+func (s *Service) sessionHolding(id, abs string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess := s.sessions[id]; sess != nil {
+		if _, in := pathglob.Within(sess.root, abs); in {
+			return sess
+		}
+	}
+	for _, sess := range s.sessions {
+		if _, in := pathglob.Within(sess.root, abs); in {
+			return sess
+		}
+	}
+	return nil
 }
 
 // errUndoDenied is an undo of a path that the policy now denies writing.

@@ -66,3 +66,39 @@ func TestDeferredByTheFileTools(t *testing.T) {
 		t.Errorf("an allowed write of .vscode/tasks.json: %v, %d questions, %s", err, len(qs), res.GetContent())
 	}
 }
+
+// Found by red team (where the class-1 and class-2 passes meet: undo decided as an edit, the file tools checked by
+// the guard). Undo restores a file as it was before a write, and was not checked by the guard: one session writes
+// a config that names a program, then a harmless one, in a folder that is no repository yet; another session's
+// writes make the folder a repository (its config harmless then); undo of the first session's last write puts the
+// program back, in a repository now, and git ran it. Now a restore is checked like a write. Controls: before the
+// undo, git runs nothing; the same files written with no guard run (TestDeferredByTheFileTools).
+func TestRedTeamUndoRestoresNoProgramForGit(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	e := brokertest.New(t)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["write_file(**)"]}}`)
+	c := e.Client()
+	write := func(sid, p, content string) {
+		t.Helper()
+		res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(p, content)), execv1.Choice_CHOICE_ONCE)
+		if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+			t.Fatalf("write %s: %v %s", p, err, res.GetContent())
+		}
+	}
+	a, b := e.Open(c), e.Open(c)
+	write(a, "planted/config", plantedByFileTools[0][1])
+	write(a, "planted/config", "[core]\n\tbare = false\n\tworktree = .\n")
+	for _, f := range plantedByFileTools[1:] {
+		write(b, f[0], f[1])
+	}
+	asUser(t, filepath.Join(e.Root, "planted/sub"), "status")
+	if brokertest.Exists(filepath.Join(e.Root, "planted/PWNED")) {
+		t.Fatal("control: before the undo, git should run nothing")
+	}
+	res, err := c.Undo(brokertest.Ctx(t), &execv1.UndoRequest{SessionId: a})
+	t.Logf("undo: %v %v", res, err)
+	asUser(t, filepath.Join(e.Root, "planted/sub"), "status")
+	if brokertest.Exists(filepath.Join(e.Root, "planted/PWNED")) {
+		t.Errorf("git ran the program an undo put back in a repository:\n%s", brokertest.FileText(filepath.Join(e.Root, "planted/config")))
+	}
+}
