@@ -253,7 +253,7 @@ func (s *Service) Undo(ctx context.Context, req *execv1.UndoRequest) (*execv1.Un
 	var held *session
 	var restored string
 	restore := func(abs string, content []byte, existed bool) error {
-		if held = s.sessionHolding(id, abs); held != nil {
+		if held = s.sessionHolding(ctx, id, abs); held != nil {
 			st := s.state(held)
 			blind := policy.Decide(policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: abs}, st).Verdict == policy.Deny
 			watch, restored = s.guardWrite(held, abs, true, false, blind), abs
@@ -315,17 +315,20 @@ func (s *Service) VerifyAudit(ctx context.Context, req *execv1.VerifyAuditReques
 	return res, nil
 }
 
-// sessionHolding is the open session whose project holds abs, id's own first; nil when none is open.
-func (s *Service) sessionHolding(id, abs string) *session {
+// sessionHolding is the caller's open session whose project holds abs, id's own first; nil when none is open.
+func (s *Service) sessionHolding(ctx context.Context, id, abs string) *session {
+	p, _ := peercred.FromContext(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sess := s.sessions[id]; sess != nil {
-		if _, in := pathglob.Within(sess.root, abs); in {
-			return sess
-		}
+	holds := func(sess *session) bool {
+		_, in := pathglob.Within(sess.root, abs)
+		return sess.owner.UID == p.UID && in
+	}
+	if sess := s.sessions[id]; sess != nil && holds(sess) {
+		return sess
 	}
 	for _, sess := range s.sessions {
-		if _, in := pathglob.Within(sess.root, abs); in {
+		if holds(sess) {
 			return sess
 		}
 	}

@@ -170,8 +170,9 @@ func TestRedTeamHiddenGitFolderStillPointsTheGuard(t *testing.T) {
 // the unprivileged user nobody, where the sandbox runs in a user namespace and the broker cannot read past a mode.
 func TestRedTeamHiddenAndGuardAsNobody(t *testing.T) {
 	rerunAsNobody(t, "^TestRedTeam(DeferredInAHiddenFolderACommandMade|DeferredByTheFileToolsInAHiddenFolder|"+
-		"PlantedPointerReadsNoHiddenRepository|HiddenGitFolderStillPointsTheGuard|EnclosingRepositoryNotForgottenAfterGitInit)$",
+		"PlantedPointerReadsNoHiddenRepository|HiddenGitFolderStillPointsTheGuard|EnclosingRepositoryNotForgottenAfterGitInit|"+
+		"UndoRestoresNoProgramForGit)$",
 		"TestRedTeamDeferredInAHiddenFolderACommandMade", "TestRedTeamDeferredByTheFileToolsInAHiddenFolder",
 		"TestRedTeamPlantedPointerReadsNoHiddenRepository", "TestRedTeamHiddenGitFolderStillPointsTheGuard",
-		"TestRedTeamEnclosingRepositoryNotForgottenAfterGitInit")
+		"TestRedTeamEnclosingRepositoryNotForgottenAfterGitInit", "TestRedTeamUndoRestoresNoProgramForGit")
 }
