@@ -435,6 +435,18 @@ func (g *Guard) rel(dir, p string) (string, bool) {
 // maxConfig bounds what is read of a config file or an included one.
 const maxConfig = 1 << 20
 
+// readDir lists the folder rel below the root, opened through no symbolic link (openBeneath), sorted by name.
+func (g *Guard) readDir(rel string) ([]fs.DirEntry, error) {
+	f, err := openBeneath(-1, g.root, rel, os.O_RDONLY|oDirectory|oNoFollow|oNonblock)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, err
+}
+
 // readFile reads a regular file below the root, following no symbolic link (openBeneath) and never blocking on a
 // FIFO a command planted, at most maxConfig bytes.
 func (g *Guard) readFile(rel string, limit int64) ([]byte, error) {
@@ -498,7 +510,7 @@ func (g *Guard) readRepo(dir string) *repo {
 		}
 	}
 	if hooksDir != "" {
-		ents, _ := os.ReadDir(g.abs(hooksDir))
+		ents, _ := g.readDir(hooksDir)
 		for _, e := range ents {
 			name := e.Name()
 			if strings.HasSuffix(name, ".sample") || e.IsDir() {
@@ -521,7 +533,7 @@ func (g *Guard) repoPrint(dir string) *repo {
 	for _, name := range []string{"config", "config.worktree", "commondir"} {
 		fp.WriteString(fingerprint(g.abs(path.Join(dir, name))) + ";")
 	}
-	ents, _ := os.ReadDir(g.abs(path.Join(dir, "hooks")))
+	ents, _ := g.readDir(path.Join(dir, "hooks"))
 	for _, e := range ents {
 		if strings.HasSuffix(e.Name(), ".sample") || e.IsDir() {
 			continue

@@ -351,7 +351,7 @@ func (g *Guard) ownerAccessBelow(rel string, n *int) {
 		return
 	}
 	ownerAccess(g.root, rel)
-	ents, _ := os.ReadDir(g.abs(rel))
+	ents, _ := g.readDir(rel)
 	for _, e := range ents {
 		if e.IsDir() {
 			g.ownerAccessBelow(path.Join(rel, e.Name()), n)
