@@ -164,7 +164,8 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 		switch {
 		case (!existed || isAbsent(bfp)) && !isAbsent(fp) && !inRepo(p) && !under(p, existing):
 			created[p] = true
-		case existed && bfp != fp && !inRepo(p) && !u.isExempt(p) && before.linkTo[p] == "": // a link is put back
+		// The folder that holds the path the user allowed changed by that write: no warning.
+		case existed && bfp != fp && !inRepo(p) && !u.holdsExempt(p) && before.linkTo[p] == "": // a link is put back
 			rep.Changed = append(rep.Changed, p)
 		}
 	}
@@ -313,6 +314,12 @@ type undoer struct {
 
 // isExempt reports whether rel is the path the run was allowed to write as it is.
 func (u *undoer) isExempt(rel string) bool { return u.exempt != "" && rel == u.exempt }
+
+// holdsExempt reports whether rel is that path or a folder it lies in.
+func (u *undoer) holdsExempt(rel string) bool {
+	_, in := pathglob.Within(rel, u.exempt)
+	return u.exempt != "" && in
+}
 
 func (u *undoer) did(format string, a ...any) {
 	u.rep.Undone = append(u.rep.Undone, fmt.Sprintf(format, a...))

@@ -57,13 +57,16 @@ func TestDeferredByTheFileTools(t *testing.T) {
 	if brokertest.Exists(filepath.Join(e.Root, "planted/PWNED")) {
 		t.Errorf("git ran a repository the file tools assembled:\n%s", strings.Join(said, "\n"))
 	}
-	// What the user was asked about and allowed stays as written: a protected file, in a folder the write made.
+	// What the user was asked about and allowed stays as written: a protected file, in a folder the write made, and
+	// again in that folder, there now; neither answer warns of a change to the protected folder the write was in.
 	const tasks = `{"tasks":[{"label":"x","command":"make"}]}`
-	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(".vscode/tasks.json", tasks)),
-		execv1.Choice_CHOICE_ONCE)
-	if err != nil || len(qs) == 0 || brokertest.FileText(filepath.Join(e.Root, ".vscode/tasks.json")) != tasks ||
-		strings.Contains(res.GetContent(), "Undone") {
-		t.Errorf("an allowed write of .vscode/tasks.json: %v, %d questions, %s", err, len(qs), res.GetContent())
+	for _, p := range []string{".vscode/tasks.json", ".vscode/launch.json"} {
+		res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(p, tasks)),
+			execv1.Choice_CHOICE_ONCE)
+		if err != nil || len(qs) == 0 || brokertest.FileText(filepath.Join(e.Root, p)) != tasks ||
+			strings.Contains(res.GetContent(), "Undone") || strings.Contains(res.GetContent(), "Warning") {
+			t.Errorf("an allowed write of %s: %v, %d questions, %s", p, err, len(qs), res.GetContent())
+		}
 	}
 }
 
