@@ -176,7 +176,7 @@ func checkChange(s *Service, c *call, path string, kind policy.Kind, prepare fun
 			newHash := sha256.Sum256(p.New)
 			// The write is checked like a command's run: the file that completes a repository the file tools
 			// assembled piece by piece (its config first, HEAD, objects/ and refs/ last) is undone as a command's.
-			watch := s.guardWrite(c.sess, abs, inside, g.d.Verdict == policy.Ask)
+			watch := s.guardWrite(c.sess, abs, inside, g.d.Verdict == policy.Ask, blind)
 			err = c.sess.fs.Commit(g.p, p, func(abs string, old []byte, existed bool) error {
 				_, err := s.undos.Snapshot(c.sess.id, abs, old, existed, newHash)
 				return err

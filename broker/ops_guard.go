@@ -55,7 +55,12 @@ func (s *Service) guardOptions(sess *session, st *policy.State, hidden []string)
 		}
 	}
 	deny, denyKey := readDenied(st)
-	return guard.Options{MaxEntries: maxEntries, Skip: skip, Hidden: rels, Deny: deny, DenyKey: denyKey, UserHome: s.userHome}
+	private := []string{s.cfg.Home}
+	if st.Team != nil && st.Team.AuditDir != "" {
+		private = append(private, filepath.Clean(st.Team.AuditDir))
+	}
+	return guard.Options{MaxEntries: maxEntries, Skip: skip, Hidden: rels, Deny: deny, DenyKey: denyKey, UserHome: s.userHome,
+		Private: private}
 }
 
 // guardAfter takes the guard's scan after a command (bash, a hook, or a background process) ended, undoes what it
@@ -90,7 +95,7 @@ func (s *Service) guardAfter(sessID, op, command string, w *guard.Watch) ([]stri
 	}
 	return lines, s.record(audit.Record{Session: sessID, Event: audit.EventGuardUndone, Op: op, Input: command,
 		Detail: map[string]string{"undone": strings.Join(rep.Undone, "\n"), "changed": strings.Join(rep.Changed, " "),
-			"errors": strings.Join(rep.Errors, "\n")}}, true)
+			"errors": strings.Join(rep.Errors, "\n"), "hidden": strings.Join(rep.Quiet, "\n")}}, true)
 }
 
 // runFailure is a sandboxed run that could not start or could not be checked: the call fails with its reason.
@@ -152,21 +157,28 @@ func (s *Service) guardBefore(sess *session, st *policy.State, spec *sandbox.Spe
 	return watch, nil
 }
 
-// guardWrite takes the guard's scan before a file tool writes inside the root, with the bounds the session's
-// commands last set; nil outside the root or where the root is too large to walk (each write is still decided by
+// guardWrite takes the guard's scan before a file tool writes inside the root, with the session's bounds and read
+// rules; nil outside the root or where the root is too large to walk (each write is still decided by
 // its path). A write the user was asked about is the user's: its own path is left as written. Defends against a
 // repository assembled by write_file alone, whose last file no rule can tell apart.
-func (s *Service) guardWrite(sess *session, abs string, inside, asked bool) *guard.Watch {
+func (s *Service) guardWrite(sess *session, abs string, inside, asked, blind bool) *guard.Watch {
 	rel, in := pathglob.Within(sess.root, abs)
 	if !inside || !in || sess.guard == nil {
 		return nil
 	}
+	// The walk leaves out what the read policy hides, as before a command: defends against a write before the
+	// session's first command walking into hidden folders (its time, and what it says it made listable).
+	st := s.state(sess)
+	sess.guard.Configure(s.guardOptions(sess, st, s.secrets(st)))
 	w, err := sess.guard.Begin()
 	if err != nil {
 		return nil
 	}
 	if asked {
 		w.Exempt(filepath.ToSlash(rel)) // what the user was asked about (a protected path always is) stays as written
+	}
+	if blind {
+		w.Blind(filepath.ToSlash(rel)) // the walk enters no hidden folder: the write's own folders are checked
 	}
 	return w
 }

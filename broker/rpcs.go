@@ -13,6 +13,7 @@ import (
 	"github.com/garuda-dev/garuda/broker/conffile"
 	"github.com/garuda-dev/garuda/broker/config"
 	"github.com/garuda-dev/garuda/broker/fsops"
+	"github.com/garuda-dev/garuda/broker/guard"
 	"github.com/garuda-dev/garuda/broker/homefile"
 	"github.com/garuda-dev/garuda/broker/peercred"
 	"github.com/garuda-dev/garuda/broker/permit"
@@ -242,8 +243,25 @@ func (s *Service) Undo(ctx context.Context, req *execv1.UndoRequest) (*execv1.Un
 		}
 		return currentFile(p)
 	}
-	restore := func(abs string, content []byte, existed bool) error { return restoreFile(p, content, existed) }
+	// A restore is checked by the command guard like a file tool's write: defends against an undo putting back a
+	// config that named a program when its folder was no repository, in a folder another session's writes made one.
+	var watch *guard.Watch
+	var held *session
+	var restored string
+	restore := func(abs string, content []byte, existed bool) error {
+		if held = s.sessionHolding(ctx, id, abs); held != nil {
+			st := s.state(held)
+			blind := policy.Decide(policy.Request{Kind: policy.KindRead, Tool: policy.OpReadFile, Path: abs}, st).Verdict == policy.Deny
+			watch, restored = s.guardWrite(held, abs, true, false, blind), abs
+		}
+		return restoreFile(p, content, existed)
+	}
 	e, err := s.undos.Undo(id, restore, current)
+	if watch != nil {
+		if _, gerr := s.guardAfter(held.id, policy.OpUndo, restored, watch); gerr != nil && err == nil {
+			return nil, toStatus(gerr)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, undo.ErrNothing) || errors.Is(err, undo.ErrChanged) || errors.Is(err, errUndoDenied) {
 			return nil, toStatus(fmt.Errorf("%w: %v", ErrNothing, err))
@@ -321,6 +339,26 @@ func (s *Service) VerifyAudit(ctx context.Context, req *execv1.VerifyAuditReques
 		res.Files = append(res.Files, c)
 	}
 	return res, nil
+}
+
+// sessionHolding is the caller's open session whose project holds abs, id's own first; nil when none is open.
+func (s *Service) sessionHolding(ctx context.Context, id, abs string) *session {
+	p, _ := peercred.FromContext(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	holds := func(sess *session) bool {
+		_, in := pathglob.Within(sess.root, abs)
+		return sess.owner.UID == p.UID && in
+	}
+	if sess := s.sessions[id]; sess != nil && holds(sess) {
+		return sess
+	}
+	for _, sess := range s.sessions {
+		if holds(sess) {
+			return sess
+		}
+	}
+	return nil
 }
 
 // errUndoDenied is an undo of a path that the policy now denies writing.

@@ -42,6 +42,9 @@ type Options struct {
 	// UserHome is the user's home folder: when the root is or holds it, its dot files and folders are protected
 	// (policy.HomeProtected).
 	UserHome string
+	// Private are folders outside the root the guard never lists ($GARUDA_HOME, the team's audit folder): they hold
+	// nothing of the user's configuration, and what they hold must not change what the guard does.
+	Private []string
 }
 
 // Guard is one root's command guard. It is safe for concurrent use; several commands of a session may run at once.
@@ -65,6 +68,13 @@ type Guard struct {
 	// at the first scan.
 	enclosing      [2]string
 	enclosingFound bool
+	// removed is when (gen, counted by each removal) the guard last removed each root-relative path as created by a
+	// run: for a run under way then, whose scan before may hold what another run planted, it is absent before it.
+	gen     int64
+	removed map[string]int64
+	// own are the .git files and links of the session's first scan (the user's worktrees and submodules), with
+	// their fingerprints: only their repositories outside the root are read (outsidePointed).
+	own map[string]string
 }
 
 // New makes the guard of root (absolute, clean).
@@ -99,7 +109,7 @@ func (g *Guard) Close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.t != nil {
-		g.t.n.close()
+		g.t.close()
 		g.t = nil
 	}
 }
@@ -111,11 +121,16 @@ func (g *Guard) Configure(o Options) {
 	if g.t != nil && (o.MaxEntries != g.opts.MaxEntries || o.DenyKey != g.opts.DenyKey || (o.Deny == nil) != (g.opts.Deny == nil) ||
 		strings.Join(o.Skip, "\x00") != strings.Join(g.opts.Skip, "\x00") ||
 		strings.Join(o.Hidden, "\x00") != strings.Join(g.opts.Hidden, "\x00")) {
-		g.t.n.close()
+		g.t.close()
 		g.t = nil
 	}
 	if g.t != nil {
 		g.t.deny = o.Deny // the same rules: what the tree holds stands, and folders read again ask the new one
+	}
+	if o.Writable == nil {
+		// A file tool's write configures no sandbox: a background process's later checks still undo its links into
+		// the session's temp and cache folders.
+		o.Writable = g.opts.Writable
 	}
 	g.opts = o
 }
@@ -159,6 +174,10 @@ type Snapshot struct {
 	// covers the link's target, never the link, which a command can replace; the undo puts it back.
 	linkTo map[string]string
 	denied []string // what Options.Deny denied, root-relative, sorted
+	// denyKey and hasDeny are the read rules the walk asked (Options): a folder denied after a run and not before
+	// was made by the run only where they are the same.
+	denyKey string
+	hasDeny bool
 }
 
 type repo struct {
@@ -192,19 +211,25 @@ func (g *Guard) scan(bounded bool) (*Snapshot, error) {
 	if g.t.over || bounded && g.t.count > limit {
 		return nil, fmt.Errorf("%s holds more than %d files and folders: %w", g.root, limit, ErrTooLarge)
 	}
-	s := g.snapshot()
+	s := g.snapshot(g.t)
 	g.last = s
 	return s, nil
 }
 
-func (g *Guard) snapshot() *Snapshot {
-	s := &Snapshot{root: g.root, made: maps.Clone(g.made), Entries: g.t.count, protected: map[string]string{},
+func (g *Guard) snapshot(t *tree) *Snapshot {
+	s := &Snapshot{root: g.root, made: maps.Clone(g.made), Entries: t.count, protected: map[string]string{},
 		repos: map[string]*repo{}, pointers: map[string]string{},
-		links: map[string]bool{}, pointedFP: map[string]string{}}
+		links: map[string]bool{}, pointedFP: map[string]string{}, denyKey: g.opts.DenyKey, hasDeny: g.opts.Deny != nil}
 	var prot []string
-	for rel, nd := range g.t.nodes {
+	var hiddenGit []policy.GitRepo
+	for rel, nd := range t.nodes {
 		for _, name := range nd.denied {
 			s.denied = append(s.denied, path.Join(rel, name))
+			if name == ".git" && nd.dotGit == 'd' {
+				// A .git folder a read rule hides ("Read(.git)"): the sandbox covers it whole, but what its config
+				// points git at outside it (core.hooksPath's folder, programs) is still the guard's to protect.
+				hiddenGit = append(hiddenGit, g.readRepo(path.Join(rel, ".git")).facts)
+			}
 		}
 		for _, name := range nd.prot {
 			prot = append(prot, path.Join(rel, name))
@@ -232,24 +257,40 @@ func (g *Guard) snapshot() *Snapshot {
 			s.repos[r.common] = g.readRepo(r.common)
 		}
 	}
+	hidden := map[string]bool{}
+	for _, d := range append(slices.Clone(s.denied), g.opts.Hidden...) {
+		hidden[d] = true
+	}
 	// Only the topmost of nested protected paths: a folder is covered whole.
 	sort.Strings(prot)
 	for i, p := range prot {
 		if i > 0 && under(p, prot[:i]) {
 			continue
 		}
-		s.protected[p] = fingerprint(g.abs(p))
+		s.protected[p] = g.print(p, hidden)
 		s.noteLink(p)
 	}
-	facts := make([]policy.GitRepo, 0, len(s.repos))
+	facts := make([]policy.GitRepo, 0, len(s.repos)+len(hiddenGit))
 	for _, r := range s.repos {
 		facts = append(facts, r.facts)
 	}
+	facts = append(facts, hiddenGit...)
 	sort.Slice(facts, func(i, j int) bool { return facts[i].Dir < facts[j].Dir })
 	if !g.linkedRead {
 		g.linked, g.linkedRead = g.homeLinked(), true // once a session: the home lies outside the root, out of commands' reach
 	}
-	facts = append(append(facts, g.userConfig(), g.enclosingConfig()), g.outsidePointed(s.pointers)...)
+	if g.own == nil && t == g.t {
+		g.own = maps.Clone(s.pointers)
+	}
+	// Only the user's own pointers: one a run made names a folder of the run's choosing, a hidden one too, and is
+	// removed when it leads outside. Defends against a planted .git file making the guard read a hidden repository.
+	own := map[string]string{}
+	for p, fp := range s.pointers {
+		if g.own[p] == fp {
+			own[p] = fp
+		}
+	}
+	facts = append(append(facts, g.userConfig(), g.enclosingConfig()), g.outsidePointed(own)...)
 	s.pointed = policy.GitPointed(facts)
 	for _, l := range g.linked {
 		if !slices.Contains(s.pointed, l) {
@@ -258,13 +299,44 @@ func (g *Guard) snapshot() *Snapshot {
 	}
 	sort.Strings(s.pointed)
 	for _, p := range s.pointed {
-		s.pointedFP[p] = fingerprint(g.abs(p))
+		s.pointedFP[p] = g.print(p, hidden)
 		s.noteLink(p)
 	}
 	sort.Strings(s.ensure)
 	sort.Strings(s.denied)
-	s.unlocked, g.t.unlocked = g.t.unlocked, nil
+	s.unlocked, t.unlocked = t.unlocked, nil
 	return s
+}
+
+// walkWhole is a snapshot of the folder rel and all below it, walked once, whatever the read rules hide in it (only
+// the secrets the sandbox hides are left out). For a folder a run made: everything in it is the run's own.
+func (g *Guard) walkWhole(rel string) *Snapshot {
+	t := newTree(g.root, math.MaxInt, Options{Skip: g.opts.Skip, Hidden: g.opts.Hidden, UserHome: g.opts.UserHome})
+	defer t.close()
+	t.n.close()
+	t.n = noWatch{}
+	mode := walkFull
+	if slices.ContainsFunc(strings.Split(rel, "/"), func(n string) bool { return slices.Contains(skipNames, n) }) {
+		mode = walkGitOnly // a hidden node_modules an install made: what git would find there, as anywhere
+	}
+	t.load(rel, inDotGit(parent(rel)) || path.Base(parent(rel)) == ".git", mode)
+	return g.snapshot(t)
+}
+
+// print is the fingerprint of the root-relative p; of itself alone where it is or lies in a folder a read rule
+// hides (denied): the sandbox covers such a folder whole, and listing it would make a scan's time depend on it.
+func (g *Guard) print(p string, denied map[string]bool) string {
+	in := false
+	for q := p; q != "" && !in; q = parent(q) {
+		in = denied[q]
+	}
+	if in {
+		if key, _, ok := statKey(g.abs(p)); ok {
+			return ":" + key + ";"
+		}
+		return "absent"
+	}
+	return fingerprint(g.abs(p))
 }
 
 // noteLink records where p leads when it is a symbolic link (Snapshot.linkTo).
@@ -363,10 +435,22 @@ func (g *Guard) rel(dir, p string) (string, bool) {
 // maxConfig bounds what is read of a config file or an included one.
 const maxConfig = 1 << 20
 
-// readFile reads a regular file below the root, following no symbolic link at its end and never blocking on a
+// readDir lists the folder rel below the root, opened through no symbolic link (openBeneath), sorted by name.
+func (g *Guard) readDir(rel string) ([]fs.DirEntry, error) {
+	f, err := openBeneath(-1, g.root, rel, os.O_RDONLY|oDirectory|oNoFollow|oNonblock)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, err
+}
+
+// readFile reads a regular file below the root, following no symbolic link (openBeneath) and never blocking on a
 // FIFO a command planted, at most maxConfig bytes.
 func (g *Guard) readFile(rel string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(g.abs(rel), os.O_RDONLY|oNoFollow|oNonblock, 0)
+	f, err := openBeneath(-1, g.root, rel, os.O_RDONLY|oNoFollow|oNonblock)
 	if err != nil {
 		return nil, err
 	}
@@ -383,16 +467,12 @@ func (g *Guard) readFile(rel string, limit int64) ([]byte, error) {
 
 // readRepo reads what a git folder's config points at, its installed hooks and its fingerprint.
 func (g *Guard) readRepo(dir string) *repo {
-	r := &repo{hooks: map[string]string{}}
+	r := g.repoPrint(dir)
 	r.facts.Dir = dir
 	r.facts.Bare = path.Base(dir) != ".git"
 	r.facts.Top = dir
 	if !r.facts.Bare {
 		r.facts.Top = parent(dir)
-	}
-	var fp strings.Builder
-	for _, name := range []string{"config", "config.worktree", "commondir"} {
-		fp.WriteString(fingerprint(g.abs(path.Join(dir, name))) + ";")
 	}
 	if data, err := g.readFile(path.Join(dir, "commondir"), 4096); err == nil {
 		if c, ok := g.rel(dir, gitLine(string(data))); ok && c != dir {
@@ -429,30 +509,77 @@ func (g *Guard) readRepo(dir string) *repo {
 			hooksDir = ""
 		}
 	}
-	for _, d := range uniq(path.Join(dir, "hooks"), hooksDir) {
-		ents, err := os.ReadDir(g.abs(d))
-		if err != nil {
-			continue
-		}
+	if hooksDir != "" {
+		ents, _ := g.readDir(hooksDir)
 		for _, e := range ents {
 			name := e.Name()
 			if strings.HasSuffix(name, ".sample") || e.IsDir() {
 				continue
 			}
-			p := path.Join(d, name)
-			if d == path.Join(dir, "hooks") {
-				hfp := fingerprint(g.abs(p))
-				r.hooks[p] = hfp
-				fp.WriteString(p + "=" + hfp + ";")
-			}
-			if d == hooksDir && isExecutable(g.abs(p)) {
+			if p := path.Join(hooksDir, name); isExecutable(g.abs(p)) {
 				head, _ := g.readFile(p, 4096)
 				r.facts.Hooks = append(r.facts.Hooks, policy.Hook{Name: name, Head: head})
 			}
 		}
 	}
+	return r
+}
+
+// repoPrint is a git folder's fingerprint (its config, config.worktree and commondir, and each hook of its own
+// hooks folder), without reading any of them.
+func (g *Guard) repoPrint(dir string) *repo {
+	r := &repo{hooks: map[string]string{}}
+	var fp strings.Builder
+	for _, name := range []string{"config", "config.worktree", "commondir"} {
+		fp.WriteString(fingerprint(g.abs(path.Join(dir, name))) + ";")
+	}
+	ents, _ := g.readDir(path.Join(dir, "hooks"))
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".sample") || e.IsDir() {
+			continue
+		}
+		p := path.Join(dir, "hooks", e.Name())
+		hfp := fingerprint(g.abs(p))
+		r.hooks[p] = hfp
+		fp.WriteString(p + "=" + hfp + ";")
+	}
 	r.fp = fp.String()
 	return r
+}
+
+// gitShaped reports whether the folder rel is one git takes for a git folder (as the walk tells them: read).
+func (g *Guard) gitShaped(rel string) bool {
+	if fi, err := os.Lstat(g.abs(rel)); err != nil || !fi.IsDir() {
+		return false
+	}
+	is := func(name string, dir bool) bool {
+		fi, err := os.Lstat(g.abs(path.Join(rel, name)))
+		return err == nil && (fi.IsDir() == dir || dir && fi.Mode()&fs.ModeSymlink != 0)
+	}
+	return path.Base(rel) == ".git" || is("HEAD", false) && (is("objects", true) && is("refs", true) || is("commondir", false))
+}
+
+// unwalked reports whether the walk leaves rel out because the read rules hide it or a folder it lies in.
+func (g *Guard) unwalked(rel string) bool {
+	for p := rel; p != ""; p = parent(p) {
+		if slices.Contains(g.opts.Hidden, p) || g.opts.Deny != nil && g.opts.Deny(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// hiddenRepos are the git folders among the folders of rel that the walk leaves out (unwalked), with their
+// fingerprints; nil for one that is not a git folder.
+func (g *Guard) hiddenRepos(rel string) map[string]*repo {
+	out := map[string]*repo{}
+	for a := parent(rel); a != "" && g.unwalked(a); a = parent(a) {
+		out[a] = nil
+		if g.gitShaped(a) {
+			out[a] = g.repoPrint(a)
+		}
+	}
+	return out
 }
 
 // readConfig reads a config file and, where they are included, the files it includes inside the root (git's
@@ -571,11 +698,13 @@ func (g *Guard) readOutside(abs string, seen map[string]bool, each func(entry)) 
 }
 
 // enclosingConfig is what the repository the root lies in points git at inside the root, when the root is a folder
-// of a larger repository (a package of a monorepo) with no .git of its own (outsideRepo). Defends against a command
-// that plants a hook in packages/app/hooks, which the monorepo's config names, or rewrites a program it runs.
+// of a larger repository (a package of a monorepo; outsideRepo). Defends against a command that plants a hook in
+// packages/app/hooks, which the monorepo's config names, or rewrites a program it runs. Whether the root has a
+// .git of its own does not matter: git in the monorepo's other folders still runs what its config names, and a
+// command's `git init` in the root must not make the guard forget it.
 func (g *Guard) enclosingConfig() policy.GitRepo {
-	if _, err := os.Lstat(g.abs(".git")); err == nil || g.root == "/" {
-		return policy.GitRepo{} // the root's own .git: a folder is walked, a file is a pointer (outsidePointed)
+	if g.root == "/" {
+		return policy.GitRepo{}
 	}
 	if !g.enclosingFound {
 		// Found once a session, as git's discovery does: upwards, not across a file system's boundary (where git
@@ -744,6 +873,9 @@ func (g *Guard) homeLinked() []string {
 			}
 			p := filepath.Join(dir, name)
 			switch {
+			case slices.Contains(g.opts.Private, p):
+				// Garuda's own folders, in the home by default (~/.garuda): defends against their listing's time
+				// (the sessions, the undo snapshots) showing in the first command's.
 			case e.Type()&fs.ModeSymlink != 0:
 				if t, err := filepath.EvalSymlinks(p); err == nil {
 					if rel, in := g.rel("", t); in && rel != "" {
@@ -824,13 +956,6 @@ func shellWords(s string) []string {
 	}
 	end()
 	return words
-}
-
-func uniq(a, b string) []string {
-	if b == "" || a == b {
-		return []string{a}
-	}
-	return []string{a, b}
 }
 
 func isDir(abs string) bool {

@@ -441,3 +441,53 @@ func TestGuardHiddenFolderChangedByTheBroker(t *testing.T) {
 		g.Close()
 	}
 }
+
+// Found by red team (against the class-2 pass's "put back a replaced link"). Two runs under one guard (a background
+// process and a command): the background process plants .envrc -> payload, the command's scan before sees that
+// link, the background process's check removes it (created), the command writes .envrc anew; the command's check
+// put back the link it had seen, the background process's plant, for good (the next scans took it for the user's).
+// Now a path the guard removed since a run began counts as absent before it: what is there is removed as created.
+// Control: with the command's run alone (the link there before it, the user's), the link is put back.
+func TestGuardPutsBackNoLinkAnotherRunPlanted(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "payload"), []byte("touch PWNED\n"), 0o644)
+	g := New(root, Options{MaxEntries: 1000})
+	defer g.Close()
+	background, err := g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("payload", filepath.Join(root, ".envrc")); err != nil {
+		t.Fatal(err)
+	}
+	command, err := g.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := background.Check(); err != nil || !undoneSays(rep, "removed .envrc") {
+		t.Fatalf("the background process's plant was not removed: %+v %v", rep, err)
+	}
+	os.WriteFile(filepath.Join(root, ".envrc"), []byte("touch PWNED\n"), 0o644)
+	rep, err := command.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exists(filepath.Join(root, ".envrc")) {
+		target, _ := os.Readlink(filepath.Join(root, ".envrc"))
+		t.Errorf(".envrc stays (a link to %q) after both checks: %+v", target, rep)
+	}
+	// Control: the link there before the command (the user's), replaced by it, is put back.
+	os.Remove(filepath.Join(root, ".envrc"))
+	os.Symlink("payload", filepath.Join(root, ".envrc"))
+	w, _ := g.Begin()
+	os.Remove(filepath.Join(root, ".envrc"))
+	os.WriteFile(filepath.Join(root, ".envrc"), []byte("x\n"), 0o644)
+	w.Check()
+	if target, err := os.Readlink(filepath.Join(root, ".envrc")); err != nil || target != "payload" {
+		t.Errorf("control: a link there before the run is not put back: %q %v", target, err)
+	}
+}
+
+func undoneSays(rep *Report, s string) bool {
+	return rep != nil && strings.Contains(strings.Join(rep.Undone, "\n"), s)
+}

@@ -9,3 +9,13 @@ type notifier interface {
 	changed() (dirty, gone map[int32]bool, ok bool) // since the last call; ok false: walk whole
 	close()
 }
+
+// noWatch is the notifier of a walk taken once (Watch.Check's of a hidden folder a run made): it watches nothing.
+type noWatch struct{}
+
+func (noWatch) reset()                                         {}
+func (noWatch) watch(string) int32                             { return -1 }
+func (noWatch) unwatch(int32)                                  {}
+func (noWatch) poison()                                        {}
+func (noWatch) changed() (dirty, gone map[int32]bool, ok bool) { return nil, nil, false }
+func (noWatch) close()                                         {}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/garuda-dev/garuda/internal/pathglob"
 	"github.com/garuda-dev/garuda/policy"
@@ -70,6 +71,7 @@ type tree struct {
 	fresh  bool // nodes hold a walk (else the next refresh walks whole)
 	// unlocked are the folders the walk made listable by their owner (ownerAccess) since the last snapshot.
 	unlocked []string
+	rootFD   int // the root, every folder is opened beneath (openBeneath); -1 when it could not be opened
 }
 
 // skipNames are never entered, at any depth (policy.GuardSkipAlways says why), and gitInternal inside a git
@@ -90,7 +92,17 @@ func newTree(root string, max int, o Options) *tree {
 		t.hidden[h] = true
 	}
 	t.n = newNotifier()
+	t.rootFD = openRoot(root)
 	return t
+}
+
+// close releases the tree's watches and its handle on the root.
+func (t *tree) close() {
+	t.n.close()
+	if t.rootFD >= 0 {
+		syscall.Close(t.rootFD)
+		t.rootFD = -1
+	}
 }
 
 func (t *tree) abs(rel string) string {
@@ -227,15 +239,15 @@ func (t *tree) load(rel string, inGit bool, mode walkMode) {
 // deny everything below it); the folders the guard itself does not enter are walked for that alone (walkDenyOnly),
 // and node_modules for that and what git would find there (walkGitOnly).
 func (t *tree) read(rel string, inGit bool, mode walkMode, wd int32) (*node, bool) {
-	f, err := os.OpenFile(t.abs(rel), os.O_RDONLY|oDirectory|oNoFollow|oNonblock, 0)
+	f, err := openBeneath(t.rootFD, t.root, rel, os.O_RDONLY|oDirectory|oNoFollow|oNonblock)
 	if errors.Is(err, fs.ErrPermission) && rel != "" {
 		// A folder its owner cannot list, or whose parent it cannot search: made listable, and said so.
 		for _, p := range []string{parent(rel), rel} {
-			if ownerAccess(t.abs(p)) {
+			if ownerAccess(t.root, p) {
 				t.unlocked = append(t.unlocked, p)
 			}
 		}
-		f, err = os.OpenFile(t.abs(rel), os.O_RDONLY|oDirectory|oNoFollow|oNonblock, 0)
+		f, err = openBeneath(t.rootFD, t.root, rel, os.O_RDONLY|oDirectory|oNoFollow|oNonblock)
 	}
 	if err != nil {
 		return nil, false

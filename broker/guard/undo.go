@@ -22,11 +22,14 @@ type Report struct {
 	Changed []string // protected paths that existed and changed (the read-only mounts should make this empty)
 	Errors  []string // what could not be undone
 	Notes   []string // what the next run will meet (the tree past the walk's limit)
+	// Quiet is what was undone, or could not be, in folders a read rule hides that the run did not make: for the
+	// audit log, never for the model, to which it would say what such a folder holds.
+	Quiet []string
 }
 
 // Empty reports whether there is nothing to say.
 func (r *Report) Empty() bool {
-	return len(r.Undone) == 0 && len(r.Changed) == 0 && len(r.Errors) == 0 && len(r.Notes) == 0
+	return len(r.Undone) == 0 && len(r.Changed) == 0 && len(r.Errors) == 0 && len(r.Notes) == 0 && len(r.Quiet) == 0
 }
 
 // Watch is one run of something sandboxed under the guard: the scan before it, to which every later check
@@ -36,6 +39,19 @@ type Watch struct {
 	g      *Guard
 	before *Snapshot
 	exempt string // a root-relative path the run was allowed to write as it is (Exempt)
+	blind  string // a root-relative path a read rule hides that the run writes (Blind)
+	hidden map[string]*repo
+	gen    int64 // Guard.gen when the scan before was taken
+}
+
+// Blind says the run is a file tool's write of rel, which a read rule hides: the git folders among its folders that
+// the walk leaves out (hidden) are fingerprinted now and checked by Check, as the walk checks the others. Defends
+// against a repository the file tools assemble in a hidden folder, which the walk never sees; what is undone there
+// is Quiet (the model learns nothing of what the folder held).
+func (w *Watch) Blind(rel string) {
+	w.g.mu.Lock()
+	defer w.g.mu.Unlock()
+	w.blind, w.hidden = rel, w.g.hiddenRepos(rel)
 }
 
 // Exempt names the one root-relative path the run itself was allowed to write (a file tool's write the user was
@@ -48,7 +64,9 @@ func (g *Guard) Begin() (*Watch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Watch{g: g, before: s}, nil
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return &Watch{g: g, before: s, gen: g.gen}, nil
 }
 
 // Before is the scan the watch compares to.
@@ -65,7 +83,8 @@ func (w *Watch) Check() (*Report, error) {
 	}
 	w.g.mu.Lock()
 	defer w.g.mu.Unlock()
-	rep := w.g.undo(w.before, after, w.exempt)
+	rep := w.g.undo(w.g.forget(w.before, w.gen), after, w.exempt)
+	w.g.undoHidden(w, after, rep)
 	if w.g.t != nil && after.Entries > w.g.t.max {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the project now holds %d files and folders, more than the %d the guard "+
 			"checks before a command: the next command will be refused", after.Entries, w.g.t.max))
@@ -145,7 +164,8 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 		switch {
 		case (!existed || isAbsent(bfp)) && !isAbsent(fp) && !inRepo(p) && !under(p, existing):
 			created[p] = true
-		case existed && bfp != fp && !inRepo(p) && !u.isExempt(p) && before.linkTo[p] == "" && // a link is put back
+		// The folder that holds the path the user allowed changed by that write: no warning.
+		case existed && bfp != fp && !inRepo(p) && !u.holdsExempt(p) && before.linkTo[p] == "" && // a link is put back
 			!(g.t.hidden[p] && !isAbsent(bfp)):
 			// A folder the sandbox hid whole (it existed: covered by an empty mount) no command could change: what
 			// changed there is the broker's own doing ($GARUDA_HOME in a project that holds the home: its audit log).
@@ -179,6 +199,85 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 	}
 	sort.Strings(rep.Changed)
 	return rep
+}
+
+// undoHidden undoes what the run left where the walk does not look because a read rule hides it. A hidden folder
+// that was not there to be hidden when the run began (the sandbox covered nothing there) is the run's own: it is
+// walked whole and undone like the rest, and said (defends against a repository a command plants in a hidden folder
+// it made). In a hidden folder that was there, only a file tool's blind write can have written (Blind): the git
+// folders among the written path's folders are checked, quietly.
+func (g *Guard) undoHidden(w *Watch, after *Snapshot, rep *Report) {
+	var made []string
+	if w.before.hasDeny && after.hasDeny && w.before.denyKey == after.denyKey {
+		for _, rel := range after.denied {
+			if _, was := slices.BinarySearch(w.before.denied, rel); was { // sorted (snapshot)
+				continue
+			}
+			if fi, err := os.Lstat(g.abs(rel)); err == nil && fi.IsDir() {
+				made = append(made, rel)
+			}
+		}
+	}
+	if len(made) == 0 && w.blind == "" {
+		return
+	}
+	empty := &Snapshot{protected: map[string]string{}, repos: map[string]*repo{}, pointers: map[string]string{},
+		links: map[string]bool{}, pointedFP: map[string]string{}}
+	for _, rel := range made {
+		sub := g.undo(empty, g.walkWhole(rel), w.exempt)
+		rep.Undone, rep.Errors = append(rep.Undone, sub.Undone...), append(rep.Errors, sub.Errors...)
+	}
+	if w.blind == "" {
+		return
+	}
+	r, err := os.OpenRoot(g.root)
+	if err != nil {
+		rep.Quiet = append(rep.Quiet, fmt.Sprintf("open the root: %v", err))
+		return
+	}
+	defer r.Close()
+	quiet := &Report{}
+	u := &undoer{g: g, r: r, rep: quiet, exempt: w.exempt}
+	now := g.hiddenRepos(w.blind)
+	for _, dir := range sortedKeys(mapKeys(now)) {
+		if before := w.hidden[dir]; now[dir] != nil && (before == nil || before.fp != now[dir].fp) {
+			u.repo(dir, before)
+		}
+	}
+	rep.Quiet = append(append(rep.Quiet, quiet.Undone...), quiet.Errors...)
+}
+
+// forget is before without the paths the guard removed since gen (as created by another run), and what is below
+// them: absent before, what is there now was created. Defends against a run that puts back, as its own, a link
+// another run under way planted (a background process's), which then stays for good.
+func (g *Guard) forget(before *Snapshot, gen int64) *Snapshot {
+	var gone []string
+	for p, at := range g.removed {
+		if at > gen {
+			gone = append(gone, p)
+		}
+	}
+	if len(gone) == 0 {
+		return before
+	}
+	b := *before
+	b.protected, b.pointedFP, b.linkTo = maps.Clone(b.protected), maps.Clone(b.pointedFP), maps.Clone(b.linkTo)
+	for _, m := range []map[string]string{b.protected, b.pointedFP, b.linkTo} {
+		for p := range m {
+			if slices.ContainsFunc(gone, func(q string) bool { _, in := pathglob.Within(q, p); return in }) {
+				delete(m, p)
+			}
+		}
+	}
+	return &b
+}
+
+func mapKeys[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 func keys(m map[string]string) []string {
@@ -219,6 +318,12 @@ type undoer struct {
 // isExempt reports whether rel is the path the run was allowed to write as it is.
 func (u *undoer) isExempt(rel string) bool { return u.exempt != "" && rel == u.exempt }
 
+// holdsExempt reports whether rel is that path or a folder it lies in.
+func (u *undoer) holdsExempt(rel string) bool {
+	_, in := pathglob.Within(rel, u.exempt)
+	return u.exempt != "" && in
+}
+
 func (u *undoer) did(format string, a ...any) {
 	u.rep.Undone = append(u.rep.Undone, fmt.Sprintf(format, a...))
 }
@@ -241,6 +346,11 @@ func (u *undoer) remove(rel, why string) {
 		u.failed("could not remove %s (%s): %v", rel, why, err)
 		return
 	}
+	if u.g.removed == nil {
+		u.g.removed = map[string]int64{}
+	}
+	u.g.gen++
+	u.g.removed[rel] = u.g.gen
 	u.did("removed %s (%s)", rel, why)
 }
 
@@ -250,8 +360,8 @@ func (g *Guard) ownerAccessBelow(rel string, n *int) {
 	if *n++; *n > 10000 {
 		return
 	}
-	ownerAccess(g.abs(rel))
-	ents, _ := os.ReadDir(g.abs(rel))
+	ownerAccess(g.root, rel)
+	ents, _ := g.readDir(rel)
 	for _, e := range ents {
 		if e.IsDir() {
 			g.ownerAccessBelow(path.Join(rel, e.Name()), n)

@@ -122,3 +122,27 @@ func TestDeferredWhatANestedWorktreesRepositoryNames(t *testing.T) {
 		}
 	}
 }
+
+// Found by red team (against the class-2 pass's enclosing repository). What the repository the project lies in
+// points git at was read only while the project had no .git of its own: a first command's `git init` (its new
+// repository neutralised, but there) made the guard forget the enclosing repository, and a second command's hook in
+// the folder the monorepo's core.hooksPath names stayed, to run on the user's next commit anywhere else in the
+// monorepo. Now the enclosing repository is read whether the project has a .git or not. Control:
+// TestDeferredWhatTheEnclosingRepositoryNames (outside the sandbox the hook runs).
+func TestRedTeamEnclosingRepositoryNotForgottenAfterGitInit(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	mono := t.TempDir()
+	root := filepath.Join(mono, "packages", "app")
+	os.MkdirAll(root, 0o755)
+	setup(t, mono, "git init -q && git config core.hooksPath packages/app/hooks")
+	e := brokertest.NewAt(t, root, filepath.Join(t.TempDir(), "garuda"))
+	c := e.Client()
+	sid := e.Open(c)
+	brokertest.Sh(t, c, sid, "git init -q")
+	res := brokertest.Sh(t, c, sid, `mkdir -p hooks && printf '#!/bin/sh\ntouch "$(git rev-parse --show-toplevel)/PWNED"\n' > `+
+		`hooks/pre-commit && chmod +x hooks/pre-commit`)
+	asUser(t, mono, "commit", "-q", "--allow-empty", "-m", "x")
+	if brokertest.Exists(filepath.Join(mono, "PWNED")) {
+		t.Errorf("git ran a hook a command left where the monorepo points, after a git init in the project: %s", res.GetContent())
+	}
+}

@@ -57,12 +57,51 @@ func TestDeferredByTheFileTools(t *testing.T) {
 	if brokertest.Exists(filepath.Join(e.Root, "planted/PWNED")) {
 		t.Errorf("git ran a repository the file tools assembled:\n%s", strings.Join(said, "\n"))
 	}
-	// What the user was asked about and allowed stays as written: a protected file, in a folder the write made.
+	// What the user was asked about and allowed stays as written: a protected file, in a folder the write made, and
+	// again in that folder, there now; neither answer warns of a change to the protected folder the write was in.
 	const tasks = `{"tasks":[{"label":"x","command":"make"}]}`
-	res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(".vscode/tasks.json", tasks)),
-		execv1.Choice_CHOICE_ONCE)
-	if err != nil || len(qs) == 0 || brokertest.FileText(filepath.Join(e.Root, ".vscode/tasks.json")) != tasks ||
-		strings.Contains(res.GetContent(), "Undone") {
-		t.Errorf("an allowed write of .vscode/tasks.json: %v, %d questions, %s", err, len(qs), res.GetContent())
+	for _, p := range []string{".vscode/tasks.json", ".vscode/launch.json"} {
+		res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(p, tasks)),
+			execv1.Choice_CHOICE_ONCE)
+		if err != nil || len(qs) == 0 || brokertest.FileText(filepath.Join(e.Root, p)) != tasks ||
+			strings.Contains(res.GetContent(), "Undone") || strings.Contains(res.GetContent(), "Warning") {
+			t.Errorf("an allowed write of %s: %v, %d questions, %s", p, err, len(qs), res.GetContent())
+		}
+	}
+}
+
+// Found by red team (where the class-1 and class-2 passes meet: undo decided as an edit, the file tools checked by
+// the guard). Undo restores a file as it was before a write, and was not checked by the guard: one session writes
+// a config that names a program, then a harmless one, in a folder that is no repository yet; another session's
+// writes make the folder a repository (its config harmless then); undo of the first session's last write puts the
+// program back, in a repository now, and git ran it. Now a restore is checked like a write. Controls: before the
+// undo, git runs nothing; the same files written with no guard run (TestDeferredByTheFileTools).
+func TestRedTeamUndoRestoresNoProgramForGit(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	e := brokertest.New(t)
+	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["write_file(**)"]}}`)
+	c := e.Client()
+	write := func(sid, p, content string) {
+		t.Helper()
+		res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(p, content)), execv1.Choice_CHOICE_ONCE)
+		if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+			t.Fatalf("write %s: %v %s", p, err, res.GetContent())
+		}
+	}
+	a, b := e.Open(c), e.Open(c)
+	write(a, "planted/config", plantedByFileTools[0][1])
+	write(a, "planted/config", "[core]\n\tbare = false\n\tworktree = .\n")
+	for _, f := range plantedByFileTools[1:] {
+		write(b, f[0], f[1])
+	}
+	asUser(t, filepath.Join(e.Root, "planted/sub"), "status")
+	if brokertest.Exists(filepath.Join(e.Root, "planted/PWNED")) {
+		t.Fatal("control: before the undo, git should run nothing")
+	}
+	res, err := c.Undo(brokertest.Ctx(t), &execv1.UndoRequest{SessionId: a})
+	t.Logf("undo: %v %v", res, err)
+	asUser(t, filepath.Join(e.Root, "planted/sub"), "status")
+	if brokertest.Exists(filepath.Join(e.Root, "planted/PWNED")) {
+		t.Errorf("git ran the program an undo put back in a repository:\n%s", brokertest.FileText(filepath.Join(e.Root, "planted/config")))
 	}
 }

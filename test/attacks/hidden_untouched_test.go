@@ -131,3 +131,63 @@ func watchTrees(t *testing.T, dirs ...string) func() []string {
 		}
 	}
 }
+
+// Found by red team (where the class-1 and class-2 passes meet). A file tool's write is checked by the command guard
+// (its scan before and after); a write the user was asked about, before the session's first command, took that scan
+// with the options the session started with, which know no read rule: it walked into the folders they hide (its
+// time, and what its result says it made listable, then depended on what they hold). Control: with no rule, the
+// same write's scan opens the folder.
+func TestRedTeamAskedWriteWalksNoHiddenFolder(t *testing.T) {
+	for _, hidden := range []bool{true, false} {
+		t.Run(fmt.Sprintf("hidden=%v", hidden), func(t *testing.T) {
+			e := brokertest.New(t)
+			brokertest.MustWrite(t, filepath.Join(e.Root, "secret", "inner", "a.txt"), "x\n")
+			brokertest.MustWrite(t, filepath.Join(e.Root, "vault", "inner", "a.txt"), "x\n")
+			if hidden {
+				e.Settings(t, `{"permissions": {"deny": ["Read(secret)", "Read(/vault)"]}}`)
+			}
+			watch := watchTrees(t, filepath.Join(e.Root, "secret"), filepath.Join(e.Root, "secret", "inner"),
+				filepath.Join(e.Root, "vault"), filepath.Join(e.Root, "vault", "inner"))
+			c := e.Client()
+			sid := e.Open(c)
+			res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("tools/x", "x\n")),
+				execv1.Choice_CHOICE_ONCE)
+			if err != nil || len(qs) == 0 || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+				t.Fatalf("the asked write: %v, %d questions, %v %s", err, len(qs), res.GetStatus(), res.GetContent())
+			}
+			got := watch()
+			switch {
+			case hidden && len(got) > 0:
+				t.Errorf("an asked write opened hidden folders: %v", got)
+			case !hidden && len(got) == 0:
+				t.Error("control: without the rules, the write's scan should open the folders")
+			}
+		})
+	}
+}
+
+// Found by red team (where the class-1 and class-2 passes meet). A protected folder a read rule hides (".idea",
+// ".claude") is covered whole by the sandbox, yet the guard's fingerprint of protected paths listed it, every file
+// in it, at each scan before and after a command: how long a command took grew with what it held. Now a hidden one
+// is fingerprinted by itself alone. Control: with no rule, it is listed.
+func TestRedTeamGuardListsNoHiddenProtectedFolder(t *testing.T) {
+	for i, rule := range []string{`"Read(.idea)"`, `"Read(/.idea)"`, ``} {
+		hidden := rule != ""
+		t.Run([]string{"any depth", "from the root", "no rule"}[i], func(t *testing.T) {
+			e := brokertest.New(t)
+			brokertest.MustWrite(t, filepath.Join(e.Root, ".idea", "inner", "workspace.xml"), "x\n")
+			e.Settings(t, `{"permissions": {"deny": [`+rule+`]}}`)
+			watch := watchTrees(t, filepath.Join(e.Root, ".idea"), filepath.Join(e.Root, ".idea", "inner"))
+			c := e.Client()
+			sid := e.Open(c)
+			brokertest.Sh(t, c, sid, "true")
+			got := watch()
+			switch {
+			case hidden && len(got) > 0:
+				t.Errorf("a hidden protected folder was opened: %v", got)
+			case !hidden && len(got) == 0:
+				t.Error("control: without the rule, the guard's fingerprint should list the folder")
+			}
+		})
+	}
+}
