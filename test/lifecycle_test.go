@@ -3,6 +3,7 @@ package test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -279,5 +280,39 @@ func BenchmarkProcessSpawnInitialize(b *testing.B) {
 		in.Close()
 		cmd.Wait()
 		b.StartTimer()
+	}
+}
+
+// Found by driving garuda acp as editors do: it failed before its fix.
+// The broker's start waited for the editor's first answer (an initialize, at once); an editor whose first message
+// needs the broker (session/new or session/list before initialize) then waited for ever, and so did the agent.
+// Such a message is answered (an error or a session), and the agent goes on.
+func TestAcpFirstMessageThatNeedsTheBrokerIsAnswered(t *testing.T) {
+	for _, first := range []string{
+		`{"jsonrpc":"2.0","id":"first","method":"session/list","params":{}}`,
+		`{"jsonrpc":"2.0","id":"first","method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`,
+	} {
+		home := t.TempDir()
+		e := startEditor(t, home)
+		if strings.Contains(first, "%q") {
+			first = fmt.Sprintf(first, home)
+		}
+		if _, err := e.stdin.Write([]byte(first + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(waitLimit)
+		answered := false
+		for !answered && time.Now().Before(deadline) {
+			for _, l := range e.lines() {
+				answered = answered || strings.Contains(l, `"id":"first"`)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !answered {
+			t.Fatalf("no answer to %s as the first message within %v", first, waitLimit)
+		}
+		if r := e.initialize(); r.ProtocolVersion != 1 { // the agent goes on
+			t.Errorf("initialize after it answered %+v", r)
+		}
 	}
 }

@@ -29,9 +29,17 @@ func promptText(blocks []acp.ContentBlock, root string) (string, []mention) {
 			b.WriteByte(' ')
 		}
 	}
+	inline := false // the last piece was a link, an image or audio
 	for _, blk := range blocks {
+		after := inline
+		inline = blk.ResourceLink != nil || blk.Image != nil || blk.Audio != nil
 		switch {
 		case blk.Text != nil:
+			// A text block right after a link is apart from it, as the editor showed them: "@a.go" then "/b" is not
+			// the path "@a.go/b". Punctuation stays attached ("@a.go, @b.go.").
+			if t := blk.Text.Text; after && t != "" && !strings.ContainsAny(t[:1], " \t\r\n,.;:!?)]}'\"") {
+				sep()
+			}
 			b.WriteString(blk.Text.Text)
 			for _, rel := range textMentions(blk.Text.Text) {
 				mentions = append(mentions, mention{rel: rel})

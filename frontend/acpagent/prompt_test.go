@@ -192,3 +192,27 @@ func TestEmptyPromptIsInvalidParams(t *testing.T) {
 	e.fake.Push(model.TextStep("ok"))
 	e.promptEndsTurn(sid, "hi") // the next prompt works
 }
+
+// Found by driving garuda acp as editors do: it failed before its fix.
+// A text block right after a file link was glued to it, so the model read another path: [link a.go, "/help"] was
+// "@a.go/help", [link a.go, "explain"] "@a.goexplain". Punctuation and the user's own space stay as they were.
+func TestTextAfterALinkIsApartFromIt(t *testing.T) {
+	link := acp.ResourceLinkBlock("a.go", "file:///proj/a.go")
+	for _, c := range []struct {
+		blocks []acp.ContentBlock
+		want   string
+	}{
+		{[]acp.ContentBlock{link, acp.TextBlock("/help")}, "@a.go /help"},
+		{[]acp.ContentBlock{link, acp.TextBlock("explain it")}, "@a.go explain it"},
+		{[]acp.ContentBlock{acp.ImageBlock("AAAA", "image/png"), acp.TextBlock("what is this")},
+			"(an image, not included: images are not supported in this version) what is this"},
+		{[]acp.ContentBlock{link, acp.TextBlock(" and")}, "@a.go and"},
+		{[]acp.ContentBlock{link, acp.TextBlock(", then")}, "@a.go, then"},
+		{[]acp.ContentBlock{link, acp.TextBlock("\nnext")}, "@a.go\nnext"},
+		{[]acp.ContentBlock{acp.TextBlock("see"), acp.TextBlock("-more")}, "see-more"}, // texts are the user's own
+	} {
+		if got, _ := promptText(c.blocks, "/proj"); got != c.want {
+			t.Errorf("promptText = %q, want %q", got, c.want)
+		}
+	}
+}

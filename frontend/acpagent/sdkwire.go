@@ -4,8 +4,8 @@ package acpagent
 // the byte level in three places, all in this file, so that they can go together when the SDK allows:
 //
 //  1. inbox, the protocol input: it notes the order of a session's prompts and cancels (the SDK runs each request
-//     in a goroutine of its own), and answers a line over the SDK's 10 MiB limit with an error (the SDK would close
-//     the connection, ending every session, and log the whole line).
+//     in a goroutine of its own), and answers a line over the SDK's 10 MiB limit or one that is not JSON with an
+//     error (the SDK would close the connection, ending every session, or log the whole line and answer nothing).
 //  2. the initialize patch, in hookWriter.Write (acpinit.SpecLine): the SDK drops false capabilities and adds objects the spec does
 //     not list; the answer to initialize is written as the spec gives it.
 //  3. response detection by substring, hookWriter.watch: the SDK writes a response only after its handler returns,
@@ -64,10 +64,11 @@ func (in *inbox) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// next reads the next line for the SDK, noting the prompts and cancels in it; a line over maxLine is answered here.
+// next reads the next line for the SDK, noting the prompts and cancels in it; a line over maxLine, or one that is not
+// JSON, is answered here.
 func (in *inbox) next() ([]byte, error) {
 	for {
-		line, tooLong, err := in.readLine()
+		line, ids, tooLong, err := in.readLine()
 		if !tooLong && !malformed(line) {
 			in.srv.noteMessage(line)
 			return line, err
@@ -75,32 +76,44 @@ func (in *inbox) next() ([]byte, error) {
 		if !tooLong {
 			// The SDK would log the whole line (5 MB of garbage is 5 MB in the editor's log) and answer nothing.
 			in.srv.opts.Log.Warn("a line that is not JSON was dropped", "bytes", len(line), "head", logHead(line))
-			if err != nil {
-				return nil, err
+			code, message := -32700, "Parse error"
+			if json.Valid(line) {
+				code, message = -32600, "Invalid Request" // a batch: ACP has none
 			}
-			continue
+			in.srv.answerDropped(scanIDs(line), code, message, "the line is not one JSON-RPC message: "+
+				"send each message as one JSON object in UTF-8 on a line of its own")
+		} else {
+			in.srv.opts.Log.Warn("a message over the size limit was not read", "limit", maxLine, "ids", fmt.Sprint(ids))
+			in.srv.answerDropped(ids, -32602, "", fmt.Sprintf("the message is too large: Garuda reads at most %d MiB "+
+				"per message; send a smaller selection, or link the file instead of embedding it", maxLine>>20))
 		}
-		in.srv.tooLarge(line)
 		if err != nil {
 			return nil, err
 		}
 	}
 }
 
-// readLine reads one line, its newline included. Of a line over maxLine only the head is kept, and tooLong is set.
-func (in *inbox) readLine() (line []byte, tooLong bool, err error) {
+// readLine reads one line, its newline included. Of a line over maxLine only the head is kept, tooLong is set, and
+// ids are the ids of the requests in it, wherever they stand (an editor may write "id" after "params").
+func (in *inbox) readLine() (line []byte, ids []json.RawMessage, tooLong bool, err error) {
+	var sc idScanner
 	for {
 		frag, e := in.r.ReadSlice('\n')
 		if !tooLong && len(line)+len(frag) > maxLine {
 			tooLong = true
+			sc.feed(line)
 			line = line[:min(len(line), headSize)]
 		}
 		if tooLong {
+			sc.feed(frag)
 			frag = frag[:min(len(frag), headSize-len(line))]
 		}
 		line = append(line, frag...)
 		if e != bufio.ErrBufferFull {
-			return line, tooLong, e
+			if tooLong {
+				ids = sc.requests()
+			}
+			return line, ids, tooLong, e
 		}
 	}
 }
@@ -115,10 +128,11 @@ func logHead(line []byte) string {
 	return string(line[:logHeadSize]) + "…"
 }
 
-// malformed reports a line with content that is not one JSON value.
+// malformed reports a line with content that is not one JSON object: not JSON, two messages, or a batch (which ACP
+// does not have, and whose line the SDK would log whole).
 func malformed(line []byte) bool {
 	t := bytes.TrimSpace(line)
-	return len(t) > 0 && !json.Valid(t)
+	return len(t) > 0 && (t[0] != '{' || !json.Valid(t))
 }
 
 // message is the part of a JSON-RPC message that the SDK reads first (its anyMessage), to classify a line as it
@@ -156,50 +170,139 @@ func (s *server) noteMessage(line []byte) {
 	}
 }
 
-// tooLarge answers a request whose line is over maxLine with an invalid-params error; a notification is dropped.
-func (s *server) tooLarge(head []byte) {
-	id := headID(head)
-	s.opts.Log.Warn("a message over the size limit was not read", "limit", maxLine, "id", string(id))
-	if id == nil || string(id) == "null" {
-		return
-	}
-	msg := fmt.Sprintf("the message is too large: Garuda reads at most %d MiB per message; send a smaller selection, "+
-		"or link the file instead of embedding it", maxLine>>20)
-	resp, err := json.Marshal(struct {
-		JSONRPC string            `json:"jsonrpc"`
-		ID      json.RawMessage   `json:"id"`
-		Error   *acp.RequestError `json:"error"`
-	}{"2.0", id, invalidParams(msg)})
-	if err != nil {
-		return
-	}
-	if _, err := s.out.Write(append(resp, '\n')); err != nil {
-		s.opts.Log.Debug("answer a message over the size limit", "err", err)
+// answerDropped answers each request of a line the SDK is not given with an error, so that the editor does not wait
+// for an answer forever. A line's responses and notifications get none: a response's id is the agent's, and an
+// error with it would answer the editor's own request of the same id.
+func (s *server) answerDropped(ids []json.RawMessage, code int, message, detail string) {
+	for _, id := range ids {
+		if message == "" {
+			message = detail
+		}
+		resp, err := json.Marshal(struct {
+			JSONRPC string            `json:"jsonrpc"`
+			ID      json.RawMessage   `json:"id"`
+			Error   *acp.RequestError `json:"error"`
+		}{"2.0", id, &acp.RequestError{Code: code, Message: message, Data: map[string]any{"error": detail}}})
+		if err != nil {
+			continue
+		}
+		if _, err := s.out.Write(append(resp, '\n')); err != nil {
+			s.opts.Log.Debug("answer a message that was not read", "err", err)
+		}
 	}
 }
 
-// headID is the id of a JSON-RPC message from the head of its line: found when "id" comes before the value that the
-// head cuts off, as editors write it (first, or in sorted keys).
-func headID(head []byte) json.RawMessage {
-	d := json.NewDecoder(bytes.NewReader(head))
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
-		return nil
-	}
-	for d.More() {
-		k, err := d.Token()
-		if err != nil {
-			return nil
-		}
-		var v json.RawMessage
-		if err := d.Decode(&v); err != nil {
-			return nil
-		}
-		if k == "id" {
-			return v
-		}
-	}
-	return nil
+// scanIDs is the ids of the requests in a line.
+func scanIDs(line []byte) []json.RawMessage {
+	var sc idScanner
+	sc.feed(line)
+	return sc.requests()
 }
+
+// idScanner finds the "id" of each JSON object in a line fed to it in pieces, wherever the member stands, without
+// keeping the line: an over-long line is read in pieces, and an editor may write "id" after a huge "params" (Lua
+// tables, as CodeCompanion's, have no key order). Bytes between objects are skipped, so that the id of a request
+// on a line with garbage or a second message is found too.
+type idScanner struct {
+	depth       int
+	inStr, esc  bool
+	keyNext     bool   // the next string at depth 1 is a key
+	inKey       bool   // reading a key at depth 1
+	key         []byte // the key being read (its first bytes)
+	member      string // the last key read at depth 1
+	capturing   bool   // reading the value of "id"
+	val         []byte
+	id          json.RawMessage // of the object being read
+	hasMethod   bool            // the object being read has a "method": a request or a notification
+	found       []json.RawMessage
+	overflowVal bool
+}
+
+// maxIDSize bounds an id the scanner keeps; a longer one is not answered.
+const maxIDSize = 1024
+
+func (sc *idScanner) feed(p []byte) {
+	for _, c := range p {
+		if sc.capturing {
+			if sc.depth == 1 && !sc.inStr && (c == ',' || c == '}') {
+				sc.endValue()
+			} else if len(sc.val) < maxIDSize {
+				sc.val = append(sc.val, c)
+			} else {
+				sc.overflowVal = true
+			}
+		}
+		if sc.inStr {
+			switch {
+			case sc.esc:
+				sc.esc = false
+			case c == '\\':
+				sc.esc = true
+			case c == '"':
+				sc.inStr = false
+				if sc.inKey {
+					sc.inKey, sc.member = false, string(sc.key)
+				}
+				continue
+			}
+			if sc.inKey && len(sc.key) < 8 {
+				sc.key = append(sc.key, c)
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			if sc.depth == 0 {
+				continue
+			}
+			sc.inStr = true
+			if sc.depth == 1 && sc.keyNext {
+				sc.inKey, sc.keyNext, sc.key = true, false, sc.key[:0]
+			}
+		case '{', '[':
+			if sc.depth == 0 && c == '[' {
+				continue
+			}
+			sc.depth++
+			if sc.depth == 1 {
+				sc.keyNext, sc.id, sc.hasMethod = true, nil, false
+			}
+		case '}', ']':
+			if sc.depth == 0 {
+				continue
+			}
+			sc.depth--
+			if sc.depth == 0 && sc.id != nil && sc.hasMethod && string(sc.id) != "null" {
+				sc.found = append(sc.found, sc.id)
+			}
+		case ':':
+			if sc.depth == 1 {
+				switch sc.member {
+				case "id":
+					sc.capturing, sc.val, sc.overflowVal = true, sc.val[:0], false
+				case "method":
+					sc.hasMethod = true
+				}
+			}
+		case ',':
+			if sc.depth == 1 {
+				sc.keyNext = true
+			}
+		}
+	}
+}
+
+// endValue ends the value of "id": kept if it is one JSON value.
+func (sc *idScanner) endValue() {
+	sc.capturing = false
+	v := bytes.TrimSpace(sc.val)
+	if !sc.overflowVal && json.Valid(v) && len(v) > 0 && v[0] != '{' && v[0] != '[' {
+		sc.id = append(json.RawMessage(nil), v...)
+	}
+}
+
+// requests is the ids of the requests read whole: objects with a "method" and a non-null "id".
+func (sc *idScanner) requests() []json.RawMessage { return sc.found }
 
 // hookWriter is the protocol output. It lets the server learn when a given response is on the wire: the SDK writes
 // a request's response only after the handler returns, and an update sent before that could overtake it.

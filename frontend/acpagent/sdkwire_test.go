@@ -72,3 +72,49 @@ func TestOverlongMessageGetsAnErrorAndTheAgentLives(t *testing.T) {
 		t.Errorf("a 1 MiB prompt did not reach the model: %v", res)
 	}
 }
+
+// Found by driving garuda acp as editors do: it failed before its fix.
+// An editor whose JSON encoder has no key order (CodeCompanion's Lua tables) may write "id" after a huge "params".
+// A message over the limit was answered only when its id came first; with the id last the editor waited forever.
+func TestOverlongMessageWithItsIDLastGetsAnError(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	e.raw(fmt.Sprintf(`{"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"%s"}]},`+
+		`"jsonrpc":"2.0","id":"big-last"}`, sid, strings.Repeat("y", 11<<20)))
+	res, ok := e.rawResponse("big-last", waitLimit)
+	if !ok {
+		t.Fatal("no answer to a prompt over 10 MiB whose id is its last member")
+	}
+	er, _ := res["error"].(map[string]any)
+	if er == nil || er["code"] != float64(-32602) || !strings.Contains(fmt.Sprint(er["message"]), "too large") {
+		t.Errorf("answer %v, want an invalid-params error that says the message is too large", res)
+	}
+	e.fake.Push(model.TextStep("still here"))
+	e.promptEndsTurn(sid, "hi")
+}
+
+// Found by driving garuda acp as editors do: it failed before its fix.
+// A line that is not one JSON object (two messages on a line, a stray byte before a message, a batch) was dropped
+// with no answer, so the editor waited forever for its request. Each request in it now gets an error with its id
+// that says what to send; a response in it gets nothing (its id is the agent's, not the editor's).
+func TestLineThatIsNotOneMessageAnswersItsRequests(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	e.raw(`{"jsonrpc":"2.0","id":"two-a","method":"session/list","params":{}}`+
+		`{"jsonrpc":"2.0","id":"two-b","method":"session/list"}`,
+		"\xff\xfe"+`{"jsonrpc":"2.0","id":"stray","method":"session/list","params":{}}`,
+		`[{"jsonrpc":"2.0","id":"batch","method":"session/list","params":{}}]`,
+		`{"jsonrpc":"2.0","id":"resp-1","result":{}}}`)
+	for id, code := range map[string]float64{"two-a": -32700, "two-b": -32700, "stray": -32700, "batch": -32600} {
+		res, ok := e.rawResponse(id, waitLimit)
+		er, _ := res["error"].(map[string]any)
+		if !ok || er == nil || er["code"] != code || !strings.Contains(fmt.Sprint(er["data"]), "one JSON object") {
+			t.Errorf("request %s on a line that is not one message: %v, want error %v that says what to send", id, res, code)
+		}
+	}
+	e.fake.Push(model.TextStep("still here"))
+	e.promptEndsTurn(sid, "hi") // the agent goes on
+	if _, ok := e.rawResponse("resp-1", 0); ok {
+		t.Error("a malformed response was answered: its id is one of the agent's requests, not the editor's")
+	}
+}

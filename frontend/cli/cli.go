@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -185,6 +186,9 @@ func acp(ctx context.Context, args []string) error {
 			}
 		}()
 	}
+	// An editor whose first message is not an initialize (a session/new at once) needs the broker to be answered:
+	// waiting for the first answer would wait for ever.
+	in = &firstLine{r: in, notInit: func() { answered.once.Do(func() { close(answered.done) }) }}
 	b, ctx, err := startBroker(ctx, brokerconn.Options{Addr: *addr}, answered.done)
 	if err != nil {
 		return err
@@ -238,6 +242,37 @@ func startBroker(ctx context.Context, o brokerconn.Options, after <-chan struct{
 	}()
 	return b, ctx, nil
 }
+
+// firstLine is a reader that calls notInit when the first line read through it is not an initialize request.
+type firstLine struct {
+	r       io.Reader
+	line    []byte // the first line so far, while it is read
+	done    bool
+	notInit func()
+}
+
+func (f *firstLine) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if !f.done {
+		chunk := p[:n]
+		i := bytes.IndexByte(chunk, '\n')
+		if i >= 0 {
+			chunk = chunk[:i+1]
+		}
+		f.line = append(f.line, chunk[:min(len(chunk), maxFirstLine-len(f.line))]...)
+		if i >= 0 || err != nil || len(f.line) >= maxFirstLine {
+			f.done = true
+			if !acpinit.IsInitialize(f.line) {
+				f.notInit()
+			}
+			f.line = nil
+		}
+	}
+	return n, err
+}
+
+// maxFirstLine bounds what firstLine keeps; no editor's initialize is longer.
+const maxFirstLine = 64 << 10
 
 // firstWrite is a writer that says when it was first written to.
 type firstWrite struct {

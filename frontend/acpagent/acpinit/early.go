@@ -130,6 +130,12 @@ type message struct {
 	Error   *acp.RequestError `json:"error,omitempty"`
 }
 
+// IsInitialize reports whether a line is an initialize request, as the SDK decodes it.
+func IsInitialize(line []byte) bool {
+	var m message
+	return json.Unmarshal(line, &m) == nil && m.Method == acp.AgentMethodInitialize && m.ID != nil
+}
+
 // answer is the line the SDK and the server write for a line that is an initialize request, checked as they check
 // it (decoded as the SDK's message, then its params as its InitializeRequest); ok is false for any other line,
 // which is then the SDK's.
