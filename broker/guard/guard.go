@@ -593,17 +593,27 @@ func (g *Guard) readConfig(rel string, seen map[string]bool, depth int, each fun
 	if err != nil {
 		return nil
 	}
+	return g.eachEntry(data, seen, depth, each, func(v string) (string, bool) {
+		if strings.HasPrefix(v, "~") {
+			return "", false
+		}
+		return g.rel(parent(rel), v)
+	})
+}
+
+// eachEntry calls each for every entry of a config but its includes, reads the files inside the root that it
+// includes (in git's order; resolve names an include's root-relative path), and returns them.
+func (g *Guard) eachEntry(data []byte, seen map[string]bool, depth int, each func(entry),
+	resolve func(string) (string, bool)) (includes []string) {
 	entries, err := parseConfig(data)
 	if err != nil {
 		return nil
 	}
 	for _, e := range entries {
 		if section, _, _, key := e.parts(); (section == "include" || section == "includeif") && key == "path" {
-			if v := g.expandHome(e.value); !strings.HasPrefix(v, "~") {
-				if inc, ok := g.rel(parent(rel), v); ok && inc != "" {
-					includes = append(includes, inc)
-					includes = append(includes, g.readConfig(inc, seen, depth+1, each)...)
-				}
+			if inc, ok := resolve(g.expandHome(e.value)); ok && inc != "" {
+				includes = append(includes, inc)
+				includes = append(includes, g.readConfig(inc, seen, depth+1, each)...)
 			}
 			continue
 		}
@@ -676,25 +686,12 @@ func (g *Guard) readOutside(abs string, seen map[string]bool, each func(entry)) 
 	if err != nil {
 		return nil
 	}
-	entries, err := parseConfig(data)
-	if err != nil {
-		return nil
-	}
-	for _, e := range entries {
-		if section, _, _, key := e.parts(); (section == "include" || section == "includeif") && key == "path" {
-			v := g.expandHome(e.value)
-			if !filepath.IsAbs(v) {
-				v = filepath.Join(filepath.Dir(abs), v)
-			}
-			if rel, in := g.rel("", v); in && rel != "" {
-				includes = append(includes, rel)
-				includes = append(includes, g.readConfig(rel, seen, 1, each)...)
-			}
-			continue
+	return g.eachEntry(data, seen, 0, each, func(v string) (string, bool) {
+		if !filepath.IsAbs(v) {
+			v = filepath.Join(filepath.Dir(abs), v)
 		}
-		each(e)
-	}
-	return includes
+		return g.rel("", v)
+	})
 }
 
 // enclosingConfig is what the repository the root lies in points git at inside the root, when the root is a folder
