@@ -107,10 +107,11 @@ func proxyFolder(sess *session) (string, error) {
 	if len(filepath.Join(base, sess.id, "net", "01234567.sock")) > maxSocketPath {
 		base = shortBase()
 	}
-	if err := privateFolder(base); err != nil {
+	top, err := sess.folder(base)
+	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(base, sess.id, "net")
+	dir := filepath.Join(top, "net")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create the proxy's folder: %w", err)
 	}

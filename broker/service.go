@@ -135,8 +135,9 @@ type session struct {
 	closing bool
 	hooks   hookConsent // whether the project's hooks may run
 
-	procs procs // background processes: they end with the session
-	net   sessionNet
+	procs   procs // background processes: they end with the session
+	net     sessionNet
+	folders sessionFolders // its temp, cache and proxy folders below workBase and shortBase
 }
 
 // begin counts a call of the session, unless the session is closing.
@@ -168,7 +169,7 @@ func (s *session) close() {
 	s.guard.Close()
 	s.log.Close()
 	// The session's temp and cache folders end with it; what a command left there is not the user's work.
-	removeSessionFolders(s.id)
+	s.folders.remove(s.id)
 }
 
 func (s *session) currentMode() execv1.Mode {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/garuda-dev/garuda/broker/brokertest"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -70,5 +71,50 @@ func TestRelativeTMPDIR(t *testing.T) {
 	}
 	if brokertest.Exists(filepath.Join(e.Root, "reltmp")) {
 		t.Fatalf("a folder reltmp was made in the working folder")
+	}
+}
+
+// A session's folders left by a broker that was killed before it could remove them (SIGKILL, the OOM killer) are
+// removed by the next session that makes its own; a live session's folders, and an older broker's (which does not
+// lock them), are not.
+func TestStaleSessionFoldersAreSwept(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	base := filepath.Join(tmp, fmt.Sprintf("garuda-%d", os.Getuid()))
+	live := brokertest.New(t)
+	lc := live.Client()
+	liveID := live.Open(lc)
+	brokertest.Sh(t, lc, liveID, `echo live > "$TMPDIR/file"`)
+	if !brokertest.Exists(filepath.Join(base, liveID, ".held")) {
+		t.Fatalf("the live session's folder is not marked as held")
+	}
+	stale := filepath.Join(base, "0123456789abcdef01234567")
+	older := filepath.Join(base, "76543210fedcba9876543210")
+	for _, f := range []string{filepath.Join(stale, ".held"), filepath.Join(stale, "tmp", "left"), filepath.Join(older, "tmp", "left")} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := brokertest.New(t)
+	c := e.Client()
+	brokertest.Sh(t, c, e.Open(c), `true`)
+	deadline := time.Now().Add(10 * time.Second)
+	for brokertest.Exists(stale) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if brokertest.Exists(stale) {
+		t.Errorf("the folder of a session no broker holds is left: %s", stale)
+	}
+	if !brokertest.Exists(filepath.Join(base, liveID, "tmp", "file")) {
+		t.Errorf("the live session's temp folder was removed")
+	}
+	if !brokertest.Exists(older) {
+		t.Errorf("an older broker's folder (no mark: it may be live) was removed")
+	}
+	if r := brokertest.Sh(t, lc, liveID, `cat "$TMPDIR/file"`); !strings.Contains(r.GetContent(), "live") {
+		t.Errorf("the live session lost its temp file: %v", r)
 	}
 }
