@@ -17,6 +17,8 @@ const (
 	MaxTimeout     = 10 * time.Minute
 	// KeepOutput is how many bytes of output Result.Output keeps (head and tail together).
 	KeepOutput = 30000
+	// MaxOutputFile is how much of a command's output Spec.OutputFile keeps: its first 64 MiB.
+	MaxOutputFile = 64 << 20
 	// TermGrace is how long a cancelled command has between SIGTERM and SIGKILL: the broker API's CancelGrace
 	// (broker TestCancelGraceIsTheAPIs keeps the two equal).
 	TermGrace = 2 * time.Second
@@ -78,7 +80,7 @@ type Spec struct {
 	AllowWeaker  bool          // team policy allows running with what this kernel has (each gap becomes a Notice)
 	Limits       Limits        // memory and process limits (sandboxed commands only)
 	OnOutput     func(chunk []byte)
-	OutputFile   string // where the full output is saved (0600); empty: not saved
+	OutputFile   string // where the output is saved (0600), its first MaxOutputFile bytes; empty: not saved
 	// Proxy is the path of a unix socket of the broker's HTTP(S) proxy. A sandboxed command then gets a forwarder
 	// to it on its network namespace's loopback (Forward) and the proxy variables (ProxyEnv); nothing else of the
 	// network. Empty: no network at all. Needs a network namespace (else a Notice says there is no proxy).
