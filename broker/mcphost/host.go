@@ -1,12 +1,14 @@
 package mcphost
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,9 +17,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garuda-dev/garuda/broker/config"
+	"github.com/garuda-dev/garuda/internal/neterr"
 )
 
 // MaxMessage bounds one message from a server: the broker never holds more of one (a line of a stdio server, an
@@ -90,6 +94,7 @@ type server struct {
 	restarts int
 	stopping bool
 	lastErr  error
+	http     *headerTransport // an HTTP or SSE server's: what its last exchange was
 }
 
 // New makes a host for one session; Close ends everything it started.
@@ -250,8 +255,14 @@ func (h *Host) connect(sctx, ictx context.Context, srv *server) (*mcp.ClientSess
 		t = &mcp.IOTransport{Reader: newCutReader(outR, h.saver()), Writer: inW, MaxLineLength: MaxMessage}
 	case config.MCPHTTP, config.MCPSSE:
 		rt := &headerTransport{base: h.baseTransport(), headers: d.Headers, save: h.saver()}
-		hc := &http.Client{Transport: rt, Timeout: 0}
-		srv.lastErr = nil
+		hc := &http.Client{Transport: rt, Timeout: 0, CheckRedirect: func(_ *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				rt.failed(errRedirects)
+				return errRedirects
+			}
+			return nil
+		}}
+		srv.lastErr, srv.http = nil, rt
 		if d.Type == config.MCPHTTP {
 			t = &mcp.StreamableClientTransport{Endpoint: d.URL, HTTPClient: hc, MaxEventSize: MaxMessage, MaxRetries: 1}
 		} else {
@@ -315,9 +326,21 @@ func explain(err error, srv *server) error {
 		return srv.lastErr
 	}
 	msg := err.Error()
+	tooLarge := strings.Contains(msg, "exceeded the configured maximum") || strings.Contains(msg, "SSE event exceeded") ||
+		errors.Is(err, errTooLarge)
+	// The server's own JSON-RPC error says what it says; the SDK's "rejected by transport" (-32005) wraps the
+	// transport's failure.
+	var rpcErr *jsonrpc.Error
+	answered := errors.As(err, &rpcErr) && rpcErr.Code != codeRejected
+	if srv.http != nil && !tooLarge && !answered {
+		// What the HTTP exchange itself says (unreachable, an error status, not an MCP answer), never the SDK's and
+		// the transport's text around it, nor what the server sent.
+		if why := srv.http.failure(srv.def.URL); why != nil {
+			return why
+		}
+	}
 	switch {
-	case strings.Contains(msg, "exceeded the configured maximum"), strings.Contains(msg, "SSE event exceeded"),
-		errors.Is(err, errTooLarge):
+	case tooLarge:
 		return fmt.Errorf("it sent a message over %d MiB, which Garuda does not read", MaxMessage>>20)
 	case strings.Contains(msg, "invalid character"), strings.Contains(msg, "invalid trailing data"):
 		return errors.New("it wrote something other than MCP messages on its standard output")
@@ -594,8 +617,10 @@ type headerTransport struct {
 	headers map[string]string
 	save    func() (*os.File, error)
 
-	mu   sync.Mutex
-	last int
+	mu      sync.Mutex
+	last    int    // the status of the first response, then of any error response
+	lastBad string // the content type of the last 2xx answer with a body, when neither JSON nor an event stream
+	lastErr error  // the last exchange's transport error; nil once an exchange succeeds
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -605,11 +630,24 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
+		if req.Context().Err() == nil {
+			t.failed(err)
+		}
 		return nil, err
 	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	t.mu.Lock()
-	if t.last == 0 || resp.StatusCode >= 400 {
+	// A GET answered 405 is a streamable server without an event stream of its own: not a failure.
+	if t.last == 0 || resp.StatusCode >= 400 && !(req.Method == http.MethodGet && resp.StatusCode == http.StatusMethodNotAllowed) {
 		t.last = resp.StatusCode
+	}
+	t.lastErr = nil
+	switch {
+	case resp.StatusCode/100 != 2 || resp.StatusCode == http.StatusAccepted || resp.ContentLength == 0:
+	case mt == "application/json" || mt == "text/event-stream":
+		t.lastBad = ""
+	default:
+		t.lastBad = cmp.Or(mt, "no content type")
 	}
 	t.mu.Unlock()
 	resp.Body = newCutReader(resp.Body, t.save)
@@ -623,6 +661,41 @@ func (t *headerTransport) status() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.last
+}
+
+// failed notes an exchange that failed before any answer.
+func (t *headerTransport) failed(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastErr = err
+}
+
+// codeRejected is the SDK's JSON-RPC code of a request its transport could not deliver (jsonrpc2.ErrRejected).
+const codeRejected = -32005
+
+// maxRedirects bounds the redirects of one request to an HTTP or SSE server.
+const maxRedirects = 10
+
+var errRedirects = fmt.Errorf("it redirects more than %d times", maxRedirects)
+
+// failure says what went wrong with the server's HTTP exchanges at url, in words; nil when nothing did.
+func (t *headerTransport) failure(url string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case errors.Is(t.lastErr, errRedirects):
+		return errRedirects
+	case t.lastErr != nil:
+		if w, ok := neterr.Words(t.lastErr); ok {
+			return errors.New(w)
+		}
+		return fmt.Errorf("it cannot be reached at %s", url)
+	case t.last >= 400:
+		return fmt.Errorf("it answered HTTP %d %s: is %s its MCP endpoint?", t.last, http.StatusText(t.last), url)
+	case t.lastBad != "":
+		return fmt.Errorf("it answered with %s, not MCP messages: is %s its MCP endpoint?", t.lastBad, url)
+	}
+	return nil
 }
 
 func (h *Host) baseTransport() http.RoundTripper {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -443,6 +445,71 @@ func TestHTTPServerHeadersAndUnauthorized(t *testing.T) {
 	res, err := call(t, h, "web", "echo", `{"text":"over http"}`)
 	if err != nil || res.Text != "echo: over http" {
 		t.Fatalf("echo: %+v %v", res, err)
+	}
+}
+
+// An HTTP or SSE server that cannot be reached, answers an error status, is not an MCP endpoint or redirects for
+// ever is a notice that says so in words, naming no transport's text and nothing the server sent; the session's
+// other servers start.
+func TestHTTPServerFailuresInWords(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	good := mcptest.Handler("")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/mcp":
+			good.ServeHTTP(w, r)
+		case "/boom":
+			http.Error(w, "<html>SERVER-SECRET boom</html>", http.StatusInternalServerError)
+		case "/loop":
+			http.Redirect(w, r, "/loop", http.StatusFound)
+		default:
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, "<html>SERVER-SECRET page</html>")
+		}
+	}))
+	h, _ := newHost(t, 20*time.Second)
+	defer srv.Close()
+	defer h.Close()
+	def := func(name, typ, url string) config.MCPServer {
+		return config.MCPServer{Name: name, Type: typ, URL: url, File: "test"}
+	}
+	notices := h.Start(context.Background(), []config.MCPServer{
+		def("good", config.MCPHTTP, srv.URL+"/mcp"),
+		def("refused", config.MCPHTTP, "http://"+refused+"/mcp"),
+		def("boom", config.MCPHTTP, srv.URL+"/boom"),
+		def("page", config.MCPHTTP, srv.URL+"/page"),
+		def("ssepage", config.MCPSSE, srv.URL+"/page"),
+		def("loop", config.MCPHTTP, srv.URL+"/loop"),
+	})
+	all := strings.Join(notices, "\n")
+	for _, want := range []string{
+		`"boom" (test) did not start: it answered HTTP 500 Internal Server Error: is ` + srv.URL + `/boom its MCP endpoint?`,
+		`"loop" (test) did not start: it redirects more than 10 times`,
+		`"page" (test) did not start: it answered with text/html, not MCP messages: is ` + srv.URL + `/page its MCP endpoint?`,
+		`"refused" (test) did not start: nothing accepts connections at ` + refused + ` (connection refused)`,
+		`"ssepage" (test) did not start: it answered with text/html, not MCP messages`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no notice %q in:\n%s", want, all)
+		}
+	}
+	for _, raw := range []string{"SERVER-SECRET", "rejected by transport", "dial tcp", "calling \"", "sending \""} {
+		if strings.Contains(all, raw) {
+			t.Errorf("a notice holds %q:\n%s", raw, all)
+		}
+	}
+	if res, err := call(t, h, "good", "echo", `{"text":"still here"}`); err != nil || res.Text != "echo: still here" {
+		t.Fatalf("the good server: %+v %v", res, err)
+	}
+	// A server's own error answer (here to a resource it does not have) is its words, not the HTTP exchange's.
+	_, err = h.ReadResource(context.Background(), "good", "file:///no/such/resource")
+	if err == nil || strings.Contains(err.Error(), "MCP endpoint") || strings.Contains(err.Error(), "HTTP") {
+		t.Errorf("a JSON-RPC error: %v", err)
 	}
 }
 
