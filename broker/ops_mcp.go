@@ -459,7 +459,10 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 			// Its end is checked, unless a check began after it (a server of its batch that ended with it).
 			watch.check(s, sess.id, cmd, ended)
 		}
+		var notRun *sandbox.ProgramError
 		switch {
+		case errors.As(err, &notRun):
+			return fmt.Errorf("%w: %w", mcphost.ErrNotStarted, err)
 		case err != nil:
 			return err
 		case res.Cancelled:

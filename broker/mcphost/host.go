@@ -40,8 +40,12 @@ const (
 )
 
 // Launch runs a stdio server's program, in the command sandbox, with stdin and stdout as its standard input and
-// output, until it exits or ctx ends (which ends its whole process tree). It returns once the program is gone.
+// output, until it exits or ctx ends (which ends its whole process tree). It returns once the program is gone; a
+// program that could not be started at all (missing, not executable) is an error wrapping ErrNotStarted.
 type Launch func(ctx context.Context, srv config.MCPServer, stdin io.Reader, stdout io.Writer) error
+
+// ErrNotStarted is a stdio server's program that could not be started: its definition is wrong, not the server.
+var ErrNotStarted = errors.New("its program could not be started")
 
 // Options configure a Host.
 type Options struct {
@@ -345,6 +349,9 @@ func explain(err error, srv *server) error {
 	case strings.Contains(msg, "invalid character"), strings.Contains(msg, "invalid trailing data"):
 		return errors.New("it wrote something other than MCP messages on its standard output")
 	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, errExited):
+		if errors.Is(srv.lastErr, ErrNotStarted) {
+			return srv.lastErr
+		}
 		if srv.lastErr != nil {
 			return fmt.Errorf("its program ended: %v", srv.lastErr)
 		}

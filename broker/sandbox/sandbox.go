@@ -3,8 +3,10 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -51,6 +53,32 @@ func (l Limits) withDefaults() Limits {
 		l.Processes = ProcessLimit
 	}
 	return l
+}
+
+// ProgramError is a command's program that could not be started in the sandbox (missing, not executable, not on
+// the command's PATH): the command's fault, not the sandbox's. It unwraps to the kernel's answer to execve.
+type ProgramError struct {
+	Program string
+	Why     string
+	Errno   syscall.Errno // 0: not found on PATH
+}
+
+func (e *ProgramError) Error() string {
+	hint := ""
+	switch e.Errno {
+	case syscall.ENOENT:
+		hint = " (as the sandbox sees the files: hidden folders, such as Garuda's home, are not there)"
+	case syscall.EACCES:
+		hint = " (is it executable, in a folder commands may read?)"
+	}
+	return fmt.Sprintf("cannot run %s: %s%s", e.Program, e.Why, hint)
+}
+
+func (e *ProgramError) Unwrap() error {
+	if e.Errno == 0 {
+		return nil
+	}
+	return e.Errno
 }
 
 var (
