@@ -208,6 +208,10 @@ func TestRunExitCodes(t *testing.T) {
 		{"bad mode", nil, []string{"--mode", "fast", "hi"}, 2, "plan or build"},
 		{"empty prompt", nil, []string{"  "}, 2, "empty"},
 		{"missing folder", nil, []string{"--cwd", "/nonexistent/garuda", "hi"}, 3, "/nonexistent/garuda"},
+		{"zero steps", nil, []string{"--max-steps", "0", "hi"}, 2, "--max-steps must be at least 1"},
+		{"steps not a number", nil, []string{"--max-steps", "many", "hi"}, 2, `--max-steps "many": give a whole number`},
+		{"flag without its value", nil, []string{"hi", "--cwd"}, 2, "--cwd needs a value"},
+		{"bad boolean", nil, []string{"--quiet=maybe", "hi"}, 2, `--quiet "maybe": give true or false`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
