@@ -85,6 +85,19 @@ func Words(err error) (string, bool) {
 	return "", false
 }
 
+// Permanent reports whether err fails the same way however often it is tried: the server does not speak TLS, or its
+// certificate is not trusted. Trying again only makes the user wait.
+func Permanent(err error) bool {
+	var (
+		record  tls.RecordHeaderError
+		unknown x509.UnknownAuthorityError
+		name    x509.HostnameError
+		invalid x509.CertificateInvalidError
+	)
+	return errors.As(err, &record) || errors.As(err, &unknown) || errors.As(err, &name) || errors.As(err, &invalid) ||
+		strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
+}
+
 // address is " at ADDR", the remote address of err's connection, or "" when err names none.
 func address(err error) string {
 	var op *net.OpError
