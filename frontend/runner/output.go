@@ -369,7 +369,7 @@ func (w *output) tick(ticks <-chan time.Time, done <-chan struct{}) {
 
 func (w *output) drawLive() {
 	c := w.calls[w.live]
-	if w.ticker == nil || c == nil || c.ended || w.midLine {
+	if w.ticker == nil || c == nil || c.ended || w.midLine || w.asking {
 		return
 	}
 	fmt.Fprintf(w.o.Stderr, "\r\x1b[K%s", w.dim(fmt.Sprintf("  … %s", elapsed(time.Since(c.started)))))
