@@ -194,6 +194,9 @@ func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, []str
 			wasRunning[d.Name] = true
 			continue
 		}
+		if host.TimedOut(d.Name, d.Hash()) {
+			continue // said when it did; neither asked about nor started again in this session
+		}
 		ok, note, err := s.mcpConsent(g, d)
 		if err != nil {
 			return nil, nil, err

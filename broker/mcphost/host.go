@@ -84,6 +84,9 @@ type Host struct {
 	stdioEpoch uint64
 	closed     bool
 	wg         sync.WaitGroup
+	// timedOut are the servers that did not answer within InitTimeout, by name, with their definition's hash: they
+	// are not started again in this session (each prompt would wait the whole limit again) until it changes.
+	timedOut map[string]string
 }
 
 // server is one started server.
@@ -110,7 +113,7 @@ func New(opts Options) *Host {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Host{opts: opts, ctx: ctx, stop: stop, servers: map[string]*server{}}
+	return &Host{opts: opts, ctx: ctx, stop: stop, servers: map[string]*server{}, timedOut: map[string]string{}}
 }
 
 // Running reports whether the named server is running.
@@ -133,6 +136,14 @@ func (h *Host) Names() []string {
 	return out
 }
 
+// TimedOut reports whether the named server, with the definition of this hash, did not answer in time at an
+// earlier start of the session: Start skips it.
+func (h *Host) TimedOut(name, hash string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.timedOut[name] == hash
+}
+
 // RunningAs reports whether the named server is running with the definition of this hash.
 func (h *Host) RunningAs(name, hash string) bool {
 	h.mu.Lock()
@@ -153,22 +164,38 @@ func (h *Host) Start(ctx context.Context, defs []config.MCPServer) []string {
 		h.mu.Lock()
 		old, running := h.servers[d.Name]
 		closed := h.closed
+		timedOut := h.timedOut[d.Name] == d.Hash()
 		h.mu.Unlock()
 		if closed {
 			return []string{"the session is closing: no MCP server starts"}
 		}
-		if running && old.def.Hash() == d.Hash() {
+		if running && old.def.Hash() == d.Hash() || timedOut {
 			continue
 		}
 		if running {
 			h.Stop(d.Name)
 		}
 		wg.Go(func() {
-			if err := h.startOne(ctx, d, 0); err != nil {
-				mu.Lock()
-				notices = append(notices, fmt.Sprintf("MCP server %q (%s) did not start: %v", d.Name, d.Where(), err))
-				mu.Unlock()
+			err := h.startOne(ctx, d, 0)
+			var notice string
+			switch {
+			case err == nil:
+				return
+			case ctx.Err() != nil:
+				notice = fmt.Sprintf("MCP server %q (%s) was not started: the turn was cancelled while it started; it starts "+
+					"at the next prompt", d.Name, d.Where())
+			case errors.Is(err, errInitTimeout):
+				h.mu.Lock()
+				h.timedOut[d.Name] = d.Hash()
+				h.mu.Unlock()
+				notice = fmt.Sprintf("MCP server %q (%s) did not start: %v; it is not started again in this session unless "+
+					"its definition changes", d.Name, d.Where(), err)
+			default:
+				notice = fmt.Sprintf("MCP server %q (%s) did not start: %v", d.Name, d.Where(), err)
 			}
+			mu.Lock()
+			notices = append(notices, notice)
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
@@ -207,7 +234,7 @@ func (h *Host) startOne(ctx context.Context, d config.MCPServer, restarts int) e
 		}
 		<-srv.done
 		if ictx.Err() == context.DeadlineExceeded {
-			return fmt.Errorf("it did not answer within %s", h.opts.InitTimeout)
+			return &initTimeout{h.opts.InitTimeout}
 		}
 		return explain(err, srv)
 	}
@@ -317,6 +344,14 @@ func (h *Host) connect(sctx, ictx context.Context, srv *server) (*mcp.ClientSess
 		return nil, ictx.Err()
 	}
 }
+
+// initTimeout is a server that did not answer initialize and its lists within the limit; it is errInitTimeout.
+type initTimeout struct{ limit time.Duration }
+
+func (e *initTimeout) Error() string        { return fmt.Sprintf("it did not answer within %s", e.limit) }
+func (e *initTimeout) Is(target error) bool { return target == errInitTimeout }
+
+var errInitTimeout = errors.New("the server did not answer in time")
 
 // errExited ends the output of a program that exited.
 var errExited = errors.New("the server's program exited")

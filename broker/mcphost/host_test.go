@@ -13,7 +13,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,6 +268,48 @@ func TestBadServersAreSkipped(t *testing.T) {
 	}
 	if !h.Running("good") || h.Running("garbage") || h.Running("silent") {
 		t.Error("the wrong servers run")
+	}
+}
+
+// A server that did not answer in time is not started again at the next prompts of the session (each would wait
+// the whole limit again, 30 s, for a server already known not to answer), until its definition changes. A start
+// cut short by the turn's cancel is said as such (not "context canceled") and tried again at the next prompt.
+func TestServerThatDidNotAnswerIsNotStartedAgain(t *testing.T) {
+	dir := t.TempDir()
+	var launches atomic.Int32
+	plain := launchPlain(dir)
+	h := New(Options{Root: dir, InitTimeout: time.Second, Launch: func(ctx context.Context, srv config.MCPServer, in io.Reader,
+		out io.Writer) error {
+		launches.Add(1)
+		return plain(ctx, srv, in, out)
+	}})
+	defer h.Close()
+	silent := stdioServer(t, "silent", mcptest.Silent)
+	notices := h.Start(context.Background(), []config.MCPServer{silent})
+	if len(notices) != 1 || !strings.Contains(notices[0], "did not answer within 1s; it is not started again in this session") {
+		t.Fatalf("first start: %q", notices)
+	}
+	if notices := h.Start(context.Background(), []config.MCPServer{silent}); len(notices) != 0 || launches.Load() != 1 {
+		t.Errorf("the next prompt started it again: %d launches, notices %q", launches.Load(), notices)
+	}
+	changed := silent
+	changed.Args = append(slices.Clone(silent.Args), "--changed")
+	h.Start(context.Background(), []config.MCPServer{changed})
+	if launches.Load() != 2 {
+		t.Errorf("a changed definition was not started: %d launches", launches.Load())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	other := stdioServer(t, "other", mcptest.Silent)
+	notices = h.Start(ctx, []config.MCPServer{other})
+	if len(notices) != 1 || !strings.Contains(notices[0], "the turn was cancelled while it started") ||
+		strings.Contains(notices[0], "context canceled") {
+		t.Errorf("a cancelled start: %q", notices)
+	}
+	h.Start(context.Background(), []config.MCPServer{other})
+	if launches.Load() != 4 {
+		t.Errorf("a start the cancel cut short was not tried again: %d launches", launches.Load())
 	}
 }
 
