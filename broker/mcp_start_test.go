@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/policy"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
@@ -45,6 +47,18 @@ func TestMCPServerProgramThatCannotRun(t *testing.T) {
 	for _, wrong := range []string{"doctor", "sandbox unavailable", "sandbox set-up"} {
 		if strings.Contains(notices, wrong) {
 			t.Errorf("the notices blame the sandbox (%q):\n%s", wrong, notices)
+		}
+	}
+	// The audit log says that they did not start, and why, not only that their start was allowed.
+	var ended string
+	for _, r := range brokertest.AuditRecords(t, e.Home) {
+		if r.Event == audit.EventExecution && r.Op == policy.OpMCPStart {
+			ended = r.Input
+		}
+	}
+	for _, name := range []string{"missing", "plain", "unknown"} {
+		if !strings.Contains(ended, `MCP server "`+name+`"`) || !strings.Contains(ended, "its program could not be started") {
+			t.Errorf("the execution record of mcp_start does not say that %s did not start: %q", name, ended)
 		}
 	}
 }

@@ -165,8 +165,8 @@ func checkMCPStart(s *Service, c *call) (*request, error) {
 			// request needs no McpTools call first.
 			res.McpTools = mcpList(c.sess)
 		}
-		// The execution record names what started (the server, and the program it runs or the address it reaches)
-		// and what stopped. Each start was on disk before it ran (mcpStart).
+		// The execution record names what started (the server, and the program it runs or the address it reaches),
+		// what stopped and what did not start, with why. Each start was on disk before it ran (mcpStart).
 		if len(changed) > 0 {
 			r.input += ": " + cut(strings.Join(changed, "; "), 4096)
 		}
@@ -177,7 +177,7 @@ func checkMCPStart(s *Service, c *call) (*request, error) {
 
 // mcpStart starts the servers that are not running: each after team policy and, for a project's or the editor's,
 // the user's consent (pinned to its definition's hash; a deny holds for the session). It returns what changed: the
-// servers it started, each with what it runs or reaches, and those it stopped.
+// servers it started, each with what it runs or reaches, those it stopped, and those that did not start, with why.
 func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, []string, error) {
 	sess := g.c.sess
 	defs, notices := s.mcpServers(sess)
@@ -255,7 +255,10 @@ func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, []str
 	sess.mcp.mu.Lock()
 	sess.mcp.batch = batch
 	sess.mcp.mu.Unlock()
-	notices = append(notices, host.Start(ctx, start)...)
+	// What did not start is said to the user and recorded, with why (the execution record holds changed).
+	failed := host.Start(ctx, start)
+	notices = append(notices, failed...)
+	changed = append(changed, failed...)
 	sess.mcp.mu.Lock()
 	if sess.mcp.batch == batch {
 		sess.mcp.batch = nil
