@@ -49,7 +49,8 @@ func TestParseMCPErrorsNameTheLine(t *testing.T) {
 		{"{\"servers\": {}}", "unknown key"},
 		// What no request or exec could carry is refused here, before its consent is asked.
 		{"{\"mcpServers\": {\"a\": {\"url\": \"http://h/\", \"headers\": {\"X\\nY\": \"v\"}}}}", `header "X\nY" is not a header name`},
-		{"{\"mcpServers\": {\"a\": {\"url\": \"http://h/\", \"headers\": {\"A\": \"v\\r\\nB: 1\"}}}}", `header "A": its value holds a line break`},
+		{"{\"mcpServers\": {\"a\": {\"url\": \"http://h/\", \"headers\": {\"A\": \"v\\r\\nB: 1\"}}}}",
+			`header "A": its value holds a line break`},
 		{"{\"mcpServers\": {\"a\": {\"command\": \"x\\u0000y\"}}}", "command holds a NUL character"},
 		{"{\"mcpServers\": {\"a\": {\"command\": \"x\", \"args\": [\"a\\u0000\"]}}}", "args hold a NUL character"},
 		{"{\"mcpServers\": {\"a\": {\"command\": \"x\", \"env\": {\"K\": \"\\u0000\"}}}}", `env: the value of "K" holds a NUL character`},

@@ -106,7 +106,8 @@ func TestWordsOfRealFailures(t *testing.T) {
 
 	// A host that does not exist, as the resolver says it.
 	dns := &net.DNSError{Err: "no such host", Name: "no-such-host.invalid", IsNotFound: true}
-	if w, ok := Words(&net.OpError{Op: "dial", Net: "tcp", Err: dns}); !ok || w != "the host no-such-host.invalid does not exist (DNS has no address for it)" {
+	want := "the host no-such-host.invalid does not exist (DNS has no address for it)"
+	if w, ok := Words(&net.OpError{Op: "dial", Net: "tcp", Err: dns}); !ok || w != want {
 		t.Errorf("DNS: %q %v", w, ok)
 	}
 	// A body cut short is said too.
