@@ -402,7 +402,7 @@ func (s *Service) mcpHost(sess *session) *mcphost.Host {
 	}
 	if sess.mcp.host == nil {
 		sess.mcp.host = mcphost.New(mcphost.Options{Root: sess.root, Launch: s.mcpLaunch(sess), Log: s.cfg.Log,
-			SaveDir: sess.outputDir})
+			SaveDir: sess.outputDir, CallTimeout: sandbox.MaxTimeout})
 	}
 	return sess.mcp.host
 }

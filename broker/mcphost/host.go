@@ -31,6 +31,10 @@ const MaxMessage = 8 << 20
 // InitTimeout is how long a server has to start and answer initialize and tools/list.
 const InitTimeout = 30 * time.Second
 
+// CallTimeout is how long a server has to answer a tool call (the longest a sandboxed command may run): a call never
+// answered would otherwise hold the turn for ever where no one is there to cancel it (garuda run in CI).
+const CallTimeout = 10 * time.Minute
+
 // Limits on what a server may offer the model: more is left out with a notice (providers refuse long tool lists).
 const (
 	MaxToolsPerServer = 100
@@ -52,7 +56,8 @@ type Options struct {
 	Root        string // roots/list answers this folder only
 	Launch      Launch // runs stdio servers; nil refuses them
 	InitTimeout time.Duration
-	HTTP        *http.Client // the base client of HTTP and SSE servers; nil: a clone of the default transport
+	CallTimeout time.Duration // 0: CallTimeout
+	HTTP        *http.Client  // the base client of HTTP and SSE servers; nil: a clone of the default transport
 	Log         *slog.Logger
 	// SaveDir is where a text cut while it is read (over 1 MiB) is saved whole; "" cuts without saving.
 	SaveDir string
@@ -108,6 +113,9 @@ type server struct {
 func New(opts Options) *Host {
 	if opts.InitTimeout <= 0 {
 		opts.InitTimeout = InitTimeout
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = CallTimeout
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)

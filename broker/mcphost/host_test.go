@@ -313,6 +313,39 @@ func TestServerThatDidNotAnswerIsNotStartedAgain(t *testing.T) {
 	}
 }
 
+// A call the server never answers ends at CallTimeout with a message that says so (in garuda run with no terminal,
+// no one would cancel it: the run would wait for ever), the server hears notifications/cancelled, and it answers the
+// next call.
+func TestCallThatIsNotAnsweredEnds(t *testing.T) {
+	dir := t.TempDir()
+	h := New(Options{Root: dir, Launch: launchPlain(dir), InitTimeout: 20 * time.Second, CallTimeout: time.Second})
+	defer h.Close()
+	if n := h.Start(context.Background(), []config.MCPServer{stdioServer(t, "test", mcptest.Good)}); len(n) > 0 {
+		t.Fatal(n)
+	}
+	_, err := call(t, h, "test", "sleep", `{}`)
+	if err == nil || !strings.Contains(err.Error(), `MCP server "test" did not answer the call within 1s; it was cancelled`) {
+		t.Fatalf("a call never answered: %v", err)
+	}
+	if !fileAppears(filepath.Join(dir, "cancelled")) {
+		t.Error("the server did not hear the cancel")
+	}
+	if res, err := call(t, h, "test", "echo", `{"text":"next"}`); err != nil || res.Text != "echo: next" {
+		t.Errorf("the next call: %+v %v", res, err)
+	}
+}
+
+// fileAppears reports whether path exists, waiting up to 2 s for a server to write it.
+func fileAppears(path string) bool {
+	for range 100 {
+		if _, err := os.Stat(path); err == nil {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
 // 10,000 tools are cut to the limit; a name with hidden characters is made plain; a bad schema is left out with a
 // notice.
 func TestManyToolsHiddenNamesBadSchema(t *testing.T) {
