@@ -65,10 +65,10 @@ func toStatus(err error) error {
 }
 
 // words is the message a user reads: the error without the sentinels' own words ("bad request", "configuration
-// error", "nothing to do"), which only choose the status code.
+// error", "nothing to do", "the session belongs to another user or project"), which only choose the status code.
 func words(err error) string {
 	msg := err.Error()
-	for _, s := range []error{ErrBadRequest, ErrConfig, ErrNothing} {
+	for _, s := range []error{ErrBadRequest, ErrConfig, ErrNothing, sessionlog.ErrForeign} {
 		w := s.Error()
 		if errors.Is(err, s) && msg != w {
 			msg = strings.Replace(msg, w+": ", "", 1)

@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/garuda-dev/garuda/broker/sessionlog"
 )
 
 // A status carries the failure's words; the sentinels that chose its code add none.
@@ -21,6 +23,8 @@ func TestToStatusWords(t *testing.T) {
 			"models.json line 4: unknown key \"alow\""},
 		{fmt.Errorf("no session has changes to undo: %w", ErrNothing), codes.FailedPrecondition, "no session has changes to undo"},
 		{ErrBadRequest, codes.InvalidArgument, "bad request"},
+		{fmt.Errorf("session s1 belongs to the project /a, not /b; open it from there: %w", sessionlog.ErrForeign),
+			codes.PermissionDenied, "session s1 belongs to the project /a, not /b; open it from there"},
 		{fmt.Errorf("root %q: %w", "x", ErrRootNotAbsolute), codes.InvalidArgument, `root "x": the root must be an absolute path`},
 	} {
 		st, _ := status.FromError(toStatus(c.err))

@@ -165,8 +165,8 @@ func checkMCPStart(s *Service, c *call) (*request, error) {
 			// request needs no McpTools call first.
 			res.McpTools = mcpList(c.sess)
 		}
-		// The execution record names what started (the server, and the program it runs or the address it reaches)
-		// and what stopped. Each start was on disk before it ran (mcpStart).
+		// The execution record names what started (the server, and the program it runs or the address it reaches),
+		// what stopped and what did not start, with why. Each start was on disk before it ran (mcpStart).
 		if len(changed) > 0 {
 			r.input += ": " + cut(strings.Join(changed, "; "), 4096)
 		}
@@ -177,7 +177,7 @@ func checkMCPStart(s *Service, c *call) (*request, error) {
 
 // mcpStart starts the servers that are not running: each after team policy and, for a project's or the editor's,
 // the user's consent (pinned to its definition's hash; a deny holds for the session). It returns what changed: the
-// servers it started, each with what it runs or reaches, and those it stopped.
+// servers it started, each with what it runs or reaches, those it stopped, and those that did not start, with why.
 func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, []string, error) {
 	sess := g.c.sess
 	defs, notices := s.mcpServers(sess)
@@ -193,6 +193,9 @@ func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, []str
 			start = append(start, d) // consented when it started; Start leaves it as it is
 			wasRunning[d.Name] = true
 			continue
+		}
+		if host.TimedOut(d.Name, d.Hash()) {
+			continue // said when it did; neither asked about nor started again in this session
 		}
 		ok, note, err := s.mcpConsent(g, d)
 		if err != nil {
@@ -252,7 +255,10 @@ func (s *Service) mcpStart(ctx context.Context, g *grant) (*execv1.Result, []str
 	sess.mcp.mu.Lock()
 	sess.mcp.batch = batch
 	sess.mcp.mu.Unlock()
-	notices = append(notices, host.Start(ctx, start)...)
+	// What did not start is said to the user and recorded, with why (the execution record holds changed).
+	failed := host.Start(ctx, start)
+	notices = append(notices, failed...)
+	changed = append(changed, failed...)
 	sess.mcp.mu.Lock()
 	if sess.mcp.batch == batch {
 		sess.mcp.batch = nil
@@ -396,7 +402,7 @@ func (s *Service) mcpHost(sess *session) *mcphost.Host {
 	}
 	if sess.mcp.host == nil {
 		sess.mcp.host = mcphost.New(mcphost.Options{Root: sess.root, Launch: s.mcpLaunch(sess), Log: s.cfg.Log,
-			SaveDir: sess.outputDir})
+			SaveDir: sess.outputDir, CallTimeout: sandbox.MaxTimeout})
 	}
 	return sess.mcp.host
 }
@@ -459,7 +465,10 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 			// Its end is checked, unless a check began after it (a server of its batch that ended with it).
 			watch.check(s, sess.id, cmd, ended)
 		}
+		var notRun *sandbox.ProgramError
 		switch {
+		case errors.As(err, &notRun):
+			return fmt.Errorf("%w: %w", mcphost.ErrNotStarted, err)
 		case err != nil:
 			return err
 		case res.Cancelled:

@@ -24,7 +24,7 @@ import (
 // (its head and tail).
 const (
 	procRing     = 256 << 10
-	maxProcFile  = 64 << 20
+	maxProcFile  = sandbox.MaxOutputFile
 	maxProcRead  = 32 << 10
 	procReadHead = 8 << 10
 	maxProcInput = 64 << 10

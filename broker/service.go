@@ -221,6 +221,10 @@ func (s *Service) OpenSession(ctx context.Context, req *execv1.OpenSessionReques
 func (s *Service) openSession(p peercred.Peer, reqRoot string, mode execv1.Mode, id string,
 	loaded *sessionlog.Loaded) (*session, *execv1.OpenSessionResponse, error) {
 	pf := s.homePolicy()
+	if strings.ContainsRune(reqRoot, 0) {
+		// No folder's path holds one; said as such, not as a read rule's refusal.
+		return nil, nil, fmt.Errorf("root %q: a folder's path cannot hold a NUL character: %w", reqRoot, ErrBadRequest)
+	}
 	if filepath.IsAbs(reqRoot) {
 		if err := s.rootHidden(filepath.Clean(reqRoot), "", pf); err != nil {
 			return nil, nil, err

@@ -3,6 +3,7 @@ package test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
+	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
 	"github.com/garuda-dev/garuda/test/editor"
 )
 
@@ -187,3 +189,66 @@ func mcpJSON(t testing.TB, name, mode string, env map[string]string, extra ...st
 // settle lets the kernel finish tearing down the closed session's sandboxes (their network namespaces are freed
 // by a kernel worker after the processes are gone), so that the next first prompt is not measured beside it.
 func settle() { time.Sleep(150 * time.Millisecond) }
+
+// garuda run with servers that cannot start, as a user misconfigures them: a program that is missing, a file that is
+// no program, an HTTP server nothing listens for, and one that floods its standard error and exits. Each is a notice that says
+// what is wrong in words (no transport's text, no "sandbox unavailable"), the turn goes on and ends 0, the flood's
+// log stops at 64 MiB, and nothing of the servers is left running.
+func TestRunMCPServersThatCannotStart(t *testing.T) {
+	e := newRunEnv(t, fakeprovider.Turn{Text: "still here"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	marker := fmt.Sprintf("garuda-mcp-flood-%d", time.Now().UnixNano())
+	plain := filepath.Join(e.root, "notes.txt")
+	os.WriteFile(plain, []byte("not a program\n"), 0o644)
+	def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"missing": map[string]any{"command": filepath.Join(e.root, "no-such-server")},
+		"plain":   map[string]any{"command": plain},
+		"refused": map[string]any{"type": "http", "url": "http://" + refused + "/mcp"},
+		// It answers nothing, writes 100 MB to its standard error (its log) and exits.
+		"flood": map[string]any{"command": "/bin/bash", "args": []string{"-c", "yes flood | head -c 100000000 >&2; exit 3", marker}},
+	}})
+	if err := os.WriteFile(filepath.Join(e.home, "mcp.json"), def, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := e.run("--json", "hi")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var notices []string
+	for _, ev := range ofType(events(t, stdout), "notice") {
+		notices = append(notices, ev["text"].(string))
+	}
+	all := strings.Join(notices, "\n")
+	for _, want := range []string{
+		`"missing" (` + filepath.Join(e.home, "mcp.json") + `:1) did not start: its program could not be started: cannot run ` +
+			filepath.Join(e.root, "no-such-server") + ": no such file or directory",
+		`"plain" (` + filepath.Join(e.home, "mcp.json") + `:1) did not start: its program could not be started: cannot run ` +
+			plain + ": permission denied",
+		`"refused" (` + filepath.Join(e.home, "mcp.json") + `:1) did not start: nothing accepts connections at ` + refused,
+		`"flood" (` + filepath.Join(e.home, "mcp.json") + `:1) did not start: its program ended: exit code 3; its log is `,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no notice %q in:\n%s", want, all)
+		}
+	}
+	for _, raw := range []string{"sandbox unavailable", "doctor", "dial tcp", "rejected by transport", "calling \""} {
+		if strings.Contains(all, raw) {
+			t.Errorf("a notice holds %q:\n%s", raw, all)
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(e.home, "sessions", "*", "mcp-flood-*.log"))
+	if len(logs) != 1 {
+		t.Fatalf("the flood's log: %v", logs)
+	}
+	if fi, err := os.Stat(logs[0]); err != nil || fi.Size() != 64<<20 {
+		t.Errorf("the flood's log (100 MB written) is %d bytes (%v), not its first 64 MiB", fi.Size(), err)
+	}
+	if s := survivorsOf(marker); len(s) > 0 {
+		t.Errorf("left running: %v", s)
+	}
+}

@@ -208,6 +208,10 @@ func TestRunExitCodes(t *testing.T) {
 		{"bad mode", nil, []string{"--mode", "fast", "hi"}, 2, "plan or build"},
 		{"empty prompt", nil, []string{"  "}, 2, "empty"},
 		{"missing folder", nil, []string{"--cwd", "/nonexistent/garuda", "hi"}, 3, "/nonexistent/garuda"},
+		{"zero steps", nil, []string{"--max-steps", "0", "hi"}, 2, "--max-steps must be at least 1"},
+		{"steps not a number", nil, []string{"--max-steps", "many", "hi"}, 2, `--max-steps "many": give a whole number`},
+		{"flag without its value", nil, []string{"hi", "--cwd"}, 2, "--cwd needs a value"},
+		{"bad boolean", nil, []string{"--quiet=maybe", "hi"}, 2, `--quiet "maybe": give true or false`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -386,13 +390,16 @@ func survivorsOf(m string) []string {
 	return found
 }
 
-// Ctrl-C during a command cancels the turn (exit 130), and closing stdout does the same (141): nothing is left
-// running either way.
+// Ctrl-C during a command cancels the turn (exit 130), a second Ctrl-C at once stops at once (130), and closing
+// stdout does the same (141): nothing is left running either way. A stop that Ctrl-C made still ends --json's
+// events with the stop event (the session to resume, what changed), which a CI job reads.
 func TestRunInterrupted(t *testing.T) {
-	for _, how := range []string{"sigint", "closed-stdout"} {
+	for _, how := range []string{"sigint", "sigint-twice", "closed-stdout"} {
 		t.Run(how, func(t *testing.T) {
 			marker := fmt.Sprintf("garuda-run-%s-%d", how, time.Now().UnixNano())
-			in, _ := json.Marshal(map[string]string{"command": "(exec -a " + marker + " sleep 60); exec -a " + marker + " sleep 61"})
+			// The command ignores SIGTERM: the first Ctrl-C's cancel waits out its grace, the second does not.
+			in, _ := json.Marshal(map[string]string{"command": "trap '' TERM; (exec -a " + marker + " sleep 60); exec -a " +
+				marker + " sleep 61"})
 			e := newRunEnv(t, fakeprovider.Turn{Text: "Sleeping.", ToolCalls: []fakeprovider.ToolCall{{ID: "s1", Name: "bash", Input: string(in)}}},
 				fakeprovider.Turn{Text: "after"})
 			cmd := e.command("--json", "sleep")
@@ -414,9 +421,15 @@ func TestRunInterrupted(t *testing.T) {
 				t.Fatalf("the command never started\nstderr:\n%s", &stderr)
 			}
 			want := 130
-			if how == "sigint" {
+			var got bytes.Buffer
+			copied := make(chan struct{})
+			if how != "closed-stdout" {
 				cmd.Process.Signal(syscall.SIGINT)
-				go io.Copy(io.Discard, stdout)
+				if how == "sigint-twice" {
+					time.Sleep(100 * time.Millisecond)
+					cmd.Process.Signal(syscall.SIGINT)
+				}
+				go func() { io.Copy(&got, stdout); close(copied) }()
 			} else {
 				want = 141
 				stdout.Close()
@@ -434,6 +447,13 @@ func TestRunInterrupted(t *testing.T) {
 			}
 			if s := survivorsOf(marker); len(s) > 0 {
 				t.Errorf("left running: %v", s)
+			}
+			if how != "closed-stdout" {
+				<-copied
+				evs := events(t, got.String())
+				if last := evs[len(evs)-1]; last["type"] != "stop" || last["exitCode"] != 130.0 || last["sessionId"] == "" {
+					t.Errorf("the last event is not the stop: %v\nstdout:\n%s", last, &got)
+				}
 			}
 		})
 	}

@@ -20,6 +20,16 @@ var (
 	ErrLink       = errors.New("symbolic link")
 )
 
+// refusal is a file refused, in words that name it and say what to do; it is its sentinel (ErrNotRegular,
+// ErrTooLarge) for errors.Is without saying it a second time.
+type refusal struct {
+	words string
+	is    error
+}
+
+func (r *refusal) Error() string        { return r.words }
+func (r *refusal) Is(target error) bool { return target == r.is }
+
 // File is an open file of configuration, checked to be a regular file no larger than its bound.
 type File struct {
 	f    fs.File
@@ -37,8 +47,8 @@ func check(f fs.File, name string, max int64) (*File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s is %s, not a regular file: replace it with a regular file: %w", name, kind(fi.Mode()),
-			ErrNotRegular)
+		return nil, &refusal{fmt.Sprintf("%s is %s, not a regular file: replace it with a regular file", name, kind(fi.Mode())),
+			ErrNotRegular}
 	}
 	if fi.Size() > max {
 		f.Close()
@@ -110,7 +120,7 @@ type ReaderFS interface {
 }
 
 func tooLarge(name string, max int64) error {
-	return fmt.Errorf("%s is over %s: Garuda reads at most that much of it; make it smaller: %w", name, size(max), ErrTooLarge)
+	return &refusal{fmt.Sprintf("%s is over %s: Garuda reads at most that much of it; make it smaller", name, size(max)), ErrTooLarge}
 }
 
 // size says a bound the way a user reads it: "1 MiB", "256 KiB", "100 bytes".

@@ -120,7 +120,7 @@ func Load(home string) (*Config, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, fmt.Errorf("read %s: %w", c.ModelsPath, err)
+		return nil, err // it names the file
 	default:
 		if err := c.parseModels(data); err != nil {
 			return nil, err

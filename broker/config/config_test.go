@@ -212,6 +212,21 @@ func TestMalformedModelsJSON(t *testing.T) {
 	}
 }
 
+// A models.json that is not a file to read is said once, naming it: "PATH is a folder, not a regular file: replace it
+// with a regular file", not "read PATH: PATH is a folder, …: not a regular file".
+func TestModelsJSONNotAFile(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, ModelsFile)
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(home)
+	want := path + " is a folder, not a regular file: replace it with a regular file"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+}
+
 func TestDefaultNamingAnUnknownModel(t *testing.T) {
 	home := t.TempDir()
 	writeFile(t, filepath.Join(home, ModelsFile), "{\n  \"default\": \"gtp-5\"\n}", 0o644)

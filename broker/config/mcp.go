@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/garuda-dev/garuda/internal/strictjson"
 )
 
@@ -182,12 +184,22 @@ func (s *MCPServer) check() error {
 		if strings.TrimSpace(s.Command) == "" {
 			return fmt.Errorf("a stdio server needs a command")
 		}
+		// No exec can carry a NUL: refused here, before a consent is asked, not as a failed start.
+		if strings.ContainsRune(s.Command, 0) {
+			return fmt.Errorf("the command holds a NUL character")
+		}
+		if slices.ContainsFunc(s.Args, func(a string) bool { return strings.ContainsRune(a, 0) }) {
+			return fmt.Errorf("the args hold a NUL character")
+		}
 		if s.URL != "" || len(s.Headers) > 0 {
 			return fmt.Errorf("a stdio server takes no url or headers")
 		}
 		for k := range s.Env {
 			if k == "" || strings.ContainsAny(k, "=\x00") {
 				return fmt.Errorf("env: %q is not a variable name", k)
+			}
+			if strings.ContainsRune(s.Env[k], 0) {
+				return fmt.Errorf("env: the value of %q holds a NUL character", k)
 			}
 		}
 	case MCPHTTP, MCPSSE:
@@ -197,6 +209,15 @@ func (s *MCPServer) check() error {
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("url %q is not an http or https address", s.URL)
+		}
+		// A header no request can carry is refused here (before a consent is asked), not as a transport's error.
+		for _, k := range s.HeaderNames() {
+			if !httpguts.ValidHeaderFieldName(k) {
+				return fmt.Errorf("header %q is not a header name (letters, digits and !#$%%&'*+-.^_`|~ only)", k)
+			}
+			if !httpguts.ValidHeaderFieldValue(s.Headers[k]) {
+				return fmt.Errorf("header %q: its value holds a line break or another control character", k)
+			}
 		}
 	default:
 		return fmt.Errorf("type %q (want stdio, http or sse)", s.Type)

@@ -47,6 +47,13 @@ func TestParseMCPErrorsNameTheLine(t *testing.T) {
 		{"{\"mcpServers\": {\n\"a b\": {\"command\": \"x\"}}}", "may hold only"},
 		{"{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"a\": {\"command\": \"y\"}}}", `duplicate key "a" in "mcpServers"`},
 		{"{\"servers\": {}}", "unknown key"},
+		// What no request or exec could carry is refused here, before its consent is asked.
+		{"{\"mcpServers\": {\"a\": {\"url\": \"http://h/\", \"headers\": {\"X\\nY\": \"v\"}}}}", `header "X\nY" is not a header name`},
+		{"{\"mcpServers\": {\"a\": {\"url\": \"http://h/\", \"headers\": {\"A\": \"v\\r\\nB: 1\"}}}}",
+			`header "A": its value holds a line break`},
+		{"{\"mcpServers\": {\"a\": {\"command\": \"x\\u0000y\"}}}", "command holds a NUL character"},
+		{"{\"mcpServers\": {\"a\": {\"command\": \"x\", \"args\": [\"a\\u0000\"]}}}", "args hold a NUL character"},
+		{"{\"mcpServers\": {\"a\": {\"command\": \"x\", \"env\": {\"K\": \"\\u0000\"}}}}", `env: the value of "K" holds a NUL character`},
 	} {
 		_, err := ParseMCP("/p/.mcp.json", []byte(tc.data), MCPSourceProject)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "/p/.mcp.json: line") {

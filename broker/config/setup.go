@@ -98,7 +98,7 @@ func setDefault(path, model string) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return fmt.Errorf("read %s: %w", path, err)
+		return err // it names the file
 	default:
 		if err := strictjson.Unmarshal(path, data, &doc); err != nil {
 			return err

@@ -36,10 +36,16 @@ func (h *Host) Call(ctx context.Context, server, tool string, args json.RawMessa
 			return nil, fmt.Errorf("the arguments are not a JSON object: %w", err)
 		}
 	}
-	res, err := srv.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: argv})
+	cctx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
+	defer cancel()
+	res, err := srv.cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: argv})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if cctx.Err() != nil {
+			// The SDK sent notifications/cancelled with the context's end.
+			return nil, fmt.Errorf("MCP server %q did not answer the call within %s; it was cancelled", server, h.opts.CallTimeout)
 		}
 		h.mu.Lock()
 		err = explain(err, srv)

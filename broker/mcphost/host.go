@@ -1,12 +1,14 @@
 package mcphost
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,9 +17,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/garuda-dev/garuda/broker/config"
+	"github.com/garuda-dev/garuda/internal/neterr"
 )
 
 // MaxMessage bounds one message from a server: the broker never holds more of one (a line of a stdio server, an
@@ -26,6 +30,10 @@ const MaxMessage = 8 << 20
 
 // InitTimeout is how long a server has to start and answer initialize and tools/list.
 const InitTimeout = 30 * time.Second
+
+// CallTimeout is how long a server has to answer a tool call (the longest a sandboxed command may run): a call never
+// answered would otherwise hold the turn for ever where no one is there to cancel it (garuda run in CI).
+const CallTimeout = 10 * time.Minute
 
 // Limits on what a server may offer the model: more is left out with a notice (providers refuse long tool lists).
 const (
@@ -36,15 +44,20 @@ const (
 )
 
 // Launch runs a stdio server's program, in the command sandbox, with stdin and stdout as its standard input and
-// output, until it exits or ctx ends (which ends its whole process tree). It returns once the program is gone.
+// output, until it exits or ctx ends (which ends its whole process tree). It returns once the program is gone; a
+// program that could not be started at all (missing, not executable) is an error wrapping ErrNotStarted.
 type Launch func(ctx context.Context, srv config.MCPServer, stdin io.Reader, stdout io.Writer) error
+
+// ErrNotStarted is a stdio server's program that could not be started: its definition is wrong, not the server.
+var ErrNotStarted = errors.New("its program could not be started")
 
 // Options configure a Host.
 type Options struct {
 	Root        string // roots/list answers this folder only
 	Launch      Launch // runs stdio servers; nil refuses them
 	InitTimeout time.Duration
-	HTTP        *http.Client // the base client of HTTP and SSE servers; nil: a clone of the default transport
+	CallTimeout time.Duration // 0: CallTimeout
+	HTTP        *http.Client  // the base client of HTTP and SSE servers; nil: a clone of the default transport
 	Log         *slog.Logger
 	// SaveDir is where a text cut while it is read (over 1 MiB) is saved whole; "" cuts without saving.
 	SaveDir string
@@ -76,6 +89,9 @@ type Host struct {
 	stdioEpoch uint64
 	closed     bool
 	wg         sync.WaitGroup
+	// timedOut are the servers that did not answer within InitTimeout, by name, with their definition's hash: they
+	// are not started again in this session (each prompt would wait the whole limit again) until it changes.
+	timedOut map[string]string
 }
 
 // server is one started server.
@@ -90,6 +106,7 @@ type server struct {
 	restarts int
 	stopping bool
 	lastErr  error
+	http     *headerTransport // an HTTP or SSE server's: what its last exchange was
 }
 
 // New makes a host for one session; Close ends everything it started.
@@ -97,11 +114,14 @@ func New(opts Options) *Host {
 	if opts.InitTimeout <= 0 {
 		opts.InitTimeout = InitTimeout
 	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = CallTimeout
+	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Host{opts: opts, ctx: ctx, stop: stop, servers: map[string]*server{}}
+	return &Host{opts: opts, ctx: ctx, stop: stop, servers: map[string]*server{}, timedOut: map[string]string{}}
 }
 
 // Running reports whether the named server is running.
@@ -124,6 +144,14 @@ func (h *Host) Names() []string {
 	return out
 }
 
+// TimedOut reports whether the named server, with the definition of this hash, did not answer in time at an
+// earlier start of the session: Start skips it.
+func (h *Host) TimedOut(name, hash string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.timedOut[name] == hash
+}
+
 // RunningAs reports whether the named server is running with the definition of this hash.
 func (h *Host) RunningAs(name, hash string) bool {
 	h.mu.Lock()
@@ -144,22 +172,38 @@ func (h *Host) Start(ctx context.Context, defs []config.MCPServer) []string {
 		h.mu.Lock()
 		old, running := h.servers[d.Name]
 		closed := h.closed
+		timedOut := h.timedOut[d.Name] == d.Hash()
 		h.mu.Unlock()
 		if closed {
 			return []string{"the session is closing: no MCP server starts"}
 		}
-		if running && old.def.Hash() == d.Hash() {
+		if running && old.def.Hash() == d.Hash() || timedOut {
 			continue
 		}
 		if running {
 			h.Stop(d.Name)
 		}
 		wg.Go(func() {
-			if err := h.startOne(ctx, d, 0); err != nil {
-				mu.Lock()
-				notices = append(notices, fmt.Sprintf("MCP server %q (%s) did not start: %v", d.Name, d.Where(), err))
-				mu.Unlock()
+			err := h.startOne(ctx, d, 0)
+			var notice string
+			switch {
+			case err == nil:
+				return
+			case ctx.Err() != nil:
+				notice = fmt.Sprintf("MCP server %q (%s) was not started: the turn was cancelled while it started; it starts "+
+					"at the next prompt", d.Name, d.Where())
+			case errors.Is(err, errInitTimeout):
+				h.mu.Lock()
+				h.timedOut[d.Name] = d.Hash()
+				h.mu.Unlock()
+				notice = fmt.Sprintf("MCP server %q (%s) did not start: %v; it is not started again in this session unless "+
+					"its definition changes", d.Name, d.Where(), err)
+			default:
+				notice = fmt.Sprintf("MCP server %q (%s) did not start: %v", d.Name, d.Where(), err)
 			}
+			mu.Lock()
+			notices = append(notices, notice)
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
@@ -198,7 +242,7 @@ func (h *Host) startOne(ctx context.Context, d config.MCPServer, restarts int) e
 		}
 		<-srv.done
 		if ictx.Err() == context.DeadlineExceeded {
-			return fmt.Errorf("it did not answer within %s", h.opts.InitTimeout)
+			return &initTimeout{h.opts.InitTimeout}
 		}
 		return explain(err, srv)
 	}
@@ -250,8 +294,14 @@ func (h *Host) connect(sctx, ictx context.Context, srv *server) (*mcp.ClientSess
 		t = &mcp.IOTransport{Reader: newCutReader(outR, h.saver()), Writer: inW, MaxLineLength: MaxMessage}
 	case config.MCPHTTP, config.MCPSSE:
 		rt := &headerTransport{base: h.baseTransport(), headers: d.Headers, save: h.saver()}
-		hc := &http.Client{Transport: rt, Timeout: 0}
-		srv.lastErr = nil
+		hc := &http.Client{Transport: rt, Timeout: 0, CheckRedirect: func(_ *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				rt.failed(errRedirects)
+				return errRedirects
+			}
+			return nil
+		}}
+		srv.lastErr, srv.http = nil, rt
 		if d.Type == config.MCPHTTP {
 			t = &mcp.StreamableClientTransport{Endpoint: d.URL, HTTPClient: hc, MaxEventSize: MaxMessage, MaxRetries: 1}
 		} else {
@@ -303,6 +353,14 @@ func (h *Host) connect(sctx, ictx context.Context, srv *server) (*mcp.ClientSess
 	}
 }
 
+// initTimeout is a server that did not answer initialize and its lists within the limit; it is errInitTimeout.
+type initTimeout struct{ limit time.Duration }
+
+func (e *initTimeout) Error() string        { return fmt.Sprintf("it did not answer within %s", e.limit) }
+func (e *initTimeout) Is(target error) bool { return target == errInitTimeout }
+
+var errInitTimeout = errors.New("the server did not answer in time")
+
 // errExited ends the output of a program that exited.
 var errExited = errors.New("the server's program exited")
 
@@ -315,13 +373,28 @@ func explain(err error, srv *server) error {
 		return srv.lastErr
 	}
 	msg := err.Error()
+	tooLarge := strings.Contains(msg, "exceeded the configured maximum") || strings.Contains(msg, "SSE event exceeded") ||
+		errors.Is(err, errTooLarge)
+	// The server's own JSON-RPC error says what it says; the SDK's "rejected by transport" (-32005) wraps the
+	// transport's failure.
+	var rpcErr *jsonrpc.Error
+	answered := errors.As(err, &rpcErr) && rpcErr.Code != codeRejected
+	if srv.http != nil && !tooLarge && !answered {
+		// What the HTTP exchange itself says (unreachable, an error status, not an MCP answer), never the SDK's and
+		// the transport's text around it, nor what the server sent.
+		if why := srv.http.failure(srv.def.URL); why != nil {
+			return why
+		}
+	}
 	switch {
-	case strings.Contains(msg, "exceeded the configured maximum"), strings.Contains(msg, "SSE event exceeded"),
-		errors.Is(err, errTooLarge):
+	case tooLarge:
 		return fmt.Errorf("it sent a message over %d MiB, which Garuda does not read", MaxMessage>>20)
 	case strings.Contains(msg, "invalid character"), strings.Contains(msg, "invalid trailing data"):
 		return errors.New("it wrote something other than MCP messages on its standard output")
 	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, errExited):
+		if errors.Is(srv.lastErr, ErrNotStarted) {
+			return srv.lastErr
+		}
 		if srv.lastErr != nil {
 			return fmt.Errorf("its program ended: %v", srv.lastErr)
 		}
@@ -594,8 +667,10 @@ type headerTransport struct {
 	headers map[string]string
 	save    func() (*os.File, error)
 
-	mu   sync.Mutex
-	last int
+	mu      sync.Mutex
+	last    int    // the status of the first response, then of any error response
+	lastBad string // the content type of the last 2xx answer with a body, when neither JSON nor an event stream
+	lastErr error  // the last exchange's transport error; nil once an exchange succeeds
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -605,11 +680,24 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
+		if req.Context().Err() == nil {
+			t.failed(err)
+		}
 		return nil, err
 	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	t.mu.Lock()
-	if t.last == 0 || resp.StatusCode >= 400 {
+	// A GET answered 405 is a streamable server without an event stream of its own: not a failure.
+	if t.last == 0 || resp.StatusCode >= 400 && !(req.Method == http.MethodGet && resp.StatusCode == http.StatusMethodNotAllowed) {
 		t.last = resp.StatusCode
+	}
+	t.lastErr = nil
+	switch {
+	case resp.StatusCode/100 != 2 || resp.StatusCode == http.StatusAccepted || resp.ContentLength == 0:
+	case mt == "application/json" || mt == "text/event-stream":
+		t.lastBad = ""
+	default:
+		t.lastBad = cmp.Or(mt, "no content type")
 	}
 	t.mu.Unlock()
 	resp.Body = newCutReader(resp.Body, t.save)
@@ -623,6 +711,41 @@ func (t *headerTransport) status() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.last
+}
+
+// failed notes an exchange that failed before any answer.
+func (t *headerTransport) failed(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastErr = err
+}
+
+// codeRejected is the SDK's JSON-RPC code of a request its transport could not deliver (jsonrpc2.ErrRejected).
+const codeRejected = -32005
+
+// maxRedirects bounds the redirects of one request to an HTTP or SSE server.
+const maxRedirects = 10
+
+var errRedirects = fmt.Errorf("it redirects more than %d times", maxRedirects)
+
+// failure says what went wrong with the server's HTTP exchanges at url, in words; nil when nothing did.
+func (t *headerTransport) failure(url string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case errors.Is(t.lastErr, errRedirects):
+		return errRedirects
+	case t.lastErr != nil:
+		if w, ok := neterr.Words(t.lastErr); ok {
+			return errors.New(w)
+		}
+		return fmt.Errorf("it cannot be reached at %s", url)
+	case t.last >= 400:
+		return fmt.Errorf("it answered HTTP %d %s: is %s its MCP endpoint?", t.last, http.StatusText(t.last), url)
+	case t.lastBad != "":
+		return fmt.Errorf("it answered with %s, not MCP messages: is %s its MCP endpoint?", t.lastBad, url)
+	}
+	return nil
 }
 
 func (h *Host) baseTransport() http.RoundTripper {

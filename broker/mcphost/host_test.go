@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,6 +271,81 @@ func TestBadServersAreSkipped(t *testing.T) {
 	}
 }
 
+// A server that did not answer in time is not started again at the next prompts of the session (each would wait
+// the whole limit again, 30 s, for a server already known not to answer), until its definition changes. A start
+// cut short by the turn's cancel is said as such (not "context canceled") and tried again at the next prompt.
+func TestServerThatDidNotAnswerIsNotStartedAgain(t *testing.T) {
+	dir := t.TempDir()
+	var launches atomic.Int32
+	plain := launchPlain(dir)
+	h := New(Options{Root: dir, InitTimeout: time.Second, Launch: func(ctx context.Context, srv config.MCPServer, in io.Reader,
+		out io.Writer) error {
+		launches.Add(1)
+		return plain(ctx, srv, in, out)
+	}})
+	defer h.Close()
+	silent := stdioServer(t, "silent", mcptest.Silent)
+	notices := h.Start(context.Background(), []config.MCPServer{silent})
+	if len(notices) != 1 || !strings.Contains(notices[0], "did not answer within 1s; it is not started again in this session") {
+		t.Fatalf("first start: %q", notices)
+	}
+	if notices := h.Start(context.Background(), []config.MCPServer{silent}); len(notices) != 0 || launches.Load() != 1 {
+		t.Errorf("the next prompt started it again: %d launches, notices %q", launches.Load(), notices)
+	}
+	changed := silent
+	changed.Args = append(slices.Clone(silent.Args), "--changed")
+	h.Start(context.Background(), []config.MCPServer{changed})
+	if launches.Load() != 2 {
+		t.Errorf("a changed definition was not started: %d launches", launches.Load())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	other := stdioServer(t, "other", mcptest.Silent)
+	notices = h.Start(ctx, []config.MCPServer{other})
+	if len(notices) != 1 || !strings.Contains(notices[0], "the turn was cancelled while it started") ||
+		strings.Contains(notices[0], "context canceled") {
+		t.Errorf("a cancelled start: %q", notices)
+	}
+	h.Start(context.Background(), []config.MCPServer{other})
+	if launches.Load() != 4 {
+		t.Errorf("a start the cancel cut short was not tried again: %d launches", launches.Load())
+	}
+}
+
+// A call the server never answers ends at CallTimeout with a message that says so (in garuda run with no terminal,
+// no one would cancel it: the run would wait for ever), the server hears notifications/cancelled, and it answers the
+// next call.
+func TestCallThatIsNotAnsweredEnds(t *testing.T) {
+	dir := t.TempDir()
+	h := New(Options{Root: dir, Launch: launchPlain(dir), InitTimeout: 20 * time.Second, CallTimeout: time.Second})
+	defer h.Close()
+	if n := h.Start(context.Background(), []config.MCPServer{stdioServer(t, "test", mcptest.Good)}); len(n) > 0 {
+		t.Fatal(n)
+	}
+	_, err := call(t, h, "test", "sleep", `{}`)
+	if err == nil || !strings.Contains(err.Error(), `MCP server "test" did not answer the call within 1s; it was cancelled`) {
+		t.Fatalf("a call never answered: %v", err)
+	}
+	if !fileAppears(filepath.Join(dir, "cancelled")) {
+		t.Error("the server did not hear the cancel")
+	}
+	if res, err := call(t, h, "test", "echo", `{"text":"next"}`); err != nil || res.Text != "echo: next" {
+		t.Errorf("the next call: %+v %v", res, err)
+	}
+}
+
+// fileAppears reports whether path exists, waiting up to 2 s for a server to write it.
+func fileAppears(path string) bool {
+	for range 100 {
+		if _, err := os.Stat(path); err == nil {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
 // 10,000 tools are cut to the limit; a name with hidden characters is made plain; a bad schema is left out with a
 // notice.
 func TestManyToolsHiddenNamesBadSchema(t *testing.T) {
@@ -443,6 +522,71 @@ func TestHTTPServerHeadersAndUnauthorized(t *testing.T) {
 	res, err := call(t, h, "web", "echo", `{"text":"over http"}`)
 	if err != nil || res.Text != "echo: over http" {
 		t.Fatalf("echo: %+v %v", res, err)
+	}
+}
+
+// An HTTP or SSE server that cannot be reached, answers an error status, is not an MCP endpoint or redirects for
+// ever is a notice that says so in words, naming no transport's text and nothing the server sent; the session's
+// other servers start.
+func TestHTTPServerFailuresInWords(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	good := mcptest.Handler("")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/mcp":
+			good.ServeHTTP(w, r)
+		case "/boom":
+			http.Error(w, "<html>SERVER-SECRET boom</html>", http.StatusInternalServerError)
+		case "/loop":
+			http.Redirect(w, r, "/loop", http.StatusFound)
+		default:
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, "<html>SERVER-SECRET page</html>")
+		}
+	}))
+	h, _ := newHost(t, 20*time.Second)
+	defer srv.Close()
+	defer h.Close()
+	def := func(name, typ, url string) config.MCPServer {
+		return config.MCPServer{Name: name, Type: typ, URL: url, File: "test"}
+	}
+	notices := h.Start(context.Background(), []config.MCPServer{
+		def("good", config.MCPHTTP, srv.URL+"/mcp"),
+		def("refused", config.MCPHTTP, "http://"+refused+"/mcp"),
+		def("boom", config.MCPHTTP, srv.URL+"/boom"),
+		def("page", config.MCPHTTP, srv.URL+"/page"),
+		def("ssepage", config.MCPSSE, srv.URL+"/page"),
+		def("loop", config.MCPHTTP, srv.URL+"/loop"),
+	})
+	all := strings.Join(notices, "\n")
+	for _, want := range []string{
+		`"boom" (test) did not start: it answered HTTP 500 Internal Server Error: is ` + srv.URL + `/boom its MCP endpoint?`,
+		`"loop" (test) did not start: it redirects more than 10 times`,
+		`"page" (test) did not start: it answered with text/html, not MCP messages: is ` + srv.URL + `/page its MCP endpoint?`,
+		`"refused" (test) did not start: nothing accepts connections at ` + refused + ` (connection refused)`,
+		`"ssepage" (test) did not start: it answered with text/html, not MCP messages`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no notice %q in:\n%s", want, all)
+		}
+	}
+	for _, raw := range []string{"SERVER-SECRET", "rejected by transport", "dial tcp", "calling \"", "sending \""} {
+		if strings.Contains(all, raw) {
+			t.Errorf("a notice holds %q:\n%s", raw, all)
+		}
+	}
+	if res, err := call(t, h, "good", "echo", `{"text":"still here"}`); err != nil || res.Text != "echo: still here" {
+		t.Fatalf("the good server: %+v %v", res, err)
+	}
+	// A server's own error answer (here to a resource it does not have) is its words, not the HTTP exchange's.
+	_, err = h.ReadResource(context.Background(), "good", "file:///no/such/resource")
+	if err == nil || strings.Contains(err.Error(), "MCP endpoint") || strings.Contains(err.Error(), "HTTP") {
+		t.Errorf("a JSON-RPC error: %v", err)
 	}
 }
 

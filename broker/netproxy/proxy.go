@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/garuda-dev/garuda/broker/netguard"
+	"github.com/garuda-dev/garuda/internal/neterr"
 )
 
 // Decide decides a host (policy.NormHost's spelling) before anything of it is looked up or dialled: the reach it is
@@ -180,7 +181,7 @@ func (p *Proxy) serveConn(ctx context.Context, c net.Conn) {
 			status, rec.Verdict = http.StatusForbidden, "refused"
 		}
 		rec.Reason = err.Error()
-		reply(c, status, "Garuda's proxy could not reach "+target.Addr()+": "+err.Error())
+		reply(c, status, "Garuda's proxy could not reach "+target.Addr()+": "+neterr.Wrap(err).Error())
 		return
 	}
 	defer upstream.Close()

@@ -192,3 +192,28 @@ func TestProxyMaxConns(t *testing.T) {
 		t.Errorf("a held connection: %q (want the policy's 403)", line)
 	}
 }
+
+// An allowed host that cannot be reached is a 502 whose body says why in words (what curl shows the command's user),
+// not the transport's text; the audit record keeps the cause.
+func TestProxyUnreachableInWords(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	proxy, finish := serve(t, "127.0.0.1")
+	resp, err := client(proxy, nil).Get("http://" + refused + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := "Garuda's proxy could not reach " + refused + ": nothing accepts connections at " + refused + " (connection refused)"
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(b), want) || strings.Contains(string(b), "dial tcp") {
+		t.Errorf("%d %q, want 502 with %q", resp.StatusCode, b, want)
+	}
+	if recs := finish(); len(recs) != 1 || recs[0].Verdict != "failed" || !strings.Contains(recs[0].Reason, "connection refused") {
+		t.Errorf("records: %+v", recs)
+	}
+}

@@ -44,6 +44,11 @@ type helperStatus struct {
 	Exit       int
 	Signal     int
 	SetupError string
+	// ProgramError says why the command's program (Program) could not be started (ProgramErrno: the kernel's answer
+	// to execve, 0 when it was not found on PATH).
+	Program      string
+	ProgramError string
+	ProgramErrno int
 }
 
 // MaybeRunHelper runs the sandbox helper and exits when the process was started as one (os.Args[1] == HelperArg);

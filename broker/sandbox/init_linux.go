@@ -79,7 +79,7 @@ func runInit() {
 	}
 	argv, err := commandArgv(hs)
 	if err != nil {
-		report(helperStatus{SetupError: err.Error()})
+		report(helperStatus{Program: hs.Argv[0], ProgramError: err.Error()})
 	}
 	fs, err := prepareFork(hs, argv, false)
 	if err != nil {
@@ -103,12 +103,15 @@ func runInit() {
 	if terminating.Load() {
 		_ = unix.Kill(-1, unix.SIGTERM) // a SIGTERM that came while the command was being forked reaches it too
 	}
-	var setupErr string
-	if err != nil {
-		setupErr = err.Error()
-		if pid == 0 {
-			report(helperStatus{SetupError: setupErr})
-		}
+	var failed helperStatus
+	if ce := (*childError)(nil); errors.As(err, &ce) && ce.step == stepExec {
+		// The program itself could not be started (missing, not executable): the command's fault, not the sandbox's.
+		failed = helperStatus{Program: argv[0], ProgramError: ce.errno.Error(), ProgramErrno: int(ce.errno)}
+	} else if err != nil {
+		failed = helperStatus{SetupError: err.Error()}
+	}
+	if err != nil && pid == 0 {
+		report(failed)
 	}
 	for {
 		var ws unix.WaitStatus
@@ -123,8 +126,8 @@ func runInit() {
 			continue // an orphan reparented to us: reaped
 		}
 		switch {
-		case setupErr != "":
-			report(helperStatus{SetupError: setupErr})
+		case failed.SetupError != "" || failed.ProgramError != "":
+			report(failed)
 		case ws.Signaled():
 			report(helperStatus{Signal: int(ws.Signal()), Exit: 128 + int(ws.Signal())})
 		default:
@@ -192,5 +195,5 @@ func commandArgv(hs *helperSpec) ([]string, error) {
 			return append([]string{p}, hs.Argv[1:]...), nil
 		}
 	}
-	return nil, fmt.Errorf("run %s: not found on the command's PATH (%s)", prog, path)
+	return nil, fmt.Errorf("not found on the command's PATH (%s)", path)
 }

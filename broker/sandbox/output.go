@@ -9,12 +9,15 @@ import (
 	"github.com/garuda-dev/garuda/internal/headtail"
 )
 
-// outputSink keeps the head and a ring of the tail of a command's output in bounded memory, saves the full output
-// to a file and streams every chunk. Bounding memory defends the broker against a command that prints gigabytes.
+// outputSink keeps the head and a ring of the tail of a command's output in bounded memory, saves the output's first
+// MaxOutputFile bytes to a file and streams every chunk. Bounding memory and the file defends the broker and the disk
+// against a command (or an MCP server's log) that prints gigabytes.
 type outputSink struct {
 	kept     *headtail.Buffer
 	file     *os.File
 	fileErr  error
+	saved    int64 // bytes written to the file
+	dropped  bool  // output past MaxOutputFile was not saved
 	onOutput func([]byte)
 }
 
@@ -38,7 +41,10 @@ func (s *outputSink) write(p []byte) {
 		s.onOutput(append([]byte(nil), p...))
 	}
 	if s.file != nil && s.fileErr == nil {
-		_, s.fileErr = s.file.Write(p)
+		keep := min(int64(len(p)), MaxOutputFile-s.saved)
+		n, err := s.file.Write(p[:keep])
+		s.saved += int64(n)
+		s.fileErr, s.dropped = err, s.dropped || keep < int64(len(p))
 	}
 	s.kept.Write(p)
 }
@@ -73,7 +79,10 @@ func (s *outputSink) finish(path string) (out []byte, truncated bool, notice str
 		return append(append([]byte(nil), head...), tail...), false, notice
 	}
 	where := ""
-	if path != "" {
+	switch {
+	case path != "" && s.dropped:
+		where = fmt.Sprintf("; the first %d MiB of the output are in %s", MaxOutputFile>>20, path)
+	case path != "":
 		where = "; full output in " + path
 	}
 	out = append([]byte(nil), head...)

@@ -158,6 +158,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		}
 		return res, nil
 	}
+	if st.ProgramError != "" {
+		return res, &ProgramError{Program: st.Program, Why: st.ProgramError, Errno: syscall.Errno(st.ProgramErrno)}
+	}
 	if st.SetupError != "" {
 		return res, fmt.Errorf("run %q: sandbox set-up: %s; run `garuda-exec doctor`: %w",
 			s.Command, strings.TrimSpace(st.SetupError), ErrUnavailable)

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -235,5 +236,35 @@ func TestRunArgv(t *testing.T) {
 		if _, err := Run(context.Background(), s); err == nil || !strings.Contains(err.Error(), "not found on the command's PATH") {
 			t.Errorf("%v: err %v", argv, err)
 		}
+	}
+}
+
+// A program that cannot be started (missing, not executable, not on PATH) is the command's fault, said as such: a
+// ProgramError naming the program, not "sandbox unavailable" with the advice to run `garuda-exec doctor`.
+func TestProgramThatCannotRun(t *testing.T) {
+	f := newFixture(t)
+	plain := filepath.Join(f.root, "notes.txt")
+	if err := os.WriteFile(plain, []byte("not a program\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for argv0, want := range map[string]string{
+		filepath.Join(f.root, "missing"): "no such file or directory",
+		plain:                            "permission denied",
+		"no-such-program-here":           "not found on the command's PATH",
+	} {
+		s := f.spec(argv0)
+		s.Argv = []string{argv0, "arg"}
+		_, err := Run(context.Background(), s)
+		var pe *ProgramError
+		if !errors.As(err, &pe) || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "cannot run "+argv0) ||
+			!strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "doctor") {
+			t.Errorf("%s: %v, want a ProgramError saying %q", argv0, err, want)
+		}
+	}
+	// The control: the same spec with a program that exists runs.
+	s := f.spec("true")
+	s.Argv = []string{"/bin/true"}
+	if _, err := Run(context.Background(), s); err != nil {
+		t.Fatal(err)
 	}
 }

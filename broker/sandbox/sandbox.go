@@ -3,8 +3,10 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -17,6 +19,8 @@ const (
 	MaxTimeout     = 10 * time.Minute
 	// KeepOutput is how many bytes of output Result.Output keeps (head and tail together).
 	KeepOutput = 30000
+	// MaxOutputFile is how much of a command's output Spec.OutputFile keeps: its first 64 MiB.
+	MaxOutputFile = 64 << 20
 	// TermGrace is how long a cancelled command has between SIGTERM and SIGKILL: the broker API's CancelGrace
 	// (broker TestCancelGraceIsTheAPIs keeps the two equal).
 	TermGrace = 2 * time.Second
@@ -51,6 +55,32 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// ProgramError is a command's program that could not be started in the sandbox (missing, not executable, not on
+// the command's PATH): the command's fault, not the sandbox's. It unwraps to the kernel's answer to execve.
+type ProgramError struct {
+	Program string
+	Why     string
+	Errno   syscall.Errno // 0: not found on PATH
+}
+
+func (e *ProgramError) Error() string {
+	hint := ""
+	switch e.Errno {
+	case syscall.ENOENT:
+		hint = " (as the sandbox sees the files: hidden folders, such as Garuda's home, are not there)"
+	case syscall.EACCES:
+		hint = " (is it executable, in a folder commands may read?)"
+	}
+	return fmt.Sprintf("cannot run %s: %s%s", e.Program, e.Why, hint)
+}
+
+func (e *ProgramError) Unwrap() error {
+	if e.Errno == 0 {
+		return nil
+	}
+	return e.Errno
+}
+
 var (
 	// ErrUnavailable means the kernel lacks a protection the sandbox requires; the command was not run.
 	ErrUnavailable = errors.New("sandbox unavailable")
@@ -78,7 +108,7 @@ type Spec struct {
 	AllowWeaker  bool          // team policy allows running with what this kernel has (each gap becomes a Notice)
 	Limits       Limits        // memory and process limits (sandboxed commands only)
 	OnOutput     func(chunk []byte)
-	OutputFile   string // where the full output is saved (0600); empty: not saved
+	OutputFile   string // where the output is saved (0600), its first MaxOutputFile bytes; empty: not saved
 	// Proxy is the path of a unix socket of the broker's HTTP(S) proxy. A sandboxed command then gets a forwarder
 	// to it on its network namespace's loopback (Forward) and the proxy variables (ProxyEnv); nothing else of the
 	// network. Empty: no network at all. Needs a network namespace (else a Notice says there is no proxy).

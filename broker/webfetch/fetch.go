@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/html/charset"
 
 	"github.com/garuda-dev/garuda/broker/netguard"
+	"github.com/garuda-dev/garuda/internal/neterr"
 )
 
 // Limits of one fetch.
@@ -174,7 +175,7 @@ func get(ctx context.Context, d *netguard.Dialer, t netguard.Target, reach netgu
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/json;q=0.8,*/*;q=0.1")
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
-		return nil, reached, fmt.Errorf("fetch %s: %w", t.URL, err)
+		return nil, reached, neterr.Wrap(err) // the caller names the URL
 	}
 	return resp, reached, nil
 }
@@ -191,14 +192,14 @@ func (c *idleConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-// timeoutWords says which limit a timeout was.
+// timeoutWords says which limit a timeout was (in place of the transport's words for it).
 func timeoutWords(ctx context.Context, err error, l Limits) error {
 	var ne net.Error
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("the fetch took longer than %s and was stopped: %w", l.Timeout, err)
+		return &neterr.Error{Words: fmt.Sprintf("the fetch took longer than %s and was stopped", l.Timeout), Err: err}
 	case errors.As(err, &ne) && ne.Timeout():
-		return fmt.Errorf("the server sent nothing for %s and the fetch was stopped: %w", l.IdleTimeout, err)
+		return &neterr.Error{Words: fmt.Sprintf("the server sent nothing for %s and the fetch was stopped", l.IdleTimeout), Err: err}
 	}
 	return err
 }
@@ -209,7 +210,7 @@ func readPage(ctx context.Context, resp *http.Response, t netguard.Target, l Lim
 	body, err := io.ReadAll(io.LimitReader(resp.Body, l.MaxBytes+1))
 	n := int64(len(body))
 	if err != nil {
-		return nil, n, fmt.Errorf("read %s: %w", t.URL, err)
+		return nil, n, neterr.Wrap(err) // the caller names the URL
 	}
 	if n > l.MaxBytes {
 		body = body[:l.MaxBytes]
@@ -222,8 +223,12 @@ func readPage(ctx context.Context, resp *http.Response, t netguard.Target, l Lim
 		mt, params, _ = mime.ParseMediaType(http.DetectContentType(body))
 	}
 	page.ContentType = mt
-	if !textual(mt) || bytes.IndexByte(body[:min(len(body), 8192)], 0) >= 0 {
+	if !textual(mt) {
 		return nil, n, fmt.Errorf("%s is %s, %w: web_fetch reads web pages and text only", t.URL, orUnknown(mt), ErrNotText)
+	}
+	if bytes.IndexByte(body[:min(len(body), 8192)], 0) >= 0 {
+		return nil, n, fmt.Errorf("%s says it is %s, but its body is binary (%w): web_fetch reads web pages and text only",
+			t.URL, mt, ErrNotText)
 	}
 	text, err := decode(body, mt, params["charset"], ct)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -161,5 +162,54 @@ func TestFetchDecidesEveryHop(t *testing.T) {
 	_, err := Fetch(context.Background(), &netguard.Dialer{}, target(t, srv.URL), decide, func(Hop) {}, Limits{})
 	if !errors.Is(err, denied) || strings.Join(decided, ",") != "127.0.0.1,elsewhere.invalid" {
 		t.Errorf("got %v, decided %v", err, decided)
+	}
+}
+
+// A fetch that fails on the way (nothing listens, not HTTP, not TLS, a body that says text but is binary) says so in
+// words, not in the transport's text.
+func TestFetchFailuresInWords(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	garbage, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer garbage.Close()
+	go func() {
+		for {
+			c, err := garbage.Accept()
+			if err != nil {
+				return
+			}
+			c.Read(make([]byte, 4096))
+			c.Write([]byte("this is not http at all\r\n\r\n"))
+			c.Close()
+		}
+	}()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00"))
+	}))
+	defer srv.Close()
+	for url, want := range map[string]string{
+		"http://" + refused + "/":                                 "nothing accepts connections at " + refused + " (connection refused)",
+		"http://" + garbage.Addr().String() + "/":                 "did not answer in HTTP",
+		"https://" + strings.TrimPrefix(srv.URL, "http://") + "/": "does not speak TLS",
+		srv.URL + "/lying":                                        "says it is text/plain, but its body is binary",
+	} {
+		_, _, err := fetch(t, url, Limits{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", url, err, want)
+			continue
+		}
+		for _, raw := range []string{"dial tcp", "net/http:", "tls:", ", not text"} {
+			if strings.Contains(err.Error(), raw) {
+				t.Errorf("%s: the transport's text %q in %q", url, raw, err)
+			}
+		}
 	}
 }

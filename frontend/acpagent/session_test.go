@@ -18,14 +18,17 @@ import (
 
 func TestNewSessionNeedsAnAbsoluteFolder(t *testing.T) {
 	e := newEnv(t)
-	for _, cwd := range []string{"proj", "./proj", filepath.Join(e.root, "missing")} {
+	for _, cwd := range []string{"proj", "./proj", filepath.Join(e.root, "missing"), e.root + "\x00x"} {
 		_, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
 		if err == nil {
 			t.Errorf("session/new with cwd %q succeeded", cwd)
 			continue
 		}
 		want := "absolute path to a folder"
-		if filepath.IsAbs(cwd) {
+		switch {
+		case strings.ContainsRune(cwd, 0):
+			want = "a NUL character" // not "the read rules hide this folder"
+		case filepath.IsAbs(cwd):
 			want = "must be an existing folder"
 		}
 		if re := editor.RequestError(t, err); re.Code != -32602 || !strings.Contains(fmt.Sprint(re.Data), want) {

@@ -70,10 +70,52 @@ func parseFlags(fs *flag.FlagSet, args []string, synopsis string) error {
 		return flag.ErrHelp
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %v (see garuda %s --help)", fs.Name(), err, fs.Name())
+		return fmt.Errorf("%s: %s (see garuda %s --help)", fs.Name(), flagWords(err), fs.Name())
 	}
 	// The parsed flags stay; the positional arguments become fs.Args().
 	return fs.Parse(append([]string{"--"}, positional...))
+}
+
+// flagWords is a flag package's parse error in the words of the usage, which spells flags with two dashes: "unknown
+// flag --x", "--x needs a value", `--max-steps "many": give a whole number`, not "flag needs an argument: -x" or
+// "parse error".
+func flagWords(err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return "unknown flag --" + strings.TrimPrefix(name, "-")
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return "--" + strings.TrimPrefix(name, "-") + " needs a value"
+	}
+	// invalid value "V" for flag -NAME: WHY, and invalid boolean value "V" for -NAME: WHY
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		rest, ok = strings.CutPrefix(msg, "invalid boolean value ")
+	}
+	value, after, found := strings.Cut(rest, " for ")
+	if !ok || !found {
+		return msg
+	}
+	name, why, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(after, "flag "), "-"), ": ")
+	name = strings.TrimPrefix(name, "-")
+	switch {
+	case strings.HasPrefix(msg, "invalid boolean value "):
+		why = "give true or false"
+	case why == "parse error":
+		why = "give a whole number"
+	case why == "value out of range":
+		why = "the number is too large"
+	default:
+		return "--" + name + ": " + why // a flag's own check says what is wrong with the value
+	}
+	return fmt.Sprintf("--%s %s: %s", name, value, why)
+}
+
+// isSet reports whether the flag name was given.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // parseFlagsNoArgs is parseFlags for a subcommand that takes no other argument than its flags.

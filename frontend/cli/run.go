@@ -112,13 +112,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	if err != nil {
-		msg := err.Error()
-		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-			msg = "unknown flag --" + strings.TrimPrefix(name, "-")
-		} else if _, why, ok := strings.Cut(msg, " for flag -"); ok && strings.HasPrefix(msg, "invalid value ") {
-			msg = "--" + strings.TrimPrefix(why, "-") // "--allow-host: "x/y" is not a host name …"
-		}
-		return usageErr(msg)
+		return usageErr(flagWords(err))
 	}
 	if *mode != "" && *mode != "plan" && *mode != "build" {
 		return usageErr(fmt.Sprintf("--mode %q: use plan or build", *mode))
@@ -126,7 +120,7 @@ func run(ctx context.Context, args []string) error {
 	if *resume != "" && *cont {
 		return usageErr("--resume and --continue name different sessions: give one")
 	}
-	if *maxSteps < 0 {
+	if isSet(fs, "max-steps") && *maxSteps < 1 {
 		return usageErr("--max-steps must be at least 1")
 	}
 	prompt := strings.Join(words, " ")

@@ -13,6 +13,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
+
+	"github.com/garuda-dev/garuda/internal/neterr"
 )
 
 type anthropicClient struct {
@@ -422,7 +424,7 @@ func anthropicError(ctx context.Context, err error, started bool) error {
 	var apiErr *anthropic.Error
 	if !errors.As(err, &apiErr) {
 		// No API answer: the connection failed or broke.
-		return &StreamError{Err: fmt.Errorf("anthropic: %w", err), Started: started, Retryable: true}
+		return &StreamError{Err: fmt.Errorf("anthropic: %w", neterr.Wrap(err)), Started: started, Retryable: !neterr.Permanent(err)}
 	}
 	msg := providerMessage(apiErr.RawJSON())
 	status := apiErr.StatusCode

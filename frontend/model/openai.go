@@ -12,6 +12,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/garuda-dev/garuda/internal/neterr"
 )
 
 type openaiClient struct {
@@ -299,7 +301,8 @@ func openaiError(ctx context.Context, err error, started bool) error {
 	}
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) {
-		return &StreamError{Err: fmt.Errorf("openai: %w", err), Started: started, Retryable: true}
+		// No API answer: the connection failed or broke.
+		return &StreamError{Err: fmt.Errorf("openai: %w", neterr.Wrap(err)), Started: started, Retryable: !neterr.Permanent(err)}
 	}
 	msg := apiErr.Message
 	if msg == "" {

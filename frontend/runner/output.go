@@ -29,6 +29,7 @@ type output struct {
 	midLine   bool     // the answer's last byte on Stdout was not a newline
 	live      string   // the call whose elapsed time the status line shows
 	liveShown bool
+	asking    bool          // a question waits on the terminal: the status line would erase its line of choices
 	cancel    bool          // a cancel was sent
 	isClosed  bool          // stdout is closed
 	cancelled chan struct{} // closed by the first cancel
@@ -51,7 +52,7 @@ func newOutput(o Options) *output {
 	if o.Styled && !o.JSON {
 		w.ticker = time.NewTicker(200 * time.Millisecond)
 		w.tickDone = make(chan struct{})
-		go w.tick()
+		go w.tick(w.ticker.C, w.tickDone)
 	}
 	return w
 }
@@ -351,12 +352,14 @@ func (w *output) cancelling() bool {
 
 // The status line: the running call and its elapsed time, on a terminal only, drawn below the last line.
 
-func (w *output) tick() {
+// tick draws the status line at each tick until done closes. It is handed the channels: endLine sets w.ticker to
+// nil under the lock, which the loop does not hold between ticks.
+func (w *output) tick(ticks <-chan time.Time, done <-chan struct{}) {
 	for {
 		select {
-		case <-w.tickDone:
+		case <-done:
 			return
-		case <-w.ticker.C:
+		case <-ticks:
 			w.mu.Lock()
 			w.drawLive()
 			w.mu.Unlock()
@@ -366,7 +369,7 @@ func (w *output) tick() {
 
 func (w *output) drawLive() {
 	c := w.calls[w.live]
-	if w.ticker == nil || c == nil || c.ended || w.midLine {
+	if w.ticker == nil || c == nil || c.ended || w.midLine || w.asking {
 		return
 	}
 	fmt.Fprintf(w.o.Stderr, "\r\x1b[K%s", w.dim(fmt.Sprintf("  … %s", elapsed(time.Since(c.started)))))

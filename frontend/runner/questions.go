@@ -177,6 +177,8 @@ func (w *output) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 		keys[i] = fmt.Sprintf("[%d] %s", i+1, o.Name)
 	}
 	lines := w.ttyLines()
+	w.asking = true
+	defer func() { w.asking = false }()
 	for range 3 {
 		fmt.Fprintf(w.o.TTY, "%s  %s > ", b.String(), strings.Join(keys, "  "))
 		b.Reset()

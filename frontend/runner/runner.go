@@ -198,7 +198,10 @@ func Run(ctx context.Context, o Options) int {
 			if out.cancelling() {
 				out.note("stopping now")
 				stop()
-				return finish(ExitCancelled)
+				code := finish(ExitCancelled)
+				// Last, once the agent has said all it will: what changed, and --json's stop event.
+				out.stop(string(acp.StopReasonCancelled), code)
+				return code
 			}
 			out.note("cancelling (Ctrl-C again to stop at once)")
 			cancelTurn()
@@ -208,7 +211,9 @@ func Run(ctx context.Context, o Options) int {
 			cancelTurn()
 		case <-o.BrokerDone:
 			out.fail(acpagent.ErrBrokerGone.Error())
-			return finish(ExitModel)
+			code := finish(ExitModel)
+			out.stop("", code)
+			return code
 		}
 	}
 }

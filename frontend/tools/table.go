@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -396,7 +397,7 @@ func decodeInput(raw json.RawMessage, in any, typ reflect.Type) error {
 		raw = json.RawMessage("{}")
 	}
 	if err := json.Unmarshal(raw, in); err != nil {
-		return err
+		return inputError(err)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
@@ -415,6 +416,58 @@ func decodeInput(raw json.RawMessage, in any, typ reflect.Type) error {
 		}
 	}
 	return nil
+}
+
+// inputError says what is wrong with a tool's input in the words of its schema (JSON's types, the field's name), not
+// in Go's ("cannot unmarshal number into Go struct field readFileInput.path of type string"): the model and the
+// editor read it.
+func inputError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return fmt.Errorf("the input is %s, not an object", jsonValue(te.Value))
+	case errors.As(err, &te):
+		return fmt.Errorf("%q: want %s, got %s", te.Field, jsonWant(te.Type), jsonValue(te.Value))
+	case errors.As(err, &se):
+		return fmt.Errorf("the input is not valid JSON: %s", se.Error())
+	}
+	return err
+}
+
+// jsonValue names the JSON value encoding/json found ("number", "number 1.5", "array", …).
+func jsonValue(v string) string {
+	kind, rest, _ := strings.Cut(v, " ")
+	switch kind {
+	case "array":
+		return "a list"
+	case "object":
+		return "an object"
+	case "bool":
+		return "true or false"
+	}
+	return strings.TrimSpace("a " + kind + " " + rest)
+}
+
+// jsonWant names the JSON value a Go type takes.
+func jsonWant(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16,
+		reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return "an object"
 }
 
 // Start turns a model tool call into the broker's typed request. An input that does not fit the tool's schema is

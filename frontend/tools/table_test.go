@@ -60,13 +60,25 @@ func TestStartRefusesBadInput(t *testing.T) {
 	for _, c := range []struct{ name, input, want string }{
 		{"read_file", `{}`, `"path" is required`},
 		{"bash", `{"command":""}`, `"command" is required`},
-		{"edit_file", `{"path":1}`, "not valid"},
+		{"edit_file", `{"path":1}`, `the input of edit_file is not valid: "path": want a string, got a number`},
 		{"rm_rf", `{}`, `no tool named "rm_rf"`},
+		// What the model and the editor read names the field in the schema's words, not Go's types.
+		{"read_file", `{"path":"a","offset":"ten"}`, `"offset": want a whole number, got a string`},
+		{"read_file", `{"path":"a","offset":1.5}`, `"offset": want a whole number, got a number 1.5`},
+		{"read_file", `[1]`, `the input is a list, not an object`},
+		{"read_file", `{"path":`, `the input is not valid JSON`},
+		{"process_manager", `{"action":"start","command":["ls"]}`, `"command": want a string, got a list`},
 	} {
 		_, err := Start("c", c.name, json.RawMessage(c.input))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "Go ") ||
+			strings.Contains(err.Error(), "json: ") {
 			t.Errorf("%s %s: err %v, want %q", c.name, c.input, err, c.want)
 		}
+	}
+	// A local tool's input (todo's entries) too.
+	_, err := Decode(Todo, json.RawMessage(`{"todos":[{"content":"a","status":5}]}`))
+	if err == nil || !strings.Contains(err.Error(), `"todos.status": want a string, got a number`) {
+		t.Errorf("todo: %v", err)
 	}
 }
 
