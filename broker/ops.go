@@ -84,11 +84,12 @@ func (s *Service) do(ctx context.Context, c *call) (*execv1.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var res *execv1.Result
 	r, err := op.check(s, c)
+	if err != nil {
+		return nil, err // a request the front end should not have sent: nothing was decided or done
+	}
+	var res *execv1.Result
 	switch {
-	case err != nil:
-		res, r = failed(err), &request{}
 	case r.policy.Kind == "":
 		res, err = r.run(ctx, &grant{s: s, c: c, op: op})
 	default:

@@ -195,7 +195,8 @@ func (s *Service) commandNetwork(c *call, op *operation, sess *session, command 
 				return netguard.Reach{}, a.err
 			}
 			if a.res != nil {
-				return refuse(fmt.Errorf("you denied network access to %s for this command; %s", host, policy.NetworkHint(req, g.d)))
+				return refuse(fmt.Errorf("network access to %s was not allowed for this command (its question was answered no); %s",
+					host, policy.NetworkHint(req, g.d)))
 			}
 		case <-ctx.Done():
 			return netguard.Reach{}, fmt.Errorf("the command ended before the question about %s was answered", host)

@@ -47,7 +47,7 @@ func checkProcess(s *Service, c *call) (*request, error) {
 	case execv1.ProcessAction_PROCESS_ACTION_READ, execv1.ProcessAction_PROCESS_ACTION_WAIT,
 		execv1.ProcessAction_PROCESS_ACTION_INPUT, execv1.ProcessAction_PROCESS_ACTION_STOP:
 	default:
-		return nil, errors.New("process_manager: the action is missing or unknown; use start, list, read, wait, input or stop")
+		return nil, errors.New("the action is missing or unknown; use start, list, read, wait, input or stop")
 	}
 	id := op.GetId()
 	if id == "" {

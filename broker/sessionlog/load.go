@@ -121,7 +121,8 @@ func Load(dir, id string, uid uint32, root string) (*Loaded, error) {
 	var bad *lineError
 	switch {
 	case errors.As(err, &bad):
-		return nil, fmt.Errorf("session %s: %s: %w: %v", id, path, ErrCorrupt, err)
+		return nil, fmt.Errorf("session %s: %s: %w: %v (changed by something other than Garuda? remove or mend that "+
+			"line to resume it, or start a new session: the file is left as it is)", id, path, ErrCorrupt, err)
 	case err != nil:
 		return nil, fmt.Errorf("session %s: read its file: %w", id, err)
 	}

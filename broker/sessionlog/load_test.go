@@ -134,8 +134,9 @@ func TestTornLineIsCutAtTheNextAppend(t *testing.T) {
 	raw, _ := os.ReadFile(p)
 	lines := strings.SplitAfter(string(raw), "\n")
 	os.WriteFile(p, []byte(lines[0]+"garbage\n"+strings.Join(lines[1:], "")), 0o600)
-	if _, err := Load(dir, "s1", 7, "/p"); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "line 2") {
-		t.Errorf("a hand-edited line: %v", err)
+	if _, err := Load(dir, "s1", 7, "/p"); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "line 2") ||
+		!strings.Contains(err.Error(), "start a new session") {
+		t.Errorf("a hand-edited line (where, and what to do): %v", err)
 	}
 }
 

@@ -177,7 +177,7 @@ func (s *Store) Undo(session string, write func(abs string, content []byte, exis
 	var done *Entry
 	err := s.locked(session, func(idx []Entry) ([]Entry, error) {
 		if len(idx) == 0 {
-			return nil, fmt.Errorf("undo session %s: %w", session, ErrNothing)
+			return nil, fmt.Errorf("session %s: %w", session, ErrNothing)
 		}
 		e := idx[len(idx)-1]
 		hash, exists, err := current(e.Path)
@@ -228,7 +228,7 @@ func (s *Store) locked(session string, f func([]Entry) ([]Entry, error)) error {
 		// No folder: nothing was ever snapshotted in this session.
 		_, ferr := f(nil)
 		if ferr == nil {
-			return fmt.Errorf("undo session %s: %w", session, ErrNothing)
+			return fmt.Errorf("session %s: %w", session, ErrNothing)
 		}
 		return ferr
 	}

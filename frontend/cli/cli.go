@@ -40,7 +40,7 @@ const usage = `usage: garuda <command> [flags]
 Every command takes --broker unix://PATH (default $GARUDA_BROKER) and --help.`
 
 // Report prints an error of Main for the user, once, and returns the process exit code: 0 for --help, the code of
-// a command that has already said why it failed, else 1.
+// a command that has already said why it failed, 2 for a command line that is wrong, else 1.
 func Report(w io.Writer, err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -50,8 +50,20 @@ func Report(w io.Writer, err error) int {
 		return int(ec)
 	}
 	fmt.Fprintln(w, "garuda:", err)
+	if errors.Is(err, errUsage) {
+		return 2
+	}
 	return 1
 }
+
+// errUsage marks an error in the command line (a flag, an argument): exit status 2, as for no command at all.
+var errUsage = errors.New("usage")
+
+// usageError is a command-line error, said in words; errors.Is(err, errUsage) holds.
+type usageError struct{ words string }
+
+func (e usageError) Error() string        { return e.words }
+func (e usageError) Is(target error) bool { return target == errUsage }
 
 // exitError is an exit code whose reason the command has already printed.
 type exitError int
@@ -70,7 +82,7 @@ func parseFlags(fs *flag.FlagSet, args []string, synopsis string) error {
 		return flag.ErrHelp
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %s (see garuda %s --help)", fs.Name(), flagWords(err), fs.Name())
+		return usageError{fmt.Sprintf("%s: %s (see garuda %s --help)", fs.Name(), flagWords(err), fs.Name())}
 	}
 	// The parsed flags stay; the positional arguments become fs.Args().
 	return fs.Parse(append([]string{"--"}, positional...))
@@ -124,7 +136,7 @@ func parseFlagsNoArgs(fs *flag.FlagSet, args []string, synopsis string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected argument %q (see garuda %s --help)", fs.Name(), fs.Arg(0), fs.Name())
+		return usageError{fmt.Sprintf("%s: unexpected argument %q (see garuda %s --help)", fs.Name(), fs.Arg(0), fs.Name())}
 	}
 	return nil
 }
@@ -183,8 +195,9 @@ func Main(ctx context.Context, args []string) error {
 		fmt.Println(usage)
 		return nil
 	}
-	fmt.Fprintln(os.Stderr, usage)
-	return fmt.Errorf("unknown command %q (see the list above)", args[0])
+	// A usage error, like no command at all: exit status 2.
+	fmt.Fprintf(os.Stderr, "%s\n\ngaruda: unknown command %q (see the list above)\n", usage, args[0])
+	return exitError(2)
 }
 
 // brokerFlag adds --broker, defaulting to GARUDA_BROKER.

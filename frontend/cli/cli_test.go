@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"io"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -20,9 +22,27 @@ func TestStrayArgumentIsRefused(t *testing.T) {
 		{[]string{"setup", "x"}, `setup: unexpected argument "x" (see garuda setup --help)`},
 		{[]string{"undo", "x", "--list"}, `undo: unexpected argument "x" (see garuda undo --help)`},
 	} {
-		if err := Main(context.Background(), c.args); err == nil || err.Error() != c.want {
+		err := Main(context.Background(), c.args)
+		if err == nil || err.Error() != c.want {
 			t.Errorf("garuda %s: %v, want %q", strings.Join(c.args, " "), err, c.want)
 		}
+		if code := Report(io.Discard, err); code != 2 {
+			t.Errorf("garuda %s: exit status %d, want 2 (a usage error)", strings.Join(c.args, " "), code)
+		}
+	}
+}
+
+// A command line that is wrong exits 2 whatever is wrong in it (a flag, a word, the command itself), as no command
+// at all does; other failures exit 1.
+func TestUsageErrorsExitTwo(t *testing.T) {
+	t.Setenv("GARUDA_HOME", t.TempDir())
+	for _, args := range [][]string{{}, {"frobnicate"}, {"undo", "--nope"}, {"audit", "verify", "--nope"}} {
+		if code := Report(io.Discard, Main(context.Background(), args)); code != 2 {
+			t.Errorf("garuda %s: exit status %d, want 2", strings.Join(args, " "), code)
+		}
+	}
+	if code := Report(io.Discard, errors.New("the broker is gone")); code != 1 {
+		t.Errorf("another failure: exit status %d, want 1", code)
 	}
 }
 
