@@ -36,23 +36,37 @@ func (h *Host) Call(ctx context.Context, server, tool string, args json.RawMessa
 			return nil, fmt.Errorf("the arguments are not a JSON object: %w", err)
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
-	defer cancel()
-	res, err := srv.cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: argv})
+	var res *mcp.CallToolResult
+	err = h.request(ctx, srv, server, "the call", "", func(cctx context.Context) (err error) {
+		res, err = srv.cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: argv})
+		return err
+	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if cctx.Err() != nil {
-			// The SDK sent notifications/cancelled with the context's end.
-			return nil, fmt.Errorf("MCP server %q did not answer the call within %s; it was cancelled", server, h.opts.CallTimeout)
-		}
-		h.mu.Lock()
-		err = explain(err, srv)
-		h.mu.Unlock()
-		return nil, fmt.Errorf("MCP server %q: %w", server, err)
+		return nil, err
 	}
 	return textOf(res), nil
+}
+
+// request sends one request to a server (a tool call, a prompt, a resource) with at most CallTimeout to answer: a
+// request a server never answers would hold the turn for ever, and garuda run in CI until the job's own timeout.
+// Cancelling ctx cancels it (the SDK sends notifications/cancelled); its failure is said in words, naming server
+// (what names the request in the timeout's words; label, if any, heads any other failure).
+func (h *Host) request(ctx context.Context, srv *server, server, what, label string, send func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
+	defer cancel()
+	err := send(cctx)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case cctx.Err() != nil:
+		return fmt.Errorf("MCP server %q did not answer %s within %s; it was cancelled", server, what, h.opts.CallTimeout)
+	}
+	h.mu.Lock()
+	err = explain(err, srv)
+	h.mu.Unlock()
+	return fmt.Errorf("MCP server %q: %s%w", server, label, err)
 }
 
 // textOf is a result's content as text: text blocks and text resources as they are, structured content when there

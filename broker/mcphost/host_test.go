@@ -333,6 +333,18 @@ func TestCallThatIsNotAnsweredEnds(t *testing.T) {
 	if res, err := call(t, h, "test", "echo", `{"text":"next"}`); err != nil || res.Text != "echo: next" {
 		t.Errorf("the next call: %+v %v", res, err)
 	}
+	// A prompt and a resource the server never answers end the same way.
+	if _, _, err := h.GetPrompt(context.Background(), "test", "wait", ""); err == nil ||
+		!strings.Contains(err.Error(), `MCP server "test" did not answer the prompt wait within 1s`) {
+		t.Errorf("a prompt never answered: %v", err)
+	}
+	if _, err := h.ReadResource(context.Background(), "test", "mem://wait"); err == nil ||
+		!strings.Contains(err.Error(), `MCP server "test" did not answer the read of mem://wait within 1s`) {
+		t.Errorf("a resource never answered: %v", err)
+	}
+	if text, _, err := h.GetPrompt(context.Background(), "test", "review", "x"); err != nil || !strings.Contains(text, "review x") {
+		t.Errorf("the next prompt: %q %v", text, err)
+	}
 }
 
 // fileAppears reports whether path exists, waiting up to 2 s for a server to write it.

@@ -98,12 +98,13 @@ func (h *Host) GetPrompt(ctx context.Context, server, name, rest string) (string
 			args[a.Name] = words[i]
 		}
 	}
-	res, err := srv.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+	var res *mcp.GetPromptResult
+	err := h.request(ctx, srv, server, "the prompt "+name, "prompt "+name+": ", func(cctx context.Context) (err error) {
+		res, err = srv.cs.GetPrompt(cctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+		return err
+	})
 	if err != nil {
-		h.mu.Lock()
-		err = explain(err, srv)
-		h.mu.Unlock()
-		return "", true, fmt.Errorf("MCP server %q: prompt %s: %w", server, name, err)
+		return "", true, err
 	}
 	var parts []string
 	for _, m := range res.Messages {
@@ -123,12 +124,13 @@ func (h *Host) ReadResource(ctx context.Context, server, uri string) (string, er
 	if srv == nil {
 		return "", fmt.Errorf("%s: %w", server, ErrNotRunning)
 	}
-	res, err := srv.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	var res *mcp.ReadResourceResult
+	err := h.request(ctx, srv, server, "the read of "+uri, "resource "+uri+": ", func(cctx context.Context) (err error) {
+		res, err = srv.cs.ReadResource(cctx, &mcp.ReadResourceParams{URI: uri})
+		return err
+	})
 	if err != nil {
-		h.mu.Lock()
-		err = explain(err, srv)
-		h.mu.Unlock()
-		return "", fmt.Errorf("MCP server %q: resource %s: %w", server, uri, err)
+		return "", err
 	}
 	var parts []string
 	for _, c := range res.Contents {

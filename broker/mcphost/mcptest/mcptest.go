@@ -184,6 +184,17 @@ func NewServer() *mcp.Server {
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "the notes of the server"}}}, nil
 		})
+	// A resource and a prompt that are never answered (until the request is cancelled).
+	s.AddResource(&mcp.Resource{URI: "mem://wait", Name: "wait", MIMEType: "text/plain"},
+		func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "wait", Description: "Never answered."},
+		func(ctx context.Context, _ *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
 	s.AddPrompt(&mcp.Prompt{Name: "review", Description: "Review a topic.", Arguments: []*mcp.PromptArgument{{Name: "topic"}}},
 		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
