@@ -311,6 +311,10 @@ func (h *Host) connect(sctx, ictx context.Context, srv *server) (*mcp.ClientSess
 			if rt.status() == http.StatusUnauthorized || rt.status() == http.StatusForbidden {
 				h.mu.Lock()
 				srv.lastErr = fmt.Errorf("%w (HTTP %d)", ErrUnauthorized, rt.status())
+				if rt.status() == http.StatusForbidden {
+					// Credentials or none: the server will not serve this client (not only a bad token).
+					srv.lastErr = fmt.Errorf("%w (HTTP 403 Forbidden)", ErrForbidden)
+				}
 				h.mu.Unlock()
 			}
 		}()
@@ -364,12 +368,15 @@ var errInitTimeout = errors.New("the server did not answer in time")
 // errExited ends the output of a program that exited.
 var errExited = errors.New("the server's program exited")
 
-// ErrUnauthorized is an HTTP or SSE server's 401 or 403.
-var ErrUnauthorized = errors.New("the server refused the credentials (check the headers of its definition)")
+// ErrUnauthorized is an HTTP or SSE server's 401; ErrForbidden its 403.
+var (
+	ErrUnauthorized = errors.New("the server refused the credentials (check the headers of its definition)")
+	ErrForbidden    = errors.New("the server refused access (wrong address, or credentials without the right to it?)")
+)
 
 // explain turns a start's or a call's error into words that say what the server did.
 func explain(err error, srv *server) error {
-	if srv.lastErr != nil && errors.Is(srv.lastErr, ErrUnauthorized) {
+	if srv.lastErr != nil && (errors.Is(srv.lastErr, ErrUnauthorized) || errors.Is(srv.lastErr, ErrForbidden)) {
 		return srv.lastErr
 	}
 	msg := err.Error()

@@ -556,6 +556,8 @@ func TestHTTPServerFailuresInWords(t *testing.T) {
 			http.Error(w, "<html>SERVER-SECRET boom</html>", http.StatusInternalServerError)
 		case "/loop":
 			http.Redirect(w, r, "/loop", http.StatusFound)
+		case "/forbidden":
+			http.Error(w, "SERVER-SECRET no", http.StatusForbidden)
 		default:
 			w.Header().Set("Content-Type", "text/html")
 			io.WriteString(w, "<html>SERVER-SECRET page</html>")
@@ -574,6 +576,7 @@ func TestHTTPServerFailuresInWords(t *testing.T) {
 		def("page", config.MCPHTTP, srv.URL+"/page"),
 		def("ssepage", config.MCPSSE, srv.URL+"/page"),
 		def("loop", config.MCPHTTP, srv.URL+"/loop"),
+		def("forbidden", config.MCPHTTP, srv.URL+"/forbidden"),
 	})
 	all := strings.Join(notices, "\n")
 	for _, want := range []string{
@@ -582,6 +585,8 @@ func TestHTTPServerFailuresInWords(t *testing.T) {
 		`"page" (test) did not start: it answered with text/html, not MCP messages: is ` + srv.URL + `/page its MCP endpoint?`,
 		`"refused" (test) did not start: nothing accepts connections at ` + refused + ` (connection refused)`,
 		`"ssepage" (test) did not start: it answered with text/html, not MCP messages`,
+		`"forbidden" (test) did not start: the server refused access (wrong address, or credentials without the right ` +
+			`to it?) (HTTP 403 Forbidden)`,
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no notice %q in:\n%s", want, all)
