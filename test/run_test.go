@@ -394,7 +394,7 @@ func survivorsOf(m string) []string {
 // stdout does the same (141): nothing is left running either way. A stop that Ctrl-C made still ends --json's
 // events with the stop event (the session to resume, what changed), which a CI job reads.
 func TestRunInterrupted(t *testing.T) {
-	for _, how := range []string{"sigint", "sigint-twice", "closed-stdout"} {
+	for _, how := range []string{"sigint", "sigint-twice", "sighup", "closed-stdout"} {
 		t.Run(how, func(t *testing.T) {
 			marker := fmt.Sprintf("garuda-run-%s-%d", how, time.Now().UnixNano())
 			// The command ignores SIGTERM: the first Ctrl-C's cancel waits out its grace, the second does not.
@@ -423,7 +423,11 @@ func TestRunInterrupted(t *testing.T) {
 			want := 130
 			var got bytes.Buffer
 			copied := make(chan struct{})
-			if how != "closed-stdout" {
+			if how == "sighup" {
+				// The terminal went away (an SSH connection dropped): a clean cancel, as for Ctrl-C.
+				cmd.Process.Signal(syscall.SIGHUP)
+				go func() { io.Copy(&got, stdout); close(copied) }()
+			} else if how != "closed-stdout" {
 				cmd.Process.Signal(syscall.SIGINT)
 				if how == "sigint-twice" {
 					time.Sleep(100 * time.Millisecond)

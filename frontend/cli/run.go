@@ -50,7 +50,7 @@ flags:
                      allow commands outside the sandbox and files outside the project folder
   --broker unix://PATH  a broker that runs as a service (default: start garuda-exec)
 
-Ctrl-C cancels the turn (the running command is killed); a second Ctrl-C stops at once.
+Ctrl-C, SIGTERM and SIGHUP cancel the turn (the running command is killed); a second one stops at once.
 
 exit status: 0 the turn ended normally; 2 usage; 3 setup (no model, a broken configuration, a folder Garuda
 cannot open); 4 the model refused; 5 the model hit its output limit; 6 the turn hit its step or token limit;
@@ -160,8 +160,9 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Ctrl-C, a kill, and a terminal that went away (SIGHUP: an SSH connection dropped) all cancel the turn cleanly.
 	interrupt := make(chan os.Signal, 2)
-	signal.Notify(interrupt, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(interrupt, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(interrupt)
 	// A closed stdout (| head) is a cancel, not a death by SIGPIPE that would leave the broker's commands behind.
 	pipe := make(chan os.Signal, 1)

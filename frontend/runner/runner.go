@@ -69,7 +69,8 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// Styled says that Stderr is a terminal: thoughts are dimmed, a running tool call shows its elapsed time.
 	Styled bool
-	// Interrupt delivers Ctrl-C: the first cancels the turn, the second ends the run at once.
+	// Interrupt delivers Ctrl-C (os.Interrupt), SIGTERM and SIGHUP: the first cancels the turn, the second ends the
+	// run at once.
 	Interrupt <-chan os.Signal
 	// OutputClosed closes when stdout is found closed (SIGPIPE).
 	OutputClosed <-chan struct{}
@@ -194,7 +195,7 @@ func Run(ctx context.Context, o Options) int {
 			}
 			out.stop(string(a.resp.StopReason), code)
 			return finish(code)
-		case <-interrupts:
+		case sig := <-interrupts:
 			if out.cancelling() {
 				out.note("stopping now")
 				stop()
@@ -203,7 +204,11 @@ func Run(ctx context.Context, o Options) int {
 				out.stop(string(acp.StopReasonCancelled), code)
 				return code
 			}
-			out.note("cancelling (Ctrl-C again to stop at once)")
+			if sig == os.Interrupt {
+				out.note("cancelling (Ctrl-C again to stop at once)")
+			} else {
+				out.note(fmt.Sprintf("cancelling: %v", sig))
+			}
 			cancelTurn()
 		case <-closedOut:
 			closedOut = nil
