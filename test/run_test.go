@@ -234,9 +234,14 @@ func TestRunExitCodes(t *testing.T) {
 		t.Run("json "+c.name, func(t *testing.T) {
 			e := newRunEnv(t)
 			code, stdout, stderr := e.run(append([]string{"--json"}, c.args...)...)
-			errs := ofType(events(t, stdout), "error")
+			evs := events(t, stdout)
+			errs := ofType(evs, "error")
 			if code != c.code || len(errs) != 1 || !strings.Contains(errs[0]["message"].(string), c.want) {
 				t.Fatalf("exit %d (want %d), error events %v\nstdout:\n%s\nstderr:\n%s", code, c.code, errs, stdout, stderr)
+			}
+			// Every run ends with its stop event, this one too: a CI job may wait for it.
+			if last := evs[len(evs)-1]; last["type"] != "stop" || last["exitCode"] != float64(c.code) {
+				t.Errorf("the last event is not the stop with exit code %d: %v", c.code, last)
 			}
 		})
 	}

@@ -97,12 +97,15 @@ func run(ctx context.Context, args []string) error {
 		return nil
 	}
 	// fail reports an error before the run starts: on stderr, and with --json as the run's error event on stdout too,
-	// which is all a CI job may read.
+	// which is all a CI job may read, then the stop event every run ends with (no stop reason: no turn ran).
 	fail := func(code int, msg string) error {
 		fmt.Fprintf(os.Stderr, "garuda run: %s\n", msg)
 		if *jsonOut {
-			b, _ := json.Marshal(map[string]string{"type": "error", "message": msg})
-			os.Stdout.Write(append(b, '\n'))
+			for _, ev := range []map[string]any{{"type": "error", "message": msg},
+				{"type": "stop", "stopReason": "", "exitCode": code, "sessionId": "", "changed": []string{}}} {
+				b, _ := json.Marshal(ev)
+				os.Stdout.Write(append(b, '\n'))
+			}
 		}
 		return exitError(code)
 	}
