@@ -260,7 +260,7 @@ func (p *settingsParser) hookCommand(where string) (HookCommand, error) {
 			n, ok := raw.(json.Number)
 			v, err := strconv.ParseFloat(string(n), 64)
 			if !ok || err != nil || v <= 0 || v > MaxHookTimeout.Seconds() {
-				return p.Errorf(off, "%s: a hook's timeout must be a number of seconds, at most %d", where, int(MaxHookTimeout.Seconds()))
+				return p.Errorf(off, "%s: a hook's timeout must be a number of seconds above 0 and at most %d", where, int(MaxHookTimeout.Seconds()))
 			}
 			c.Timeout = time.Duration(v * float64(time.Second))
 		case "fail_closed":
