@@ -209,6 +209,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"empty prompt", nil, []string{"  "}, 2, "empty"},
 		{"missing folder", nil, []string{"--cwd", "/nonexistent/garuda", "hi"}, 3, "/nonexistent/garuda"},
 		{"zero steps", nil, []string{"--max-steps", "0", "hi"}, 2, "--max-steps must be at least 1"},
+		{"empty cwd", nil, []string{"--cwd", "", "hi"}, 2, "--cwd is empty"},
 		{"steps not a number", nil, []string{"--max-steps", "many", "hi"}, 2, `--max-steps "many": give a whole number`},
 		{"flag without its value", nil, []string{"hi", "--cwd"}, 2, "--cwd needs a value"},
 		{"bad boolean", nil, []string{"--quiet=maybe", "hi"}, 2, `--quiet "maybe": give true or false`},

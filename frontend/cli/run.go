@@ -123,6 +123,9 @@ func run(ctx context.Context, args []string) error {
 	if *resume != "" && *cont {
 		return usageErr("--resume and --continue name different sessions: give one")
 	}
+	if isSet(fs, "cwd") && *cwd == "" {
+		return usageErr("--cwd is empty: name the project folder, or leave the flag out for the current folder")
+	}
 	if isSet(fs, "max-steps") && *maxSteps < 1 {
 		return usageErr("--max-steps must be at least 1")
 	}
