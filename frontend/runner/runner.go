@@ -214,9 +214,11 @@ func Run(ctx context.Context, o Options) int {
 }
 
 // warmTools builds once what the first model request and its first streamed update would build at first use and
-// that does not depend on the provider: the tools' schemas, the ACP update's encoding.
+// that does not depend on the provider: the tools' schemas, the ACP update's encoding, and the broker API's
+// messages of the session's start.
 func warmTools() {
 	tools.Specs()
+	execv1.WarmUp()
 	b, _ := json.Marshal(acp.SessionNotification{SessionId: "warm", Update: acp.UpdateAgentMessageText("warm")})
 	var n acp.SessionNotification
 	json.Unmarshal(b, &n)
