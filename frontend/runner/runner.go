@@ -147,9 +147,9 @@ func Run(ctx context.Context, o Options) int {
 		out.fail(message(err))
 		return finish(ExitSetup)
 	}
-	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersion(1)}); err != nil {
-		return setupFailed(err)
-	}
+	// No initialize: the agent is this program's own, at its own protocol version, and its answer (acpinit's: the
+	// capabilities an editor learns) is state neither side keeps. Its first use of the SDK's types cost about 1 ms of
+	// CPU on the way to the first answer.
 	id, err := openSession(ctx, conn, o)
 	if err != nil {
 		return setupFailed(err)
