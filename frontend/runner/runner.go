@@ -73,8 +73,8 @@ type Options struct {
 	Interrupt <-chan os.Signal
 	// OutputClosed closes when stdout is found closed (SIGPIPE).
 	OutputClosed <-chan struct{}
-	// Started, if set, is called once when the model's output begins (its first text, thought or tool call): the
-	// run's start is over.
+	// Started, if set, is called once the model's first output (its first text, thought or tool call) is written:
+	// the run's start is over.
 	Started func()
 
 	Broker     execv1.ExecServiceClient
