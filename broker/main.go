@@ -161,8 +161,10 @@ func child(ctx context.Context, stderr io.Writer) error {
 
 // run serves until ctx ends, then kills every command at once and returns.
 func run(ctx context.Context, cfg Config, ln net.Listener, uids []uint32) error {
-	// What the kernel enforces is probed once, in the background, before the first session asks.
+	// What the kernel enforces is probed once, in the background, before the first session asks; the messages of a
+	// session's start are built while the front end connects.
 	go probe()
+	go execv1.WarmUp()
 	svc := NewService(cfg)
 	srv := NewServer(svc, uids)
 	errc := make(chan error, 1)

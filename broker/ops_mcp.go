@@ -156,8 +156,8 @@ func checkMCPStart(s *Service, c *call) (*request, error) {
 	r := &request{input: "start the session's MCP servers"}
 	r.run = func(ctx context.Context, g *grant) (*execv1.Result, error) {
 		// A prompt began (the front end sends mcp_start before the model's first request): the session's network
-		// is made now, beside the model's answer, not at its first command, and not for a session that is only
-		// opened (a holder process for each of up to 1024 open sessions).
+		// is made shortly (warmDelay), while the model answers, not at its first command, and not for a session
+		// that is only opened (a holder process for each of up to 1024 open sessions).
 		c.sess.net.warm()
 		res, changed, err := s.mcpStart(ctx, g)
 		if res != nil && res.Status != execv1.Status_STATUS_FAILED {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/netguard"
@@ -24,10 +25,11 @@ import (
 // refuses a network namespace), commands run as before, each in its own namespace or in the fallback without one;
 // the failure is not retried. A holder killed from outside is replaced at the next command.
 type sessionNet struct {
-	mu     sync.Mutex
-	n      *sandbox.Network
-	err    error
-	closed bool
+	mu      sync.Mutex
+	n       *sandbox.Network
+	err     error
+	closed  bool
+	warming *time.Timer // a warm-up that has not begun yet
 }
 
 // get returns the session's network, made now if needed; nil where there is none.
@@ -47,15 +49,40 @@ func (sn *sessionNet) get() *sandbox.Network {
 	return sn.n
 }
 
+// warmDelay is how long after a prompt begins its session's network is made ahead of its first command.
+//
+// Not at once: the holder's start (a clone into new user and network namespaces, then a third start of this
+// binary's runtime and packages, about 5 ms of CPU) took a core from the prompt's first model request and its
+// answer, which the user waits for (0.3-0.9 ms of garuda run's first byte). The first command comes once the model
+// has streamed a tool call, later than this with any provider; one that comes sooner makes the network itself.
+const warmDelay = 25 * time.Millisecond
+
 // warm makes the session's network ahead of its first command, in the background, so that the first command does
-// not wait for the holder's start: at each prompt (mcp_start), where it costs nothing once the network is there.
-func (sn *sessionNet) warm() { go sn.get() }
+// not wait for the holder's start: at each prompt (mcp_start), warmDelay after it, where it costs nothing once the
+// network is there.
+func (sn *sessionNet) warm() {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if sn.closed || sn.warming != nil {
+		return
+	}
+	sn.warming = time.AfterFunc(warmDelay, func() {
+		sn.mu.Lock()
+		sn.warming = nil
+		sn.mu.Unlock()
+		sn.get()
+	})
+}
 
 // close ends the session's network and everything still running in it.
 func (sn *sessionNet) close() {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
 	sn.closed = true
+	if sn.warming != nil {
+		sn.warming.Stop()
+		sn.warming = nil
+	}
 	if sn.n != nil {
 		sn.n.Close()
 		sn.n = nil

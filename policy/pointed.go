@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/garuda-dev/garuda/internal/pathglob"
 )
@@ -64,7 +65,7 @@ func lefthookFiles() []string {
 }
 
 // preCommitConfig finds the config file named in the hook pre-commit installs (ARGS=(hook-impl --config=FILE …)).
-var preCommitConfig = regexp.MustCompile(`--config[= ]([^\s)"']+)`)
+var preCommitConfig = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`--config[= ]([^\s)"']+)`) })
 
 // GitPointed returns the root-relative paths that the repositories point git at, beyond the fixed names of
 // Protected: the folder core.hooksPath names, the files their configs include, the programs their configs name
@@ -114,7 +115,7 @@ func GitPointed(repos []GitRepo) []string {
 					add(path.Join(r.Top, f))
 				}
 				if m.mark == "pre-commit" {
-					for _, sub := range preCommitConfig.FindAllSubmatch(h.Head, -1) {
+					for _, sub := range preCommitConfig().FindAllSubmatch(h.Head, -1) {
 						if f := string(sub[1]); !path.IsAbs(f) && !strings.Contains(f, "..") {
 							add(path.Join(r.Top, f))
 						}

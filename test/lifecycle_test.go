@@ -79,6 +79,41 @@ func TestAcpEarlyInitialize(t *testing.T) {
 	}
 }
 
+// garuda run and garuda acp start their broker from package spawn's initialisation, which Go runs right after os's:
+// before crypto, protobuf, grpc and the model SDKs (most of the front end's start), so that the broker starts beside
+// them. An import that sorts late (strings, path/filepath) would put spawn behind every package that sorts before
+// it; with strings it came after os/signal, unicode, reflect, protobuf's and the crypto packages, 0.3–1.5 ms later.
+// (GODEBUG=inittrace=1 lists, in order, the packages whose initialisation does work; os's and spawn's do.)
+func TestBrokerStartsFromEarlyInit(t *testing.T) {
+	needBins(t)
+	home := t.TempDir()
+	for _, args := range [][]string{{"run", "hi"}, {"acp"}} { // acp: its stdin is empty, it ends at EOF
+		cmd := exec.Command(bins.garuda, args...)
+		cmd.Dir = home
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + home, "HOME=" + home, "TMPDIR=" + home, "GODEBUG=inittrace=1"}
+		out, _ := cmd.CombinedOutput()
+		var before []string
+		found := false
+		for _, line := range strings.Split(string(out), "\n") {
+			// spawn's line is written once its initialisation (which starts the broker) is over: the broker's own
+			// trace, on the same stderr, may run into it.
+			if strings.Contains(line, " github.com/garuda-dev/garuda/frontend/brokerconn/spawn @") {
+				found = true
+				break
+			}
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
+				before = append(before, f[1])
+			}
+		}
+		if !found {
+			t.Fatalf("garuda %s: package spawn's initialisation is not in the trace:\n%s", args[0], out)
+		}
+		if before[len(before)-1] != "os" {
+			t.Errorf("garuda %s: package spawn initialises after %v, want right after os", args[0], before)
+		}
+	}
+}
+
 // SIGTERM is a clean shutdown too.
 func TestAcpSigterm(t *testing.T) {
 	e := startEditor(t, t.TempDir())

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -246,7 +247,7 @@ func (l *loader) skipEntry(e fs.DirEntry, display string) bool {
 	return false
 }
 
-var segmentRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+var segmentRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`) })
 
 func (l *loader) loadCommands(p place, dir string, ns []string) {
 	for _, e := range l.readDir(p.fsys, dir, joinDisplay(p.display, ns)) {
@@ -260,7 +261,7 @@ func (l *loader) loadCommands(p place, dir string, ns []string) {
 				l.warn(display, fmt.Sprintf("folders nested deeper than %d levels are not read", MaxDepth-1))
 				continue
 			}
-			if !segmentRE.MatchString(name) {
+			if !segmentRE().MatchString(name) {
 				l.warn(display, "folder name is not a valid command namespace (letters, digits, _ . -); skipped")
 				continue
 			}
@@ -280,7 +281,7 @@ func (l *loader) loadCommands(p place, dir string, ns []string) {
 		}
 		base := strings.TrimSuffix(name, ".md")
 		// Names are plain ASCII so that no command can look like another one in the editor's menu.
-		if !segmentRE.MatchString(base) {
+		if !segmentRE().MatchString(base) {
 			l.warn(display, "file name is not a valid command name (letters, digits, _ . -); skipped")
 			continue
 		}
@@ -304,11 +305,13 @@ func (l *loader) loadCommands(p place, dir string, ns []string) {
 	}
 }
 
-var skillNameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var skillNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`) })
 
 // validSkillName follows the Agent Skills format: 1-64 characters of a-z, 0-9 and "-", no "-" at either end
 // and no "--".
-func validSkillName(s string) bool { return len(s) >= 1 && len(s) <= 64 && skillNameRE.MatchString(s) }
+func validSkillName(s string) bool {
+	return len(s) >= 1 && len(s) <= 64 && skillNameRE().MatchString(s)
+}
 
 // loadSkills reads <dir>/<name>/SKILL.md. A skill whose name is invalid or differs from its folder's name is
 // skipped with a warning (its name is what the model and the user call it by); one with a missing name takes

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // passEnv are the broker's variables a command may inherit; everything else (provider keys, tokens, GARUDA_*) is
@@ -17,7 +18,9 @@ var passEnv = map[string]bool{
 }
 
 // secretName matches variable names that may carry credentials; they never pass, whatever the caller asks.
-var secretName = regexp.MustCompile(`(?i)(^GARUDA_|API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_AUTH|^AWS_|^AZURE_|^GOOGLE_APPLICATION)`)
+var secretName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(^GARUDA_|API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_AUTH|^AWS_|^AZURE_|^GOOGLE_APPLICATION)`)
+})
 
 // BaseEnv builds a command's environment from the broker's own with an allowlist: PATH, LANG, LC_*, TERM, USER…
 // HOME and TMPDIR (with TMP and TEMP) are set to home and tmpdir; cacheDirs maps variable names (XDG_CACHE_HOME,
@@ -27,7 +30,7 @@ func BaseEnv(home, tmpdir string, cacheDirs map[string]string) []string {
 	vals := map[string]string{}
 	for _, kv := range os.Environ() {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || secretName.MatchString(k) {
+		if !ok || secretName().MatchString(k) {
 			continue
 		}
 		if passEnv[k] || strings.HasPrefix(k, "LC_") {
@@ -47,7 +50,7 @@ func BaseEnv(home, tmpdir string, cacheDirs map[string]string) []string {
 		vals["TMPDIR"], vals["TMP"], vals["TEMP"] = tmpdir, tmpdir, tmpdir
 	}
 	for k, v := range cacheDirs {
-		if k == "" || strings.ContainsAny(k, "=\x00") || secretName.MatchString(k) {
+		if k == "" || strings.ContainsAny(k, "=\x00") || secretName().MatchString(k) {
 			continue
 		}
 		vals[k] = v

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 
@@ -77,7 +78,7 @@ func (s *acpSession) startMCP(ctx, uctx context.Context) {
 }
 
 // atResource finds "@server:uri" typed in the prompt (a server's name, a colon, the resource's URI).
-var atResource = regexp.MustCompile(`(?:^|[\s(\[])@([A-Za-z0-9_.-]+):(\S+)`)
+var atResource = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|[\s(\[])@([A-Za-z0-9_.-]+):(\S+)`) })
 
 // resourceMention is a resource the user named: @server:uri.
 type resourceMention struct{ server, uri string }
@@ -85,7 +86,7 @@ type resourceMention struct{ server, uri string }
 // resourceMentions returns the @server:uri mentions of the text, once each.
 func resourceMentions(text string) []resourceMention {
 	var out []resourceMention
-	for _, m := range atResource.FindAllStringSubmatch(text, -1) {
+	for _, m := range atResource().FindAllStringSubmatch(text, -1) {
 		r := resourceMention{server: m[1], uri: strings.TrimRight(m[2], ".,;!?)")}
 		if r.uri != "" && !slices.Contains(out, r) {
 			out = append(out, r)

@@ -98,7 +98,9 @@ func (w *output) answer(text string) {
 	w.midLine = !strings.HasSuffix(text, "\n")
 }
 
-// started tells Options.Started, once, that the model's output began.
+// started tells Options.Started, once, that the model's output began. SessionUpdate defers it until the output is
+// written: garuda run's Started gives the collector back its pace, and the first allocation after that set off a
+// collection (a stop of the world, a core of two for its marking) before the first byte had gone out.
 func (w *output) started() {
 	if w.o.Started != nil {
 		w.modelOut.Do(w.o.Started)
@@ -134,10 +136,10 @@ func (w *output) SessionUpdate(ctx context.Context, n acp.SessionNotification) e
 			w.notice(notice)
 			return nil
 		}
-		w.started()
+		defer w.started()
 		w.answer(text)
 	case u.AgentThoughtChunk != nil:
-		w.started()
+		defer w.started()
 		if w.o.Quiet {
 			return nil
 		}
@@ -149,7 +151,7 @@ func (w *output) SessionUpdate(ctx context.Context, n acp.SessionNotification) e
 		w.clearLive()
 		io.WriteString(w.o.Stderr, w.dim(text))
 	case u.ToolCall != nil:
-		w.started()
+		defer w.started()
 		tc := u.ToolCall
 		id := string(tc.ToolCallId)
 		c := &call{title: visible.OneLine(tc.Title), kind: string(tc.Kind), started: time.Now()}

@@ -2,23 +2,32 @@ package runner
 
 import (
 	"context"
-	"io"
+	"strings"
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
 )
 
 // Options.Started is called once, at the model's first output (text, thought or tool call), and not before: not for
-// a notice, an available-commands update or a plan.
+// a notice, an available-commands update or a plan; and only once that output is written (garuda run's Started
+// gives the collector back its pace, which set a collection off before the first byte went out).
 func TestStartedAtTheModelsFirstOutput(t *testing.T) {
-	for name, first := range map[string]acp.SessionUpdate{
-		"text":      acp.UpdateAgentMessageText("hello"),
-		"thought":   acp.UpdateAgentThoughtText("hmm"),
-		"tool call": acp.StartToolCall("t1", "Read a.txt"),
+	for name, tc := range map[string]struct {
+		first acp.SessionUpdate
+		shown string
+	}{
+		"text":      {acp.UpdateAgentMessageText("hello"), "hello"},
+		"thought":   {acp.UpdateAgentThoughtText("hmm"), "hmm"},
+		"tool call": {acp.StartToolCall("t1", "Read a.txt"), "Read a.txt"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			n := 0
-			w := newOutput(Options{Stdout: io.Discard, Stderr: io.Discard, Started: func() { n++ }})
+			var out strings.Builder
+			atStarted := ""
+			w := newOutput(Options{Stdout: &out, Stderr: &out, Started: func() {
+				n++
+				atStarted = out.String()
+			}})
 			before := []acp.SessionUpdate{
 				acp.UpdateAgentMessageText("\nGaruda: a notice\n"),
 				{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: []acp.AvailableCommand{}}},
@@ -31,10 +40,13 @@ func TestStartedAtTheModelsFirstOutput(t *testing.T) {
 				t.Fatalf("Started called %d times before the model's output", n)
 			}
 			for range 2 {
-				w.SessionUpdate(context.Background(), acp.SessionNotification{SessionId: "s", Update: first})
+				w.SessionUpdate(context.Background(), acp.SessionNotification{SessionId: "s", Update: tc.first})
 			}
 			if n != 1 {
 				t.Errorf("Started called %d times, want once", n)
+			}
+			if !strings.Contains(atStarted, tc.shown) {
+				t.Errorf("Started was called before %q was written (the output then: %q)", tc.shown, atStarted)
 			}
 		})
 	}

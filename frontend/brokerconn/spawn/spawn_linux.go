@@ -4,7 +4,6 @@ package spawn
 
 import (
 	"os"
-	"strings"
 	"syscall"
 )
 
@@ -24,12 +23,15 @@ func init() {
 		if a == "--" {
 			break
 		}
-		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") &&
-			(name == "broker" || name == "help" || name == "h") {
+		name := a
+		for hasPrefix(name, "-") {
+			name = name[1:]
+		}
+		if name = before(name, '='); hasPrefix(a, "-") && (name == "broker" || name == "help" || name == "h") {
 			return
 		}
 	}
-	if h := os.Getenv("GARUDA_HOME"); h != "" && !strings.HasPrefix(h, "/") || h == "" && !strings.HasPrefix(os.Getenv("HOME"), "/") {
+	if h := os.Getenv("GARUDA_HOME"); h != "" && !hasPrefix(h, "/") || h == "" && !hasPrefix(os.Getenv("HOME"), "/") {
 		return
 	}
 	path, ok := Beside()
