@@ -34,8 +34,11 @@ type mcpState struct {
 	denied  map[string]string // server → the hash of the definition denied in this session
 	host    *mcphost.Host
 	watches map[string]*mcpWatch // stdio server → the guard's watch it started under
-	batch   *mcpBatch            // the servers an mcp_start is starting now
-	closed  bool
+	// writable: the stdio servers running with the project writable (started in build mode), which no plan-mode
+	// call reaches.
+	writable map[string]bool
+	batch    *mcpBatch // the servers an mcp_start is starting now
+	closed   bool
 
 	checks sync.WaitGroup // the guard's checks running, which end before the session's guard closes
 }
@@ -439,6 +442,10 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 			sess.mcp.watches = map[string]*mcpWatch{}
 		}
 		sess.mcp.watches[key] = watch
+		if sess.mcp.writable == nil {
+			sess.mcp.writable = map[string]bool{}
+		}
+		sess.mcp.writable[key] = !spec.ReadOnlyRoot
 		if watch != nil {
 			watch.names = append(watch.names, key)
 		}
@@ -459,6 +466,7 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		sess.mcp.mu.Lock()
 		if sess.mcp.watches[key] == watch {
 			delete(sess.mcp.watches, key)
+			delete(sess.mcp.writable, key)
 		}
 		sess.mcp.mu.Unlock()
 		if watch != nil {
@@ -538,6 +546,13 @@ func (s *session) mcpModeChanged() []string {
 	return h.StopStdio(why)
 }
 
+// mcpWritable reports whether server is a stdio server running with the project writable.
+func (s *session) mcpWritable(server string) bool {
+	s.mcp.mu.Lock()
+	defer s.mcp.mu.Unlock()
+	return s.mcp.writable[server]
+}
+
 // McpTools lists the tools of the session's running servers.
 func (s *Service) McpTools(ctx context.Context, req *execv1.McpToolsRequest) (*execv1.McpToolsResponse, error) {
 	sess, err := s.session(ctx, req.GetSessionId())
@@ -598,6 +613,9 @@ func checkMCPCall(s *Service, c *call) (*request, error) {
 			// either), and nobody is asked about one that is not.
 			if err := s.mcpOffered(c.sess, server, tool); err != nil {
 				return failed(err), nil
+			}
+			if s.callState(c).Mode == policy.ModePlan && c.sess.mcpWritable(server) {
+				return s.refuseWritableInPlan(c, policy.OpMCPCall, g.req, fmt.Sprintf("the MCP server %q", server))
 			}
 			var pretty bytes.Buffer
 			if json.Indent(&pretty, []byte(args), "", "  ") != nil {
