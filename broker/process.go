@@ -44,6 +44,7 @@ type procs struct {
 // proc is one background process.
 type proc struct {
 	id, command string
+	writable    bool // it runs with the project writable (started in build mode): no plan-mode call gives it input
 	started     time.Time
 	cancel      context.CancelCauseFunc
 	stdin       *io.PipeWriter
@@ -387,7 +388,8 @@ func (s *Service) startProcess(sess *session, command string, spec sandbox.Spec,
 	}
 	spec.Proxy = px.socket
 	inR, inW := io.Pipe()
-	p := &proc{id: "bg-" + newID()[:6], command: command, started: time.Now(), cancel: cancel, stdin: inW, done: make(chan struct{})}
+	p := &proc{id: "bg-" + newID()[:6], command: command, started: time.Now(), cancel: cancel, stdin: inW, done: make(chan struct{}),
+		writable: !spec.ReadOnlyRoot || spec.Unsandboxed}
 	if err := sess.procs.add(p, policy.BackgroundLimit(s.state(sess))); err != nil {
 		cancel(nil)
 		px.stop()

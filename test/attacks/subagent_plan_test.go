@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
@@ -68,5 +69,46 @@ func TestRedTeamPlanSubagentWritesNothingThroughMCP(t *testing.T) {
 	// A tool that only reads is refused as well: the broker cannot tell (readOnlyHint is the server's claim).
 	if res, _ := call("echo-too", execv1.Mode_MODE_PLAN); res.GetStatus() == execv1.Status_STATUS_COMPLETED {
 		t.Errorf("a plan-mode call reached a writable server: %s", res.GetContent())
+	}
+}
+
+// TestRedTeamPlanSubagentGivesNoInputToABuildProcess: a background shell started in build mode reads its commands
+// from its standard input; a subagent in plan mode that gives it input would write the project through it. Control:
+// the same input from a build-mode call writes. Found by red team.
+func TestRedTeamPlanSubagentGivesNoInputToABuildProcess(t *testing.T) {
+	e := brokertest.New(t)
+	c := e.Client()
+	sid := e.Open(c)
+	res := brokertest.Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_START, Command: "sh"})
+	id, _, _ := strings.Cut(strings.TrimPrefix(res.GetContent(), "id: "), "\n")
+	if !strings.HasPrefix(id, "bg-") {
+		t.Fatalf("start: %s", res.GetContent())
+	}
+	input := func(file string, mode execv1.Mode) *execv1.Result {
+		op := &execv1.Start{Mode: mode, Op: &execv1.Start_ProcessManager{ProcessManager: &execv1.ProcessManager{
+			Action: execv1.ProcessAction_PROCESS_ACTION_INPUT, Id: id, Input: "echo x > " + file + "\n"}}}
+		res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	landed := func(file string) bool {
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if brokertest.Exists(filepath.Join(e.Root, file)) {
+				return true
+			}
+		}
+		return false
+	}
+	if res := input("control", execv1.Mode_MODE_BUILD); !landed("control") {
+		t.Fatalf("control: build-mode input should write through the shell: %s", res.GetContent())
+	}
+	res = input("plan-wrote", execv1.Mode_MODE_PLAN)
+	if landed("plan-wrote") {
+		t.Fatalf("a plan-mode call wrote the project through a build-mode process: %s", res.GetContent())
+	}
+	if res.GetStatus() == execv1.Status_STATUS_COMPLETED || !strings.Contains(res.GetContent(), "plan mode") {
+		t.Errorf("the refusal should say why (plan mode): %s %s", res.GetStatus(), res.GetContent())
 	}
 }
