@@ -39,8 +39,6 @@ type mcpState struct {
 	writable map[string]bool
 	batch    *mcpBatch // the servers an mcp_start is starting now
 	closed   bool
-
-	checks sync.WaitGroup // the guard's checks running, which end before the session's guard closes
 }
 
 // mcpBatch is what the stdio servers of one mcp_start share, as they start together: the sandbox's spec and the
@@ -63,19 +61,22 @@ type mcpWatch struct {
 
 	mu    sync.Mutex // one check at a time
 	began time.Time  // when the last check began
-
-	checking, again bool // a periodic check runs; calls came during it (under mcpState.mu)
 }
 
-// check takes the guard's check of what the servers left, unless one began after since.
-func (m *mcpWatch) check(s *Service, sessID, label string, since time.Time) {
+// check takes the guard's check of what the servers left, unless one began after since, and returns the guard's
+// lines (what it undid; audited either way).
+func (m *mcpWatch) check(s *Service, sessID, label string, since time.Time) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.began.After(since) {
-		return
+		return nil
 	}
 	m.began = time.Now()
-	_, _ = s.guardAfter(sessID, policy.OpMCPStart, label, m.w)
+	lines, err := s.guardAfter(sessID, policy.OpMCPStart, label, m.w)
+	if err != nil {
+		lines = append(lines, "Warning: "+err.Error())
+	}
+	return lines
 }
 
 // maxMCPArgs bounds the arguments of one MCP call (as JSON).
@@ -527,7 +528,6 @@ func (s *session) closeMCP() {
 	if h != nil {
 		h.Close()
 	}
-	s.mcp.checks.Wait()
 }
 
 // mcpModeChanged stops the stdio servers of a session whose mode changed: they start again, under the new mode
@@ -653,7 +653,7 @@ func (s *Service) mcpCall(ctx context.Context, c *call, server, tool string, arg
 		return failed(fmt.Errorf("MCP server %q: %w", server, mcphost.ErrNotRunning)), nil
 	}
 	res, err := h.Call(ctx, server, tool, args)
-	s.mcpGuard(sess, server)
+	undone := s.mcpGuard(sess, server, time.Now())
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return cancelled(), nil
@@ -677,53 +677,28 @@ func (s *Service) mcpCall(ctx context.Context, c *call, server, tool string, arg
 	if out.Content == "" {
 		out.Content = "(no output)"
 	}
+	for _, l := range undone {
+		out.Content += "\n" + l
+	}
 	return out, nil
 }
 
-// mcpCheckEvery is the most often the guard checks what a stdio server left after its calls.
-const mcpCheckEvery = 2 * time.Second
-
-// mcpGuard checks, after a call, what a stdio server left for programs that run later outside the sandbox (the
-// guard undoes it, as after a command). The check runs beside the result, and calls that come quicker than
-// mcpCheckEvery share one, as do the servers that started together: the walk is most of a call's cost, the server
-// runs on between calls anyway, and the protected paths are read-only to it in any case. Its end is checked too
-// (mcpLaunch).
-func (s *Service) mcpGuard(sess *session, server string) {
+// mcpGuard checks, after a call and before its result returns, what a stdio server left for programs that run
+// later outside the sandbox (the guard undoes it, as after a command): defends against a call that plants, say, a
+// repository with core.fsmonitor, which the user's git would run as soon as the turn ends. A check that began after
+// the call ended (another call's, or one of a server that started with it) covers it; between calls the periodic
+// check (mcpLaunch) and its end's cover the server.
+func (s *Service) mcpGuard(sess *session, server string, ended time.Time) []string {
 	m := &sess.mcp
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	w := m.watches[server]
 	if w == nil || m.closed {
-		return
+		m.mu.Unlock()
+		return nil
 	}
-	if w.checking {
-		w.again = true
-		return
-	}
-	w.checking = true
-	since := time.Now()
-	m.checks.Go(func() {
-		for {
-			m.mu.Lock()
-			label := "MCP servers " + strings.Join(w.names, ", ")
-			m.mu.Unlock()
-			w.check(s, sess.id, label, since)
-			t := time.NewTimer(mcpCheckEvery)
-			select {
-			case <-t.C:
-			case <-sess.ctx.Done():
-				t.Stop()
-			}
-			m.mu.Lock()
-			if !w.again || m.closed || sess.ctx.Err() != nil {
-				w.checking = false
-				m.mu.Unlock()
-				return
-			}
-			w.again, since = false, time.Now()
-			m.mu.Unlock()
-		}
-	})
+	label := "MCP servers " + strings.Join(w.names, ", ")
+	m.mu.Unlock()
+	return w.check(s, sess.id, label, ended)
 }
 
 // maxResource is the most of a resource attached to a prompt.
