@@ -454,8 +454,8 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		stop := make(chan struct{})
 		var periodic sync.WaitGroup
 		if watch != nil {
-			// Checked every 30 s too: defends against a server that plants, say, a repository with core.fsmonitor
-			// between its calls, which the user's git would run long before its next call or its end.
+			// Checked while it runs too (every second while that is cheap): defends against a server that plants, say,
+			// a repository with core.fsmonitor between its calls, which the user's git would run before its next call.
 			periodic.Go(func() {
 				everyGuardInterval(stop, func(now time.Time) { watch.check(s, sess.id, cmd, now) })
 			})
