@@ -53,6 +53,18 @@ func (s *Service) callState(c *call) *policy.State {
 	return st
 }
 
+// refuseWritableInPlan is the answer to a plan-mode call (a subagent's narrower mode) that would reach a program
+// the session started with the project writable (a stdio MCP server, a background process), audited as the mode's
+// deny. Defends against a plan-mode subagent writing through what its build-mode agent started.
+func (s *Service) refuseWritableInPlan(c *call, op string, req policy.Request, what string) (*execv1.Result, error) {
+	d := policy.Decision{Verdict: policy.Deny, Rule: "mode", Reason: "plan mode: " + what + " runs with the project writable " +
+		"(it started in build mode), so a plan-mode call cannot use it"}
+	if err := s.auditDecision(c, op, false, req, d); err != nil {
+		return nil, err
+	}
+	return denied(d.Reason), nil
+}
+
 func modeOf(m execv1.Mode) policy.Mode {
 	if m == execv1.Mode_MODE_PLAN {
 		return policy.ModePlan

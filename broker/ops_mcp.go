@@ -34,10 +34,11 @@ type mcpState struct {
 	denied  map[string]string // server → the hash of the definition denied in this session
 	host    *mcphost.Host
 	watches map[string]*mcpWatch // stdio server → the guard's watch it started under
-	batch   *mcpBatch            // the servers an mcp_start is starting now
-	closed  bool
-
-	checks sync.WaitGroup // the guard's checks running, which end before the session's guard closes
+	// writable: the stdio servers running with the project writable (started in build mode), which no plan-mode
+	// call reaches.
+	writable map[string]bool
+	batch    *mcpBatch // the servers an mcp_start is starting now
+	closed   bool
 }
 
 // mcpBatch is what the stdio servers of one mcp_start share, as they start together: the sandbox's spec and the
@@ -60,19 +61,22 @@ type mcpWatch struct {
 
 	mu    sync.Mutex // one check at a time
 	began time.Time  // when the last check began
-
-	checking, again bool // a periodic check runs; calls came during it (under mcpState.mu)
 }
 
-// check takes the guard's check of what the servers left, unless one began after since.
-func (m *mcpWatch) check(s *Service, sessID, label string, since time.Time) {
+// check takes the guard's check of what the servers left, unless one began after since, and returns the guard's
+// lines (what it undid; audited either way).
+func (m *mcpWatch) check(s *Service, sessID, label string, since time.Time) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.began.After(since) {
-		return
+		return nil
 	}
 	m.began = time.Now()
-	_, _ = s.guardAfter(sessID, policy.OpMCPStart, label, m.w)
+	lines, err := s.guardAfter(sessID, policy.OpMCPStart, label, m.w)
+	if err != nil {
+		lines = append(lines, "Warning: "+err.Error())
+	}
+	return lines
 }
 
 // maxMCPArgs bounds the arguments of one MCP call (as JSON).
@@ -439,6 +443,10 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 			sess.mcp.watches = map[string]*mcpWatch{}
 		}
 		sess.mcp.watches[key] = watch
+		if sess.mcp.writable == nil {
+			sess.mcp.writable = map[string]bool{}
+		}
+		sess.mcp.writable[key] = !spec.ReadOnlyRoot
 		if watch != nil {
 			watch.names = append(watch.names, key)
 		}
@@ -446,8 +454,8 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		stop := make(chan struct{})
 		var periodic sync.WaitGroup
 		if watch != nil {
-			// Checked every 30 s too: defends against a server that plants, say, a repository with core.fsmonitor
-			// between its calls, which the user's git would run long before its next call or its end.
+			// Checked while it runs too (every second while that is cheap): defends against a server that plants, say,
+			// a repository with core.fsmonitor between its calls, which the user's git would run before its next call.
 			periodic.Go(func() {
 				everyGuardInterval(stop, func(now time.Time) { watch.check(s, sess.id, cmd, now) })
 			})
@@ -459,6 +467,7 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		sess.mcp.mu.Lock()
 		if sess.mcp.watches[key] == watch {
 			delete(sess.mcp.watches, key)
+			delete(sess.mcp.writable, key)
 		}
 		sess.mcp.mu.Unlock()
 		if watch != nil {
@@ -519,7 +528,6 @@ func (s *session) closeMCP() {
 	if h != nil {
 		h.Close()
 	}
-	s.mcp.checks.Wait()
 }
 
 // mcpModeChanged stops the stdio servers of a session whose mode changed: they start again, under the new mode
@@ -536,6 +544,13 @@ func (s *session) mcpModeChanged() []string {
 		why = "plan mode; they start again with the project read-only with the next prompt"
 	}
 	return h.StopStdio(why)
+}
+
+// mcpWritable reports whether server is a stdio server running with the project writable.
+func (s *session) mcpWritable(server string) bool {
+	s.mcp.mu.Lock()
+	defer s.mcp.mu.Unlock()
+	return s.mcp.writable[server]
 }
 
 // McpTools lists the tools of the session's running servers.
@@ -599,6 +614,9 @@ func checkMCPCall(s *Service, c *call) (*request, error) {
 			if err := s.mcpOffered(c.sess, server, tool); err != nil {
 				return failed(err), nil
 			}
+			if s.callState(c).Mode == policy.ModePlan && c.sess.mcpWritable(server) {
+				return s.refuseWritableInPlan(c, policy.OpMCPCall, g.req, fmt.Sprintf("the MCP server %q", server))
+			}
 			var pretty bytes.Buffer
 			if json.Indent(&pretty, []byte(args), "", "  ") != nil {
 				pretty.Reset()
@@ -635,7 +653,7 @@ func (s *Service) mcpCall(ctx context.Context, c *call, server, tool string, arg
 		return failed(fmt.Errorf("MCP server %q: %w", server, mcphost.ErrNotRunning)), nil
 	}
 	res, err := h.Call(ctx, server, tool, args)
-	s.mcpGuard(sess, server)
+	undone := s.mcpGuard(sess, server, time.Now())
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return cancelled(), nil
@@ -659,53 +677,28 @@ func (s *Service) mcpCall(ctx context.Context, c *call, server, tool string, arg
 	if out.Content == "" {
 		out.Content = "(no output)"
 	}
+	for _, l := range undone {
+		out.Content += "\n" + l
+	}
 	return out, nil
 }
 
-// mcpCheckEvery is the most often the guard checks what a stdio server left after its calls.
-const mcpCheckEvery = 2 * time.Second
-
-// mcpGuard checks, after a call, what a stdio server left for programs that run later outside the sandbox (the
-// guard undoes it, as after a command). The check runs beside the result, and calls that come quicker than
-// mcpCheckEvery share one, as do the servers that started together: the walk is most of a call's cost, the server
-// runs on between calls anyway, and the protected paths are read-only to it in any case. Its end is checked too
-// (mcpLaunch).
-func (s *Service) mcpGuard(sess *session, server string) {
+// mcpGuard checks, after a call and before its result returns, what a stdio server left for programs that run
+// later outside the sandbox (the guard undoes it, as after a command): defends against a call that plants, say, a
+// repository with core.fsmonitor, which the user's git would run as soon as the turn ends. A check that began after
+// the call ended (another call's, or one of a server that started with it) covers it; between calls the periodic
+// check (mcpLaunch) and its end's cover the server.
+func (s *Service) mcpGuard(sess *session, server string, ended time.Time) []string {
 	m := &sess.mcp
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	w := m.watches[server]
 	if w == nil || m.closed {
-		return
+		m.mu.Unlock()
+		return nil
 	}
-	if w.checking {
-		w.again = true
-		return
-	}
-	w.checking = true
-	since := time.Now()
-	m.checks.Go(func() {
-		for {
-			m.mu.Lock()
-			label := "MCP servers " + strings.Join(w.names, ", ")
-			m.mu.Unlock()
-			w.check(s, sess.id, label, since)
-			t := time.NewTimer(mcpCheckEvery)
-			select {
-			case <-t.C:
-			case <-sess.ctx.Done():
-				t.Stop()
-			}
-			m.mu.Lock()
-			if !w.again || m.closed || sess.ctx.Err() != nil {
-				w.checking = false
-				m.mu.Unlock()
-				return
-			}
-			w.again, since = false, time.Now()
-			m.mu.Unlock()
-		}
-	})
+	label := "MCP servers " + strings.Join(w.names, ", ")
+	m.mu.Unlock()
+	return w.check(s, sess.id, label, ended)
 }
 
 // maxResource is the most of a resource attached to a prompt.

@@ -68,6 +68,11 @@ func checkProcess(s *Service, c *call) (*request, error) {
 		case execv1.ProcessAction_PROCESS_ACTION_WAIT:
 			return processWait(ctx, p, op), nil
 		case execv1.ProcessAction_PROCESS_ACTION_INPUT:
+			if s.callState(c).Mode == policy.ModePlan && p.writable {
+				req := policy.Request{Kind: policy.KindCommand, Tool: policy.OpProcessManager, Command: p.command, Sandboxed: true,
+					Dir: c.sess.root}
+				return s.refuseWritableInPlan(c, policy.OpProcessManager, req, "process "+p.id)
+			}
 			msg, err := p.input(op.GetInput(), op.GetCloseInput())
 			if err != nil {
 				return failed(err), nil

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
 	"github.com/garuda-dev/garuda/broker/sandbox"
 	"github.com/garuda-dev/garuda/internal/testenv"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
@@ -19,6 +20,9 @@ import (
 // TestMain lets the sandbox re-execute this test binary as its helper, and runs the memory flood's allocator.
 func TestMain(m *testing.M) {
 	sandbox.MaybeRunHelper()
+	if len(os.Args) > 2 && os.Args[1] == mcptest.Arg {
+		os.Exit(mcptest.Serve(os.Args[2])) // the MCP attacks' server, run by the broker in the sandbox
+	}
 	if len(os.Args) == 3 && os.Args[1] == allocArg {
 		os.Exit(allocate(os.Args[2]))
 	}
