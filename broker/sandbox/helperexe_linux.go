@@ -24,6 +24,9 @@ import (
 // HelperName is the sandbox helper's binary, installed beside garuda-exec, and every helper's argv[0].
 const HelperName = "garuda-sandbox"
 
+// HelperFeature is the name of Report's row that says which program runs the helpers (HelperReport).
+const HelperFeature = "sandbox helper"
+
 // helperProtocol is the version of what passes between the broker and its helper (the argv below, helperSpec,
 // helperStatus, probeResult, the holder's socket messages). Raise it with any change a helper of another build
 // could misread; a change of the structs' fields changes the token by itself (helperShape).
@@ -97,8 +100,8 @@ func resolveHelper(file string) helperProgram {
 }
 
 // checkHelperFile refuses a garuda-sandbox that is not an executable file, or that someone who cannot change
-// garuda-exec could change (another owner than root or garuda-exec's, or writable where garuda-exec is not):
-// defends against a helper that is easier to replace than the broker beside it.
+// garuda-exec could change (owned by another than root, garuda-exec's owner or the broker's user, or writable where
+// garuda-exec is not): defends against a helper that is easier to replace than the broker beside it.
 func checkHelperFile(fd int) error {
 	var st, self unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -110,8 +113,8 @@ func checkHelperFile(fd int) error {
 	if err := unix.Stat("/proc/self/exe", &self); err != nil {
 		return err
 	}
-	if st.Uid != 0 && st.Uid != self.Uid {
-		return fmt.Errorf("owned by uid %d, garuda-exec by uid %d", st.Uid, self.Uid)
+	if st.Uid != 0 && st.Uid != self.Uid && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("owned by uid %d, neither root, garuda-exec's owner (uid %d) nor the broker's user", st.Uid, self.Uid)
 	}
 	if extra := st.Mode & 0o022 &^ self.Mode; extra != 0 {
 		who := map[bool]string{true: "others", false: "its group"}[extra&0o002 != 0]
@@ -176,12 +179,12 @@ func HelperReport() Feature {
 	p := helperProg()
 	switch {
 	case p.err != nil:
-		return Feature{Name: "sandbox helper", Detail: p.err.Error()}
+		return Feature{Name: HelperFeature, Detail: p.err.Error()}
 	case p.own:
-		return Feature{Name: "sandbox helper", Enforced: true, Detail: "garuda-exec itself: " + p.why + "; each command's " +
+		return Feature{Name: HelperFeature, Enforced: true, Detail: "garuda-exec itself: " + p.why + "; each command's " +
 			"start is slower (about 5 ms more CPU: the broker's whole start); install the three binaries together (make install)"}
 	}
-	return Feature{Name: "sandbox helper", Enforced: true, Detail: p.file + " (" + HelperName + " " + version.Version + ")"}
+	return Feature{Name: HelperFeature, Enforced: true, Detail: p.file + " (" + HelperName + " " + version.Version + ")"}
 }
 
 // HelperID names the helper's file and its state (size, time), for the broker's cached probe report: a helper

@@ -141,7 +141,7 @@ func TestHelperRefusesAnotherBuild(t *testing.T) {
 	var row Feature
 	rep := Probe()
 	for _, r := range rep.Features {
-		if r.Name == "sandbox helper" {
+		if r.Name == HelperFeature {
 			row = r
 		}
 	}
@@ -201,5 +201,37 @@ func TestHelperRefusalOnEachChannel(t *testing.T) {
 		if cmd.ProcessState.ExitCode() != refusedExit || !strings.Contains(string(data[:k]), "old (sandbox protocol 9.0)") {
 			t.Errorf("%s: %v, read %q", stage, err, data[:k])
 		}
+	}
+}
+
+// Found where Garuda is installed in the project (or the home folder is the project): a command cannot change
+// garuda-sandbox, which the broker runs as the next command's pid 1 outside the command's confinement: not in
+// place, not through a hard link, not by moving it away. Control: a file beside it, in the same folder, is written.
+func TestAttackHelperInTheRoot(t *testing.T) {
+	f := newFixture(t)
+	bin := filepath.Join(f.root, "bin")
+	must(t, os.Mkdir(bin, 0o755))
+	path := filepath.Join(bin, HelperName)
+	copyFile(t, "/proc/self/exe", path, 0o755) // this test binary is a helper too (TestMain)
+	p := resolveHelper(path)
+	if p.err != nil || p.own {
+		t.Fatal(p)
+	}
+	defer func(old func() helperProgram) { helperProg = old }(helperProg)
+	helperProg = func() helperProgram { return p }
+	before, err := os.ReadFile(path)
+	must(t, err)
+	res := f.sandboxed("cd bin; echo evil > " + HelperName + "; echo $? wrote; ln " + HelperName + " x && echo evil > x; " +
+		"mv " + HelperName + " y; echo control > other; ls")
+	after, err := os.ReadFile(path)
+	must(t, err)
+	if string(after) != string(before) {
+		t.Fatalf("the command changed garuda-sandbox:\n%s", res.Output)
+	}
+	if got, _ := os.ReadFile(filepath.Join(bin, "other")); string(got) != "control\n" {
+		t.Fatalf("control: the file beside garuda-sandbox was not written, so the test shows nothing:\n%s", res.Output)
+	}
+	if res := f.sandboxed("echo next"); !strings.Contains(string(res.Output), "next") {
+		t.Errorf("the next command, through the same helper: %+v", res)
 	}
 }

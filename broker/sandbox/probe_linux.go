@@ -136,7 +136,7 @@ func Probe() Report {
 		helper.Enforced, helper.Detail = false, refused.msg
 	}
 	if err != nil && !helper.Enforced {
-		err = errors.New("not probed: the sandbox helper may not run (see sandbox helper)")
+		err = errors.New("not probed: the sandbox helper may not run (see " + HelperFeature + ")")
 	}
 	if !root {
 		add("user namespace", err == nil,
