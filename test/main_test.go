@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
 	"github.com/garuda-dev/garuda/internal/testenv"
+	"github.com/garuda-dev/garuda/internal/testproc"
 	"github.com/garuda-dev/garuda/test/release"
 )
 
@@ -80,6 +82,14 @@ func needBins(t testing.TB) {
 	if bins.err != nil {
 		t.Fatal(bins.err)
 	}
+}
+
+// waitBrokerGone waits until neither garuda-exec nor garuda-sandbox (the sandbox's helpers: commands' pid 1s,
+// sessions' network holders) runs; it fails t after within.
+func waitBrokerGone(t testing.TB, within time.Duration) {
+	t.Helper()
+	testproc.WaitExeGone(t, within, bins.exec)
+	testproc.WaitExeGone(t, within, bins.sandbox)
 }
 
 // openDir makes a temp folder that other users may enter (for tests that run as nobody).
