@@ -182,7 +182,8 @@ func HelperReport() Feature {
 		return Feature{Name: HelperFeature, Detail: p.err.Error()}
 	case p.own:
 		return Feature{Name: HelperFeature, Enforced: true, Detail: "garuda-exec itself: " + p.why + "; each command's " +
-			"start is slower (about 5 ms more CPU: the broker's whole start); install the three binaries together (make install)"}
+			"start is slower (about 3 ms more CPU: the broker's whole package initialisation); install the three " +
+			"binaries together (make install)"}
 	}
 	return Feature{Name: HelperFeature, Enforced: true, Detail: p.file + " (" + HelperName + " " + version.Version + ")"}
 }
