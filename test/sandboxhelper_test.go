@@ -128,6 +128,10 @@ func helperOfCommand(t *testing.T, dir string, nobody bool) (pid1, holder string
 	testproc.WaitLive(t, waitLimit, marker)
 	p1 := parentOf(t, testproc.Live(marker)[0].PID)
 	pid1 = exeOf(t, p1)
+	// Started through a descriptor (/proc/self/fd/N), it would be named "N" in ps and top.
+	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p1)); string(comm) != "garuda-sandbox\n" {
+		t.Errorf("the command's pid 1 is named %q in ps, want garuda-sandbox", comm)
+	}
 	up := parentOf(t, p1)
 	if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", up)); strings.Contains(string(cmdline), "\x00holder\x00") {
 		holder = exeOf(t, up)
