@@ -12,19 +12,22 @@ BUILD   := CGO_ENABLED=0 $(GO) build -trimpath -tags grpcnotrace
 
 .PHONY: build install test vet cross unit generate check-generated lint bench fuzz soak tools clean
 
+# garuda-sandbox is the sandbox's helper: garuda-exec runs it from beside itself (docs/security.md), so the three
+# are built and installed together.
 build:
 	$(BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/garuda ./cmd/garuda
 	$(BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/garuda-exec ./cmd/garuda-exec
+	$(BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/garuda-sandbox ./cmd/garuda-sandbox
 
 install: build
 	mkdir -p $(PREFIX_BIN)
-	install -m 0755 $(BIN)/garuda $(BIN)/garuda-exec $(PREFIX_BIN)/
-	@echo "installed garuda and garuda-exec in $(PREFIX_BIN)"
+	install -m 0755 $(BIN)/garuda $(BIN)/garuda-exec $(BIN)/garuda-sandbox $(PREFIX_BIN)/
+	@echo "installed garuda, garuda-exec and garuda-sandbox in $(PREFIX_BIN)"
 	@case ":$$PATH:" in *":$(PREFIX_BIN):"*) ;; *) echo "note: $(PREFIX_BIN) is not on your PATH; add it, or editors will not find garuda";; esac
 
 # Everything CI runs. go vet runs inside go test (-vet=all: every analyzer), on the race build the tests compile
 # anyway, instead of compiling the tree once more without -race. The cross builds are built by the release test
-# (tools/release builds both binaries for every platform with $(BUILD)'s settings), so make cross is not repeated.
+# (tools/release builds the binaries for every platform with $(BUILD)'s settings), so make cross is not repeated.
 test: check-generated lint unit
 
 vet:
@@ -116,6 +119,7 @@ SOAKREPLACE  ?= 200
 soak:
 	$(BUILD) -tags 'grpcnotrace soakprof$(if $(LEAK), soakleak)' -ldflags '$(LDFLAGS)' -o $(BIN)/soak/garuda ./cmd/garuda
 	$(BUILD) -tags 'grpcnotrace soakprof$(if $(LEAK), soakleak)' -ldflags '$(LDFLAGS)' -o $(BIN)/soak/garuda-exec ./cmd/garuda-exec
+	$(BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/soak/garuda-sandbox ./cmd/garuda-sandbox
 	$(if $(PROFILE),rm -rf $(BIN)/soak/prof && mkdir -p $(BIN)/soak/prof)
 	$(if $(PROFILE),SOAKPROF_DIR=$(abspath $(BIN))/soak/prof) $(GO) run ./bench/procbench -bin $(BIN)/soak -soak $(SOAKTIME) -sessions $(SOAKSESSIONS) -replace $(SOAKREPLACE)
 

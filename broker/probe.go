@@ -19,8 +19,8 @@ import (
 )
 
 // probe is what the sandbox enforces on this machine, found once per broker. The probe starts helper processes
-// (about 10 ms), so its answer is kept for the boot in the user's private temp folder, keyed by the boot and the
-// broker binary. It only informs (Hello, notices): every command is confined by Run itself, which fails closed
+// (about 10 ms), so its answer is kept for the boot in the user's private temp folder, keyed by the boot, the
+// broker binary and its helper. It only informs (Hello, notices): every command is confined by Run itself, which fails closed
 // whatever a cached report says. `garuda-exec doctor` always probes afresh.
 var probe = sync.OnceValue(func() sandbox.Report {
 	key := probeKey()
@@ -44,7 +44,7 @@ type probeCache struct {
 	Report sandbox.Report
 }
 
-// probeKey names this boot, this user and this broker binary; "" when any of them cannot be told.
+// probeKey names this boot, this user, this broker binary and its sandbox helper; "" when any of them cannot be told.
 func probeKey() string {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
@@ -58,7 +58,8 @@ func probeKey() string {
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("%s|%d|%s|%d|%d", bytes.TrimSpace(boot), os.Getuid(), exe, fi.Size(), fi.ModTime().UnixNano())
+	return fmt.Sprintf("%s|%d|%s|%d|%d|%s", bytes.TrimSpace(boot), os.Getuid(), exe, fi.Size(), fi.ModTime().UnixNano(),
+		sandbox.HelperID())
 }
 
 // cachedProbe reads a cached report from the user's private folder (checked like the session folders).
@@ -91,6 +92,11 @@ func sandboxNotices(team *policy.Settings) []string {
 	missing := probe().Missing()
 	if len(missing) == 0 {
 		return nil
+	}
+	for _, f := range probe().Features {
+		if f.Name == sandbox.HelperFeature && !f.Enforced { // not the kernel's: no weaker sandbox runs without it
+			return []string{"Garuda: commands are refused: " + f.Detail + "."}
+		}
 	}
 	if team.WeakerSandboxAllowed() {
 		return []string{fmt.Sprintf("Garuda: team policy allows a weaker sandbox; commands run without: %v.", missing)}

@@ -134,11 +134,56 @@ func TestOnePackageDocEach(t *testing.T) {
 
 // The privileged binary's dependencies are a reviewed list: a new one must show up in a diff of
 // cmd/garuda-exec/deps.txt. Regenerate with: go test ./test -run TestBrokerDeps (GARUDA_UPDATE_DEPS=1)
-func TestBrokerDeps(t *testing.T) {
-	got := goList(t, "-deps", "-tags", release.Tags, "-f", `{{if not .Standard}}{{.ImportPath}}{{end}}`, "./cmd/garuda-exec")
+func TestBrokerDeps(t *testing.T) { checkDepsList(t, "garuda-exec", "TestBrokerDeps") }
+
+// The sandbox's helper is of the privileged half too (every sandboxed command's pid 1 runs it): its dependencies are
+// a reviewed list, cmd/garuda-sandbox/deps.txt, regenerated as TestBrokerDeps's. And it links none of the broker's
+// heavy packages, whose package initialisation every command's start would pay again (issue 21): not grpc,
+// protobuf, the MCP SDK, net/http, TLS, x/net/html, nor the rest of the broker.
+func TestSandboxHelperDeps(t *testing.T) {
+	checkDepsList(t, "garuda-sandbox", "TestSandboxHelperDeps")
+	heavy := func(p string) bool {
+		for _, prefix := range []string{"net/http", "crypto/tls", "crypto/x509", "html", "text/template", "encoding/gob",
+			"google.golang.org/", "github.com/modelcontextprotocol/", "golang.org/x/net/html", "golang.org/x/net/http",
+			module + "/proto", module + "/policy", module + "/frontend"} {
+			if p == prefix || strings.HasPrefix(p, strings.TrimSuffix(prefix, "/")+"/") {
+				return true
+			}
+		}
+		return powerful(p) && p != module+"/broker/sandbox"
+	}
+	deps := goList(t, "-deps", "-tags", release.Tags, "./cmd/garuda-sandbox")
+	for _, d := range deps {
+		if heavy(d) {
+			t.Errorf("garuda-sandbox links %s: every sandboxed command's start would pay its init; keep it in the broker", d)
+		}
+	}
+	if !slices.Contains(deps, module+"/broker/sandbox") {
+		t.Fatalf("garuda-sandbox does not link broker/sandbox: the guard looks at the wrong package")
+	}
+	// Control: the rule names what the broker links.
+	var caught []string
+	for _, d := range goList(t, "-deps", "-tags", release.Tags, "./cmd/garuda-exec") {
+		if heavy(d) {
+			caught = append(caught, d)
+		}
+	}
+	for _, want := range []string{"net/http", "google.golang.org/grpc", "google.golang.org/protobuf/proto",
+		"github.com/modelcontextprotocol/go-sdk/mcp", "golang.org/x/net/html", module + "/broker", module + "/policy"} {
+		if !slices.Contains(caught, want) {
+			t.Errorf("the guard would let %s (which garuda-exec links) into garuda-sandbox: it is out of date", want)
+		}
+	}
+}
+
+// checkDepsList fails when the non-standard dependencies of cmd/<name> differ from cmd/<name>/deps.txt; with
+// GARUDA_UPDATE_DEPS=1 it writes the list first.
+func checkDepsList(t *testing.T, name, test string) {
+	t.Helper()
+	got := goList(t, "-deps", "-tags", release.Tags, "-f", `{{if not .Standard}}{{.ImportPath}}{{end}}`, "./cmd/"+name)
 	got = slices.DeleteFunc(got, func(s string) bool { return s == "" })
 	slices.Sort(got)
-	path := filepath.Join("..", "cmd", "garuda-exec", "deps.txt")
+	path := filepath.Join("..", "cmd", name, "deps.txt")
 	if os.Getenv("GARUDA_UPDATE_DEPS") == "1" {
 		if err := os.WriteFile(path, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -151,13 +196,13 @@ func TestBrokerDeps(t *testing.T) {
 	want := strings.Fields(string(data))
 	for _, d := range got {
 		if !slices.Contains(want, d) {
-			t.Errorf("garuda-exec has a new dependency %s: review it, then run GARUDA_UPDATE_DEPS=1 go test ./test -run "+
-				"TestBrokerDeps and commit cmd/garuda-exec/deps.txt", d)
+			t.Errorf("%s has a new dependency %s: review it, then run GARUDA_UPDATE_DEPS=1 go test ./test -run "+
+				"%s and commit cmd/%s/deps.txt", name, d, test, name)
 		}
 	}
 	for _, d := range want {
 		if !slices.Contains(got, d) {
-			t.Errorf("garuda-exec no longer depends on %s: update cmd/garuda-exec/deps.txt (GARUDA_UPDATE_DEPS=1)", d)
+			t.Errorf("%s no longer depends on %s: update cmd/%s/deps.txt (GARUDA_UPDATE_DEPS=1)", name, d, name)
 		}
 	}
 }
@@ -174,7 +219,7 @@ func testOnly(p string) bool {
 // test/...) stay out of the shipped binaries: brokertest serves a broker that trusts its own uid, testproc signals
 // processes.
 func TestTestHelpersAreNotShipped(t *testing.T) {
-	for _, d := range goList(t, "-deps", "-tags", release.Tags, "./cmd/garuda", "./cmd/garuda-exec") {
+	for _, d := range goList(t, "-deps", "-tags", release.Tags, "./cmd/garuda", "./cmd/garuda-exec", "./cmd/garuda-sandbox") {
 		if testOnly(d) {
 			t.Errorf("a shipped binary links the test helper %s", d)
 		}

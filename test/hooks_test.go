@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
-	"github.com/garuda-dev/garuda/internal/testproc"
 	"github.com/garuda-dev/garuda/test/editor"
 )
 
@@ -39,5 +38,5 @@ func TestProcessHookDeniesBash(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), `"hook_event_name":"SessionEnd"`) {
 		t.Errorf("SessionEnd did not run at stdin's close: %q %v", data, err)
 	}
-	testproc.WaitExeGone(t, waitLimit, bins.exec)
+	waitBrokerGone(t, waitLimit)
 }

@@ -33,7 +33,7 @@ func TestAcpInitializeAndCloseStdin(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit code %d after stdin closed, want 0\nstderr:\n%s", code, e.stderr)
 	}
-	testproc.WaitExeGone(t, 5*time.Second, bins.exec)
+	waitBrokerGone(t, 5*time.Second)
 }
 
 // garuda acp answers an initialize that is in its input as it starts from its package initialisation (package
@@ -122,7 +122,7 @@ func TestAcpSigterm(t *testing.T) {
 	if code := e.wait(); code != 0 {
 		t.Fatalf("exit after SIGTERM: code %d\nstderr:\n%s", code, e.stderr)
 	}
-	testproc.WaitExeGone(t, 5*time.Second, bins.exec)
+	waitBrokerGone(t, 5*time.Second)
 }
 
 // The front end killed with SIGKILL: the broker notices (EOF on its socket) and exits.
@@ -134,7 +134,7 @@ func TestBrokerDiesWithFrontEnd(t *testing.T) {
 	}
 	e.cmd.Process.Kill()
 	e.wait()
-	testproc.WaitExeGone(t, 5*time.Second, bins.exec)
+	waitBrokerGone(t, 5*time.Second)
 }
 
 // The broker killed: the front end exits non-zero with a one-line reason on stderr.
@@ -290,7 +290,7 @@ func TestProcessStdoutOnlyProtocolAndCleanExit(t *testing.T) {
 			t.Errorf("stdout line is not JSON-RPC: %q", l)
 		}
 	}
-	testproc.WaitExeGone(t, waitLimit, bins.exec)
+	waitBrokerGone(t, waitLimit)
 }
 
 // BenchmarkProcessSpawnInitialize measures spawning `garuda acp` (which starts garuda-exec) until its initialize

@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
 	"github.com/garuda-dev/garuda/internal/testenv"
+	"github.com/garuda-dev/garuda/internal/testproc"
 	"github.com/garuda-dev/garuda/test/release"
 )
 
@@ -18,6 +20,7 @@ import (
 // editor, a shell or a service manager runs them, lives here.
 var bins struct {
 	dir, garuda, exec string
+	sandbox           string // garuda-sandbox, beside garuda-exec as make install puts it
 	self              string // a copy of this test binary that others may run
 	err               error
 }
@@ -50,15 +53,16 @@ func run(m *testing.M) int {
 	bins.dir = dir
 	bins.garuda = filepath.Join(dir, "garuda")
 	bins.exec = filepath.Join(dir, "garuda-exec")
+	bins.sandbox = filepath.Join(dir, "garuda-sandbox")
 	// Tests never read the real /etc/garuda/policy.json: the managed policy path is fixed at build time.
 	ld := "-X github.com/garuda-dev/garuda/broker.ManagedPolicyPath=" + filepath.Join(dir, "managed-policy.json")
 	bins.self = filepath.Join(dir, "test.bin")
 	if data, err := os.ReadFile(os.Args[0]); err == nil {
 		os.WriteFile(bins.self, data, 0o755)
 	}
-	// Both in one go build: the two links run side by side.
+	// The three in one go build: the links run side by side.
 	if out, err := release.Command("..", ld, dir+string(filepath.Separator),
-		"./cmd/garuda", "./cmd/garuda-exec").CombinedOutput(); err != nil {
+		"./cmd/garuda", "./cmd/garuda-exec", "./cmd/garuda-sandbox").CombinedOutput(); err != nil {
 		bins.err = fmt.Errorf("build the binaries: %v\n%s", err, out)
 	}
 	// The brokers these tests start share their user's memory limit with no other test binary's.
@@ -78,6 +82,14 @@ func needBins(t testing.TB) {
 	if bins.err != nil {
 		t.Fatal(bins.err)
 	}
+}
+
+// waitBrokerGone waits until neither garuda-exec nor garuda-sandbox (the sandbox's helpers: commands' pid 1s,
+// sessions' network holders) runs; it fails t after within.
+func waitBrokerGone(t testing.TB, within time.Duration) {
+	t.Helper()
+	testproc.WaitExeGone(t, within, bins.exec)
+	testproc.WaitExeGone(t, within, bins.sandbox)
 }
 
 // openDir makes a temp folder that other users may enter (for tests that run as nobody).

@@ -28,6 +28,7 @@ type runEnv struct {
 	home, root string
 	provider   *fakeprovider.Server
 	env        []string // more of the run's environment
+	garuda     string   // the garuda to run; empty: bins.garuda
 }
 
 func newRunEnv(t *testing.T, turns ...fakeprovider.Turn) *runEnv {
@@ -48,7 +49,11 @@ func newRunEnv(t *testing.T, turns ...fakeprovider.Turn) *runEnv {
 
 // command is garuda run with args in the project folder, in a session of its own: no controlling terminal.
 func (e *runEnv) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(bins.garuda, append([]string{"run"}, args...)...)
+	bin := bins.garuda
+	if e.garuda != "" {
+		bin = e.garuda
+	}
+	cmd := exec.Command(bin, append([]string{"run"}, args...)...)
 	cmd.Dir = e.root
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + e.home, "HOME=" + e.home, "LOCAL_API_KEY=k", "TMPDIR=" + e.t.TempDir()},
 		e.env...)

@@ -72,7 +72,7 @@ func TestRunningCommandEndsWithStdin(t *testing.T) {
 		t.Fatalf("exit %d\nstderr:\n%s", code, e.stderr)
 	}
 	waitNoCommand(t, marker)
-	testproc.WaitExeGone(t, 5*time.Second, bins.exec)
+	waitBrokerGone(t, 5*time.Second)
 }
 
 // The front end is SIGKILLed while a command runs: the broker notices and nothing of the command is left.
@@ -82,7 +82,7 @@ func TestRunningCommandEndsWithFrontEndKilled(t *testing.T) {
 	e.cmd.Process.Signal(syscall.SIGKILL)
 	e.wait()
 	waitNoCommand(t, marker)
-	testproc.WaitExeGone(t, 5*time.Second, bins.exec)
+	waitBrokerGone(t, 5*time.Second)
 }
 
 func TestProcessCancelSleep(t *testing.T) {
@@ -125,5 +125,5 @@ func TestProcessBackgroundGoneAfterSIGKILL(t *testing.T) {
 	}
 	testproc.WaitNoneLive(t, waitLimit, "sleep 61.61")
 	testproc.WaitNoneLive(t, waitLimit, "sleep 61.62")
-	testproc.WaitExeGone(t, waitLimit, bins.exec)
+	waitBrokerGone(t, waitLimit)
 }

@@ -1,5 +1,5 @@
-// The sandbox helper: the broker re-executed with HelperArg, its stages (init: a command's pid 1; probe; holder),
-// and the spec and status that pass between the broker and it.
+// The sandbox helper: garuda-sandbox (or the broker re-executed) with HelperArg, its stages (init: a command's
+// pid 1; probe; holder), and the spec and status that pass between the broker and it.
 
 package sandbox
 
@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/garuda-dev/garuda/internal/version"
 )
 
 // helperSpec is what the broker sends the helper on fd 3 (never argv or env, which the command could read).
@@ -52,12 +55,20 @@ type helperStatus struct {
 }
 
 // MaybeRunHelper runs the sandbox helper and exits when the process was started as one (os.Args[1] == HelperArg);
-// otherwise it returns at once. Call it first thing in main() of garuda-exec and in TestMain.
+// otherwise it returns at once. Call it first thing in main() of garuda-exec (the helper where garuda-sandbox is
+// absent) and in TestMain.
 func MaybeRunHelper() {
 	if len(os.Args) < 3 || os.Args[1] != HelperArg {
 		return
 	}
-	switch os.Args[2] {
+	stage, token := os.Args[2], ""
+	if len(os.Args) > 3 {
+		token = os.Args[3]
+	}
+	checkToken(stage, token)
+	// Started through /proc/self/fd/N, its name would be "N" in ps and top.
+	_ = os.WriteFile("/proc/self/comm", []byte(HelperName), 0)
+	switch stage {
 	case "init":
 		runInit()
 	case "probe":
@@ -65,8 +76,22 @@ func MaybeRunHelper() {
 	case "holder":
 		runHolder()
 	}
-	fmt.Fprintf(os.Stderr, "garuda sandbox: unknown helper stage %q\n", os.Args[2])
+	fmt.Fprintf(os.Stderr, "garuda sandbox: unknown helper stage %q\n", stage)
 	os.Exit(126)
+}
+
+// HelperMain is the whole of garuda-sandbox: a helper stage when the broker starts it as one (it does not return
+// then), else its version, or what it is, with exit status 2.
+func HelperMain(args []string, stdout, stderr io.Writer) int {
+	MaybeRunHelper()
+	if len(args) == 1 && (args[0] == "version" || args[0] == "--version") {
+		p, _, _ := strings.Cut(helperToken(), "/")
+		fmt.Fprintf(stdout, "%s %s (sandbox protocol %s)\n", HelperName, version.Version, p)
+		return 0
+	}
+	fmt.Fprintf(stderr, "%s is the sandbox helper of garuda-exec, which runs it for every sandboxed command; it is not "+
+		"run by hand. It must stay beside garuda-exec, from the same build.\n", HelperName)
+	return 2
 }
 
 // readSpec reads the spec the broker sends first on fd 3; the pipe stays open (waitGo reads its end).

@@ -36,9 +36,11 @@ func NewNetwork() (*Network, error) {
 	}
 	mine, theirs := os.NewFile(uintptr(pair[0]), "holder"), os.NewFile(uintptr(pair[1]), "broker")
 	defer theirs.Close()
-	cmd := exec.Command("/proc/self/exe", HelperArg, "holder")
-	cmd.Args[0] = "garuda-sandbox"
-	cmd.Env = helperEnv
+	cmd, err := helperCommand("holder")
+	if err != nil {
+		mine.Close()
+		return nil, fmt.Errorf("session network: %w", err)
+	}
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.SysProcAttr = sysProcAttr(&helperSpec{NetNS: true})
 	cmd.SysProcAttr.Cloneflags &^= unix.CLONE_NEWPID | unix.CLONE_NEWNS // only the user and network namespaces
@@ -50,7 +52,7 @@ func NewNetwork() (*Network, error) {
 		return nil, fmt.Errorf("session network: start the holder (namespaces %s): %w", nsNames(cmd.SysProcAttr.Cloneflags), err)
 	}
 	n := &Network{conn: mine, cmd: cmd}
-	var ready [64]byte
+	var ready [4096]byte
 	k, err := mine.Read(ready[:])
 	if err != nil || k != 1 || ready[0] != 0 {
 		n.Close()
@@ -210,7 +212,8 @@ func holderSpawn(stage string, fds []int) (int, int, syscall.Errno) {
 		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}}
 		sys.GidMappingsEnableSetgroups = false
 	}
-	p, err := os.StartProcess("/proc/self/exe", []string{"garuda-sandbox", HelperArg, stage}, &os.ProcAttr{
+	// The holder's own program (garuda-sandbox, or the broker where it is absent), whose token the broker's matched.
+	p, err := os.StartProcess("/proc/self/exe", helperArgv(stage, helperToken()), &os.ProcAttr{
 		Env: helperEnv, Files: files, Sys: sys,
 	})
 	if err != nil {

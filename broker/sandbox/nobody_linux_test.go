@@ -10,6 +10,6 @@ import (
 // uses a user namespace and RLIMIT_NPROC instead of staying in the host's and using a pids cgroup.
 func TestAsNobody(t *testing.T) {
 	nobody.Rerun(t, "^Test(Attack|Everyday|LocalServer|PlanMode|Cancel|CommandEnd|Shutdown|Timeout|BrokerKilled|ProcessLimit|"+
-		"ForkBomb|RunEcho|Probe|HugeOutput|MemoryLimit|OOMScoreAdj|DataLimit|SignalState|SharedNetwork|Reveal)",
-		"TestAttackWriteOutsideRoot", "TestEverydayGitFolderNotWritable")
+		"ForkBomb|RunEcho|Probe|HugeOutput|MemoryLimit|OOMScoreAdj|DataLimit|SignalState|SharedNetwork|Reveal|Helper|ResolveHelper)",
+		"TestAttackWriteOutsideRoot", "TestEverydayGitFolderNotWritable", "TestHelperRefusesAnotherBuild", "TestResolveHelper")
 }

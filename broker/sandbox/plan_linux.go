@@ -97,6 +97,14 @@ func plan(s Spec) (*helperSpec, []string, error) {
 	if s.Proxy != "" {
 		hs.ProxySocket = filepath.Clean(s.Proxy)
 	}
+	// garuda-sandbox where the command may write (Garuda installed in the project, or the home folder as the
+	// project): read-only to it, which defends against a command changing the program the broker runs next.
+	if p := helperProg(); !p.own && p.err == nil && slices.ContainsFunc(writablePlaces(hs), func(w string) bool {
+		_, in := pathglob.Within(w, p.file)
+		return in
+	}) {
+		hs.ReadOnly = append(hs.ReadOnly, p.file)
+	}
 	return hs, notices, nil
 }
 

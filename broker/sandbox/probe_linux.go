@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,7 +41,7 @@ func runProbe() {
 	if r.Mount == "" {
 		r.Proc = errStr(unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""))
 	}
-	if len(os.Args) > 3 && os.Args[3] == "net" {
+	if len(os.Args) > 4 && os.Args[4] == "net" {
 		r.Loopback = errStr(loopbackUp())
 	} else {
 		r.Loopback = "not in a network namespace"
@@ -84,13 +85,19 @@ func probeConfine() (nnp, caps, seccomp string) {
 
 func runProbeHelper(netns bool) (*probeResult, error) {
 	hs := &helperSpec{NetNS: netns}
-	cmd := exec.Command("/proc/self/exe", HelperArg, "probe")
+	var args []string
 	if netns {
-		cmd.Args = append(cmd.Args, "net")
+		args = append(args, "net")
 	}
-	cmd.Env = []string{}
+	cmd, err := helperCommand("probe", args...)
+	if err != nil {
+		return nil, err
+	}
 	cmd.SysProcAttr = sysProcAttr(hs)
 	out, err := cmd.Output()
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() == refusedExit {
+		return nil, errHelperRefused{strings.TrimSpace(string(ee.Stderr))}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start probe (namespaces %s): %w", nsNames(cmd.SysProcAttr.Cloneflags), err)
 	}
@@ -124,6 +131,13 @@ func Probe() Report {
 		netns = false
 		r, err = runProbeHelper(false)
 	}
+	helper := HelperReport()
+	if refused := (errHelperRefused{}); errors.As(err, &refused) {
+		helper.Enforced, helper.Detail = false, refused.msg
+	}
+	if err != nil && !helper.Enforced {
+		err = errors.New("not probed: the sandbox helper may not run (see " + HelperFeature + ")")
+	}
 	if !root {
 		add("user namespace", err == nil,
 			map[bool]string{true: "the command runs as root of its own user namespace", false: fmt.Sprint(err)}[err == nil])
@@ -149,7 +163,7 @@ func Probe() Report {
 		add("capabilities dropped", r.Caps == "", orDetail(r.Caps, "every set and the bounding set cleared"))
 	}
 	limitFeatures(add, err == nil)
-	return Report{Features: fs}
+	return Report{Features: append(fs, helper)}
 }
 
 // sessionNetworkDetail says how network namespaces are shared here: one per session where its holder starts

@@ -22,6 +22,9 @@ import (
 // ErrShutdown the kill is immediate. A missing protection yields ErrUnavailable unless s.AllowWeaker.
 func Run(ctx context.Context, s Spec) (*Result, error) {
 	start := time.Now()
+	if p := helperProg(); p.err != nil {
+		return nil, fmt.Errorf("run %q: %w: %w", s.Command, p.err, ErrUnavailable)
+	}
 	hs, notices, err := plan(s)
 	if err != nil {
 		return nil, err

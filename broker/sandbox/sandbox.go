@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// HelperArg is the hidden first argument with which the broker re-executes itself as the sandbox helper.
+// HelperArg is the hidden first argument with which the broker starts garuda-sandbox (or, where that is absent,
+// re-executes itself) as the sandbox helper.
 const HelperArg = "__garuda-sandbox-helper"
 
 // Default and maximum wall-clock limits of a command.

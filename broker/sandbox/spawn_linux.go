@@ -67,9 +67,12 @@ func spawnHelper(hs *helperSpec, stdin io.Reader, stdout io.Writer, net *Network
 	}
 	parentEnds, childEnds = append(parentEnds, stR), append(childEnds, stW)
 	h := &helper{out: outR, status: stR, spec: specW, stdinSrc: stdin}
-	cmd := exec.Command("/proc/self/exe", HelperArg, "init")
-	cmd.Args[0] = "garuda-sandbox"
-	cmd.Env = helperEnv // the broker's environment (provider keys) never reaches the helper
+	cmd, err := helperCommand("init") // its environment is empty: the broker's (provider keys) never reaches it
+	if err != nil {
+		closeAll(parentEnds)
+		closeAll(childEnds)
+		return nil, err
+	}
 	cmd.Stdout, cmd.Stderr = outW, outW
 	if stdin != nil {
 		inR, inW, err := pipe("stdin")
@@ -148,10 +151,17 @@ func (h *helper) fail(err error) error {
 
 // handOver sends the helper its spec, gives it the commands' OOM score, puts it in cg (cgroup v2; in cgroup v1 it
 // joins its groups itself: CgroupTasks), and lets it start the command.
-func (h *helper) handOver(hs *helperSpec, cg *commandCgroup) error {
+func (h *helper) handOver(hs *helperSpec, cg *commandCgroup) (err error) {
+	defer func() {
+		if err != nil && h.exited() {
+			err = errHelperEnded // what failed was for want of the helper: its status says why
+		}
+	}()
 	// The spec goes first, so that the helper sets up its namespaces while it is being moved into its cgroup (a
 	// cgroup v1 move waits for an RCU grace period); the end of the pipe then lets it start the command.
-	if err := json.NewEncoder(h.spec).Encode(hs); err != nil {
+	if err := json.NewEncoder(h.spec).Encode(hs); errors.Is(err, unix.EPIPE) {
+		return errHelperEnded // it ended without reading the spec: a set-up error, or it refused (checkToken)
+	} else if err != nil {
 		return fmt.Errorf("send sandbox spec: %w", err)
 	}
 	if testBeforeOOMScore != nil {

@@ -21,6 +21,8 @@ func TestUnsupported(t *testing.T) {
 		{"garuda", []string{"setup"}, 1, "garuda: garuda runs its broker on Linux only; on Windows use WSL"},
 		{"garuda", nil, 1, "garuda: garuda runs its broker on Linux only"},
 		{"garuda-exec", []string{"serve"}, 1, "garuda-exec: garuda-exec needs Linux (Landlock, namespaces, seccomp, SO_PEERCRED)"},
+		{"garuda-sandbox", []string{"--version"}, 0, "garuda-sandbox " + Version + " ("},
+		{"garuda-sandbox", nil, 1, "garuda-sandbox: garuda-sandbox needs Linux"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := Unsupported(c.name, c.args, &stdout, &stderr)

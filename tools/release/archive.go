@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"archive/zip"
+	"bytes"
 	"compress/gzip"
 	"io"
 	"io/fs"
@@ -63,4 +64,34 @@ func writeZip(w io.Writer, members []member, mtime time.Time) error {
 		}
 	}
 	return zw.Close()
+}
+
+// memberNames lists the names of the members of a .tar.gz, or of a .zip where isZip.
+func memberNames(data []byte, isZip bool) ([]string, error) {
+	var names []string
+	if isZip {
+		zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range zr.File {
+			names = append(names, f.Name)
+		}
+		return names, nil
+	}
+	gz, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return names, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, h.Name)
+	}
 }

@@ -250,8 +250,9 @@ func TestArchiveRegistryHandshake(t *testing.T) {
 	}
 }
 
-// Installed from the archive, garuda works as after make install: both binaries print the release's version, and
-// garuda finds and starts the garuda-exec beside it (garuda doctor with the checker's environment).
+// Installed from the archive, garuda works as after make install: the binaries print the release's version,
+// garuda finds and starts the garuda-exec beside it, which runs the garuda-sandbox beside it (garuda doctor with the
+// checker's environment).
 func TestArchiveInstall(t *testing.T) {
 	dist := releaseOnce(t)
 	dir, exe, _ := installed(t, dist)
@@ -273,11 +274,15 @@ func TestArchiveInstall(t *testing.T) {
 	if got, want := output("garuda-exec", "--version"), "garuda-exec "+testVersion+" (broker API v1)\n"; got != want {
 		t.Errorf("garuda-exec --version printed %q, want %q", got, want)
 	}
+	if got, want := output("garuda-sandbox", "--version"), "garuda-sandbox "+testVersion+" (sandbox protocol "; !strings.HasPrefix(got, want) {
+		t.Errorf("garuda-sandbox --version printed %q, want %q...", got, want)
+	}
 	if filepath.Base(exe) != "garuda" {
 		t.Fatalf("the entry runs %s, want garuda", exe)
 	}
 	doctor := output("garuda", "doctor")
-	for _, want := range []string{filepath.Join(dir, "garuda-exec"), "yes: garuda-exec " + testVersion} {
+	for _, want := range []string{filepath.Join(dir, "garuda-exec"), "yes: garuda-exec " + testVersion,
+		filepath.Join(dir, "garuda-sandbox") + " (garuda-sandbox " + testVersion + ")"} {
 		if !strings.Contains(doctor, want) {
 			t.Errorf("garuda doctor does not say %q:\n%s", want, doctor)
 		}

@@ -100,8 +100,8 @@ func writeEntry(dir, version string, sums map[string]string) error {
 }
 
 // checkRelease checks the release in dist: the registry folder by the registry's rules, and Garuda's own rules
-// (every archive listed with its exact URL, command and SHA-256, the sums file agreeing with the archives). It
-// returns the problems found, each naming its file.
+// (every archive holds its platform's programs and is listed with its exact URL, command and SHA-256, the sums file
+// agreeing with the archives). It returns the problems found, each naming its file.
 func checkRelease(dist, version string) []string {
 	var problems []string
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
@@ -163,6 +163,15 @@ func checkRelease(dist, version string) []string {
 		if err != nil {
 			bad("%v", err)
 			continue
+		}
+		members, err := memberNames(data, p.goos == "windows")
+		if err != nil {
+			bad("%s: %v", name, err)
+		}
+		for _, prog := range p.programs() {
+			if err == nil && !slices.Contains(members, p.exe(prog)) {
+				bad("%s: no %s in the archive", name, p.exe(prog))
+			}
 		}
 		h := sha256.Sum256(data)
 		sum := hex.EncodeToString(h[:])

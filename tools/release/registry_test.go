@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The checker has teeth: each of the registry's rules, broken on its own in an entry that otherwise passes, is
@@ -146,7 +148,11 @@ func fakeDist(t *testing.T) string {
 	sums := map[string]string{}
 	for _, p := range platforms {
 		name := p.archive(testVersion)
-		data := []byte("archive of " + p.name)
+		var members []member
+		for _, prog := range p.programs() {
+			members = append(members, member{name: p.exe(prog), mode: 0o755, data: []byte(prog + " for " + p.name)})
+		}
+		data := fakeArchive(t, p, members)
 		if err := os.WriteFile(filepath.Join(dist, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -160,6 +166,22 @@ func fakeDist(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dist
+}
+
+// fakeArchive is an archive for p of members.
+func fakeArchive(t *testing.T, p platform, members []member) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	var err error
+	if p.goos == "windows" {
+		err = writeZip(&buf, members, time.Unix(0, 0))
+	} else {
+		err = writeTarGz(&buf, members, time.Unix(0, 0))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // editEntry changes the agent.json of dist.
@@ -194,6 +216,10 @@ func TestReleaseRules(t *testing.T) {
 		{"archive changed after the sums", func(dist string) {
 			os.WriteFile(filepath.Join(dist, linux), []byte("another archive"), 0o644)
 		}, sumsFile + ": " + linux + " says"},
+		{"a Linux archive without the sandbox's helper", func(dist string) {
+			data := fakeArchive(t, platforms[0], []member{{name: "garuda", mode: 0o755}, {name: "garuda-exec", mode: 0o755}})
+			os.WriteFile(filepath.Join(dist, linux), data, 0o644)
+		}, linux + ": no garuda-sandbox in the archive"},
 		{"sha256 of another archive", func(dist string) {
 			editEntry(t, dist, func(m map[string]any) { target(m, "linux-x86_64")["sha256"] = strings.Repeat("0", 64) })
 		}, "distribution.binary.linux-x86_64.sha256"},

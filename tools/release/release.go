@@ -70,6 +70,15 @@ func (p platform) exe(name string) string {
 	return name
 }
 
+// programs are the binaries of p's archive, in their order there: garuda, garuda-exec and, on Linux, the sandbox's
+// helper garuda-sandbox, which garuda-exec runs from beside itself (elsewhere the two mains only refuse).
+func (p platform) programs() []string {
+	if p.goos == "linux" {
+		return []string{"garuda", "garuda-exec", "garuda-sandbox"}
+	}
+	return []string{"garuda", "garuda-exec"}
+}
+
 // archive is the file name of p's archive: a .zip on Windows, a .tar.gz elsewhere.
 func (p platform) archive(version string) string {
 	ext := ".tar.gz"
@@ -273,12 +282,16 @@ func git(root string, args ...string) (string, error) {
 	return strings.TrimRight(string(out), "\n"), nil
 }
 
-// buildArchive builds both binaries for p and packs them with docs into work/<archive>; it returns the archive's
-// name and SHA-256.
+// buildArchive builds p's programs and packs them with docs into work/<archive>; it returns the archive's name and
+// SHA-256.
 func buildArchive(root, work, version string, p platform, mtime time.Time, docs []member) (name, sum string, err error) {
 	bin := filepath.Join(work, ".build-"+p.name)
 	defer os.RemoveAll(bin)
-	cmd := release.Command(root, release.LDFlags(version), bin+string(filepath.Separator), "./cmd/garuda", "./cmd/garuda-exec")
+	var pkgs []string
+	for _, prog := range p.programs() {
+		pkgs = append(pkgs, "./cmd/"+prog)
+	}
+	cmd := release.Command(root, release.LDFlags(version), bin+string(filepath.Separator), pkgs...)
 	// The same bytes from any machine: the baseline instruction set, and no GOFLAGS of the caller's (no VCS
 	// stamp either: checkClean has made sure that the tree is the commit).
 	cmd.Env = append(cmd.Env, "GOOS="+p.goos, "GOARCH="+p.goarch, "GOAMD64=v1", "GOARM64=v8.0", "GOFLAGS=-buildvcs=false")
@@ -286,7 +299,7 @@ func buildArchive(root, work, version string, p platform, mtime time.Time, docs 
 		return "", "", fmt.Errorf("build for %s: %w\n%s", p.name, err, out)
 	}
 	var members []member
-	for _, prog := range []string{"garuda", "garuda-exec"} {
+	for _, prog := range p.programs() {
 		data, err := os.ReadFile(filepath.Join(bin, p.exe(prog)))
 		if err != nil {
 			return "", "", err

@@ -205,8 +205,9 @@ func TestMakeReleaseWithoutVersion(t *testing.T) {
 	}
 }
 
-// Each archive holds the two binaries, built static for its platform with the version stamped in, and LICENSE and
-// README.md, at the top level, in a fixed order, owned by 0:0, dated at the commit.
+// Each archive holds its platform's binaries (garuda and garuda-exec, and on Linux garuda-sandbox), built static for
+// it with the version stamped in, and LICENSE and README.md, at the top level, in a fixed order, owned by 0:0, dated
+// at the commit.
 func TestReleaseArchives(t *testing.T) {
 	dist := releaseOnce(t)
 	mtime, err := commitTime(filepath.Dir(dist))
@@ -222,7 +223,15 @@ func TestReleaseArchives(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
 			files := readArchive(t, filepath.Join(dist, p.archive(testVersion)), mtime)
-			wantNames := []string{p.exe("garuda"), p.exe("garuda-exec"), "LICENSE", "README.md"}
+			var wantNames []string
+			for _, prog := range p.programs() {
+				wantNames = append(wantNames, p.exe(prog))
+			}
+			progs := len(wantNames)
+			if p.goos == "linux" && !slices.Contains(wantNames, "garuda-sandbox") {
+				t.Errorf("%s archives %v: garuda-sandbox belongs beside garuda-exec", p.name, wantNames)
+			}
+			wantNames = append(wantNames, "LICENSE", "README.md")
 			var names []string
 			for _, f := range files {
 				names = append(names, f.name)
@@ -230,14 +239,14 @@ func TestReleaseArchives(t *testing.T) {
 			if strings.Join(names, " ") != strings.Join(wantNames, " ") {
 				t.Fatalf("members %v, want %v", names, wantNames)
 			}
-			for _, f := range files[:2] {
+			for _, f := range files[:progs] {
 				if f.mode != 0o755 {
 					t.Errorf("%s: mode %o, want 755", f.name, f.mode)
 				}
 				checkArchivedBinary(t, p, f)
 			}
 			for i, want := range [][]byte{license, readme} {
-				f := files[2+i]
+				f := files[progs+i]
 				if f.mode != 0o644 || !bytes.Equal(f.data, want) {
 					t.Errorf("%s: mode %o, %d bytes; want 644 and the repository's %d bytes", f.name, f.mode, len(f.data), len(want))
 				}
