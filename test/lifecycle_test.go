@@ -73,8 +73,8 @@ func TestAcpEarlyInitialize(t *testing.T) {
 		var out, errOut strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		cmd.Run()
-		if code := cmd.ProcessState.ExitCode(); code != 1 || out.Len() > 0 || !strings.Contains(errOut.String(), "garuda acp --help") {
-			t.Errorf("garuda acp %v: exit %d, stdout %q, stderr %q; want 1, nothing, the usage error", args, code, out.String(), errOut.String())
+		if code := cmd.ProcessState.ExitCode(); code != 2 || out.Len() > 0 || !strings.Contains(errOut.String(), "garuda acp --help") {
+			t.Errorf("garuda acp %v: exit %d, stdout %q, stderr %q; want 2, nothing, the usage error", args, code, out.String(), errOut.String())
 		}
 	}
 }
