@@ -30,7 +30,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("procbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	bin := fs.String("bin", "bin", "folder holding the built garuda and garuda-exec")
+	bin := fs.String("bin", "bin", "folder holding the built garuda, garuda-exec and garuda-sandbox")
 	n := fs.Int("n", 10, "measured runs, after one warm-up run")
 	asJSON := fs.Bool("json", false, "print the figures as JSON instead of a table")
 	timeout := fs.Duration("timeout", 30*time.Second, "limit for each step of a run")
