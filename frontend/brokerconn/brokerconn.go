@@ -118,7 +118,8 @@ func Find() (string, error) {
 	}
 	p, err := exec.LookPath(ExecName)
 	if err != nil {
-		return "", fmt.Errorf("%s was not found beside garuda nor on PATH; install Garuda's three binaries together (make install, or the whole release archive)", ExecName)
+		return "", fmt.Errorf("%s was not found beside garuda nor on PATH; install Garuda's three binaries together "+
+			"(make install, or the whole release archive)", ExecName)
 	}
 	return p, nil
 }
