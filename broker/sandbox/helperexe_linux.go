@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,6 +67,25 @@ var helperProg = sync.OnceValue(func() helperProgram {
 		file = filepath.Join(filepath.Dir(exe), HelperName)
 	}
 	return resolveHelper(file)
+})
+
+// ownPrograms are the files of Garuda's programs that run outside any command's confinement: garuda-sandbox (the
+// next command's pid 1), the broker's own executable and the front end beside it (the next start, as the user).
+func ownPrograms() []string {
+	out := brokerPrograms()
+	if p := helperProg(); !p.own && p.err == nil {
+		out = append(slices.Clip(out), p.file)
+	}
+	return out
+}
+
+// brokerPrograms are the broker's executable and garuda beside it (a missing one is skipped at the mount).
+var brokerPrograms = sync.OnceValue(func() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, filepath.Join(filepath.Dir(exe), "garuda")}
 })
 
 // ownHelper is the broker itself as its helper.

@@ -235,3 +235,28 @@ func TestAttackHelperInTheRoot(t *testing.T) {
 		t.Errorf("the next command, through the same helper: %+v", res)
 	}
 }
+
+// Garuda built or installed in the project (its own repository, with the editor pointed at bin/garuda): a command
+// cannot change garuda-exec or garuda, which run at the next start outside any sandbox, as the user. Control: a
+// file beside them is written.
+func TestAttackOwnProgramsInTheRoot(t *testing.T) {
+	f := newFixture(t)
+	bin := filepath.Join(f.root, "bin")
+	must(t, os.Mkdir(bin, 0o755))
+	progs := []string{filepath.Join(bin, "garuda-exec"), filepath.Join(bin, "garuda")}
+	for _, p := range progs {
+		must(t, os.WriteFile(p, []byte("#!/bin/sh\necho the real program\n"), 0o755))
+	}
+	defer func(old func() []string) { brokerPrograms = old }(brokerPrograms)
+	brokerPrograms = func() []string { return progs }
+	res := f.sandboxed("cd bin; for p in garuda-exec garuda; do echo 'echo evil' > $p; mv $p $p.old; done; " +
+		"echo control > other; ls")
+	for _, p := range progs {
+		if got, _ := os.ReadFile(p); string(got) != "#!/bin/sh\necho the real program\n" {
+			t.Errorf("the command changed %s: %q\n%s", p, got, res.Output)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(bin, "other")); string(got) != "control\n" {
+		t.Fatalf("control: the file beside them was not written, so the test shows nothing:\n%s", res.Output)
+	}
+}

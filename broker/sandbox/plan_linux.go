@@ -97,13 +97,14 @@ func plan(s Spec) (*helperSpec, []string, error) {
 	if s.Proxy != "" {
 		hs.ProxySocket = filepath.Clean(s.Proxy)
 	}
-	// garuda-sandbox where the command may write (Garuda installed in the project, or the home folder as the
-	// project): read-only to it, which defends against a command changing the program the broker runs next.
-	if p := helperProg(); !p.own && p.err == nil && slices.ContainsFunc(writablePlaces(hs), func(w string) bool {
-		_, in := pathglob.Within(w, p.file)
-		return in
-	}) {
-		hs.ReadOnly = append(hs.ReadOnly, p.file)
+	// Garuda's own programs where the command may write (Garuda installed in the project, or the home folder as the
+	// project): read-only to it, which defends against a command changing a program that runs later outside any
+	// sandbox (garuda-sandbox as the next command's pid 1; garuda-exec and garuda at the next start, as the user).
+	writable := writablePlaces(hs)
+	for _, f := range ownPrograms() {
+		if slices.ContainsFunc(writable, func(w string) bool { _, in := pathglob.Within(w, f); return in }) {
+			hs.ReadOnly = append(hs.ReadOnly, f)
+		}
 	}
 	return hs, notices, nil
 }
