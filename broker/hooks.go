@@ -143,7 +143,8 @@ func (s *Service) runHooks(ctx context.Context, g *grant, ev hookEvent) (*hookOu
 			project = nil
 		}
 	}
-	st := s.state(sess)
+	// The call's mode, not only the session's: a plan-mode subagent's hooks run with the project read-only too.
+	st := s.callState(c)
 	input := map[string]any{
 		"session_id":      sess.id,
 		"transcript_path": "",

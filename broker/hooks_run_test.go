@@ -445,3 +445,45 @@ func TestHookUnreadableTeamPolicyBlocksPrompts(t *testing.T) {
 		t.Fatalf("control: %v %v", res, err)
 	}
 }
+
+// The hooks of a plan-mode call (a subagent's narrower mode in a build-mode session) run in plan mode too: the
+// project read-only to them and "plan" as their permission_mode. Control: the same call in build mode, whose hook
+// writes. Found by red team.
+func TestHooksOfAPlanModeCallRunInPlanMode(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	e := brokertest.New(t)
+	// The hook notes its permission_mode in the session's temp folder (writable in both modes), then writes the
+	// project.
+	hook := e.Script(t, "mark.sh", `in=$(cat); m=${in#*'"permission_mode":"'}; echo "${m%%'"'*}" >> "$TMPDIR/modes"
+touch "$CLAUDE_PROJECT_DIR/hook-wrote-$$" 2>/dev/null; exit 0`)
+	e.Settings(t, brokertest.HooksJSON("PreToolUse", "*", hook, ""))
+	brokertest.MustWrite(t, filepath.Join(e.Root, "a.txt"), "a\n")
+	c := e.Client()
+	sid := e.Open(c)
+	wrote := func() int {
+		m, _ := filepath.Glob(filepath.Join(e.Root, "hook-wrote-*"))
+		for _, f := range m {
+			os.Remove(f)
+		}
+		return len(m)
+	}
+	for _, mode := range []execv1.Mode{execv1.Mode_MODE_BUILD, execv1.Mode_MODE_PLAN} {
+		op := brokertest.Read(filepath.Join(e.Root, "a.txt"))
+		op.Mode = mode
+		res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, op), execv1.Choice_CHOICE_ONCE)
+		if err != nil || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+			t.Fatalf("%v: %v %v", mode, res, err)
+		}
+		switch n := wrote(); {
+		case mode == execv1.Mode_MODE_BUILD && n != 1:
+			t.Fatal("control: the build-mode call's hook did not write, so the test shows nothing")
+		case mode == execv1.Mode_MODE_PLAN && n != 0:
+			t.Error("the plan-mode call's hook wrote the project")
+		}
+	}
+	modes, _ := os.ReadFile(filepath.Join(tmp, fmt.Sprintf("garuda-%d", os.Getuid()), sid, "tmp", "modes"))
+	if string(modes) != "default\nplan\n" {
+		t.Errorf("the hooks' permission_mode, build then plan: %q", modes)
+	}
+}
