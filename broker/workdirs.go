@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/garuda-dev/garuda/broker/homefile"
 )
 
 type workDirs struct{ tmp, cache string }
@@ -36,6 +38,9 @@ type sessionFolders struct {
 	held map[string]*os.File // base → base/<id>, flocked shared
 }
 
+// folderFlags open a session folder itself (to lock it), never a link in its place.
+const folderFlags = os.O_RDONLY | unix.O_DIRECTORY | homefile.NoFollow
+
 // heldMark is the file in a held session folder that says a broker of this kind holds it with a flock: a folder
 // without it (an older broker's, which never locks) is never swept.
 const heldMark = ".held"
@@ -55,18 +60,18 @@ func (s *session) folder(base string) (string, error) {
 		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return "", fmt.Errorf("create %s: %w", dir, err)
 		}
-		f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+		f, err := os.OpenFile(dir, folderFlags, 0)
 		if err != nil {
 			return "", fmt.Errorf("open %s: %w", dir, err)
 		}
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
+		if err := homefile.LockShared(f); err != nil {
 			f.Close()
 			return "", fmt.Errorf("lock %s: %w", dir, err)
 		}
 		// A sweep may have removed the folder between the mkdir and the lock: hold it only if it is still the one
 		// at dir (defends against a live session's folder that no lock protects).
 		if sameFile(f, dir) {
-			if m, err := os.OpenFile(filepath.Join(dir, heldMark), os.O_CREATE|os.O_WRONLY|unix.O_NOFOLLOW, 0o600); err == nil {
+			if m, err := os.OpenFile(filepath.Join(dir, heldMark), os.O_CREATE|os.O_WRONLY|homefile.NoFollow, 0o600); err == nil {
 				m.Close()
 			}
 			if s.folders.held == nil {
@@ -119,12 +124,12 @@ func sweepStale(base string) {
 }
 
 func sweepFolder(dir string) {
-	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(dir, folderFlags, 0)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+	if homefile.TryLock(f) != nil {
 		return // a live session holds it
 	}
 	// Without the mark: an older broker's folder, which it never locks, or one made a moment ago and not yet locked.

@@ -15,6 +15,9 @@ var errUnsupported = errors.New("file locks need a Unix system; the broker runs 
 // Lock refuses on this system.
 func Lock(*os.File) error { return errUnsupported }
 
+// LockShared refuses on this system.
+func LockShared(*os.File) error { return errUnsupported }
+
 // Unlock does nothing on this system.
 func Unlock(*os.File) error { return nil }
 

@@ -14,6 +14,9 @@ const NoFollow = unix.O_NOFOLLOW | unix.O_CLOEXEC
 // Lock takes an exclusive lock on f, waiting for other processes that hold it.
 func Lock(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_EX) }
 
+// LockShared takes a shared lock on f, waiting while another process holds it exclusively.
+func LockShared(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_SH) }
+
 // Unlock releases the lock.
 func Unlock(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) }
 
