@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -101,11 +100,7 @@ func run(ctx context.Context, args []string) error {
 	fail := func(code int, msg string) error {
 		fmt.Fprintf(os.Stderr, "garuda run: %s\n", msg)
 		if *jsonOut {
-			for _, ev := range []map[string]any{{"type": "error", "message": msg},
-				{"type": "stop", "stopReason": "", "exitCode": code, "sessionId": "", "changed": []string{}}} {
-				b, _ := json.Marshal(ev)
-				os.Stdout.Write(append(b, '\n'))
-			}
+			runner.FailedJSON(os.Stdout, msg, code)
 		}
 		return exitError(code)
 	}

@@ -62,6 +62,21 @@ var _ acp.Client = (*output)(nil)
 // event is one JSON line of --json.
 type event map[string]any
 
+// stopEvent is --json's last event of every run: why it stopped ("" when no turn ran), its exit code, its session
+// and the files it changed.
+func stopEvent(reason string, code int, session string, changed []string) event {
+	return event{"type": "stop", "stopReason": reason, "exitCode": code, "sessionId": session, "changed": changed}
+}
+
+// FailedJSON writes, for --json, a run that failed before its turn: the error event, then the stop event every run
+// ends with.
+func FailedJSON(w io.Writer, msg string, code int) {
+	for _, e := range []event{{"type": "error", "message": msg}, stopEvent("", code, "", []string{})} {
+		b, _ := json.Marshal(e)
+		w.Write(append(b, '\n'))
+	}
+}
+
 func (w *output) emit(e event) {
 	if w.isClosed {
 		return
@@ -301,7 +316,7 @@ func (w *output) stop(reason string, code int) {
 		changed[i] = w.rel(p)
 	}
 	if w.o.JSON {
-		w.emit(event{"type": "stop", "stopReason": reason, "exitCode": code, "sessionId": w.session, "changed": changed})
+		w.emit(stopEvent(reason, code, w.session, changed))
 		return
 	}
 	if w.isClosed {
