@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"github.com/garuda-dev/garuda/broker"
 	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/internal/testenv"
-	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 	"github.com/garuda-dev/garuda/test/nobody"
 )
 
@@ -49,16 +47,11 @@ func TestMCPServerCheckedWhileItRuns(t *testing.T) {
 	run := func(t *testing.T, every time.Duration) (stays bool, ran bool) {
 		t.Cleanup(broker.SetGuardEvery(every))
 		e := brokertest.New(t)
-		def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-			"planter": map[string]any{"command": "python3", "args": []string{"-c", plantingMCPServer}}}})
-		brokertest.MustWrite(t, filepath.Join(e.Home, "mcp.json"), string(def))
 		c := e.Client()
-		sid := e.Open(c)
-		res, _, err := brokertest.Run(t,
-			brokertest.Start(t, c, brokertest.Ctx(t), sid, &execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}}),
-			execv1.Choice_CHOICE_ONCE)
-		if err != nil || !strings.Contains(res.GetContent(), "planter") {
-			t.Fatalf("mcp_start: %v %s %v", err, res.GetContent(), res.GetNotices())
+		_, res := e.MCPStart(t, c, map[string]any{
+			"planter": map[string]any{"command": "python3", "args": []string{"-c", plantingMCPServer}}})
+		if !strings.Contains(res.GetContent(), "planter") {
+			t.Fatalf("mcp_start: %s %v", res.GetContent(), res.GetNotices())
 		}
 		fsmonitor := func() string {
 			cmd := exec.Command("git", "config", "--file", filepath.Join(e.Root, "nested/.git/config"), "core.fsmonitor")

@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,7 +8,6 @@ import (
 	"github.com/garuda-dev/garuda/broker/audit"
 	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/policy"
-	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // A stdio server whose program is missing, or is no program, did not start because of its definition: the notice
@@ -19,18 +17,10 @@ func TestMCPServerProgramThatCannotRun(t *testing.T) {
 	plain := filepath.Join(e.Root, "notes.txt")
 	brokertest.MustWrite(t, plain, "not a program\n")
 	missing := filepath.Join(e.Root, "missing-server")
-	def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"missing": map[string]any{"command": missing}, "plain": map[string]any{"command": plain},
-		"unknown": map[string]any{"command": "no-such-mcp-server"}}})
-	brokertest.MustWrite(t, filepath.Join(e.Home, "mcp.json"), string(def))
 	c := e.Client()
-	sid := e.Open(c)
-	res, _, err := brokertest.Run(t,
-		brokertest.Start(t, c, brokertest.Ctx(t), sid, &execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}}),
-		execv1.Choice_CHOICE_ONCE)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, res := e.MCPStart(t, c, map[string]any{
+		"missing": map[string]any{"command": missing}, "plain": map[string]any{"command": plain},
+		"unknown": map[string]any{"command": "no-such-mcp-server"}})
 	notices := strings.Join(res.GetNotices(), "\n")
 	for _, want := range []string{
 		`"missing" (` + filepath.Join(e.Home, "mcp.json") + `:1) did not start: its program could not be started: cannot run ` +

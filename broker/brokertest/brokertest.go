@@ -121,6 +121,24 @@ func (e *Env) Team(t testing.TB, body string) {
 	}
 }
 
+// MCPStart writes servers (name → definition, as in mcp.json) as the user's mcp.json, opens a session and starts
+// its MCP servers, every question answered once; it returns the session and mcp_start's result.
+func (e *Env) MCPStart(t testing.TB, c execv1.ExecServiceClient, servers map[string]any) (string, *execv1.Result) {
+	t.Helper()
+	def, err := json.Marshal(map[string]any{"mcpServers": servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	MustWrite(t, filepath.Join(e.Home, "mcp.json"), string(def))
+	sid := e.Open(c)
+	res, _, err := Run(t, Start(t, c, Ctx(t), sid, &execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}}),
+		execv1.Choice_CHOICE_ONCE)
+	if err != nil {
+		t.Fatalf("mcp_start: %v", err)
+	}
+	return sid, res
+}
+
 // Ctx is a context for one test's calls: 30 seconds at most.
 func Ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -22,15 +22,10 @@ func mcpEnv(t *testing.T) (*brokertest.Env, execv1.ExecServiceClient, string) {
 		t.Fatal(err)
 	}
 	e := brokertest.New(t)
-	def, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"test": map[string]any{"command": exe, "args": []string{mcptest.Arg, mcptest.Good}}}})
-	brokertest.MustWrite(t, filepath.Join(e.Home, "mcp.json"), string(def))
 	c := e.Client()
-	sid := e.Open(c)
-	res, _, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid,
-		&execv1.Start{Op: &execv1.Start_McpStart{McpStart: &execv1.McpStart{}}}), execv1.Choice_CHOICE_ONCE)
-	if err != nil || !strings.Contains(res.GetContent(), "test") {
-		t.Fatalf("mcp_start: %v %s %v", err, res.GetContent(), res.GetNotices())
+	sid, res := e.MCPStart(t, c, map[string]any{"test": map[string]any{"command": exe, "args": []string{mcptest.Arg, mcptest.Good}}})
+	if !strings.Contains(res.GetContent(), "test") {
+		t.Fatalf("mcp_start: %s %v", res.GetContent(), res.GetNotices())
 	}
 	return e, c, sid
 }
