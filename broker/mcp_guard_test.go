@@ -38,14 +38,18 @@ for line in sys.stdin:
 `
 
 // TestMCPServerCheckedWhileItRuns: what a stdio server plants between its calls (here: with no call at all) is
-// undone while it runs, not only after its next call or at its end, which may be hours later. Control: with the
-// periodic check out of reach (an hour), the planted fsmonitor stays while the server runs and runs in the user's
-// git status.
+// undone while it runs, not only after its next call or at its end, which may be hours later: at the guard's
+// interval, and at once when the root's entries change (with the interval out of reach, an hour). Control: with the
+// interval out of reach and no check at a change, the planted fsmonitor stays while the server runs and runs in the
+// user's git status.
 func TestMCPServerCheckedWhileItRuns(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
 	testenv.NeedCommand(t, "python3", "python3")
-	run := func(t *testing.T, every time.Duration) (stays bool, ran bool) {
+	run := func(t *testing.T, every time.Duration, deaf bool) (stays bool, ran bool) {
 		t.Cleanup(broker.SetGuardEvery(every))
+		if deaf {
+			t.Cleanup(broker.SetGuardDeaf())
+		}
 		e := brokertest.New(t)
 		c := e.Client()
 		_, res := e.MCPStart(t, c, map[string]any{
@@ -77,13 +81,18 @@ func TestMCPServerCheckedWhileItRuns(t *testing.T) {
 		return stays, brokertest.Exists(filepath.Join(e.Root, "nested", "PWNED"))
 	}
 	t.Run("control", func(t *testing.T) {
-		if stays, ran := run(t, time.Hour); !stays || !ran {
+		if stays, ran := run(t, time.Hour, true); !stays || !ran {
 			t.Fatalf("control: without a check while the server runs, the planted fsmonitor should stay (%v) and run (%v)", stays, ran)
 		}
 	})
 	t.Run("checked", func(t *testing.T) {
-		if stays, ran := run(t, 200*time.Millisecond); stays || ran {
+		if stays, ran := run(t, 200*time.Millisecond, true); stays || ran {
 			t.Errorf("what the server planted was not undone while it ran: still there %v, ran in git status %v", stays, ran)
+		}
+	})
+	t.Run("at a change", func(t *testing.T) {
+		if stays, ran := run(t, time.Hour, false); stays || ran {
+			t.Errorf("what the server planted was not undone when it was made: still there %v, ran in git status %v", stays, ran)
 		}
 	})
 }

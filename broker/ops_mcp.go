@@ -59,23 +59,38 @@ type mcpWatch struct {
 	w     *guard.Watch
 	names []string // its servers, for the audit record (under mcpState.mu)
 
-	mu    sync.Mutex // one check at a time
-	began time.Time  // when the last check began
+	mu     sync.Mutex // one check at a time
+	began  time.Time  // when the last check began
+	unsaid []string   // the checks' lines no call's result has said yet (at most maxUnsaid)
 }
 
-// check takes the guard's check of what the servers left, unless one began after since, and returns the guard's
-// lines (what it undid; audited either way).
-func (m *mcpWatch) check(s *Service, sessID, label string, since time.Time) []string {
+// maxUnsaid bounds the guard's lines kept for the next call's result of a server that is seldom called (all of them
+// are audited).
+const maxUnsaid = 20
+
+// check takes the guard's check of what the servers left, unless one began after since (its lines are audited
+// either way). With say (for a call's result) it returns the lines of every check no result has said yet: a check
+// while the servers run (at a change of the root) may undo what a call left before the call's own check. Without,
+// they wait for the next call's result.
+func (m *mcpWatch) check(s *Service, sessID, label string, since time.Time, say bool) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.began.After(since) {
+	if !m.began.After(since) {
+		m.began = time.Now()
+		lines, err := s.guardAfter(sessID, policy.OpMCPStart, label, m.w)
+		if err != nil {
+			lines = append(lines, "Warning: "+err.Error())
+		}
+		m.unsaid = append(m.unsaid, lines...)
+		if len(m.unsaid) > maxUnsaid {
+			m.unsaid = append(m.unsaid[:maxUnsaid-1], "Note: more was undone than is said here; the audit log has all of it.")
+		}
+	}
+	if !say {
 		return nil
 	}
-	m.began = time.Now()
-	lines, err := s.guardAfter(sessID, policy.OpMCPStart, label, m.w)
-	if err != nil {
-		lines = append(lines, "Warning: "+err.Error())
-	}
+	lines := m.unsaid
+	m.unsaid = nil
 	return lines
 }
 
@@ -454,10 +469,10 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		stop := make(chan struct{})
 		var periodic sync.WaitGroup
 		if watch != nil {
-			// Checked while it runs too (every second while that is cheap): defends against a server that plants, say,
-			// a repository with core.fsmonitor between its calls, which the user's git would run before its next call.
+			// Checked while it runs too (at once when the root's entries change): defends against a server that plants,
+			// say, a repository with core.fsmonitor between its calls, which the user's git would run before its next call.
 			periodic.Go(func() {
-				everyGuardInterval(stop, func(now time.Time) { watch.check(s, sess.id, cmd, now) })
+				everyGuardInterval(stop, watch.w.Changed, func(now time.Time) { watch.check(s, sess.id, cmd, now, false) })
 			})
 		}
 		res, err := sandbox.Run(ctx, spec)
@@ -472,7 +487,7 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		sess.mcp.mu.Unlock()
 		if watch != nil {
 			// Its end is checked, unless a check began after it (a server of its batch that ended with it).
-			watch.check(s, sess.id, cmd, ended)
+			watch.check(s, sess.id, cmd, ended, false)
 		}
 		var notRun *sandbox.ProgramError
 		switch {
@@ -698,7 +713,7 @@ func (s *Service) mcpGuard(sess *session, server string, ended time.Time) []stri
 	}
 	label := "MCP servers " + strings.Join(w.names, ", ")
 	m.mu.Unlock()
-	return w.check(s, sess.id, label, ended)
+	return w.check(s, sess.id, label, ended, true)
 }
 
 // maxResource is the most of a resource attached to a prompt.

@@ -401,16 +401,16 @@ func (s *Service) startProcess(sess *session, command string, spec sandbox.Spec,
 	}
 	spec.OutputFile = "" // the process keeps its own file, bounded
 	spec.Stdin, spec.UntilCancelled, spec.OnOutput = inR, true, p.write
+	ran := make(chan struct{}) // closed when the process's run has ended
+	var periodic sync.WaitGroup
 	if watch != nil {
-		sess.procs.wg.Add(1)
-		go func() {
-			defer sess.procs.wg.Done()
-			s.guardWhileRunning(sess, p, watch)
-		}()
+		periodic.Go(func() { s.guardWhileRunning(sess, p, watch, ran) })
 	}
 	go func() {
 		defer sess.procs.wg.Done()
 		res, err := sandbox.Run(ctx, spec)
+		close(ran)
+		periodic.Wait() // its last check's lines are noted before the end's
 		px.stop()
 		inR.CloseWithError(io.ErrClosedPipe) // an input still pending ends
 		s.processEnded(sess, p, res, err, watch, context.Cause(ctx))
@@ -419,19 +419,29 @@ func (s *Service) startProcess(sess *session, command string, spec sandbox.Spec,
 	return p, nil
 }
 
-// How often the guard checks what a running background process or MCP stdio server left: every guardEveryMin while
-// a check is cheap (an incremental scan, well under a millisecond in a project of 20,000 files), spaced to guardShare
-// times what the last check took when it is not (a tree inotify cannot follow, walked whole), at least every
-// guardEvery. Defends against a plant that the user's git (a shell prompt, an editor's git view) runs between
-// checks: the window is a second, not half a minute.
+// How often the guard checks what a running background process or MCP stdio server left: at once when the entries
+// of a folder it watches change (a file or folder made, removed or renamed), at most guardSpacing apart and within a
+// budget of check time (guardBurst at once, refilled at 1/guardShare of the time passing: 2 % of a core in the long
+// run); else every guardEveryMin while a check is cheap (an incremental scan, well under a millisecond in a project
+// of 20,000 files), spaced to guardShare times what the last check took when it is not (a tree inotify cannot
+// follow, walked whole), at least every guardEvery. Defends against a plant that the user's git (a shell prompt, an
+// editor's git view, which runs on the same file events) runs between checks: the window is the check's own time
+// after the plant's last file, not a second. A change of a file's content alone (no entry made) waits for the
+// interval; so does a plant made while a run spends more than the budget.
 const (
 	guardEveryMin = time.Second
 	guardEvery    = 30 * time.Second
 	guardShare    = 50 // at most 2 % of a core
+	guardBurst    = 20 * time.Millisecond
+	guardSpacing  = 5 * time.Millisecond
 )
 
-// guardEveryForTests, when set, replaces the interval (atomic: tests change it while sessions of theirs end).
-var guardEveryForTests atomic.Int64
+// guardEveryForTests, when set, replaces the interval (atomic: tests change it while sessions of theirs end);
+// guardDeafForTests leaves changes untold, for the tests' controls.
+var (
+	guardEveryForTests atomic.Int64
+	guardDeafForTests  atomic.Bool
+)
 
 // guardInterval is the wait before the next periodic check, after one that took took.
 func guardInterval(took time.Duration) time.Duration {
@@ -441,11 +451,11 @@ func guardInterval(took time.Duration) time.Duration {
 	return min(max(guardEveryMin, guardShare*took), guardEvery)
 }
 
-// guardWhileRunning runs the guard's after-checks at the guard's interval while the process runs: defends against a
+// guardWhileRunning runs the guard's after-checks while the process runs (everyGuardInterval): defends against a
 // long-lived process that plants, say, a repository with core.fsmonitor, which the user's shell would run long
 // before the process ends.
-func (s *Service) guardWhileRunning(sess *session, p *proc, watch *guard.Watch) {
-	everyGuardInterval(p.done, func(time.Time) {
+func (s *Service) guardWhileRunning(sess *session, p *proc, watch *guard.Watch, ran <-chan struct{}) {
+	everyGuardInterval(ran, watch.Changed, func(time.Time) {
 		lines, err := s.guardAfter(sess.id, policy.OpProcessManager, p.command, watch)
 		if err != nil {
 			lines = append(lines, "Warning: "+err.Error())
@@ -456,19 +466,42 @@ func (s *Service) guardWhileRunning(sess *session, p *proc, watch *guard.Watch) 
 	})
 }
 
-// everyGuardInterval calls check at the guard's interval (guardInterval) until stop closes: the guard's periodic
-// check of what a running background process or MCP stdio server left.
-func everyGuardInterval(stop <-chan struct{}, check func(now time.Time)) {
+// everyGuardInterval calls check until stop closes: when changed's channel closes (the guard saw the root's entries
+// change), within the budget the constants above say, and at the guard's interval (guardInterval) besides. It is the
+// guard's periodic check of what a running background process or MCP stdio server left.
+func everyGuardInterval(stop <-chan struct{}, changed func() <-chan struct{}, check func(now time.Time)) {
+	if guardDeafForTests.Load() {
+		changed = func() <-chan struct{} { return nil }
+	}
 	t := time.NewTimer(guardInterval(0))
 	defer t.Stop()
+	credit, refilled := guardBurst, time.Now() // check time that may be spent now
+	refill := func(now time.Time) {
+		credit, refilled = min(guardBurst, credit+now.Sub(refilled)/guardShare), now
+	}
+	var last time.Time
 	for {
 		select {
 		case <-stop:
 			return
-		case now := <-t.C:
-			check(now)
-			t.Reset(guardInterval(time.Since(now)))
+		case <-t.C:
+		case <-changed():
+			refill(time.Now())
+			wait := max(time.Until(last.Add(guardSpacing)), -credit*guardShare)
+			if wait > 0 {
+				select {
+				case <-stop:
+					return
+				case <-time.After(wait):
+				}
+			}
 		}
+		now := time.Now()
+		check(now)
+		took := time.Since(now)
+		refill(now)
+		credit, last = credit-took, now
+		t.Reset(guardInterval(took))
 	}
 }
 

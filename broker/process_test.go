@@ -1,13 +1,78 @@
 package broker_test
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/garuda-dev/garuda/broker"
 	"github.com/garuda-dev/garuda/broker/brokertest"
+	"github.com/garuda-dev/garuda/internal/testenv"
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
+	"github.com/garuda-dev/garuda/test/nobody"
 )
+
+// TestBackgroundProcessCheckedAtAChange: a background process that plants a repository whose core.fsmonitor runs
+// a program, then keeps running, has it undone as soon as the plant's folders are made, not at the guard's next
+// interval (an hour here): an editor's git view runs git on the same file events. Control: with no check at a change,
+// the plant stays for the interval and runs in the user's git status.
+func TestBackgroundProcessCheckedAtAChange(t *testing.T) {
+	testenv.NeedCommand(t, "git", "git")
+	run := func(t *testing.T, deaf bool) (stays, ran bool) {
+		t.Cleanup(broker.SetGuardEvery(time.Hour))
+		if deaf {
+			t.Cleanup(broker.SetGuardDeaf())
+		}
+		e := brokertest.New(t)
+		c := e.Client()
+		sid := e.Open(c)
+		plant := `printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > fsm && chmod +x fsm && git init -q nested && ` +
+			`git -C nested config core.fsmonitor "$PWD/fsm" && touch planted; exec sleep 600`
+		res := brokertest.Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_START, Command: plant})
+		if !strings.HasPrefix(res.GetContent(), "id: ") {
+			t.Fatalf("start: %s", res.GetContent())
+		}
+		for deadline := time.Now().Add(20 * time.Second); !brokertest.Exists(filepath.Join(e.Root, "planted")); {
+			if time.Now().After(deadline) {
+				t.Fatal("the process planted nothing")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		config := filepath.Join(e.Root, "nested", ".git", "config")
+		fsmonitor := func() bool {
+			out, _ := exec.Command("git", "config", "--file", config, "core.fsmonitor").Output()
+			return strings.TrimSpace(string(out)) != ""
+		}
+		for settled := time.Now().Add(3 * time.Second); time.Now().Before(settled) && fsmonitor(); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		stays = fsmonitor()
+		cmd := exec.Command("git", "status")
+		cmd.Dir = filepath.Join(e.Root, "nested")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+		cmd.Run()
+		return stays, brokertest.Exists(filepath.Join(e.Root, "nested", "PWNED"))
+	}
+	t.Run("control", func(t *testing.T) {
+		if stays, ran := run(t, true); !stays || !ran {
+			t.Fatalf("control: without a check at a change, the plant should stay (%v) and run (%v) until the interval", stays, ran)
+		}
+	})
+	t.Run("at a change", func(t *testing.T) {
+		if stays, ran := run(t, false); stays || ran {
+			t.Errorf("the plant of a running process was not undone when it was made: still there %v, ran in git status %v", stays, ran)
+		}
+	})
+}
+
+// TestBackgroundProcessCheckedAtAChangeAsNobody reruns it as the unprivileged user nobody (a user namespace).
+func TestBackgroundProcessCheckedAtAChangeAsNobody(t *testing.T) {
+	nobody.Rerun(t, "^TestBackgroundProcessCheckedAtAChange$", "TestBackgroundProcessCheckedAtAChange")
+}
 
 // A session that starts process after process keeps only the newest ended ones (their memory and files): the
 // oldest are forgotten, the newest read.

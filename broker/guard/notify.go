@@ -7,6 +7,7 @@ type notifier interface {
 	unwatch(wd int32)                               //
 	poison()                                        // answers can no longer be trusted: every refresh walks whole
 	changed() (dirty, gone map[int32]bool, ok bool) // since the last call; ok false: walk whole
+	changes() <-chan struct{}                       // closed at the next change; nil: no change is told
 	close()
 }
 
@@ -18,4 +19,5 @@ func (noWatch) watch(string) int32                             { return -1 }
 func (noWatch) unwatch(int32)                                  {}
 func (noWatch) poison()                                        {}
 func (noWatch) changed() (dirty, gone map[int32]bool, ok bool) { return nil, nil, false }
+func (noWatch) changes() <-chan struct{}                       { return nil }
 func (noWatch) close()                                         {}

@@ -2,6 +2,8 @@ package guard
 
 import (
 	"errors"
+	"os"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -11,8 +13,12 @@ import (
 // watches follow inodes, so a change made inside a command's own mount namespace is seen too.
 type inotify struct {
 	fd       int
+	f        *os.File // fd, for the runtime's poller: changes waits on it without reading
 	poisoned bool
 	buf      []byte
+
+	mu   sync.Mutex
+	wake chan struct{} // closed at the next event (changes); nil when no one waits
 }
 
 const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_DELETE_SELF |
@@ -25,16 +31,14 @@ func newNotifier() notifier {
 }
 
 func (n *inotify) reset() {
-	if n.fd >= 0 {
-		unix.Close(n.fd)
-	}
+	n.close()
 	n.poisoned = false
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		n.fd, n.poisoned = -1, true
 		return
 	}
-	n.fd = fd
+	n.fd, n.f = fd, os.NewFile(uintptr(fd), "inotify")
 }
 
 func (n *inotify) watch(abs string) int32 {
@@ -90,9 +94,41 @@ func (n *inotify) changed() (dirty, gone map[int32]bool, ok bool) {
 	}
 }
 
+// changes returns a channel closed when the queue holds an event (it may already), or when the watches are closed;
+// nil when they cannot be trusted. It reads nothing: changed still drains the queue.
+func (n *inotify) changes() <-chan struct{} {
+	if n.f == nil || n.poisoned {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.wake == nil {
+		n.wake = make(chan struct{})
+		go n.await(n.f, n.wake)
+	}
+	return n.wake
+}
+
+// await closes wake once f is readable (through the runtime's poller: no thread waits), or closed.
+func (n *inotify) await(f *os.File, wake chan struct{}) {
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Read(func(fd uintptr) bool { //nolint:errcheck // closed: wake as for an event
+			p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			k, err := unix.Poll(p, 0)
+			return err != nil && !errors.Is(err, unix.EINTR) || k > 0
+		})
+	}
+	n.mu.Lock()
+	if n.wake == wake {
+		n.wake = nil
+	}
+	n.mu.Unlock()
+	close(wake)
+}
+
 func (n *inotify) close() {
-	if n.fd >= 0 {
-		unix.Close(n.fd)
-		n.fd = -1
+	if n.f != nil {
+		n.f.Close() // wakes await
+		n.f, n.fd = nil, -1
 	}
 }

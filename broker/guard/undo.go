@@ -69,6 +69,18 @@ func (g *Guard) Begin() (*Watch, error) {
 	return &Watch{g: g, before: s, gen: g.gen}, nil
 }
 
+// Changed returns a channel closed when the entries of a folder the guard watches change next (a file or folder
+// made, removed or renamed; it may be closed already), or when its watches are dropped: a long-running run's next
+// Check need not wait for its interval. nil when no watch can tell (the root is walked whole at every scan).
+func (w *Watch) Changed() <-chan struct{} {
+	w.g.mu.Lock()
+	defer w.g.mu.Unlock()
+	if w.g.t == nil {
+		return nil
+	}
+	return w.g.t.n.changes()
+}
+
 // Before is the scan the watch compares to.
 func (w *Watch) Before() *Snapshot { return w.before }
 
