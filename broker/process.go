@@ -420,14 +420,14 @@ func (s *Service) startProcess(sess *session, command string, spec sandbox.Spec,
 }
 
 // How often the guard checks what a running background process or MCP stdio server left: at once when the entries
-// of a folder it watches change (a file or folder made, removed or renamed), at most guardSpacing apart and within a
-// budget of check time (guardBurst at once, refilled at 1/guardShare of the time passing: 2 % of a core in the long
-// run); else every guardEveryMin while a check is cheap (an incremental scan, well under a millisecond in a project
-// of 20,000 files), spaced to guardShare times what the last check took when it is not (a tree inotify cannot
-// follow, walked whole), at least every guardEvery. Defends against a plant that the user's git (a shell prompt, an
-// editor's git view, which runs on the same file events) runs between checks: the window is the check's own time
-// after the plant's last file, not a second. A change of a file's content alone (no entry made) waits for the
-// interval; so does a plant made while a run spends more than the budget.
+// of a folder it watches change (a file or folder made, removed or renamed) or a file of a git folder does, at most
+// guardSpacing apart and within a budget of check time (guardBurst at once, refilled at 1/guardShare of the time
+// passing: 2 % of a core in the long run); else every guardEveryMin while a check is cheap (an incremental scan,
+// well under a millisecond in a project of 20,000 files), spaced to guardShare times what the last check took when
+// it is not (a tree inotify cannot follow, walked whole), at least every guardEvery. Defends against a plant that
+// the user's git (a shell prompt, an editor's git view, which runs on the same file events) runs between checks:
+// the window is the check's own time after the plant's last file, not a second. A plant made while a run spends
+// more than the budget waits for the interval.
 const (
 	guardEveryMin = time.Second
 	guardEvery    = 30 * time.Second

@@ -16,13 +16,21 @@ import (
 	"github.com/garuda-dev/garuda/test/nobody"
 )
 
-// TestBackgroundProcessCheckedAtAChange: a background process that plants a repository whose core.fsmonitor runs
-// a program, then keeps running, has it undone as soon as the plant's folders are made, not at the guard's next
-// interval (an hour here): an editor's git view runs git on the same file events. Control: with no check at a change,
-// the plant stays for the interval and runs in the user's git status.
+// TestBackgroundProcessCheckedAtAChange: what a running background process plants for git is undone as soon as it
+// is made, not at the guard's next interval (an hour here): an editor's git view runs git on the same file events.
+// Two plants: a new repository whose core.fsmonitor runs a program (new folders and files), and the same key
+// appended in place to the config of a repository an earlier command made (a file's content alone; that config
+// stays writable to later commands). Control: with no check at a change, each plant stays for the interval and
+// runs in the user's git status.
 func TestBackgroundProcessCheckedAtAChange(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
-	run := func(t *testing.T, deaf bool) (stays, ran bool) {
+	program := `printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > fsm && chmod +x fsm && `
+	plants := map[string]struct{ before, plant string }{
+		"new repository": {program + "true", `git init -q nested && git -C nested config core.fsmonitor "$PWD/fsm"`},
+		"config appended": {program + "git init -q nested",
+			`sleep 0.5 && printf '[core]\n\tfsmonitor = %s/fsm\n' "$PWD" >> nested/.git/config`},
+	}
+	run := func(t *testing.T, before, plant string, deaf bool) (stays, ran bool) {
 		t.Cleanup(broker.SetGuardEvery(time.Hour))
 		if deaf {
 			t.Cleanup(broker.SetGuardDeaf())
@@ -30,17 +38,23 @@ func TestBackgroundProcessCheckedAtAChange(t *testing.T) {
 		e := brokertest.New(t)
 		c := e.Client()
 		sid := e.Open(c)
-		plant := `printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > fsm && chmod +x fsm && git init -q nested && ` +
-			`git -C nested config core.fsmonitor "$PWD/fsm" && touch planted; exec sleep 600`
-		res := brokertest.Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_START, Command: plant})
-		if !strings.HasPrefix(res.GetContent(), "id: ") {
+		if res := brokertest.Sh(t, c, sid, before); res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+			t.Fatalf("%s: %s", before, res.GetContent())
+		}
+		res := brokertest.Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_START,
+			Command: plant + " && echo planted; exec sleep 600"})
+		id, ok := strings.CutPrefix(strings.SplitN(res.GetContent(), "\n", 2)[0], "id: ")
+		if !ok {
 			t.Fatalf("start: %s", res.GetContent())
 		}
-		for deadline := time.Now().Add(20 * time.Second); !brokertest.Exists(filepath.Join(e.Root, "planted")); {
-			if time.Now().After(deadline) {
-				t.Fatal("the process planted nothing")
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			read := brokertest.Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_READ, Id: id})
+			if strings.Contains(read.GetContent(), "planted") {
+				break
 			}
-			time.Sleep(20 * time.Millisecond)
+			if time.Now().After(deadline) {
+				t.Fatalf("the process planted nothing: %s", read.GetContent())
+			}
 		}
 		config := filepath.Join(e.Root, "nested", ".git", "config")
 		fsmonitor := func() bool {
@@ -57,16 +71,20 @@ func TestBackgroundProcessCheckedAtAChange(t *testing.T) {
 		cmd.Run()
 		return stays, brokertest.Exists(filepath.Join(e.Root, "nested", "PWNED"))
 	}
-	t.Run("control", func(t *testing.T) {
-		if stays, ran := run(t, true); !stays || !ran {
-			t.Fatalf("control: without a check at a change, the plant should stay (%v) and run (%v) until the interval", stays, ran)
-		}
-	})
-	t.Run("at a change", func(t *testing.T) {
-		if stays, ran := run(t, false); stays || ran {
-			t.Errorf("the plant of a running process was not undone when it was made: still there %v, ran in git status %v", stays, ran)
-		}
-	})
+	for name, p := range plants {
+		t.Run(name, func(t *testing.T) {
+			t.Run("control", func(t *testing.T) {
+				if stays, ran := run(t, p.before, p.plant, true); !stays || !ran {
+					t.Fatalf("control: without a check at a change, the plant should stay (%v) and run (%v) until the interval", stays, ran)
+				}
+			})
+			t.Run("at a change", func(t *testing.T) {
+				if stays, ran := run(t, p.before, p.plant, false); stays || ran {
+					t.Errorf("the plant of a running process was not undone when it was made: still there %v, ran in git status %v", stays, ran)
+				}
+			})
+		})
+	}
 }
 
 // TestBackgroundProcessCheckedAtAChangeAsNobody reruns it as the unprivileged user nobody (a user namespace).

@@ -3,7 +3,7 @@ package guard
 // notifier tells the walk which folders' entries changed since it last asked.
 type notifier interface {
 	reset()                                         // forget every watch
-	watch(abs string) int32                         // watch a folder's entries; -1 when not watched
+	watch(abs string, content bool) int32           // watch a folder's entries (and files); -1 when not watched
 	unwatch(wd int32)                               //
 	poison()                                        // answers can no longer be trusted: every refresh walks whole
 	changed() (dirty, gone map[int32]bool, ok bool) // since the last call; ok false: walk whole
@@ -15,7 +15,7 @@ type notifier interface {
 type noWatch struct{}
 
 func (noWatch) reset()                                         {}
-func (noWatch) watch(string) int32                             { return -1 }
+func (noWatch) watch(string, bool) int32                       { return -1 }
 func (noWatch) unwatch(int32)                                  {}
 func (noWatch) poison()                                        {}
 func (noWatch) changed() (dirty, gone map[int32]bool, ok bool) { return nil, nil, false }

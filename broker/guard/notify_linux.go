@@ -24,6 +24,10 @@ type inotify struct {
 const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_DELETE_SELF |
 	unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
 
+// contentMask adds the changes of the files in a git folder and its hooks folder (a config appended to, a hook
+// rewritten or made executable in place): they wake a running process's check (changes) like a new entry.
+const contentMask = watchMask | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_ATTRIB
+
 func newNotifier() notifier {
 	n := &inotify{fd: -1, buf: make([]byte, 64<<10)}
 	n.reset()
@@ -41,11 +45,15 @@ func (n *inotify) reset() {
 	n.fd, n.f = fd, os.NewFile(uintptr(fd), "inotify")
 }
 
-func (n *inotify) watch(abs string) int32 {
+func (n *inotify) watch(abs string, content bool) int32 {
 	if n.fd < 0 || n.poisoned {
 		return -1
 	}
-	wd, err := unix.InotifyAddWatch(n.fd, abs, watchMask)
+	mask := uint32(watchMask)
+	if content {
+		mask = contentMask
+	}
+	wd, err := unix.InotifyAddWatch(n.fd, abs, mask)
 	if err != nil {
 		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.ENOMEM) {
 			n.poisoned = true // out of watches: walk whole every time

@@ -166,6 +166,7 @@ func (t *tree) reload(rel string, old *node) {
 	}
 	t.count += nd.count - old.count
 	t.nodes[rel] = nd
+	t.watchFiles(rel, nd)
 	for _, s := range old.subdirs {
 		if !slices.Contains(nd.subdirs, s) {
 			t.drop(path.Join(rel, s.name))
@@ -175,6 +176,14 @@ func (t *tree) reload(rel string, old *node) {
 		if _, known := t.nodes[path.Join(rel, s.name)]; !known {
 			t.load(path.Join(rel, s.name), nd.inGit || nd.gitDir || s.name == ".git", s.mode)
 		}
+	}
+}
+
+// watchFiles watches the files of a git folder that is not named .git (HEAD beside objects and refs) as well as
+// its entries, once the read found it is one: folders in a git folder are watched so from the start (load).
+func (t *tree) watchFiles(rel string, nd *node) {
+	if nd.gitDir && !nd.inGit && nd.wd >= 0 {
+		t.n.watch(t.abs(rel), true)
 	}
 }
 
@@ -212,7 +221,7 @@ func (t *tree) load(rel string, inGit bool, mode walkMode) {
 		t.over = true
 		return
 	}
-	wd := t.n.watch(t.abs(rel)) // before reading: a change made while it is read is not missed
+	wd := t.n.watch(t.abs(rel), inGit) // before reading: a change made while it is read is not missed
 	if wd >= 0 {
 		if other, taken := t.byWD[wd]; taken && other != rel {
 			t.n.poison() // the same folder under two names (a bind mount): walk whole from now on
@@ -223,6 +232,7 @@ func (t *tree) load(rel string, inGit bool, mode walkMode) {
 	if !ok {
 		return
 	}
+	t.watchFiles(rel, nd)
 	t.nodes[rel] = nd
 	t.count += nd.count
 	if t.count > t.max {
