@@ -48,8 +48,13 @@ func benchCall(b *testing.B, c execv1.ExecServiceClient, sid string, op *execv1.
 func BenchmarkBrokerEditFile(b *testing.B) {
 	e := brokertest.New(b)
 	c := e.Client()
-	sid := e.Open(c)
-	os.WriteFile(filepath.Join(e.Root, "a.go"), []byte(strings.Repeat("line of code\n", 8000)+"MARK-A\n"), 0o644)
+	benchEditBackAndForth(b, e.Root, c, e.Open(c))
+}
+
+// benchEditBackAndForth writes a 100 KB a.go into root and times edit_file calls in session sid that turn its mark
+// MARK-A into MARK-B and back, one call an iteration.
+func benchEditBackAndForth(b *testing.B, root string, c execv1.ExecServiceClient, sid string) {
+	os.WriteFile(filepath.Join(root, "a.go"), []byte(strings.Repeat("line of code\n", 8000)+"MARK-A\n"), 0o644)
 	ops := []*execv1.Start{brokertest.EditOp("a.go", "MARK-A", "MARK-B", false), brokertest.EditOp("a.go", "MARK-B", "MARK-A", false)}
 	i := 0
 	for b.Loop() {

@@ -1,9 +1,6 @@
 package broker_test
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/garuda-dev/garuda/broker/brokertest"
@@ -46,11 +43,5 @@ func BenchmarkBrokerEditFileBigProject(b *testing.B) {
 	c := e.Client()
 	sid := e.Open(c)
 	brokertest.Sh(b, c, sid, "true")
-	os.WriteFile(filepath.Join(e.Root, "a.go"), []byte(strings.Repeat("line of code\n", 8000)+"MARK-A\n"), 0o644)
-	ops := []*execv1.Start{brokertest.EditOp("a.go", "MARK-A", "MARK-B", false), brokertest.EditOp("a.go", "MARK-B", "MARK-A", false)}
-	i := 0
-	for b.Loop() {
-		benchCall(b, c, sid, ops[i%2])
-		i++
-	}
+	benchEditBackAndForth(b, e.Root, c, sid)
 }

@@ -3,7 +3,6 @@ package test
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
 	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
+	"github.com/garuda-dev/garuda/internal/testenv"
 	"github.com/garuda-dev/garuda/test/editor"
 )
 
@@ -227,12 +227,7 @@ func settle() { time.Sleep(150 * time.Millisecond) }
 // log stops at 64 MiB, and nothing of the servers is left running.
 func TestRunMCPServersThatCannotStart(t *testing.T) {
 	e := newRunEnv(t, fakeprovider.Turn{Text: "still here"})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := ln.Addr().String()
-	ln.Close()
+	refused := testenv.RefusedAddress(t)
 	marker := fmt.Sprintf("garuda-mcp-flood-%d", time.Now().UnixNano())
 	plain := filepath.Join(e.root, "notes.txt")
 	os.WriteFile(plain, []byte("not a program\n"), 0o644)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
 	"github.com/garuda-dev/garuda/frontend/model/fakeprovider"
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // garuda run's flags for what a run with no terminal cannot ask: --allow-mcp SERVER, --allow-host HOST and
@@ -256,37 +257,24 @@ func anthropicThroughProxy(t *testing.T, provider string) []string {
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
 	target := strings.TrimPrefix(provider, "http://")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				br := bufio.NewReader(conn)
-				req, err := http.ReadRequest(br)
-				if err != nil || req.Method != http.MethodConnect || req.Host != "api.anthropic.com:443" {
-					io.WriteString(conn, "HTTP/1.1 403 Forbidden\r\n\r\n")
-					return
-				}
-				io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n")
-				tc := tls.Server(&bufferedConn{conn, br}, cfg)
-				up, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				go io.Copy(up, tc)
-				io.Copy(tc, up)
-			}()
+	ln := testenv.Serve(t, "tcp", "127.0.0.1:0", func(conn net.Conn) {
+		defer conn.Close()
+		br := bufio.NewReader(conn)
+		req, err := http.ReadRequest(br)
+		if err != nil || req.Method != http.MethodConnect || req.Host != "api.anthropic.com:443" {
+			io.WriteString(conn, "HTTP/1.1 403 Forbidden\r\n\r\n")
+			return
 		}
-	}()
+		io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n")
+		tc := tls.Server(&bufferedConn{conn, br}, cfg)
+		up, err := net.Dial("tcp", target)
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		go io.Copy(up, tc)
+		io.Copy(tc, up)
+	})
 	return []string{"HTTPS_PROXY=http://" + ln.Addr().String(), "SSL_CERT_FILE=" + certFile}
 }
 

@@ -30,6 +30,18 @@ type rpcError struct {
 
 func (e *rpcError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
 
+// sessionUpdate is what procbench reads of a session/update notification's params: the session, and the tool
+// call an update is about with its status and content.
+type sessionUpdate struct {
+	SessionID string `json:"sessionId"`
+	Update    struct {
+		Kind       string          `json:"sessionUpdate"`
+		ToolCallID string          `json:"toolCallId"`
+		Status     string          `json:"status"`
+		Content    json.RawMessage `json:"content"`
+	} `json:"update"`
+}
+
 // reply is a response as it arrived, with the time it was read.
 type reply struct {
 	msg message

@@ -346,14 +346,7 @@ func (r *runner) once(ctx context.Context, idx int) (s sample, err error) {
 // completed whose content mentions want.
 func toolCompleted(updates []json.RawMessage, id, want string) bool {
 	for _, raw := range updates {
-		var u struct {
-			Update struct {
-				Kind       string          `json:"sessionUpdate"`
-				ToolCallID string          `json:"toolCallId"`
-				Status     string          `json:"status"`
-				Content    json.RawMessage `json:"content"`
-			} `json:"update"`
-		}
+		var u sessionUpdate
 		if json.Unmarshal(raw, &u) != nil || u.Update.ToolCallID != id || u.Update.Status != "completed" {
 			continue
 		}

@@ -238,22 +238,12 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 	loading := map[string]bool{}     // sessions whose load is replaying
 	sleepSaid := map[string]string{} // what each session's last sleep call said when it ended
 	ed.onUpdate = func(params json.RawMessage) {
-		var u struct {
-			Update struct {
-				Kind       string          `json:"sessionUpdate"`
-				ToolCallID string          `json:"toolCallId"`
-				Status     string          `json:"status"`
-				Content    json.RawMessage `json:"content"`
-			} `json:"update"`
-		}
-		var sid struct {
-			SessionID string `json:"sessionId"`
-		}
-		json.Unmarshal(params, &sid)
+		var u sessionUpdate
+		err := json.Unmarshal(params, &u)
 		mu.Lock()
-		replay := loading[sid.SessionID]
+		replay := loading[u.SessionID]
 		mu.Unlock()
-		if replay || json.Unmarshal(params, &u) != nil || u.Update.Kind != "tool_call_update" {
+		if replay || err != nil || u.Update.Kind != "tool_call_update" {
 			return // a load's replay repeats what was counted when it happened
 		}
 		if u.Update.Status != "completed" && u.Update.Status != "failed" {
@@ -263,7 +253,7 @@ func (r *runner) soak(ctx context.Context, cfg soakConfig) (res soakResult, err 
 		mu.Lock()
 		tools[name+" "+u.Update.Status]++
 		if name == "sleep (cancelled)" {
-			sleepSaid[sid.SessionID] = fmt.Sprintf("%s %.300s", u.Update.Status, u.Update.Content)
+			sleepSaid[u.SessionID] = fmt.Sprintf("%s %.300s", u.Update.Status, u.Update.Content)
 		}
 		if u.Update.Status == "failed" && name != "sleep (cancelled)" && len(res.why) < 5 {
 			res.why = append(res.why, fmt.Sprintf("%s: %.300s", name, u.Update.Content))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/garuda-dev/garuda/broker/config"
 	"github.com/garuda-dev/garuda/broker/mcphost/mcptest"
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -546,12 +546,7 @@ func TestHTTPServerHeadersAndUnauthorized(t *testing.T) {
 // ever is a notice that says so in words, naming no transport's text and nothing the server sent; the session's
 // other servers start.
 func TestHTTPServerFailuresInWords(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := ln.Addr().String()
-	ln.Close()
+	refused := testenv.RefusedAddress(t)
 	good := mcptest.Handler("")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -606,7 +601,7 @@ func TestHTTPServerFailuresInWords(t *testing.T) {
 		t.Fatalf("the good server: %+v %v", res, err)
 	}
 	// A server's own error answer (here to a resource it does not have) is its words, not the HTTP exchange's.
-	_, err = h.ReadResource(context.Background(), "good", "file:///no/such/resource")
+	_, err := h.ReadResource(context.Background(), "good", "file:///no/such/resource")
 	if err == nil || strings.Contains(err.Error(), "MCP endpoint") || strings.Contains(err.Error(), "HTTP") {
 		t.Errorf("a JSON-RPC error: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/garuda-dev/garuda/broker/netguard"
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // serve runs a proxy on 127.0.0.1 that allows the hosts in allow (with their private addresses); finish stops it
@@ -196,12 +197,7 @@ func TestProxyMaxConns(t *testing.T) {
 // An allowed host that cannot be reached is a 502 whose body says why in words (what curl shows the command's user),
 // not the transport's text; the audit record keeps the cause.
 func TestProxyUnreachableInWords(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := ln.Addr().String()
-	ln.Close()
+	refused := testenv.RefusedAddress(t)
 	proxy, finish := serve(t, "127.0.0.1")
 	resp, err := client(proxy, nil).Get("http://" + refused + "/")
 	if err != nil {

@@ -37,34 +37,26 @@ const (
 	stepExec
 )
 
+// stepNames says what each step does, for the error that names the one that failed.
+var stepNames = [...]string{
+	stepChdir:      "enter the working folder",
+	stepRlimitData: "set RLIMIT_DATA",
+	stepNoNewPrivs: "set no_new_privs",
+	stepLandlock:   "landlock: restrict self",
+	stepCapBound:   "drop the bounding set of capabilities",
+	stepSecurebits: "lock securebits",
+	stepAmbient:    "clear ambient capabilities",
+	stepCapset:     "clear capability sets",
+	stepCapsLeft:   "capabilities still held after dropping",
+	stepSeccomp:    "seccomp: install filter",
+	stepCloseFDs:   "mark descriptors close-on-exec",
+	stepSignals:    "reset signal handlers",
+	stepExec:       "exec",
+}
+
 func (s childStep) String() string {
-	switch s {
-	case stepChdir:
-		return "enter the working folder"
-	case stepRlimitData:
-		return "set RLIMIT_DATA"
-	case stepNoNewPrivs:
-		return "set no_new_privs"
-	case stepLandlock:
-		return "landlock: restrict self"
-	case stepCapBound:
-		return "drop the bounding set of capabilities"
-	case stepSecurebits:
-		return "lock securebits"
-	case stepAmbient:
-		return "clear ambient capabilities"
-	case stepCapset:
-		return "clear capability sets"
-	case stepCapsLeft:
-		return "capabilities still held after dropping"
-	case stepSeccomp:
-		return "seccomp: install filter"
-	case stepCloseFDs:
-		return "mark descriptors close-on-exec"
-	case stepSignals:
-		return "reset signal handlers"
-	case stepExec:
-		return "exec"
+	if int(s) < len(stepNames) && stepNames[s] != "" {
+		return stepNames[s]
 	}
 	return fmt.Sprintf("step %d", uint32(s))
 }

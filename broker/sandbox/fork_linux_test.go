@@ -82,3 +82,19 @@ func TestAttackHostnameAndClock(t *testing.T) {
 		expectWorked(t, "hostname", f.unsandboxed("unshare --uts hostname garuda-pwned"))
 	}
 }
+
+// TestChildStepNames: the error of a command that could not start names the step that failed in words, for every
+// step the child has; a number the child never writes is still shown, as a number.
+func TestChildStepNames(t *testing.T) {
+	for s := stepChdir; s <= stepExec; s++ {
+		if name := s.String(); name == "" || strings.HasPrefix(name, "step ") {
+			t.Errorf("step %d has no name: %q", uint32(s), name)
+		}
+	}
+	if got := childStep(0).String(); got != "step 0" {
+		t.Errorf("childStep(0) = %q", got)
+	}
+	if got := (stepExec + 1).String(); got != fmt.Sprintf("step %d", uint32(stepExec+1)) {
+		t.Errorf("a step past the last = %q", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/garuda-dev/garuda/internal/testenv"
 	"github.com/garuda-dev/garuda/internal/testproc"
 )
 
@@ -97,24 +98,13 @@ func TestSharedNetwork(t *testing.T) {
 
 // fakeProxy answers every connection to a unix socket with an HTTP response naming it, then closes it.
 func fakeProxy(t *testing.T, path, name string) {
-	ln, err := net.Listen("unix", path)
-	must(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				buf := make([]byte, 4096)
-				_, _ = c.Read(buf)
-				fmt.Fprintf(c, "HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(name), name)
-			}()
-		}
-	}()
+	testenv.Serve(t, "unix", path, func(c net.Conn) {
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 4096)
+		_, _ = c.Read(buf)
+		fmt.Fprintf(c, "HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(name), name)
+	})
 }
 
 // TestSharedNetworkProxyIsTheCommands: in a session's shared network namespace each command's forwarder to the

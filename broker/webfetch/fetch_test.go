@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/garuda-dev/garuda/broker/netguard"
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 func target(t *testing.T, raw string) netguard.Target {
@@ -168,28 +168,8 @@ func TestFetchDecidesEveryHop(t *testing.T) {
 // A fetch that fails on the way (nothing listens, not HTTP, not TLS, a body that says text but is binary) says so in
 // words, not in the transport's text.
 func TestFetchFailuresInWords(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := ln.Addr().String()
-	ln.Close()
-	garbage, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer garbage.Close()
-	go func() {
-		for {
-			c, err := garbage.Accept()
-			if err != nil {
-				return
-			}
-			c.Read(make([]byte, 4096))
-			c.Write([]byte("this is not http at all\r\n\r\n"))
-			c.Close()
-		}
-	}()
+	refused := testenv.RefusedAddress(t)
+	garbage := testenv.Answering(t, "this is not http at all\r\n\r\n")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00"))
@@ -197,7 +177,7 @@ func TestFetchFailuresInWords(t *testing.T) {
 	defer srv.Close()
 	for url, want := range map[string]string{
 		"http://" + refused + "/":                                 "nothing accepts connections at " + refused + " (connection refused)",
-		"http://" + garbage.Addr().String() + "/":                 "did not answer in HTTP",
+		"http://" + garbage + "/":                                 "did not answer in HTTP",
 		"https://" + strings.TrimPrefix(srv.URL, "http://") + "/": "does not speak TLS",
 		srv.URL + "/lying":                                        "says it is text/plain, but its body is binary",
 	} {

@@ -3,22 +3,18 @@ package model
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // A provider that cannot be reached is said in words, naming its address, for each provider type; a connection
 // that will fail the same way however often it is tried (an http server given as https) is not retried.
 func TestConnectionFailuresInWords(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := ln.Addr().String()
-	ln.Close()
+	refused := testenv.RefusedAddress(t)
 	plain := httptest.NewServer(http.NotFoundHandler())
 	defer plain.Close()
 	notTLS := "https://" + strings.TrimPrefix(plain.URL, "http://")

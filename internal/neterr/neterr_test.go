@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/garuda-dev/garuda/internal/testenv"
 )
 
 // get is one GET of url through a fresh transport (no proxy), and its error.
@@ -33,47 +35,19 @@ func get(t *testing.T, url string, tr *http.Transport) error {
 	return err
 }
 
-// rawServer accepts connections on 127.0.0.1 and answers each with reply (then closes it).
-func rawServer(t *testing.T, reply string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			buf := make([]byte, 4096)
-			c.Read(buf)
-			c.Write([]byte(reply))
-			c.Close()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // Each failure of a real connection (on 127.0.0.1) is said in words that name the address, never in the
 // transport's text; the error still unwraps to the transport's.
 func TestWordsOfRealFailures(t *testing.T) {
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := closed.Addr().String()
-	closed.Close()
+	refused := testenv.RefusedAddress(t)
 	tlsSrv := httptest.NewUnstartedServer(http.NotFoundHandler())
 	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is the test, not news
 	tlsSrv.StartTLS()
 	defer tlsSrv.Close()
 	plain := httptest.NewServer(http.NotFoundHandler())
 	defer plain.Close()
-	garbage := rawServer(t, "this is not http at all\r\n\r\n")
-	short := rawServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
-	bigHead := rawServer(t, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("a", 2<<20)+"\r\n\r\n")
+	garbage := testenv.Answering(t, "this is not http at all\r\n\r\n")
+	short := testenv.Answering(t, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+	bigHead := testenv.Answering(t, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("a", 2<<20)+"\r\n\r\n")
 
 	for _, c := range []struct {
 		name, url string

@@ -146,15 +146,7 @@ func installed(t *testing.T, dist string) (dir, exe string, args []string) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachTarMember(t, gz, func(h *tar.Header, content io.Reader) {
 		if strings.Contains(h.Name, "/") || h.Typeflag != tar.TypeReg {
 			t.Fatalf("archive member %q (type %c): want only regular files at the top", h.Name, h.Typeflag)
 		}
@@ -162,11 +154,11 @@ func installed(t *testing.T, dist string) (dir, exe string, args []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := io.Copy(out, tr); err != nil {
+		if _, err := io.Copy(out, content); err != nil {
 			t.Fatal(err)
 		}
 		out.Close()
-	}
+	})
 	return dir, filepath.Join(dir, strings.TrimPrefix(target.Cmd, "./")), target.Args
 }
 

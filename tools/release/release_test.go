@@ -298,26 +298,35 @@ func readArchive(t *testing.T, path string, mtime time.Time) []archived {
 	if gz.Name != "" || !gz.ModTime.IsZero() {
 		t.Errorf("gzip header names %q at %v; want no name and no time", gz.Name, gz.ModTime)
 	}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachTarMember(t, gz, func(h *tar.Header, content io.Reader) {
 		if h.Typeflag != tar.TypeReg || h.Uid != 0 || h.Gid != 0 || h.Uname != "" || h.Gname != "" || !h.ModTime.Equal(mtime) {
 			t.Errorf("%s: type %c, owner %d:%d (%q:%q), time %v; want a regular file of 0:0, no names, at %v",
 				h.Name, h.Typeflag, h.Uid, h.Gid, h.Uname, h.Gname, h.ModTime, mtime)
 		}
-		b, err := io.ReadAll(tr)
+		b, err := io.ReadAll(content)
 		if err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, archived{h.Name, h.Mode, b})
-	}
+	})
 	return files
+}
+
+// eachTarMember calls member with each header of the tar stream r and the member's content, in archive order; a
+// stream that cannot be read fails the test.
+func eachTarMember(t *testing.T, r io.Reader, member func(h *tar.Header, content io.Reader)) {
+	t.Helper()
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		member(h, tr)
+	}
 }
 
 // checkArchivedBinary checks that a binary is for p, static, built with the shipped settings and stamped with the version.
