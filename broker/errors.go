@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/garuda-dev/garuda/broker/homefile"
 	"github.com/garuda-dev/garuda/broker/sessionlog"
 )
 
@@ -37,7 +38,7 @@ func toStatus(err error) error {
 	code := codes.Internal
 	switch {
 	case errors.Is(err, ErrRootNotAbsolute), errors.Is(err, ErrRootNotFolder), errors.Is(err, ErrBadMode),
-		errors.Is(err, ErrProtocol), errors.Is(err, ErrBadRequest), errors.Is(err, sessionlog.ErrBadID),
+		errors.Is(err, ErrProtocol), errors.Is(err, ErrBadRequest), errors.Is(err, homefile.ErrBadID),
 		errors.Is(err, sessionlog.ErrCorrupt), errors.Is(err, sessionlog.ErrBadCursor):
 		code = codes.InvalidArgument
 	case errors.Is(err, sessionlog.ErrNotFound):

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/garuda-dev/garuda/broker/sessionlog"
+	"github.com/garuda-dev/garuda/broker/undo"
 )
 
 // A status carries the failure's words; the sentinels that chose its code add none.
@@ -26,6 +27,8 @@ func TestToStatusWords(t *testing.T) {
 		{fmt.Errorf("session s1 belongs to the project /a, not /b; open it from there: %w", sessionlog.ErrForeign),
 			codes.PermissionDenied, "session s1 belongs to the project /a, not /b; open it from there"},
 		{fmt.Errorf("root %q: %w", "x", ErrRootNotAbsolute), codes.InvalidArgument, `root "x": the root must be an absolute path`},
+		{fmt.Errorf("undo %q: %w", "../x", undo.ErrBadSession), codes.InvalidArgument, `undo "../x": invalid session id`},
+		{fmt.Errorf("session id %q: %w", "../x", sessionlog.ErrBadID), codes.InvalidArgument, `session id "../x": invalid session id`},
 	} {
 		st, _ := status.FromError(toStatus(c.err))
 		if st.Code() != c.code || st.Message() != c.msg {

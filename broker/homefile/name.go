@@ -1,5 +1,11 @@
 package homefile
 
+import "errors"
+
+// ErrBadID is returned for an id ValidID refuses (one error for every package that checks one: the broker turns it
+// into InvalidArgument).
+var ErrBadID = errors.New("invalid session id")
+
 // ValidID says whether id may name a file or folder of $GARUDA_HOME (a session id): 1 to 128 of [A-Za-z0-9_-].
 // Defends against a hostile id naming another path ("../x", "/etc/passwd", NUL...). A loop, not a regexp: the
 // regexp's {1,128} compiles to 128 states at every process start.

@@ -31,7 +31,7 @@ const (
 
 var (
 	// ErrBadID is returned for a session id that is not [A-Za-z0-9_-]{1,128}.
-	ErrBadID = errors.New("invalid session id")
+	ErrBadID = homefile.ErrBadID
 	// ErrClosed is returned by Append after Close.
 	ErrClosed = errors.New("session file closed")
 	// ErrFull is returned by Append for an entry that would take the file past MaxFileSize.

@@ -24,7 +24,7 @@ var (
 	// ErrChanged is matched (errors.Is) by the error Undo returns when the file changed since Garuda wrote it.
 	ErrChanged = errors.New("changed since Garuda wrote it; undo refused")
 	// ErrBadSession is returned for a session id that is not [A-Za-z0-9_-]{1,128}.
-	ErrBadSession = errors.New("invalid session id")
+	ErrBadSession = homefile.ErrBadID
 )
 
 // Entry is one snapshot: the file at Path before Garuda wrote it (Existed, OldSHA256) and what the write produced
