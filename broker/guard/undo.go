@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/garuda-dev/garuda/internal/pathglob"
+	"github.com/garuda-dev/garuda/policy"
 )
 
 // Report is what the guard found and undid after a command.
@@ -147,8 +148,12 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 	}
 	// Protected files and folders the run created, outside git folders (which are neutralised, not removed).
 	// Only inside a .git folder is a protected path git's own (its config, hooks, info): a folder that merely looks
-	// like a bare repository (HEAD, objects, refs) shelters no editor file or .envrc a command creates in it.
+	// like a bare repository (HEAD, objects, refs) shelters no editor file or .envrc a command creates in it, and a
+	// .git folder no git front end's configuration (lazygit's lazygit.yml), which git never writes.
 	inRepo := func(p string) bool {
+		if policy.GitFrontEndConfig(p) {
+			return false
+		}
 		for dir := range after.repos {
 			if _, in := pathglob.Within(dir, p); in && inDotGit(dir) {
 				return true
