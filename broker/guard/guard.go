@@ -181,9 +181,10 @@ type Snapshot struct {
 }
 
 type repo struct {
-	fp     string            // config, config.worktree, commondir and the hooks folder's listing
+	fp     string            // config, config.worktree, commondir, the rebase's steps and the hooks folder's listing
 	common string            // the folder its commondir names, root-relative; "" when none or outside the root
 	hooks  map[string]string // name → fingerprint, in the folder git runs hooks from
+	execs  map[string]bool   // the exec lines of the rebase under way (rebaseTodo), as they were
 	facts  policy.GitRepo
 }
 
@@ -497,6 +498,9 @@ func (g *Guard) readRepo(dir string) *repo {
 	}
 	r.facts.Includes = append(g.readConfig(path.Join(dir, "config"), seen, 0, each),
 		g.readConfig(path.Join(dir, "config.worktree"), seen, 0, each)...)
+	if data, err := g.readFile(path.Join(dir, rebaseTodo), maxConfig); err == nil {
+		r.execs = execLines(data)
+	}
 	hooksDir := path.Join(dir, "hooks")
 	if hooksPath != "" && !strings.HasPrefix(hooksPath, "~") {
 		if hp, ok := g.rel(hooksFrom, hooksPath); ok {
@@ -525,12 +529,12 @@ func (g *Guard) readRepo(dir string) *repo {
 	return r
 }
 
-// repoPrint is a git folder's fingerprint (its config, config.worktree and commondir, and each hook of its own
-// hooks folder), without reading any of them.
+// repoPrint is a git folder's fingerprint (its config, config.worktree and commondir, the steps of a rebase under
+// way, and each hook of its own hooks folder), without reading any of them.
 func (g *Guard) repoPrint(dir string) *repo {
 	r := &repo{hooks: map[string]string{}}
 	var fp strings.Builder
-	for _, name := range []string{"config", "config.worktree", "commondir"} {
+	for _, name := range []string{"config", "config.worktree", "commondir", rebaseTodo} {
 		fp.WriteString(fingerprint(g.abs(path.Join(dir, name))) + ";")
 	}
 	ents, _ := g.readDir(path.Join(dir, "hooks"))
