@@ -75,6 +75,17 @@ type Guard struct {
 	// own are the .git files and links of the session's first scan (the user's worktrees and submodules), with
 	// their fingerprints: only their repositories outside the root are read (outsidePointed).
 	own map[string]string
+	// userRel is what the user's global git config names by a relative path, read at each scan before the
+	// repositories (readRepo takes it as each repository's own).
+	userRel userRelative
+}
+
+// userRelative is what the user's global git config names by a relative path, which git takes, in each repository,
+// relative to its work tree's top (where it runs hooks and programs): its core.hooksPath (`.githooks`, a team's
+// versioned hooks in every repository), and the values of its program-running keys (a filter's `scripts/clean`).
+type userRelative struct {
+	hooksPath string
+	programs  []string
 }
 
 // New makes the guard of root (absolute, clean).
@@ -91,10 +102,11 @@ func (g *Guard) Prime() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var facts []policy.GitRepo
+	user := g.userConfig()
 	if fi, err := os.Lstat(g.abs(".git")); err == nil && fi.IsDir() {
 		facts = append(facts, g.readRepo(".git").facts)
 	}
-	facts = append(facts, g.userConfig(), g.enclosingConfig())
+	facts = append(facts, user, g.enclosingConfig())
 	if fi, err := os.Lstat(g.abs(".git")); err == nil && !fi.IsDir() {
 		facts = append(facts, g.outsidePointed(map[string]string{".git": ""})...)
 	}
@@ -223,6 +235,7 @@ func (g *Guard) snapshot(t *tree) *Snapshot {
 		links: map[string]bool{}, pointedFP: map[string]string{}, denyKey: g.opts.DenyKey, hasDeny: g.opts.Deny != nil}
 	var prot []string
 	var hiddenGit []policy.GitRepo
+	user := g.userConfig() // before the repositories: what it names by a relative path is each one's (userRel)
 	for rel, nd := range t.nodes {
 		for _, name := range nd.denied {
 			s.denied = append(s.denied, path.Join(rel, name))
@@ -291,7 +304,7 @@ func (g *Guard) snapshot(t *tree) *Snapshot {
 			own[p] = fp
 		}
 	}
-	facts = append(append(facts, g.userConfig(), g.enclosingConfig()), g.outsidePointed(own)...)
+	facts = append(append(facts, user, g.enclosingConfig()), g.outsidePointed(own)...)
 	s.pointed = policy.GitPointed(facts)
 	for _, l := range g.linked {
 		if !slices.Contains(s.pointed, l) {
@@ -498,6 +511,15 @@ func (g *Guard) readRepo(dir string) *repo {
 	}
 	r.facts.Includes = append(g.readConfig(path.Join(dir, "config"), seen, 0, each),
 		g.readConfig(path.Join(dir, "config.worktree"), seen, 0, each)...)
+	// What the user's global config names by a relative path is this repository's: its hooks folder, unless its
+	// own config names another, and its programs. Defends against a command that plants a hook in the .githooks
+	// a global core.hooksPath names in every repository.
+	if hooksPath == "" && g.userRel.hooksPath != "" {
+		hooksPath, hooksFrom = g.userRel.hooksPath, r.facts.Top
+	}
+	for _, v := range g.userRel.programs {
+		r.facts.Programs = append(r.facts.Programs, g.programPaths(v, r.facts.Top, cmp.Or(r.common, dir), dir, false)...)
+	}
 	if data, err := g.readFile(path.Join(dir, rebaseTodo), maxConfig); err == nil {
 		r.execs = execLines(data)
 	}
@@ -638,7 +660,8 @@ func (g *Guard) expandHome(v string) string {
 // root: the files they include, their core.hooksPath folder and the programs they name by an absolute path. git
 // reads and runs these in every repository: defends against a command that rewrites ~/dotfiles/gitconfig (an
 // include), ~/git-hooks/pre-commit or ~/tools/credential-helper, when the root is or holds the home folder (whose
-// own dot files HomeProtected covers) or is a dotfiles repository the home links to or includes from.
+// own dot files HomeProtected covers) or is a dotfiles repository the home links to or includes from. What they
+// name by a relative path, which git takes in each repository, it leaves in g.userRel for readRepo.
 func (g *Guard) userConfig() policy.GitRepo {
 	var r policy.GitRepo
 	home := g.opts.UserHome
@@ -649,13 +672,18 @@ func (g *Guard) userConfig() policy.GitRepo {
 		r.Dir, r.Top = path.Join(rel, ".gitconfig"), rel
 	}
 	seen := map[string]bool{}
+	var rel userRelative
+	defer func() { g.userRel = rel }()
 	each := func(e entry) {
 		switch section, _, _, key := e.parts(); {
 		case section == "core" && key == "hookspath":
+			rel.hooksPath = "" // the last one wins
 			if v := g.expandHome(e.value); filepath.IsAbs(v) {
 				if hp, ok := g.rel("", v); ok && hp != "" {
 					r.HooksPath = hp
 				}
+			} else if !e.noValue && v != "" && !strings.HasPrefix(v, "~") {
+				rel.hooksPath = v // relative to each repository's work tree (readRepo)
 			}
 		case section == "init" && key == "templatedir":
 			// git init and git clone copy its hooks into every new repository
@@ -665,8 +693,11 @@ func (g *Guard) userConfig() policy.GitRepo {
 				}
 			}
 		case runs(e) && section != "alias":
-			// Only absolute paths: a relative one is relative to whichever repository git runs in.
+			// Absolute paths here; a relative one is relative to whichever repository git runs in (readRepo).
 			r.Programs = append(r.Programs, g.programPaths(e.value, "", "", "", true)...)
+			if section != "include" && section != "includeif" {
+				rel.programs = append(rel.programs, e.value)
+			}
 		}
 	}
 	for _, f := range []string{home + "/.gitconfig", home + "/.config/git/config"} {
