@@ -656,7 +656,7 @@ func (g *Guard) expandHome(v string) string {
 	return v
 }
 
-// userConfig is what the user's global git configs (~/.gitconfig, ~/.config/git/config) point git at inside the
+// userConfig is what the global git configs (globalConfigs: ~/.gitconfig, ~/.config/git/config) point git at inside the
 // root: the files they include, their core.hooksPath folder and the programs they name by an absolute path. git
 // reads and runs these in every repository: defends against a command that rewrites ~/dotfiles/gitconfig (an
 // include), ~/git-hooks/pre-commit or ~/tools/credential-helper, when the root is or holds the home folder (whose
@@ -700,7 +700,7 @@ func (g *Guard) userConfig() policy.GitRepo {
 			}
 		}
 	}
-	for _, f := range []string{home + "/.gitconfig", home + "/.config/git/config"} {
+	for _, f := range globalConfigs(home) {
 		real, err := filepath.EvalSymlinks(f)
 		if err != nil {
 			continue
@@ -712,6 +712,26 @@ func (g *Guard) userConfig() policy.GitRepo {
 		r.Includes = append(r.Includes, g.readOutside(real, seen, each)...)
 	}
 	return r
+}
+
+// globalConfigs are the config files git reads before a repository's own, where git finds them, in its order (a
+// later key wins): the system's ($GIT_CONFIG_SYSTEM, else /etc/gitconfig; none with GIT_CONFIG_NOSYSTEM), then the
+// user's ($GIT_CONFIG_GLOBAL, else $XDG_CONFIG_HOME/git/config — ~/.config/git/config where it is unset — and
+// ~/.gitconfig). The user's git runs in the environment the broker was started in. Defends against what a config
+// git reads, found where the guard did not look, names in the project.
+func globalConfigs(home string) []string {
+	var out []string
+	if nosys := os.Getenv("GIT_CONFIG_NOSYSTEM"); nosys == "" || nosys == "0" || strings.EqualFold(nosys, "false") {
+		out = append(out, cmp.Or(os.Getenv("GIT_CONFIG_SYSTEM"), "/etc/gitconfig"))
+	}
+	if f := os.Getenv("GIT_CONFIG_GLOBAL"); f != "" {
+		return append(out, f)
+	}
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" {
+		xdg = home + "/.config"
+	}
+	return append(out, xdg+"/git/config", home+"/.gitconfig")
 }
 
 // readOutside reads a config file outside the root (the user's own: links followed) and, where it includes them,

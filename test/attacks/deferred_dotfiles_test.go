@@ -74,14 +74,28 @@ func all(a, b bool) bool { return a && b }
 // a program (`core.fsmonitor = tools/fsm`). The guard read only the absolute ones, so a sandboxed command that
 // created the project's .githooks/pre-commit, or replaced tools/fsm, had its program run by the user's next commit or
 // git status. Now each repository below the root takes them as its own (read-only when they exist, removed when a
-// command creates them), in a nested repository too. Controls: outside the sandbox git runs each plant.
+// command creates them), in a nested repository too. Nor did it read the configs git finds elsewhere than
+// ~/.gitconfig and ~/.config/git/config: $XDG_CONFIG_HOME/git/config, $GIT_CONFIG_GLOBAL, the system's
+// ($GIT_CONFIG_SYSTEM, /etc/gitconfig); now it reads them where git does. Controls: outside the sandbox git runs
+// each plant.
 func TestRedTeamWhatTheGlobalConfigNamesRelatively(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
 	const planter = `printf '#!/bin/sh\ntouch "$PWD/PWNED"\n' > F && chmod +x F`
+	type global struct{ env, file string } // the variable that makes git read the file (relative to the home), if any
 	for _, tc := range []struct {
 		name, global, before, attack, in string
 		git                              []string
+		where                            global
 	}{
+		{name: "a hooks folder in $XDG_CONFIG_HOME/git/config", global: "[core]\n\thooksPath = .githooks\n", before: "git init -q",
+			attack: "mkdir -p .githooks && " + strings.ReplaceAll(planter, "F", ".githooks/pre-commit"),
+			git:    []string{"commit", "-q", "--allow-empty", "-m", "x"}, where: global{"XDG_CONFIG_HOME", "xdg/git/config"}},
+		{name: "a hooks folder in $GIT_CONFIG_GLOBAL", global: "[core]\n\thooksPath = .githooks\n", before: "git init -q",
+			attack: "mkdir -p .githooks && " + strings.ReplaceAll(planter, "F", ".githooks/pre-commit"),
+			git:    []string{"commit", "-q", "--allow-empty", "-m", "x"}, where: global{"GIT_CONFIG_GLOBAL", "my.gitconfig"}},
+		{name: "a program in the system's config", global: "[core]\n\tfsmonitor = tools/fsm\n", before: "git init -q",
+			attack: "mkdir -p tools && " + strings.ReplaceAll(planter, "F", "tools/fsm"), git: []string{"status"},
+			where: global{"GIT_CONFIG_SYSTEM", "etc/gitconfig"}},
 		{name: "a hooks folder that is missing", global: "[core]\n\thooksPath = .githooks\n", before: "git init -q",
 			attack: "mkdir -p .githooks && " + strings.ReplaceAll(planter, "F", ".githooks/pre-commit"),
 			git:    []string{"commit", "-q", "--allow-empty", "-m", "x"}},
@@ -100,10 +114,27 @@ func TestRedTeamWhatTheGlobalConfigNamesRelatively(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, sandboxed := range []bool{false, true} {
 				home := t.TempDir()
-				if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(tc.global), 0o644); err != nil {
+				env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=u",
+					"GIT_AUTHOR_EMAIL=u@x", "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@x"}
+				file := filepath.Join(home, ".gitconfig")
+				t.Setenv("HOME", home)
+				if tc.where.env != "" {
+					file = filepath.Join(home, tc.where.file)
+					val := file
+					if tc.where.env == "XDG_CONFIG_HOME" {
+						val = filepath.Join(home, "xdg")
+					}
+					if tc.where.env == "GIT_CONFIG_SYSTEM" {
+						env[2] = "GIT_CONFIG_NOSYSTEM=" // the user's git reads the system's config
+						t.Setenv("GIT_CONFIG_NOSYSTEM", "")
+					}
+					env = append(env, tc.where.env+"="+val)
+					t.Setenv(tc.where.env, val) // the broker's environment, which is the user's
+				}
+				os.MkdirAll(filepath.Dir(file), 0o755)
+				if err := os.WriteFile(file, []byte(tc.global), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				t.Setenv("HOME", home)
 				e := brokertest.New(t)
 				setup(t, e.Root, tc.before)
 				c := e.Client()
@@ -115,9 +146,7 @@ func TestRedTeamWhatTheGlobalConfigNamesRelatively(t *testing.T) {
 					res = unsandboxedSh(t, c, sid, tc.attack)
 				}
 				cmd := exec.Command("git", tc.git...)
-				cmd.Dir = filepath.Join(e.Root, tc.in)
-				cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=u",
-					"GIT_AUTHOR_EMAIL=u@x", "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@x"}
+				cmd.Dir, cmd.Env = filepath.Join(e.Root, tc.in), env
 				out, _ := cmd.CombinedOutput()
 				ran := brokertest.Exists(filepath.Join(e.Root, tc.in, "PWNED"))
 				switch {
