@@ -46,7 +46,8 @@ func TestProtected(t *testing.T) {
 func TestMayBeProtectedLetsEveryProtectedNameThrough(t *testing.T) {
 	paths := []string{".envrc", "a/.envrc", "x.code-workspace", "mise.toml", "sub/mise", "MISE.dev.toml", "mi\u200bse.toml",
 		".config/mise/config.toml", ".VSCode", ".helix", ".g\u200cit", "opencode.json", "sub/OpenCode.jsonc", ".tool-versions",
-		"rust-toolchain.toml", "a/Rust-Toolchain", "crush.json", "a/Crushrc", ".crushrc", ".github/hooks", ".hg/hgrc", "x/.hg/sharedpath", "a/.lazygit.yml"}
+		"rust-toolchain.toml", "a/Rust-Toolchain", "crush.json", "a/Crushrc", ".crushrc", ".github/hooks", ".hg/hgrc", "x/.hg/sharedpath",
+		"a/.lazygit.yml"}
 	for _, p := range paths {
 		if !Protected(p) {
 			t.Fatalf("%q: not protected", p)
