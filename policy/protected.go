@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/garuda-dev/garuda/internal/pathglob"
@@ -32,6 +33,8 @@ var protectedFiles = []string{
 	".nvim.lua", ".nvimrc", ".exrc", ".vimrc", ".gvimrc", ".lazy.lua", ".dir-locals.el", ".dir-locals-2.el",
 	// asdf's and mise's .tool-versions name `path:` installs whose programs the shims run
 	".tool-versions",
+	// lazygit loads the .lazygit.yml of every folder above a repository (its pager runs on the diff it shows at start)
+	".lazygit.yml",
 	// opencode's project config: it starts the local MCP servers it names at launch, without a question
 	"opencode.json", "opencode.jsonc",
 	// Crush's: it starts the MCP servers and language servers they name at launch, runs the $(commands) in their
@@ -58,6 +61,11 @@ const WorkspaceSuffix = ".code-workspace"
 // depth) that make git run code or read redirected settings.
 var gitInner = []string{"hooks", "config", "config.worktree", "info", "commondir", "gitdir"}
 
+// gitFrontEnd are the files a git front end loads from a git folder (a worktree's own included) as its own
+// configuration, which git itself never writes: lazygit's lazygit.yml, whose pager, external diff and log commands
+// it runs unasked when it opens the repository and shows a diff.
+var gitFrontEnd = []string{"lazygit.yml"}
+
 // Protected reports whether rel, a root-relative slash path, is protected: a write or edit of it always asks,
 // and commands see it read-only. It is the one list for both. Matching is case-insensitive and ignores the
 // characters that case-insensitive file systems ignore, because on such a file system ".GIT/hooks" and
@@ -74,10 +82,8 @@ func Protected(rel string) bool {
 				return true
 			}
 			for _, inner := range segs[i+1:] {
-				for _, g := range gitInner {
-					if inner == g {
-						return true
-					}
+				if contains(gitInner, inner) || contains(gitFrontEnd, inner) {
+					return true
 				}
 			}
 			// .git/modules/<name>/... holds submodules' own repositories: the loop above finds their
@@ -94,6 +100,19 @@ func Protected(rel string) bool {
 			return true // a VS Code workspace file holds settings and tasks like .vscode/
 		case miseConfig(s):
 			return true // mise.toml, .mise.local.toml, mise.<env>.toml (its folders are in protectedDirs)
+		}
+	}
+	return false
+}
+
+// GitFrontEndConfig reports whether rel, a root-relative slash path, is or lies in a file that a git front end
+// loads from a .git folder (gitFrontEnd). git never writes one, so the command guard removes one a command created
+// even inside a git folder, where it otherwise neutralises what git made (a new repository's config and hooks).
+func GitFrontEndConfig(rel string) bool {
+	segs := strings.Split(strings.Trim(foldName(rel), "/"), "/")
+	for i, s := range segs {
+		if s == ".git" && slices.ContainsFunc(segs[i+1:], func(n string) bool { return contains(gitFrontEnd, n) }) {
+			return true
 		}
 	}
 	return false

@@ -21,12 +21,14 @@ func TestProtected(t *testing.T) {
 		"crush.json", ".crush.json", "sub/Crush.json", "crushrc", ".crushrc", ".crush/crush.json", ".qwen/settings.json",
 		".windsurf/hooks.json", ".clinerules/hooks/TaskStart", ".clinerules", ".cline/hooks/TaskStart", "sub/.gvimrc",
 		".github/hooks/hooks.json", ".GitHub/Hooks", ".hg/hgrc", "lib/.hg/hgrc-not-shared", ".hg/sharedpath",
+		".git/lazygit.yml", "sub/.git/lazygit.yml", ".git/worktrees/w/lazygit.yml", ".lazygit.yml", "a/.Lazygit.yml",
 	}
 	no := []string{"", "src/main.go", ".gitignore", ".github/workflows/ci.yml", "git/hooks/x", ".git/objects/ab/cd",
 		".git/HEAD", "hooks/pre-commit", "config", "docs/.vscode.md", "envrc", ".mcp.json.bak", "misery.toml",
 		"src/mise.go", "mise.toml.bak", ".config/nextest.toml", "helix/config.toml", ".env", "app/.env", ".env.example",
 		"opencode.go", "tool-versions", "rust-toolchain.md", "crush.go", "crush.json.bak", "CRUSH.md", "windsurf/hooks.json",
-		"github/hooks/x", "hooks/x", ".hg/store/data/x.i", ".hg/requires", "hgrc"}
+		"github/hooks/x", "hooks/x", ".hg/store/data/x.i", ".hg/requires", "hgrc", "lazygit.yml", "a/lazygit.yml",
+		".lazygit.yml.bak"}
 	for _, p := range yes {
 		if !Protected(p) {
 			t.Errorf("Protected(%q) = false", p)
@@ -44,7 +46,8 @@ func TestProtected(t *testing.T) {
 func TestMayBeProtectedLetsEveryProtectedNameThrough(t *testing.T) {
 	paths := []string{".envrc", "a/.envrc", "x.code-workspace", "mise.toml", "sub/mise", "MISE.dev.toml", "mi\u200bse.toml",
 		".config/mise/config.toml", ".VSCode", ".helix", ".g\u200cit", "opencode.json", "sub/OpenCode.jsonc", ".tool-versions",
-		"rust-toolchain.toml", "a/Rust-Toolchain", "crush.json", "a/Crushrc", ".crushrc", ".github/hooks", ".hg/hgrc", "x/.hg/sharedpath"}
+		"rust-toolchain.toml", "a/Rust-Toolchain", "crush.json", "a/Crushrc", ".crushrc", ".github/hooks", ".hg/hgrc", "x/.hg/sharedpath",
+		"a/.lazygit.yml"}
 	for _, p := range paths {
 		if !Protected(p) {
 			t.Fatalf("%q: not protected", p)

@@ -75,6 +75,17 @@ type Guard struct {
 	// own are the .git files and links of the session's first scan (the user's worktrees and submodules), with
 	// their fingerprints: only their repositories outside the root are read (outsidePointed).
 	own map[string]string
+	// userRel is what the user's global git config names by a relative path, read at each scan before the
+	// repositories (readRepo takes it as each repository's own).
+	userRel userRelative
+}
+
+// userRelative is what the user's global git config names by a relative path, which git takes, in each repository,
+// relative to its work tree's top (where it runs hooks and programs): its core.hooksPath (`.githooks`, a team's
+// versioned hooks in every repository), and the values of its program-running keys (a filter's `scripts/clean`).
+type userRelative struct {
+	hooksPath string
+	programs  []string
 }
 
 // New makes the guard of root (absolute, clean).
@@ -91,10 +102,11 @@ func (g *Guard) Prime() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var facts []policy.GitRepo
+	user := g.userConfig()
 	if fi, err := os.Lstat(g.abs(".git")); err == nil && fi.IsDir() {
 		facts = append(facts, g.readRepo(".git").facts)
 	}
-	facts = append(facts, g.userConfig(), g.enclosingConfig())
+	facts = append(facts, user, g.enclosingConfig())
 	if fi, err := os.Lstat(g.abs(".git")); err == nil && !fi.IsDir() {
 		facts = append(facts, g.outsidePointed(map[string]string{".git": ""})...)
 	}
@@ -181,9 +193,10 @@ type Snapshot struct {
 }
 
 type repo struct {
-	fp     string            // config, config.worktree, commondir and the hooks folder's listing
+	fp     string            // config, config.worktree, commondir, the rebase's steps and the hooks folder's listing
 	common string            // the folder its commondir names, root-relative; "" when none or outside the root
 	hooks  map[string]string // name → fingerprint, in the folder git runs hooks from
+	execs  map[string]bool   // the exec lines of the rebase under way (rebaseTodo), as they were
 	facts  policy.GitRepo
 }
 
@@ -222,6 +235,7 @@ func (g *Guard) snapshot(t *tree) *Snapshot {
 		links: map[string]bool{}, pointedFP: map[string]string{}, denyKey: g.opts.DenyKey, hasDeny: g.opts.Deny != nil}
 	var prot []string
 	var hiddenGit []policy.GitRepo
+	user := g.userConfig() // before the repositories: what it names by a relative path is each one's (userRel)
 	for rel, nd := range t.nodes {
 		for _, name := range nd.denied {
 			s.denied = append(s.denied, path.Join(rel, name))
@@ -290,7 +304,7 @@ func (g *Guard) snapshot(t *tree) *Snapshot {
 			own[p] = fp
 		}
 	}
-	facts = append(append(facts, g.userConfig(), g.enclosingConfig()), g.outsidePointed(own)...)
+	facts = append(append(facts, user, g.enclosingConfig()), g.outsidePointed(own)...)
 	s.pointed = policy.GitPointed(facts)
 	for _, l := range g.linked {
 		if !slices.Contains(s.pointed, l) {
@@ -497,6 +511,18 @@ func (g *Guard) readRepo(dir string) *repo {
 	}
 	r.facts.Includes = append(g.readConfig(path.Join(dir, "config"), seen, 0, each),
 		g.readConfig(path.Join(dir, "config.worktree"), seen, 0, each)...)
+	// What the user's global config names by a relative path is this repository's: its hooks folder, unless its
+	// own config names another, and its programs. Defends against a command that plants a hook in the .githooks
+	// a global core.hooksPath names in every repository.
+	if hooksPath == "" && g.userRel.hooksPath != "" {
+		hooksPath, hooksFrom = g.userRel.hooksPath, r.facts.Top
+	}
+	for _, v := range g.userRel.programs {
+		r.facts.Programs = append(r.facts.Programs, g.programPaths(v, r.facts.Top, cmp.Or(r.common, dir), dir, false)...)
+	}
+	if data, err := g.readFile(path.Join(dir, rebaseTodo), maxConfig); err == nil {
+		r.execs = execLines(data)
+	}
 	hooksDir := path.Join(dir, "hooks")
 	if hooksPath != "" && !strings.HasPrefix(hooksPath, "~") {
 		if hp, ok := g.rel(hooksFrom, hooksPath); ok {
@@ -525,12 +551,12 @@ func (g *Guard) readRepo(dir string) *repo {
 	return r
 }
 
-// repoPrint is a git folder's fingerprint (its config, config.worktree and commondir, and each hook of its own
-// hooks folder), without reading any of them.
+// repoPrint is a git folder's fingerprint (its config, config.worktree and commondir, the steps of a rebase under
+// way, and each hook of its own hooks folder), without reading any of them.
 func (g *Guard) repoPrint(dir string) *repo {
 	r := &repo{hooks: map[string]string{}}
 	var fp strings.Builder
-	for _, name := range []string{"config", "config.worktree", "commondir"} {
+	for _, name := range []string{"config", "config.worktree", "commondir", rebaseTodo} {
 		fp.WriteString(fingerprint(g.abs(path.Join(dir, name))) + ";")
 	}
 	ents, _ := g.readDir(path.Join(dir, "hooks"))
@@ -630,11 +656,12 @@ func (g *Guard) expandHome(v string) string {
 	return v
 }
 
-// userConfig is what the user's global git configs (~/.gitconfig, ~/.config/git/config) point git at inside the
+// userConfig is what the global git configs (globalConfigs: ~/.gitconfig, ~/.config/git/config) point git at inside the
 // root: the files they include, their core.hooksPath folder and the programs they name by an absolute path. git
 // reads and runs these in every repository: defends against a command that rewrites ~/dotfiles/gitconfig (an
 // include), ~/git-hooks/pre-commit or ~/tools/credential-helper, when the root is or holds the home folder (whose
-// own dot files HomeProtected covers) or is a dotfiles repository the home links to or includes from.
+// own dot files HomeProtected covers) or is a dotfiles repository the home links to or includes from. What they
+// name by a relative path, which git takes in each repository, it leaves in g.userRel for readRepo.
 func (g *Guard) userConfig() policy.GitRepo {
 	var r policy.GitRepo
 	home := g.opts.UserHome
@@ -645,13 +672,18 @@ func (g *Guard) userConfig() policy.GitRepo {
 		r.Dir, r.Top = path.Join(rel, ".gitconfig"), rel
 	}
 	seen := map[string]bool{}
+	var rel userRelative
+	defer func() { g.userRel = rel }()
 	each := func(e entry) {
 		switch section, _, _, key := e.parts(); {
 		case section == "core" && key == "hookspath":
+			rel.hooksPath = "" // the last one wins
 			if v := g.expandHome(e.value); filepath.IsAbs(v) {
 				if hp, ok := g.rel("", v); ok && hp != "" {
 					r.HooksPath = hp
 				}
+			} else if !e.noValue && v != "" && !strings.HasPrefix(v, "~") {
+				rel.hooksPath = v // relative to each repository's work tree (readRepo)
 			}
 		case section == "init" && key == "templatedir":
 			// git init and git clone copy its hooks into every new repository
@@ -661,11 +693,14 @@ func (g *Guard) userConfig() policy.GitRepo {
 				}
 			}
 		case runs(e) && section != "alias":
-			// Only absolute paths: a relative one is relative to whichever repository git runs in.
+			// Absolute paths here; a relative one is relative to whichever repository git runs in (readRepo).
 			r.Programs = append(r.Programs, g.programPaths(e.value, "", "", "", true)...)
+			if section != "include" && section != "includeif" {
+				rel.programs = append(rel.programs, e.value)
+			}
 		}
 	}
-	for _, f := range []string{home + "/.gitconfig", home + "/.config/git/config"} {
+	for _, f := range globalConfigs(home) {
 		real, err := filepath.EvalSymlinks(f)
 		if err != nil {
 			continue
@@ -677,6 +712,26 @@ func (g *Guard) userConfig() policy.GitRepo {
 		r.Includes = append(r.Includes, g.readOutside(real, seen, each)...)
 	}
 	return r
+}
+
+// globalConfigs are the config files git reads before a repository's own, where git finds them, in its order (a
+// later key wins): the system's ($GIT_CONFIG_SYSTEM, else /etc/gitconfig; none with GIT_CONFIG_NOSYSTEM), then the
+// user's ($GIT_CONFIG_GLOBAL, else $XDG_CONFIG_HOME/git/config — ~/.config/git/config where it is unset — and
+// ~/.gitconfig). The user's git runs in the environment the broker was started in. Defends against what a config
+// git reads, found where the guard did not look, names in the project.
+func globalConfigs(home string) []string {
+	var out []string
+	if nosys := os.Getenv("GIT_CONFIG_NOSYSTEM"); nosys == "" || nosys == "0" || strings.EqualFold(nosys, "false") {
+		out = append(out, cmp.Or(os.Getenv("GIT_CONFIG_SYSTEM"), "/etc/gitconfig"))
+	}
+	if f := os.Getenv("GIT_CONFIG_GLOBAL"); f != "" {
+		return append(out, f)
+	}
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" {
+		xdg = home + "/.config"
+	}
+	return append(out, xdg+"/git/config", home+"/.gitconfig")
 }
 
 // readOutside reads a config file outside the root (the user's own: links followed) and, where it includes them,

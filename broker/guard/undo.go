@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/garuda-dev/garuda/internal/pathglob"
+	"github.com/garuda-dev/garuda/policy"
 )
 
 // Report is what the guard found and undid after a command.
@@ -159,8 +160,12 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 	}
 	// Protected files and folders the run created, outside git folders (which are neutralised, not removed).
 	// Only inside a .git folder is a protected path git's own (its config, hooks, info): a folder that merely looks
-	// like a bare repository (HEAD, objects, refs) shelters no editor file or .envrc a command creates in it.
+	// like a bare repository (HEAD, objects, refs) shelters no editor file or .envrc a command creates in it, and a
+	// .git folder no git front end's configuration (lazygit's lazygit.yml), which git never writes.
 	inRepo := func(p string) bool {
+		if policy.GitFrontEndConfig(p) {
+			return false
+		}
 		for dir := range after.repos {
 			if _, in := pathglob.Within(dir, p); in && inDotGit(dir) {
 				return true
@@ -453,6 +458,7 @@ func (u *undoer) repo(dir string, before *repo) {
 		// A link or other non-regular commondir: git follows it to a folder the guard did not read.
 		u.remove(path.Join(dir, "commondir"), "a commondir that is not a plain file")
 	}
+	u.todo(dir, before)
 	// Hooks in the git folder's own hooks folder, which git uses once core.hooksPath is gone.
 	for _, p := range hooks {
 		if before != nil {
@@ -512,6 +518,108 @@ func (u *undoer) hook(rel string) {
 	u.did("made the hook %s non-executable", rel)
 }
 
+// rebaseTodo is where git keeps the steps left of a rebase under way (interactive, or with --exec): `git rebase
+// --continue` or `--skip`, which git status and editors offer, runs each exec line with the shell.
+const rebaseTodo = "rebase-merge/git-rebase-todo"
+
+// todo comments out the exec lines of a git folder's rebase steps that were not there before the run (a rebase the
+// user began keeps its own), and removes steps git could read but the guard cannot (a link, of the file or of its
+// folder, or a file over 1 MiB). Defends against a command that leaves a rebase under way whose next step runs its
+// program when the user continues it, outside the sandbox.
+func (u *undoer) todo(dir string, before *repo) {
+	rel := path.Join(dir, rebaseTodo)
+	if u.isExempt(rel) {
+		return
+	}
+	data, err := u.g.readFile(rel, maxConfig+1)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil || len(data) > maxConfig:
+		what := rel
+		if fi, lerr := u.r.Lstat(path.Dir(rel)); lerr == nil && !fi.IsDir() {
+			what = path.Dir(rel) // git follows a link in the folder's place too
+		}
+		u.remove(what, "the steps of a rebase that are not a plain file git's exec lines could be checked in")
+		return
+	}
+	var keep map[string]bool
+	if before != nil {
+		keep = before.execs
+	}
+	out, n := disableExecs(data, keep)
+	if n == 0 {
+		return
+	}
+	if err := u.rewrite(rel, out); err != nil {
+		u.failed("could not rewrite %s: %v", rel, err)
+		return
+	}
+	u.did("commented out %d exec step(s) in %s, which git rebase --continue would run", n, rel)
+}
+
+// execLines are the exec steps of a rebase's steps, as written.
+func execLines(data []byte) map[string]bool {
+	lines := map[string]bool{}
+	for line := range strings.Lines(string(data)) {
+		if isExecStep(line) {
+			lines[strings.TrimRight(line, "\r\n")] = true
+		}
+	}
+	return lines
+}
+
+// isExecStep reports whether a line of a rebase's steps is an exec step as git's sequencer parses it: blanks, then
+// "exec" or "x", then a blank or the line's end.
+func isExecStep(line string) bool {
+	s := strings.TrimLeft(line, " \t")
+	for _, word := range []string{"exec", "x"} {
+		if rest, ok := strings.CutPrefix(s, word); ok && (rest == "" || strings.ContainsRune(" \t\r\n", rune(rest[0]))) {
+			return true
+		}
+	}
+	return false
+}
+
+// disableExecs comments out the exec steps of data not in keep, and says how many. A "#" line is a comment to git
+// (with another core.commentChar, an invalid step, at which the rebase stops before running anything).
+func disableExecs(data []byte, keep map[string]bool) ([]byte, int) {
+	var b strings.Builder
+	n := 0
+	for line := range strings.Lines(string(data)) {
+		if isExecStep(line) && !keep[strings.TrimRight(line, "\r\n")] {
+			b.WriteString("# ")
+			n++
+		}
+		b.WriteString(line)
+	}
+	return []byte(b.String()), n
+}
+
+// rewrite replaces the file rel with out: written beside it, then renamed over it (no link followed).
+func (u *undoer) rewrite(rel string, out []byte) error {
+	tmp := rel + ".garuda-tmp"
+	f, err := u.r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		u.r.Remove(tmp)
+		f, err = u.r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
+	}
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(out)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = u.r.Rename(tmp, rel)
+	}
+	if werr != nil {
+		u.r.Remove(tmp)
+	}
+	return werr
+}
+
 // config removes the keys that run programs from one config file, writing the rest back in its place.
 func (u *undoer) config(rel string) {
 	if u.isExempt(rel) {
@@ -539,26 +647,8 @@ func (u *undoer) config(rel string) {
 	if len(removed) == 0 {
 		return
 	}
-	tmp := rel + ".garuda-tmp"
-	f, err := u.r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		u.r.Remove(tmp)
-		f, err = u.r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
-	}
-	if err != nil {
+	if err := u.rewrite(rel, out); err != nil {
 		u.failed("could not rewrite %s: %v", rel, err)
-		return
-	}
-	_, werr := f.Write(out)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = u.r.Rename(tmp, rel)
-	}
-	if werr != nil {
-		u.r.Remove(tmp)
-		u.failed("could not rewrite %s: %v", rel, werr)
 		return
 	}
 	u.did("removed %s from %s", strings.Join(removed, ", "), rel)
