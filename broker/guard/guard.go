@@ -193,10 +193,11 @@ type Snapshot struct {
 }
 
 type repo struct {
-	fp     string            // config, config.worktree, commondir, the rebase's steps and the hooks folder's listing
+	fp     string            // config, config.worktree, commondir and the hooks folder's listing
+	todoFP string            // the steps of a rebase under way (rebaseTodo): a change of them is none of the config
 	common string            // the folder its commondir names, root-relative; "" when none or outside the root
 	hooks  map[string]string // name → fingerprint, in the folder git runs hooks from
-	execs  map[string]bool   // the exec lines of the rebase under way (rebaseTodo), as they were
+	execs  map[string]bool   // the exec lines of the rebase under way, as they were
 	facts  policy.GitRepo
 }
 
@@ -551,12 +552,12 @@ func (g *Guard) readRepo(dir string) *repo {
 	return r
 }
 
-// repoPrint is a git folder's fingerprint (its config, config.worktree and commondir, the steps of a rebase under
-// way, and each hook of its own hooks folder), without reading any of them.
+// repoPrint is a git folder's fingerprint (its config, config.worktree and commondir, and each hook of its own
+// hooks folder) and its rebase steps', without reading any of them.
 func (g *Guard) repoPrint(dir string) *repo {
-	r := &repo{hooks: map[string]string{}}
+	r := &repo{hooks: map[string]string{}, todoFP: fingerprint(g.abs(path.Join(dir, rebaseTodo)))}
 	var fp strings.Builder
-	for _, name := range []string{"config", "config.worktree", "commondir", rebaseTodo} {
+	for _, name := range []string{"config", "config.worktree", "commondir"} {
 		fp.WriteString(fingerprint(g.abs(path.Join(dir, name))) + ";")
 	}
 	ents, _ := g.readDir(path.Join(dir, "hooks"))

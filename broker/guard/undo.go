@@ -119,8 +119,9 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 	}
 	before.unlocked, after.unlocked = nil, nil // said once, not at every check of a long-running process
 
-	// Git folders that are new, or whose config, commondir or hooks changed.
-	var dirs []string
+	// Git folders that are new, or whose config, commondir or hooks changed; and those whose rebase steps alone
+	// changed (a command that goes on with a rebase of the user's repository changes nothing of its config).
+	var dirs, todos []string
 	for dir, ar := range after.repos {
 		br, ok := before.repos[dir]
 		if !ok && dir != ".git" {
@@ -129,8 +130,11 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 			}
 			g.made[dir] = true
 		}
-		if !ok || br.fp != ar.fp {
+		switch {
+		case !ok || br.fp != ar.fp:
 			dirs = append(dirs, dir)
+		case br.todoFP != ar.todoFP:
+			todos = append(todos, dir)
 		}
 	}
 	// A new or changed .git file or link: one to outside the root is removed; one to a folder inside is neutralised
@@ -157,6 +161,10 @@ func (g *Guard) undo(before, after *Snapshot, exempt string) *Report {
 	sort.Strings(dirs)
 	for _, dir := range dirs {
 		u.repo(dir, before.repos[dir])
+	}
+	sort.Strings(todos)
+	for _, dir := range todos {
+		u.todo(dir, before.repos[dir])
 	}
 	// Protected files and folders the run created, outside git folders (which are neutralised, not removed).
 	// Only inside a .git folder is a protected path git's own (its config, hooks, info): a folder that merely looks
@@ -257,8 +265,12 @@ func (g *Guard) undoHidden(w *Watch, after *Snapshot, rep *Report) {
 	u := &undoer{g: g, r: r, rep: quiet, exempt: w.exempt}
 	now := g.hiddenRepos(w.blind)
 	for _, dir := range sortedKeys(mapKeys(now)) {
-		if before := w.hidden[dir]; now[dir] != nil && (before == nil || before.fp != now[dir].fp) {
+		switch before := w.hidden[dir]; {
+		case now[dir] == nil:
+		case before == nil || before.fp != now[dir].fp:
 			u.repo(dir, before)
+		case before.todoFP != now[dir].todoFP:
+			u.todo(dir, before)
 		}
 	}
 	rep.Quiet = append(append(rep.Quiet, quiet.Undone...), quiet.Errors...)

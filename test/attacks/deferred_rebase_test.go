@@ -53,14 +53,17 @@ func TestRedTeamRebaseLeftUnderWayRunsNothing(t *testing.T) {
 
 // TestRebaseTheUserBeganKeepsItsExecSteps: the exec steps of a rebase the user began stay, when a command changes its
 // steps too (the control of the fix above: the user's own program runs on continue, the one the command added
-// does not).
+// does not), and so does the user's own config: a change of the steps is no change of the config to neutralise.
 func TestRebaseTheUserBeganKeepsItsExecSteps(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
 	e := brokertest.New(t)
-	setup(t, e.Root, twoCommits+" && "+strings.ReplaceAll(stopBeforeTheExec, "PWNED", "MINE"))
+	setup(t, e.Root, twoCommits+" && git config core.pager cat && "+strings.ReplaceAll(stopBeforeTheExec, "PWNED", "MINE"))
 	c := e.Client()
 	sid := e.Open(c)
 	res := brokertest.Sh(t, c, sid, `echo 'exec touch PWNED' >> .git/rebase-merge/git-rebase-todo`)
+	if got := asUser(t, e.Root, "config", "core.pager"); got != "cat\n" {
+		t.Errorf("the user's own core.pager is %q after the command: %s", got, res.GetContent())
+	}
 	out := asUser(t, e.Root, "rebase", "--continue")
 	if !brokertest.Exists(filepath.Join(e.Root, "MINE")) || brokertest.Exists(filepath.Join(e.Root, "PWNED")) {
 		t.Errorf("after the continue: MINE %v (want true), PWNED %v (want false)\n%s\n%s", brokertest.Exists(filepath.Join(e.Root, "MINE")),
