@@ -86,6 +86,8 @@ func (s *acpSession) prompt(n int, blocks []acp.ContentBlock) (acp.PromptRespons
 	}()
 	// Updates use a context that a cancel does not end: the final lines of a cancelled turn must go out.
 	uctx := s.srv.base
+	release := s.holdRecords() // until the set-up calls below are answered
+	defer release()
 	s.beginTranscript(uctx, blocks, text)
 	defer s.tr.flush()
 
@@ -190,6 +192,7 @@ func (s *acpSession) prompt(n int, blocks []acp.ContentBlock) (acp.PromptRespons
 	}
 	ready.Go(func() { s.offerWebSearch(tctx) })
 	ready.Wait()
+	release()
 	if tctx.Err() != nil {
 		return t.end(uctx, agent.StopCancelled, nil)
 	}
