@@ -485,9 +485,9 @@ func (s *acpSession) writeRecords() {
 const maxRecordHold = 50 * time.Millisecond
 
 // holdRecords keeps the session's queued records from the broker until the returned function is called (at most
-// maxRecordHold). A prompt holds them while its set-up calls run: the broker writes a new session's file then (its
-// creation, the title's sidecar, their fsyncs), which on two cores both busy until the first answer delayed those
-// calls, and so the first model request, by 0.6–1.1 ms. The records are kept in order; only their write waits.
+// maxRecordHold). A prompt holds them until the model's first output: the broker writes a new session's file then
+// (its creation, the title's sidecar, their fsyncs), which on two cores both busy until the first answer delayed the
+// prompt's set-up calls and the first model request. The records are kept in order; only their write waits.
 func (s *acpSession) holdRecords() (release func()) {
 	hold := make(chan struct{})
 	var once sync.Once
