@@ -831,9 +831,9 @@ func (c countingMcpTools) McpTools(ctx context.Context, in *execv1.McpToolsReque
 	return c.ExecServiceClient.McpTools(ctx, in, opts...)
 }
 
-// A prompt's records wait for its set-up calls (holdRecords), but not for a person: while a project server's consent
-// is unanswered, the prompt and the title are already in the session file. Without the bound on the hold they wait
-// for the answer.
+// A prompt's records wait for the model's first output (holdRecords), but not for a person: while a project server's
+// consent, asked before the first model request, is unanswered, the prompt and the title are already in the session
+// file. Without the bound on the hold they wait for the answer.
 func TestRecordsDoNotWaitForAConsent(t *testing.T) {
 	e := newEnv(t)
 	e.write(".mcp.json", mcpJSON(t, "proj", mcptest.Good, nil))
