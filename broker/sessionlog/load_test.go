@@ -300,3 +300,59 @@ func BenchmarkLoad64MiB(b *testing.B) {
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
 }
+
+// A live session lists before it has a sidecar (the header line says the same), its title's sidecar lists it with
+// the title, and a session that never got a title has its sidecar once closed, for the listings after.
+func TestSidecarComesWithTheTitleOrAtClose(t *testing.T) {
+	dir := t.TempDir()
+	sidecar := func(id string) Header {
+		var h Header
+		b, err := os.ReadFile(filepath.Join(dir, id+metaSuffix))
+		if err == nil {
+			err = json.Unmarshal(b, &h)
+		}
+		if err != nil {
+			t.Fatalf("%s's sidecar: %v", id, err)
+		}
+		return h
+	}
+	listed := func(id string) Summary {
+		all, _, err := List(dir, 7, "/p", "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range all {
+			if s.ID == id {
+				return s
+			}
+		}
+		t.Fatalf("%s is not listed: %+v", id, all)
+		return Summary{}
+	}
+	untitled := Create(dir, "untitled", Header{Root: "/p", UID: 7})
+	if err := untitled.Append(KindMessage, json.RawMessage(`{"role":"user"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "untitled"+metaSuffix)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a sidecar before the title: %v", err)
+	}
+	if s := listed("untitled"); s.Root != "/p" || s.Title != "" {
+		t.Errorf("a live session without its sidecar listed as %+v", s)
+	}
+	untitled.Close()
+	if h := sidecar("untitled"); h.Root != "/p" || h.UID != 7 || h.Title != "" {
+		t.Errorf("the sidecar written at close: %+v", h)
+	}
+
+	titled := Create(dir, "titled", Header{Root: "/p", UID: 7})
+	defer titled.Close()
+	if err := titled.Append(KindTitle, json.RawMessage(`"fix the build"`)); err != nil {
+		t.Fatal(err)
+	}
+	if h := sidecar("titled"); h.Title != "fix the build" {
+		t.Errorf("the title's sidecar: %+v", h)
+	}
+	if s := listed("titled"); s.Title != "fix the build" {
+		t.Errorf("a titled live session listed as %+v", s)
+	}
+}

@@ -85,6 +85,9 @@ type resourceMention struct{ server, uri string }
 
 // resourceMentions returns the @server:uri mentions of the text, once each.
 func resourceMentions(text string) []resourceMention {
+	if !strings.Contains(text, "@") {
+		return nil // no mention: the regexp is not compiled (at the first prompt) or run
+	}
 	var out []resourceMention
 	for _, m := range atResource().FindAllStringSubmatch(text, -1) {
 		r := resourceMention{server: m[1], uri: strings.TrimRight(m[2], ".,;!?)")}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -828,4 +829,38 @@ func (c countingMcpTools) McpTools(ctx context.Context, in *execv1.McpToolsReque
 	error) {
 	c.n.Add(1)
 	return c.ExecServiceClient.McpTools(ctx, in, opts...)
+}
+
+// A prompt's records wait for the model's first output (holdRecords), but not for a person: while a project server's
+// consent, asked before the first model request, is unanswered, the prompt and the title are already in the session
+// file. Without the bound on the hold they wait for the answer.
+func TestRecordsDoNotWaitForAConsent(t *testing.T) {
+	e := newEnv(t)
+	e.write(".mcp.json", mcpJSON(t, "proj", mcptest.Good, nil))
+	asked, answer := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.ed.Answer = func(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+		once.Do(func() { close(asked) })
+		select {
+		case <-answer:
+		case <-ctx.Done():
+		}
+		return editor.Selected("deny"), nil
+	}
+	sid := e.newSession()
+	e.fake.Push(model.TextStep("ok"))
+	done := e.promptInBackground(sid, "remember the word PELICAN")
+	select {
+	case <-asked:
+	case <-time.After(waitLimit):
+		t.Fatal("the server's consent was not asked")
+	}
+	e.waitRecorded(sid, "title")
+	e.waitRecorded(sid, "prompt")
+	close(answer)
+	select {
+	case <-done:
+	case <-time.After(waitLimit):
+		t.Fatal("the turn did not end")
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -261,6 +262,7 @@ type acpSession struct {
 	records     chan record
 	recordsDone chan struct{}
 	recordsOnce sync.Once
+	recHold     atomic.Pointer[chan struct{}] // while set and open, queued records wait (holdRecords)
 }
 
 func (s *acpSession) systemPrompt() string {
@@ -466,12 +468,35 @@ func (s *acpSession) record(kind string, v any) {
 func (s *acpSession) writeRecords() {
 	defer close(s.recordsDone)
 	for r := range s.records {
+		if h := s.recHold.Load(); h != nil {
+			<-*h
+		}
 		ctx, cancel := context.WithTimeout(s.srv.base, 5*time.Second)
 		_, err := s.srv.opts.Broker.Record(ctx, &execv1.RecordRequest{SessionId: s.id, Kind: r.kind, Data: r.data})
 		cancel()
 		if err != nil && status.Code(err) != codes.Unimplemented {
 			s.srv.opts.Log.Debug("record", "session", s.id, "kind", r.kind, "err", err)
 		}
+	}
+}
+
+// maxRecordHold bounds how long holdRecords keeps the records back: a prompt's set-up calls may wait on a person
+// (an MCP server's consent), and the session file should not.
+const maxRecordHold = 50 * time.Millisecond
+
+// holdRecords keeps the session's queued records from the broker until the returned function is called (at most
+// maxRecordHold). A prompt holds them until the model's first output: the broker writes a new session's file then
+// (its creation, the title's sidecar, their fsyncs), which on two cores both busy until the first answer delayed the
+// prompt's set-up calls and the first model request. The records are kept in order; only their write waits.
+func (s *acpSession) holdRecords() (release func()) {
+	hold := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(hold) }) }
+	t := time.AfterFunc(maxRecordHold, open)
+	s.recHold.Store(&hold)
+	return func() {
+		t.Stop()
+		open()
 	}
 }
 

@@ -86,6 +86,9 @@ func (s *acpSession) prompt(n int, blocks []acp.ContentBlock) (acp.PromptRespons
 	}()
 	// Updates use a context that a cancel does not end: the final lines of a cancelled turn must go out.
 	uctx := s.srv.base
+	release := s.holdRecords() // until the model's first output (emit), 50 ms at most
+	t.releaseRecords = release
+	defer release()
 	s.beginTranscript(uctx, blocks, text)
 	defer s.tr.flush()
 
@@ -291,6 +294,8 @@ type acpTurn struct {
 
 	suggestion string // a notice for a "/name" that is no command, sent after the model's first step
 
+	releaseRecords func() // lets the session's records go to the broker (holdRecords): at the first event
+
 	// The model's prose, made visible as prose: an emoji cluster split across deltas is held for the next one.
 	text, thought visible.ProseStream
 }
@@ -357,6 +362,7 @@ func (t *acpTurn) updateCall(ctx context.Context, id string, st acp.ToolCallStat
 
 // emit turns one agent event into session/updates, as the spec's table says.
 func (t *acpTurn) emit(e agent.Event) {
+	t.releaseRecords()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {

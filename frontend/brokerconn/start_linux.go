@@ -18,18 +18,20 @@ func (b *Broker) start(o Options) (net.Conn, error) {
 	if e := spawn.Take(); e != nil && o.Exec == "" && o.OwnGroup == e.OwnGroup {
 		c, err := net.FileConn(e.Conn)
 		e.Conn.Close()
+		p := spawn.Process(e.Pid)
 		if err == nil {
-			b.Path, b.proc, b.own = e.Path, e.Proc, true
+			b.Path, b.proc, b.own = e.Path, p, true
 			close(b.spawned)
 			go b.reap()
 			return c, nil
 		}
-		e.Proc.Kill()
-		e.Proc.Wait()
+		p.Kill()
+		p.Wait()
 	} else if e != nil {
 		e.Conn.Close() // not the broker asked for
-		e.Proc.Kill()
-		e.Proc.Wait()
+		p := spawn.Process(e.Pid)
+		p.Kill()
+		p.Wait()
 	}
 	path := o.Exec
 	if path == "" {
@@ -61,9 +63,11 @@ func (b *Broker) start(o Options) (net.Conn, error) {
 		return nil, fmt.Errorf("socketpair: %w", err)
 	}
 	go func() {
-		p, err := spawn.Start(path, theirs, o.OwnGroup)
+		pid, err := spawn.Start(path, theirs, o.OwnGroup)
 		theirs.Close()
-		b.proc = p
+		if err == nil {
+			b.proc = spawn.Process(pid)
+		}
 		close(b.spawned)
 		if err != nil {
 			c.Close()

@@ -12,13 +12,13 @@ import (
 // a stream the client would not read (the control: one cut before its end) is an error, not a silent no-op, and
 // so is a provider type with no canned answer.
 func TestWarm(t *testing.T) {
-	tools := []ToolSpec{{Name: "read_file", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	tool := ToolSpec{Name: "read_file", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object"}`)}
 	for _, typ := range []string{TypeAnthropic, TypeOpenAI} {
-		if err := Warm(context.Background(), typ, tools); err != nil {
+		if err := Warm(context.Background(), typ, tool); err != nil {
 			t.Fatalf("Warm %s: %v", typ, err)
 		}
 	}
-	if err := Warm(context.Background(), "gemini", tools); err == nil {
+	if err := Warm(context.Background(), "gemini", tool); err == nil {
 		t.Error("Warm of an unknown provider type said nothing")
 	}
 	cut := canned(warmAnthropic[:strings.Index(warmAnthropic, "event: message_delta")])

@@ -237,7 +237,7 @@ func warmTools() {
 // warm builds once, in memory, what the first model request to a provider of type typ ("": none) would build.
 func warm(ctx context.Context, typ string) {
 	if typ != "" {
-		model.Warm(ctx, typ, tools.Specs())
+		model.Warm(ctx, typ, tools.Specs()[0])
 	}
 }
 

@@ -348,12 +348,13 @@ var (
 )
 
 // Specs returns the model-facing specs of the built-in tools, in the table's order; each call returns a new slice.
-// The schemas are derived on first use, not at start.
+// Their schemas are the ones Schema reflects, reflected when the table changes (schemas.go), not at each start.
 func Specs() []model.ToolSpec {
 	specsOnce.Do(func() {
 		for i := range table {
 			t := &table[i]
-			specs = append(specs, model.ToolSpec{Name: t.Name, Description: t.Description, InputSchema: t.Schema()})
+			specs = append(specs, model.ToolSpec{Name: t.Name, Description: t.Description,
+				InputSchema: json.RawMessage(reflectedSchemas[t.Name])})
 		}
 	})
 	return append([]model.ToolSpec(nil), specs...)

@@ -15,7 +15,7 @@ const ExecName = "garuda-exec"
 // Early is the broker started at initialisation.
 type Early struct {
 	Path string
-	Proc *os.Process
+	Pid  int      // its process: Process(Pid)
 	Conn *os.File // the front end's end of the socketpair
 	// OwnGroup: started in a process group of its own.
 	OwnGroup bool

@@ -42,13 +42,13 @@ func init() {
 	if err != nil {
 		return
 	}
-	p, err := Start(path, theirs, os.Args[1] == "run")
+	pid, err := Start(path, theirs, os.Args[1] == "run")
 	theirs.Close()
 	if err != nil {
 		mine.Close()
 		return
 	}
-	early = &Early{Path: path, Proc: p, Conn: mine, OwnGroup: os.Args[1] == "run"}
+	early = &Early{Path: path, Pid: pid, Conn: mine, OwnGroup: os.Args[1] == "run"}
 }
 
 // Socketpair returns the two ends of a new unix socketpair, both close-on-exec.
@@ -63,17 +63,30 @@ func Socketpair() (mine, theirs *os.File, err error) {
 // Start runs path as the broker (`garuda-exec child`) with sock as its fd 3, /dev/null as its standard input and
 // the front end's standard error as its standard output and error (never the protocol stream), in the front end's
 // environment less the provider keys; ownGroup puts it in a process group of its own (garuda run: a terminal's
-// Ctrl-C then reaches only the front end, which cancels the turn).
-func Start(path string, sock *os.File, ownGroup bool) (*os.Process, error) {
+// Ctrl-C then reaches only the front end, which cancels the turn). It returns the broker's pid, for Process: it
+// starts it as syscall does, not os, whose first start of a process checks that pidfds work by forking and waiting
+// for a child of its own first (about 0.1 ms more before the broker's start, on the way to garuda run's first answer).
+func Start(path string, sock *os.File, ownGroup bool) (pid int, err error) {
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	defer devnull.Close()
-	return os.StartProcess(path, []string{path, "child"}, &os.ProcAttr{
+	pid, err = syscall.ForkExec(path, []string{path, "child"}, &syscall.ProcAttr{
 		Env:   BrokerEnv(os.Environ()),
-		Files: []*os.File{devnull, os.Stderr, os.Stderr, sock},
+		Files: []uintptr{devnull.Fd(), os.Stderr.Fd(), os.Stderr.Fd(), sock.Fd()},
 		// The broker also learns of the front end's death by EOF on its socket; this is a second signal.
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: ownGroup},
 	})
+	if err != nil {
+		return 0, &os.PathError{Op: "fork/exec", Path: path, Err: err}
+	}
+	return pid, nil
+}
+
+// Process is the broker Start started, as an os.Process (with its pidfd where the kernel has them). Its pid cannot
+// have gone to another process: the broker is this process's child, and stays a zombie until it is waited for.
+func Process(pid int) *os.Process {
+	p, _ := os.FindProcess(pid) // on Unix it never fails
+	return p
 }
