@@ -622,7 +622,7 @@ func plantFSMonitor(dir string) string {
 }
 
 // What stdio servers leave for git to run later is undone by the command guard, as after a command: after a call
-// (the check beside the result), and at a server's end for what it left after its last check. The two servers
+// (the check beside the result), and for what it left after its last call, while it runs or at its end. The two servers
 // start together and share one guard scan before them. Control: outside the sandbox the same planting makes the
 // user's git status run the program.
 func TestMCPGuardUndoesWhatServersLeave(t *testing.T) {
@@ -661,11 +661,12 @@ func TestMCPGuardUndoesWhatServersLeave(t *testing.T) {
 	if e.read("nested/PWNED") != "" {
 		t.Error("the fsmonitor a server planted ran in the user's git status")
 	}
-	// At its end: planted after the check that followed its last call, undone when the session closes it.
-	late := "(sleep 0.5; " + plantFSMonitor("later") + ") >/dev/null 2>&1 &"
+	// Planted after the check that followed its last call: undone while the server runs (the guard's check at a
+	// change of the tree) or, at the latest, when the session closes it.
+	late := "(sleep 0.5; " + plantFSMonitor("later") + " && touch later-done) >/dev/null 2>&1 &"
 	e.fake.Push(tool("toolu_b", "mcp__b__sh", fmt.Sprintf(`{"text":%q}`, late)), model.TextStep("done"))
 	e.promptOK(sid, "plant later")
-	for fsmonitor("later") == "" {
+	for _, err := os.Stat(filepath.Join(e.root, "later-done")); err != nil; _, err = os.Stat(filepath.Join(e.root, "later-done")) {
 		if time.Now().After(deadline) {
 			t.Fatal("the late planting never happened")
 		}
