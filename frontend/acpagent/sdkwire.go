@@ -173,10 +173,8 @@ func (s *server) noteMessage(line []byte) bool {
 	if json.Unmarshal(line, &m) != nil {
 		return false
 	}
-	if m.ID != nil && m.Method != "" {
-		if id := bytes.TrimSpace(*m.ID); len(id) == 0 || id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9') {
-			return false
-		}
+	if m.ID != nil && m.Method != "" && !acpinit.ValidID(*m.ID) {
+		return false
 	}
 	switch {
 	case m.Method == acp.AgentMethodSessionPrompt && m.ID != nil:
