@@ -396,6 +396,9 @@ func (s *Service) mcpConsent(g *grant, d config.MCPServer) (bool, string, error)
 func mcpQuestion(d config.MCPServer) *execv1.Question {
 	from := map[string]string{config.MCPSourceProject: "the project", config.MCPSourceEditor: "the editor"}[d.Source]
 	lines := []string{fmt.Sprintf("MCP server %q, configured by %s in %s.", d.Name, from, d.Where())}
+	if d.Source == config.MCPSourceEditor {
+		lines[0] = fmt.Sprintf("MCP server %q, configured by the editor.", d.Name) // not "by the editor in the editor"
+	}
 	switch d.Type {
 	case config.MCPStdio:
 		lines = append(lines, "Runs in the sandbox (no network; writes only in the project folder):", "  "+d.CommandLine())

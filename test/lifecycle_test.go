@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,6 +77,59 @@ func TestAcpEarlyInitialize(t *testing.T) {
 		if code := cmd.ProcessState.ExitCode(); code != 2 || out.Len() > 0 || !strings.Contains(errOut.String(), "garuda acp --help") {
 			t.Errorf("garuda acp %v: exit %d, stdout %q, stderr %q; want 2, nothing, the usage error", args, code, out.String(), errOut.String())
 		}
+	}
+}
+
+// Found by probing garuda acp from outside: it failed before its fix. Whether the early answer (package acpinit) or
+// the SDK reads it, what is not a JSON-RPC request is answered as JSON-RPC asks and not run: a first line that is an
+// initialize with an object for its id, and a line of garbage, each get an error with id null; the editor's next
+// initialize is answered as usual.
+func TestAcpAnswersWhatIsNotJSONRPC(t *testing.T) {
+	needBins(t)
+	home := t.TempDir()
+	cmd := exec.Command(bins.garuda, "acp")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "GARUDA_HOME=" + home, "HOME=" + home, "TMPDIR=" + home}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Write([]byte(`{"jsonrpc":"2.0","id":{"k":1},"method":"initialize","params":{"protocolVersion":1}}` + "\n" +
+		"not json at all\n" + `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":1}}` + "\n"))
+	lines := make(chan string)
+	go func() {
+		br := bufio.NewReader(stdout)
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- l
+		}
+	}()
+	var got []string
+	for len(got) < 3 {
+		var l string
+		select {
+		case l = <-lines:
+		case <-time.After(waitLimit):
+			cmd.Process.Kill()
+			t.Fatalf("answers so far %q; no more within %v", got, waitLimit)
+		}
+		var m struct {
+			ID    json.RawMessage    `json:"id"`
+			Error struct{ Code int } `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not JSON: %q", l)
+		}
+		got = append(got, fmt.Sprintf("%s:%d", m.ID, m.Error.Code))
+	}
+	stdin.Close()
+	cmd.Wait()
+	if want := []string{"null:-32600", "null:-32700", "3:0"}; !slices.Equal(got, want) {
+		t.Errorf("answers (id:error code) %v, want %v", got, want)
 	}
 }
 

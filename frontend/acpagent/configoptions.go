@@ -97,6 +97,9 @@ func (s *acpSession) applyConfig() {
 func (s *acpSession) configOptions() []acp.SessionConfigOption {
 	s.mu.Lock()
 	c, mode := s.cfg, s.mode
+	if s.pendingMode != "" {
+		mode = s.pendingMode // chosen during a turn: the picker shows the choice, which applies when the turn ends
+	}
 	s.mu.Unlock()
 	type option = acp.SessionConfigSelectOption
 	sel := func(id, name string, cat acp.SessionConfigOptionCategory, current string, opts []option) acp.SessionConfigOption {

@@ -1,6 +1,8 @@
 package acpagent
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -160,5 +162,73 @@ func TestThoughtLevels(t *testing.T) {
 	}
 	if defaultThought("always") != "medium" || defaultThought("optional") != "off" || defaultThought("") != "" {
 		t.Error("default thought levels")
+	}
+}
+
+// modeOptions is the mode of each config_option_update of ups, in order.
+func modeOptions(ups []acp.SessionNotification) []string {
+	var out []string
+	for _, u := range ups {
+		if c := u.Update.ConfigOptionUpdate; c != nil {
+			m, _ := optionValue(c.ConfigOptions, configMode)
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// lastModeOption is the mode of the last config_option_update of ups, and whether there was one.
+func lastModeOption(ups []acp.SessionNotification) (string, bool) {
+	for i := len(ups) - 1; i >= 0; i-- {
+		if c := ups[i].Update.ConfigOptionUpdate; c != nil {
+			m, _ := optionValue(c.ConfigOptions, configMode)
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// A mode picked while a turn runs applies when the turn ends, and the editor's picker shows the pick at once: the
+// config_option_update after set_mode and the answer to set_config_option name the chosen mode, not the one the
+// running turn still uses (the picker sprang back to Build while the session was in Plan).
+func TestModeChosenDuringATurnIsShown(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	release := make(chan struct{})
+	step := model.TextStep("working")
+	step.Wait = release
+	e.fake.Push(step)
+	done := e.promptInBackground(sid, "go")
+	e.ed.WaitFor(t, "the turn's first text", func(ed *editor.Editor) bool { return strings.Contains(editor.Messages(ed.Updates), "working") })
+
+	if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: acp.SessionId(sid), ModeId: "plan"}); err != nil {
+		t.Fatal(err)
+	}
+	e.ed.WaitFor(t, "a config_option_update", func(ed *editor.Editor) bool { _, ok := lastModeOption(ed.Updates); return ok })
+	if ups, _ := e.ed.Snapshot(); !slices.Equal(modeOptions(ups), []string{"plan"}) {
+		t.Errorf("set_mode plan during a turn: the config option updates say %v, want [plan]", modeOptions(ups))
+	}
+	r, err := setOption(e, sid, configMode, "build")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := optionValue(r.ConfigOptions, configMode); m != "build" {
+		t.Errorf("set_config_option mode=build during a turn answered mode %q, want build", m)
+	}
+	if _, err := setOption(e, sid, configMode, "plan"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if r := <-done; r.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("the turn stopped %q", r.StopReason)
+	}
+	// The pick applies from the next turn: in plan mode an edit is denied without a question.
+	e.fake.Push(tool("w1", "write_file", `{"path":"a.txt","content":"x"}`), model.TextStep("done"))
+	e.promptOK(sid, "write")
+	if _, perms := e.ed.Snapshot(); len(perms) != 0 {
+		t.Errorf("%d questions: the write was asked about, so the session is not in plan mode", len(perms))
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "a.txt")); err == nil {
+		t.Error("a.txt was written in plan mode")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -36,6 +37,12 @@ func mcpServers(in []acp.McpServer) ([]*execv1.McpServer, []string) {
 				env[e.Name] = e.Value
 			}
 			out = append(out, &execv1.McpServer{Name: m.Stdio.Name, Type: "stdio", Command: m.Stdio.Command, Args: m.Stdio.Args, Env: env})
+		case m.Http != nil && m.Http.Type == "":
+			// The SDK decodes an entry that is no server of the schema (a stdio server without args or env) as
+			// an HTTP server with no type; the broker would then complain about an empty URL.
+			notices = append(notices, "the editor's MCP server "+strconv.Quote(visible.OneLine(m.Http.Name))+
+				" is not started: it is neither a stdio server (command, args and env, each given, args and env may "+
+				"be empty lists) nor an http or sse one (type and url); fix it in the editor's settings.")
 		case m.Http != nil:
 			out = append(out, &execv1.McpServer{Name: m.Http.Name, Type: "http", Url: m.Http.Url, Headers: headers(m.Http.Headers)})
 		case m.Sse != nil:

@@ -400,7 +400,7 @@ func TestMCPEditorHTTPServer(t *testing.T) {
 	}
 	q := permText(qs[0])
 	if !strings.Contains(q, srv.URL) || !strings.Contains(q, "Authorization") || strings.Contains(q,
-		"editor-t0ken") || !strings.Contains(q, "the editor") {
+		"editor-t0ken") || !strings.Contains(q, "configured by the editor.") {
 		t.Errorf("consent question:\n%s", q)
 	}
 	if !strings.Contains(fmt.Sprint(e.fake.Requests()[1].Messages), "echo: over http") {
@@ -863,5 +863,36 @@ func TestRecordsDoNotWaitForAConsent(t *testing.T) {
 	case <-done:
 	case <-time.After(waitLimit):
 		t.Fatal("the turn did not end")
+	}
+}
+
+// An editor's server entry that is none of the schema's (a stdio server without args or env) is named in a notice
+// that says what a server needs, and is not handed to the broker: the SDK decodes it as an HTTP server with no
+// type, whose notice was about an empty URL. Well-formed entries pass as they are.
+func TestEditorMCPServerOfNoKnownShape(t *testing.T) {
+	var p acp.NewSessionRequest
+	if err := json.Unmarshal([]byte(`{"cwd":"/p","mcpServers":[
+		{"name":"noargs","command":"/bin/srv"},
+		{"name":"nocommand","args":[],"env":[]},
+		{"name":"ok","command":"/bin/srv","args":[],"env":[]},
+		{"type":"http","name":"web","url":"http://127.0.0.1:1/mcp","headers":[]}]}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	servers, notices := mcpServers(p.McpServers)
+	var names []string
+	for _, s := range servers {
+		names = append(names, s.GetName()+":"+s.GetType())
+	}
+	if !slices.Equal(names, []string{"ok:stdio", "web:http"}) {
+		t.Errorf("servers handed to the broker: %v, want ok:stdio and web:http", names)
+	}
+	if len(notices) != 2 {
+		t.Fatalf("notices %q, want one for each malformed entry", notices)
+	}
+	for i, name := range []string{"noargs", "nocommand"} {
+		if n := notices[i]; !strings.Contains(n, `"`+name+`"`) || !strings.Contains(n, "command, args and env") ||
+			strings.Contains(n, "url \"\"") {
+			t.Errorf("notice %q: want the server's name and what a stdio server needs", n)
+		}
 	}
 }

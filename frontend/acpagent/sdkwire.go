@@ -4,7 +4,7 @@ package acpagent
 // the byte level in three places, all in this file, so that they can go together when the SDK allows:
 //
 //  1. inbox, the protocol input: it notes the order of a session's prompts and cancels (the SDK runs each request
-//     in a goroutine of its own), and answers a line over the SDK's 10 MiB limit or one that is not JSON with an
+//     in a goroutine of its own), and answers a line over the SDK's 10 MiB limit or one that is not JSON-RPC with an
 //     error (the SDK would close the connection, ending every session, or log the whole line and answer nothing).
 //  2. the initialize patch, in hookWriter.Write (acpinit.SpecLine): the SDK drops false capabilities and adds objects the spec does
 //     not list; the answer to initialize is written as the spec gives it.
@@ -69,20 +69,26 @@ func (in *inbox) Read(p []byte) (int, error) {
 func (in *inbox) next() ([]byte, error) {
 	for {
 		line, ids, tooLong, err := in.readLine()
-		if !tooLong && !malformed(line) {
-			in.srv.noteMessage(line)
-			return line, err
-		}
-		if !tooLong {
+		switch {
+		case !tooLong && !malformed(line):
+			if in.srv.noteMessage(line) {
+				return line, err
+			}
+			// The SDK would log the whole line and answer nothing (a method that is not a string), or run the
+			// request and answer it with an id that is no JSON-RPC id (an object).
+			in.srv.opts.Log.Warn("a message that is not JSON-RPC was dropped", "bytes", len(line), "head", logHead(line))
+			in.srv.answerDropped(orNull(scanIDs(line)), -32600, "Invalid Request", "the message is not a JSON-RPC 2.0 "+
+				"request, notification or response: its id must be a string or a number, its method a string")
+		case !tooLong:
 			// The SDK would log the whole line (5 MB of garbage is 5 MB in the editor's log) and answer nothing.
 			in.srv.opts.Log.Warn("a line that is not JSON was dropped", "bytes", len(line), "head", logHead(line))
 			code, message := -32700, "Parse error"
 			if json.Valid(line) {
 				code, message = -32600, "Invalid Request" // a batch: ACP has none
 			}
-			in.srv.answerDropped(scanIDs(line), code, message, "the line is not one JSON-RPC message: "+
+			in.srv.answerDropped(orNull(scanIDs(line)), code, message, "the line is not one JSON-RPC message: "+
 				"send each message as one JSON object in UTF-8 on a line of its own")
-		} else {
+		default:
 			in.srv.opts.Log.Warn("a message over the size limit was not read", "limit", maxLine, "ids", fmt.Sprint(ids))
 			in.srv.answerDropped(ids, -32602, "", fmt.Sprintf("the message is too large: Garuda reads at most %d MiB "+
 				"per message; send a smaller selection, or link the file instead of embedding it", maxLine>>20))
@@ -135,26 +141,46 @@ func malformed(line []byte) bool {
 	return len(t) > 0 && (t[0] != '{' || !json.Valid(t))
 }
 
-// message is the part of a JSON-RPC message that the SDK reads first (its anyMessage), to classify a line as it
-// does.
+// orNull is ids, or the one id null when there are none: JSON-RPC answers a line whose request id cannot be told
+// (a parse error, an invalid request) with id null.
+func orNull(ids []json.RawMessage) []json.RawMessage {
+	if len(ids) == 0 {
+		return []json.RawMessage{json.RawMessage("null")}
+	}
+	return ids
+}
+
+// message is a JSON-RPC message as the SDK reads it first (its anyMessage, field for field), to classify a line as
+// it does.
 type message struct {
-	ID     *json.RawMessage `json:"id,omitempty"`
-	Method string           `json:"method,omitempty"`
-	Params json.RawMessage  `json:"params,omitempty"`
+	JSONRPC string            `json:"jsonrpc"`
+	ID      *json.RawMessage  `json:"id,omitempty"`
+	Method  string            `json:"method,omitempty"`
+	Params  json.RawMessage   `json:"params,omitempty"`
+	Result  json.RawMessage   `json:"result,omitempty"`
+	Error   *acp.RequestError `json:"error,omitempty"`
 }
 
 // noteMessage tells a session that a prompt or a cancel of it was read. It decodes and checks the message as the SDK
-// does before it runs the handler, so exactly the prompts that reach Prompt are counted.
-func (s *server) noteMessage(line []byte) {
+// does before it runs the handler, so exactly the prompts that reach Prompt are counted. It reports false for a
+// message the SDK must not be given: one it cannot decode (it would log the line whole), or a request whose id is
+// neither a string nor a number (it would run it, and answer with that id).
+func (s *server) noteMessage(line []byte) bool {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return true // the SDK skips a blank line (and the input's end reads as one)
+	}
 	var m message
 	if json.Unmarshal(line, &m) != nil {
-		return
+		return false
+	}
+	if m.ID != nil && m.Method != "" && !acpinit.ValidID(*m.ID) {
+		return false
 	}
 	switch {
 	case m.Method == acp.AgentMethodSessionPrompt && m.ID != nil:
 		var p acp.PromptRequest
 		if json.Unmarshal(m.Params, &p) != nil || p.Validate() != nil {
-			return
+			return true
 		}
 		if sess, err := s.lookup(p.SessionId); err == nil {
 			sess.promptRead()
@@ -162,17 +188,19 @@ func (s *server) noteMessage(line []byte) {
 	case m.Method == acp.AgentMethodSessionCancel && m.ID == nil:
 		var p acp.CancelNotification
 		if json.Unmarshal(m.Params, &p) != nil || p.Validate() != nil {
-			return
+			return true
 		}
 		if sess, err := s.lookup(p.SessionId); err == nil {
 			sess.cancelRead()
 		}
 	}
+	return true
 }
 
 // answerDropped answers each request of a line the SDK is not given with an error, so that the editor does not wait
 // for an answer forever. A line's responses and notifications get none: a response's id is the agent's, and an
-// error with it would answer the editor's own request of the same id.
+// error with it would answer the editor's own request of the same id; a line with no request the caller can find
+// gets one error with id null (orNull), as JSON-RPC asks.
 func (s *server) answerDropped(ids []json.RawMessage, code int, message, detail string) {
 	for _, id := range ids {
 		if message == "" {

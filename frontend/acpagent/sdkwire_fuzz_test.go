@@ -22,6 +22,8 @@ var inboxSeeds = []string{
 	`{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"cancelled"}}}`,
 	`{"id":4,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text"}]}}`,
 	`{"method":"session/prompt","id":5,"params":"s1"}`, `[1,2]`, `null`, `{`, `garbage`, ``,
+	`{"jsonrpc":"2.0","id":{"a":1},"method":"session/list","params":{}}`, `{"jsonrpc":"2.0","id":9,"method":5}`,
+	`{"jsonrpc":"2.0","id":7,"error":"not an object"}`, `{"jsonrpc":"2.0","id":true,"method":"session/list"}`,
 }
 
 // FuzzInbox feeds a stream of lines through the inbox, some of them made longer than the SDK's limit, and reads
@@ -62,11 +64,16 @@ func FuzzInbox(f *testing.F) {
 				for _, id := range scanIDs([]byte(line)) {
 					overIDs = append(overIDs, string(id))
 				}
-			} else if t := bytes.TrimSpace([]byte(line)); len(t) == 0 || (t[0] == '{' && json.Valid(t)) {
+			} else if t := bytes.TrimSpace([]byte(line)); len(t) == 0 || (t[0] == '{' && json.Valid(t) && sdkTakes(t)) {
 				want.WriteString(line)
 			} else {
-				// A line that is not one JSON object is dropped (logged by its head), its requests answered.
-				for _, id := range scanIDs([]byte(line)) {
+				// A line that is not one JSON-RPC message is dropped (logged by its head), its requests answered,
+				// or, with none found, one error with id null.
+				ids := scanIDs([]byte(line))
+				if len(ids) == 0 {
+					overIDs = append(overIDs, "null")
+				}
+				for _, id := range ids {
 					overIDs = append(overIDs, string(id))
 				}
 			}
@@ -112,7 +119,7 @@ func FuzzInbox(f *testing.F) {
 				t.Fatalf("the inbox wrote a line that is not JSON: %q", sc.Bytes())
 			}
 			tooLarge := resp.Error.Code == -32602 && strings.Contains(resp.Error.Message, "too large")
-			notJSONRPC := (resp.Error.Code == -32700 || resp.Error.Code == -32600) && strings.Contains(sc.Text(), "one JSON object")
+			notJSONRPC := (resp.Error.Code == -32700 || resp.Error.Code == -32600) && strings.Contains(sc.Text(), "JSON-RPC")
 			if resp.JSONRPC != "2.0" || !tooLarge && !notJSONRPC {
 				t.Fatalf("the inbox wrote %q, want a too-large or not-JSON-RPC error", sc.Bytes())
 			}
@@ -127,6 +134,36 @@ func FuzzInbox(f *testing.F) {
 			t.Fatalf("counted %d prompts (cancelled up to %d) in %d candidate lines", sess.promptsRead, sess.cancelledUpTo, candidates)
 		}
 	})
+}
+
+// sdkTakes reports whether the SDK may be given a JSON object: it decodes as the SDK's message (the types of its
+// members), and a request's id is a string or a number.
+func sdkTakes(obj []byte) bool {
+	var m struct {
+		JSONRPC string           `json:"jsonrpc"`
+		ID      *json.RawMessage `json:"id"`
+		Method  string           `json:"method"`
+		Params  json.RawMessage  `json:"params"`
+		Result  json.RawMessage  `json:"result"`
+		Error   *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Data    any    `json:"data"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(obj, &m) != nil {
+		return false
+	}
+	if m.ID == nil || m.Method == "" {
+		return true
+	}
+	var id any
+	json.Unmarshal(*m.ID, &id)
+	switch id.(type) {
+	case string, float64:
+		return true
+	}
+	return false
 }
 
 // FuzzIDScanner: the ids the scanner finds are valid JSON, and for a request whose "id" stands before or after a

@@ -1,10 +1,13 @@
 package acpagent
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/garuda-dev/garuda/frontend/model"
 	"github.com/garuda-dev/garuda/internal/testproc"
@@ -117,4 +120,47 @@ func TestLineThatIsNotOneMessageAnswersItsRequests(t *testing.T) {
 	if _, ok := e.rawResponse("resp-1", 0); ok {
 		t.Error("a malformed response was answered: its id is one of the agent's requests, not the editor's")
 	}
+}
+
+// Found by probing garuda acp from outside (JSON-RPC's rules for what is not a request): it failed before its fix.
+// A request whose id is an object was run and answered with that id; one whose method is not a string was logged
+// whole by the SDK and never answered; a line of garbage got no answer. JSON-RPC answers each with an error: the
+// first with id null (its id is no id), the second with its id, the third with id null (a parse error).
+func TestMessageThatIsNotJSONRPCIsAnswered(t *testing.T) {
+	e := newEnv(t)
+	sid := e.newSession()
+	e.raw(`{"jsonrpc":"2.0","id":{"k":"obj"},"method":"session/list","params":{}}`,
+		`{"jsonrpc":"2.0","id":"num-method","method":5}`,
+		`hello, not json`)
+	var nulls []float64
+	deadline := time.Now().Add(waitLimit)
+	for len(nulls) < 2 && time.Now().Before(deadline) {
+		nulls = nulls[:0]
+		for _, l := range e.lines() {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) != nil {
+				continue
+			}
+			if id, ok := m["id"]; ok && id == nil {
+				er, _ := m["error"].(map[string]any)
+				code, _ := er["code"].(float64)
+				nulls = append(nulls, code)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !slices.Equal(nulls, []float64{-32600, -32700}) {
+		t.Errorf("errors with id null: %v, want -32600 (the object id) then -32700 (the garbage)", nulls)
+	}
+	for _, l := range e.lines() {
+		if strings.Contains(l, `"obj"`) {
+			t.Errorf("the request with an object id was answered with it: %s", l)
+		}
+	}
+	res, ok := e.rawResponse("num-method", waitLimit)
+	if er, _ := res["error"].(map[string]any); !ok || er == nil || er["code"] != float64(-32600) {
+		t.Errorf("a request whose method is a number: %v, want error -32600 with its id", res)
+	}
+	e.fake.Push(model.TextStep("still here"))
+	e.promptEndsTurn(sid, "hi") // the agent goes on
 }

@@ -130,6 +130,13 @@ type message struct {
 	Error   *acp.RequestError `json:"error,omitempty"`
 }
 
+// ValidID reports whether a request's id is a string or a number, as JSON-RPC asks. The SDK runs a request with an
+// object or an array for its id and answers with it; garuda acp answers such a request -32600 with id null instead.
+func ValidID(id json.RawMessage) bool {
+	id = bytes.TrimSpace(id)
+	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9')
+}
+
 // IsInitialize reports whether a line is an initialize request, as the SDK decodes it.
 func IsInitialize(line []byte) bool {
 	var m message
@@ -141,7 +148,7 @@ func IsInitialize(line []byte) bool {
 // which is then the SDK's.
 func answer(line []byte, version string) ([]byte, bool) {
 	var m message
-	if json.Unmarshal(line, &m) != nil || m.Method != acp.AgentMethodInitialize || m.ID == nil {
+	if json.Unmarshal(line, &m) != nil || m.Method != acp.AgentMethodInitialize || m.ID == nil || !ValidID(*m.ID) {
 		return nil, false
 	}
 	var p acp.InitializeRequest

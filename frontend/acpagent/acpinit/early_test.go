@@ -69,7 +69,6 @@ func TestEarlyAnswerIsTheSDKs(t *testing.T) {
 		"auth.terminal":      `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"auth":{"terminal":true},"fs":{"readTextFile":true}}}}`,
 		"meta terminal-auth": `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"_meta":{"terminal-auth":true}}}}`,
 		"string id, spaces":  `{ "jsonrpc" : "2.0", "id" : "a b" , "method":"initialize","params":{ "protocolVersion" : 1, "clientInfo":{"name":"zed","version":"1"}}}`,
-		"object id":          `{"jsonrpc":"2.0","id":{"k": [1, 2]},"method":"initialize","params":{"protocolVersion":1}}`,
 		"newer client":       `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":2,"unknown":{"x":1}}}`,
 		"CRLF":               `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\r",
 	} {
@@ -102,6 +101,7 @@ func TestEarlyHandsOnWhatItDoesNotAnswer(t *testing.T) {
 	for name, in := range map[string]string{
 		"a notification":       `{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":1}}` + "\n",
 		"a null id":            `{"jsonrpc":"2.0","id":null,"method":"initialize","params":{"protocolVersion":1}}` + "\n",
+		"an object id":         `{"jsonrpc":"2.0","id":{"k": [1, 2]},"method":"initialize","params":{"protocolVersion":1}}` + "\n",
 		"no params":            `{"jsonrpc":"2.0","id":1,"method":"initialize"}` + "\n",
 		"params the SDK fails": `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"one"}}` + "\n",
 		"another method":       next,
