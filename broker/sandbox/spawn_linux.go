@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -208,13 +209,28 @@ func (h *helper) setOOMScore() error {
 			unix.Close(fd)
 		}
 	}
-	if err != nil && h.exited() {
+	// A helper on its way out has given up its memory before its pidfd says it ended, and its /proc files are then
+	// root's: an unprivileged broker's write fails with "permission denied" meanwhile. Give it a moment to end.
+	if err != nil && h.exitedWithin(exitSettle) {
 		return errHelperEnded
 	}
 	if err != nil {
 		return fmt.Errorf("set oom_score_adj of the sandbox helper: %w", err)
 	}
 	return nil
+}
+
+// exitSettle is how long setOOMScore waits for a helper whose OOM score could not be written to be seen ended.
+const exitSettle = 100 * time.Millisecond
+
+// exitedWithin reports whether the helper has ended, or ends within d (looked at every few milliseconds).
+func (h *helper) exitedWithin(d time.Duration) bool {
+	for end := time.Now().Add(d); !h.exited(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(end) {
+			return false
+		}
+	}
+	return true
 }
 
 // abandon kills a helper that was never handed over, and closes its pipes.
