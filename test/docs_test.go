@@ -66,9 +66,9 @@ func TestDocsMatchTheCode(t *testing.T) {
 			}
 		}
 	}
-	// Flags of other programs the docs show (systemctl, sha256sum, useradd, go, npm, git, pre-commit ...).
+	// Flags of other programs the docs show (systemctl, sha256sum, useradd, go, npm, git, git rebase, pre-commit ...).
 	others := []string{"user", "system", "now", "ignore-missing", "user-group", "shell", "home-dir", "value",
-		"make-acp-client", "global", "config"}
+		"make-acp-client", "global", "config", "skip"}
 	for _, m := range regexp.MustCompile(`--([a-z][a-z-]*)`).FindAllStringSubmatch(docs, -1) {
 		if !codeFlags[m[1]] && !slices.Contains(others, m[1]) {
 			t.Errorf("the docs name --%s, which neither garuda nor garuda-exec has", m[1])
