@@ -70,7 +70,7 @@ func TestMCPServerCheckedWhileItRuns(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		// Give the periodic check (when it is due) a few rounds.
-		for settled := time.Now().Add(3 * time.Second); time.Now().Before(settled) && fsmonitor() != ""; {
+		for settled := time.Now().Add(settle(deaf)); time.Now().Before(settled) && fsmonitor() != ""; {
 			time.Sleep(50 * time.Millisecond)
 		}
 		stays = fsmonitor() != ""
