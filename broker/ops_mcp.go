@@ -58,6 +58,7 @@ type mcpBatch struct {
 type mcpWatch struct {
 	w     *guard.Watch
 	names []string // its servers, for the audit record (under mcpState.mu)
+	live  int      // its servers still running (under mcpState.mu): at 0, the watch ends (guard.Watch.End)
 
 	mu     sync.Mutex // one check at a time
 	began  time.Time  // when the last check began
@@ -467,6 +468,7 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		sess.mcp.writable[key] = !spec.ReadOnlyRoot
 		if watch != nil {
 			watch.names = append(watch.names, key)
+			watch.live++
 		}
 		sess.mcp.mu.Unlock()
 		stop := make(chan struct{})
@@ -491,6 +493,13 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		if watch != nil {
 			// Its end is checked, unless a check began after it (a server of its batch that ended with it).
 			watch.check(s, sess.id, cmd, ended, false)
+			sess.mcp.mu.Lock()
+			watch.live--
+			last := watch.live == 0
+			sess.mcp.mu.Unlock()
+			if last {
+				watch.w.End() // its pending file: the servers' last check is done
+			}
 		}
 		var notRun *sandbox.ProgramError
 		switch {
