@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/garuda-dev/garuda/broker/guard"
 	"github.com/garuda-dev/garuda/broker/homefile"
@@ -100,6 +101,10 @@ func (s *Service) recoverPending(sess *session) []string {
 	}
 	var lines []string
 	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".tmp-") {
+			removeStaleTemp(filepath.Join(dir, e.Name()))
+			continue
+		}
 		if !strings.HasSuffix(e.Name(), ".json") || !e.Type().IsRegular() {
 			continue
 		}
@@ -117,6 +122,20 @@ func (s *Service) recoverPending(sess *session) []string {
 		}
 	}
 	return lines
+}
+
+// removeStaleTemp removes a pending file a broker died writing (before its rename): one no broker holds, written
+// over a minute ago (a younger one may be a live broker's, between its creation and its lock).
+func removeStaleTemp(p string) {
+	f, err := os.OpenFile(p, os.O_RDONLY|homefile.NoFollow, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || time.Since(fi.ModTime()) < time.Minute || homefile.TryLock(f) != nil {
+		return
+	}
+	os.Remove(p)
 }
 
 // errGone is a pending file another broker checked and removed between the listing and the lock.

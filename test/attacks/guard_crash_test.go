@@ -213,6 +213,28 @@ func TestGuardRemovesAnUnreadablePendingRun(t *testing.T) {
 }
 
 func TestGuardCrashAsNobody(t *testing.T) {
-	rerunAsNobody(t, "^TestGuard(UndoesWhatAKilledBrokersRunLeft|LeavesALiveBrokersPendingRun|RemovesAnUnreadablePendingRun)$",
+	rerunAsNobody(t, "^TestGuard(UndoesWhatAKilledBrokersRunLeft|LeavesALiveBrokersPendingRun|RemovesAnUnreadablePendingRun|"+
+		"RemovesAStaleHalfWrittenPendingRun)$",
 		"TestGuardUndoesWhatAKilledBrokersRunLeft", "TestGuardLeavesALiveBrokersPendingRun")
+}
+
+// A pending file a broker died writing (before its rename) is removed once it is over a minute old and no broker
+// holds it; a younger one (a live broker's, before its lock) is left.
+func TestGuardRemovesAStaleHalfWrittenPendingRun(t *testing.T) {
+	e := brokertest.New(t)
+	c := e.Client()
+	brokertest.Sh(t, c, e.Open(c), "true")
+	dirs, _ := filepath.Glob(filepath.Join(e.Home, "guard", "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("the root's pending folder: %v", dirs)
+	}
+	old, young := filepath.Join(dirs[0], ".tmp-1"), filepath.Join(dirs[0], ".tmp-2")
+	brokertest.MustWrite(t, old, `{"Vers`)
+	brokertest.MustWrite(t, young, `{"Vers`)
+	past := time.Now().Add(-2 * time.Minute)
+	os.Chtimes(old, past, past)
+	e.Open(c)
+	if brokertest.Exists(old) || !brokertest.Exists(young) {
+		t.Errorf("old removed: %v, young left: %v", !brokertest.Exists(old), brokertest.Exists(young))
+	}
 }
