@@ -440,6 +440,12 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		if err != nil {
 			return err
 		}
+		if watch != nil {
+			sess.mcp.mu.Lock()
+			watch.live++
+			sess.mcp.mu.Unlock()
+			defer s.mcpWatchDone(sess, watch) // after its end's check below
+		}
 		// The network as the network policy allows, through the broker's proxy: rules only, no questions.
 		px, err := s.startProxy(ctx, sess, s.commandNetwork(nil, nil, sess, cmd))
 		if err != nil {
@@ -468,7 +474,6 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		sess.mcp.writable[key] = !spec.ReadOnlyRoot
 		if watch != nil {
 			watch.names = append(watch.names, key)
-			watch.live++
 		}
 		sess.mcp.mu.Unlock()
 		stop := make(chan struct{})
@@ -493,13 +498,6 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		if watch != nil {
 			// Its end is checked, unless a check began after it (a server of its batch that ended with it).
 			watch.check(s, sess.id, cmd, ended, false)
-			sess.mcp.mu.Lock()
-			watch.live--
-			last := watch.live == 0
-			sess.mcp.mu.Unlock()
-			if last {
-				watch.w.End() // its pending file: the servers' last check is done
-			}
 		}
 		var notRun *sandbox.ProgramError
 		switch {
@@ -513,6 +511,21 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 			return fmt.Errorf("exit code %d; its log is %s", res.ExitCode, spec.OutputFile)
 		}
 		return nil
+	}
+}
+
+// mcpWatchDone says one server of the watch is done (its end checked, or it did not start): after the last, the
+// watch ends (its pending file goes). A server of the batch that starts after that runs without one.
+func (s *Service) mcpWatchDone(sess *session, watch *mcpWatch) {
+	if watch == nil {
+		return
+	}
+	sess.mcp.mu.Lock()
+	watch.live--
+	last := watch.live == 0
+	sess.mcp.mu.Unlock()
+	if last {
+		watch.w.End()
 	}
 }
 

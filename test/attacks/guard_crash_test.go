@@ -214,7 +214,7 @@ func TestGuardRemovesAnUnreadablePendingRun(t *testing.T) {
 
 func TestGuardCrashAsNobody(t *testing.T) {
 	rerunAsNobody(t, "^TestGuard(UndoesWhatAKilledBrokersRunLeft|LeavesALiveBrokersPendingRun|RemovesAnUnreadablePendingRun|"+
-		"RemovesAStaleHalfWrittenPendingRun)$",
+		"RemovesAStaleHalfWrittenPendingRun|PendingRunsLastAsLongAsTheirRun)$",
 		"TestGuardUndoesWhatAKilledBrokersRunLeft", "TestGuardLeavesALiveBrokersPendingRun")
 }
 
@@ -236,5 +236,36 @@ func TestGuardRemovesAStaleHalfWrittenPendingRun(t *testing.T) {
 	e.Open(c)
 	if brokertest.Exists(old) || !brokertest.Exists(young) {
 		t.Errorf("old removed: %v, young left: %v", !brokertest.Exists(old), brokertest.Exists(young))
+	}
+}
+
+// The pending run of a background process and of an MCP server lasts as long as it runs, and goes at its end (a
+// kept scan left behind would be checked by the next session as if its broker had died). Control: while each runs,
+// its file is there.
+func TestGuardPendingRunsLastAsLongAsTheirRun(t *testing.T) {
+	pending := func(e *brokertest.Env) []string {
+		p, _ := filepath.Glob(filepath.Join(e.Home, "guard", "*", "*.json"))
+		return p
+	}
+	e, c, sid := mcpEnv(t)
+	if p := pending(e); len(p) != 1 {
+		t.Errorf("an MCP server runs: pending runs %v", p)
+	}
+	res := brokertest.Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_START,
+		Command: "sleep 30"})
+	id := strings.TrimPrefix(strings.SplitN(res.GetContent(), "\n", 2)[0], "id: ")
+	if p := pending(e); len(p) != 2 {
+		t.Errorf("an MCP server and a background process run: pending runs %v", p)
+	}
+	brokertest.Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_STOP, Id: id})
+	brokertest.Process(t, c, sid, &execv1.ProcessManager{Action: execv1.ProcessAction_PROCESS_ACTION_WAIT, Id: id})
+	if p := pending(e); len(p) != 1 {
+		t.Errorf("the background process ended: pending runs %v", p)
+	}
+	if _, err := c.CloseSession(brokertest.Ctx(t), &execv1.CloseSessionRequest{SessionId: sid}); err != nil {
+		t.Fatal(err)
+	}
+	if p := pending(e); len(p) != 0 {
+		t.Errorf("the session closed: pending runs %v", p)
 	}
 }
