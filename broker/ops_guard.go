@@ -36,6 +36,9 @@ func (s *Service) guardBegin(sess *session, st *policy.State, spec sandbox.Spec)
 		}
 		return nil, err
 	}
+	if err == nil {
+		s.keepPending(sess.fs.Real(), w) // until w.End: a broker that dies during the run leaves it for the next
+	}
 	return w, err
 }
 
@@ -116,6 +119,7 @@ func (s *Service) runGuarded(ctx context.Context, c *call, st *policy.State, op 
 	if err != nil {
 		return nil, nil, &runFailure{err}
 	}
+	defer watch.End()
 	res, err := sandbox.Run(ctx, spec)
 	if err != nil {
 		return nil, nil, &runFailure{runError(err)}
@@ -145,12 +149,14 @@ func (s *Service) guardBefore(sess *session, st *policy.State, spec *sandbox.Spe
 		// Hooks and info folders that do not exist yet in git folders are made first, so that they can be covered.
 		cover, err := sandbox.EnsureProtectedDirs(sess.fs.Real(), spec.EnsureDirs)
 		if err != nil {
+			watch.End()
 			return nil, fmt.Errorf("prepare the protected folders: %w", err)
 		}
 		spec.ReadOnly = append(spec.ReadOnly, cover...) // where one cannot be made, its parent is read-only
 	}
 	// A second name for a protected file would carry writes past its read-only mount: refuse to run.
 	if linked := hardLinked(spec.ReadOnly); len(linked) > 0 {
+		watch.End()
 		return nil, fmt.Errorf("protected files have another hard link, through which a command could change them: %s; "+
 			"remove the other links and try again", strings.Join(linked, ", "))
 	}

@@ -58,6 +58,7 @@ type mcpBatch struct {
 type mcpWatch struct {
 	w     *guard.Watch
 	names []string // its servers, for the audit record (under mcpState.mu)
+	live  int      // its servers still running (under mcpState.mu): at 0, the watch ends (guard.Watch.End)
 
 	mu     sync.Mutex // one check at a time
 	began  time.Time  // when the last check began
@@ -439,6 +440,12 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 		if err != nil {
 			return err
 		}
+		if watch != nil {
+			sess.mcp.mu.Lock()
+			watch.live++
+			sess.mcp.mu.Unlock()
+			defer s.mcpWatchDone(sess, watch) // after its end's check below
+		}
 		// The network as the network policy allows, through the broker's proxy: rules only, no questions.
 		px, err := s.startProxy(ctx, sess, s.commandNetwork(nil, nil, sess, cmd))
 		if err != nil {
@@ -504,6 +511,21 @@ func (s *Service) mcpLaunch(sess *session) mcphost.Launch {
 			return fmt.Errorf("exit code %d; its log is %s", res.ExitCode, spec.OutputFile)
 		}
 		return nil
+	}
+}
+
+// mcpWatchDone says one server of the watch is done (its end checked, or it did not start): after the last, the
+// watch ends (its pending file goes). A server of the batch that starts after that runs without one.
+func (s *Service) mcpWatchDone(sess *session, watch *mcpWatch) {
+	if watch == nil {
+		return
+	}
+	sess.mcp.mu.Lock()
+	watch.live--
+	last := watch.live == 0
+	sess.mcp.mu.Unlock()
+	if last {
+		watch.w.End()
 	}
 }
 

@@ -100,6 +100,7 @@ func (s *Service) processStart(c *call, op *execv1.ProcessManager) (*execv1.Resu
 	}
 	p, err := s.startProcess(sess, op.GetCommand(), spec, watch)
 	if err != nil {
+		watch.End()
 		return failed(err), nil
 	}
 	return &execv1.Result{Content: fmt.Sprintf("id: %s\nRunning in the background: %s\nRead its output with process_manager "+

@@ -531,6 +531,7 @@ func (s *Service) processEnded(sess *session, p *proc, res *sandbox.Result, err 
 	}
 	if watch != nil {
 		lines, gerr := s.guardAfter(sess.id, policy.OpProcessManager, p.command, watch)
+		watch.End()
 		notes = append(notes, lines...)
 		if gerr != nil {
 			notes = append(notes, "Warning: "+gerr.Error())

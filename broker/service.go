@@ -291,6 +291,8 @@ func (s *Service) openSession(p peercred.Peer, reqRoot string, mode execv1.Mode,
 	maxEntries, skip := policy.GuardWalk(s.state(sess))
 	sess.guard = guard.New(fsroot.Real(), guard.Options{MaxEntries: maxEntries, Skip: skip, UserHome: s.userHome})
 	sess.guard.Prime()
+	// What a run of a broker that died during it left is undone before anything runs in this session.
+	notices = append(notices, s.recoverPending(sess)...)
 	return sess, &execv1.OpenSessionResponse{SessionId: sess.id, Root: root, Notices: notices,
 		Instructions: instr, InstructionsFile: instrFile, Commands: commands, Hooked: hookedEvents(sess.files)}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -42,7 +43,8 @@ type Watch struct {
 	exempt string // a root-relative path the run was allowed to write as it is (Exempt)
 	blind  string // a root-relative path a read rule hides that the run writes (Blind)
 	hidden map[string]*repo
-	gen    int64 // Guard.gen when the scan before was taken
+	gen    int64     // Guard.gen when the scan before was taken
+	kept   io.Closer // the run's pending file (Keep), closed by End
 }
 
 // Blind says the run is a file tool's write of rel, which a read rule hides: the git folders among its folders that

@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == mcptest.Arg {
 		os.Exit(mcptest.Serve(os.Args[2])) // the MCP attacks' server, run by the broker in the sandbox
 	}
+	if len(os.Args) == 4 && os.Args[1] == brokerArg {
+		os.Exit(serveBroker(os.Args[2], os.Args[3])) // a broker the crash tests SIGKILL (guard_crash_test.go)
+	}
 	if len(os.Args) == 3 && os.Args[1] == allocArg {
 		os.Exit(allocate(os.Args[2]))
 	}
