@@ -60,8 +60,10 @@ func startBroker(t *testing.T, dir, name string) (*exec.Cmd, execv1.ExecServiceC
 			t.Logf("broker %s:\n%s", name, out.String())
 		}
 	})
+	// The socket's file is there from its bind, before the listen: wait for a connection to be taken.
 	for i := 0; i < 500; i++ {
-		if _, err := os.Stat(sock); err == nil {
+		if conn, err := net.Dial("unix", sock); err == nil {
+			conn.Close()
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
