@@ -10,14 +10,7 @@ import (
 // BenchmarkKeepPendingBigProject is what keeping a run's scan before on disk adds to every sandboxed run, in the
 // project of 20,000 files: the scan encoded, written, locked and renamed before the run, removed after it.
 func BenchmarkKeepPendingBigProject(b *testing.B) {
-	root := b.TempDir()
-	testenv.BigProject(b, root)
-	g := guard.New(root, guard.Options{MaxEntries: 100000})
-	defer g.Close()
-	w, err := g.Begin()
-	if err != nil {
-		b.Fatal(err)
-	}
+	root, w := bigProjectWatch(b)
 	s := &Service{cfg: Config{Home: b.TempDir()}}
 	for b.Loop() {
 		if err := s.writePending(root, w); err != nil {
@@ -29,14 +22,7 @@ func BenchmarkKeepPendingBigProject(b *testing.B) {
 
 // BenchmarkPendingEncodeBigProject is the encoding alone (BenchmarkKeepPendingBigProject less the file's work).
 func BenchmarkPendingEncodeBigProject(b *testing.B) {
-	root := b.TempDir()
-	testenv.BigProject(b, root)
-	g := guard.New(root, guard.Options{MaxEntries: 100000})
-	defer g.Close()
-	w, err := g.Begin()
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, w := bigProjectWatch(b)
 	data, _ := w.Pending()
 	b.ReportMetric(float64(len(data)), "bytes")
 	for b.Loop() {
@@ -44,4 +30,17 @@ func BenchmarkPendingEncodeBigProject(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// bigProjectWatch is a guard's watch of a run in a new project of 20,000 files (its scan before taken).
+func bigProjectWatch(b *testing.B) (root string, w *guard.Watch) {
+	root = b.TempDir()
+	testenv.BigProject(b, root)
+	g := guard.New(root, guard.Options{MaxEntries: 100000})
+	b.Cleanup(g.Close)
+	w, err := g.Begin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return root, w
 }

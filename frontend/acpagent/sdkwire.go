@@ -150,17 +150,6 @@ func orNull(ids []json.RawMessage) []json.RawMessage {
 	return ids
 }
 
-// message is a JSON-RPC message as the SDK reads it first (its anyMessage, field for field), to classify a line as
-// it does.
-type message struct {
-	JSONRPC string            `json:"jsonrpc"`
-	ID      *json.RawMessage  `json:"id,omitempty"`
-	Method  string            `json:"method,omitempty"`
-	Params  json.RawMessage   `json:"params,omitempty"`
-	Result  json.RawMessage   `json:"result,omitempty"`
-	Error   *acp.RequestError `json:"error,omitempty"`
-}
-
 // noteMessage tells a session that a prompt or a cancel of it was read. It decodes and checks the message as the SDK
 // does before it runs the handler, so exactly the prompts that reach Prompt are counted. It reports false for a
 // message the SDK must not be given: one it cannot decode (it would log the line whole), or a request whose id is
@@ -169,7 +158,7 @@ func (s *server) noteMessage(line []byte) bool {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return true // the SDK skips a blank line (and the input's end reads as one)
 	}
-	var m message
+	var m acpinit.Message // as the SDK reads it first, to classify a line as it does
 	if json.Unmarshal(line, &m) != nil {
 		return false
 	}

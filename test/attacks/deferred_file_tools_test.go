@@ -10,6 +10,34 @@ import (
 	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
+// fileToolsAsk writes each path with write_file in a session whose settings allow every write: each of plain is
+// written without a question (the control), and each of asked is asked about once, with no "for the session"
+// choice, and is not written when the answer is deny.
+func fileToolsAsk(t *testing.T, c execv1.ExecServiceClient, sid, root string, plain []string, asked ...string) {
+	t.Helper()
+	for _, p := range plain {
+		if res, qs, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(p, "x")),
+			execv1.Choice_CHOICE_DENY); len(qs) != 0 || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
+			t.Fatalf("control: a write of %s: %v, %d questions", p, res.GetStatus(), len(qs))
+		}
+	}
+	for _, p := range asked {
+		res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(p, "x")), execv1.Choice_CHOICE_DENY)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(qs) != 1 || res.GetStatus() != execv1.Status_STATUS_DENIED || brokertest.Exists(filepath.Join(root, p)) {
+			t.Errorf("%s: %d questions, %v", p, len(qs), res.GetStatus())
+			continue
+		}
+		for _, ch := range qs[0].Choices {
+			if ch == execv1.Choice_CHOICE_SESSION {
+				t.Errorf("%s offered %v", p, qs[0].Choices)
+			}
+		}
+	}
+}
+
 // plantedByFileTools is a bare repository written through write_file alone, in an order where no file looks like a
 // git folder's until the last is written: its config first (core.fsmonitor in shell form: write_file makes no
 // program executable), then HEAD, objects/ and refs/.

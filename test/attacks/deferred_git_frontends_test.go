@@ -86,27 +86,8 @@ func TestRedTeamLazygitConfigAsksTheFileTools(t *testing.T) {
 	e.Settings(t, `{"permissions":{"allow":["write_file(**)"]}}`)
 	c := e.Client()
 	sid := e.Open(c)
-	for _, p := range []string{"src/a.go", ".git/description"} {
-		if res, qs, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(p, "x")),
-			execv1.Choice_CHOICE_DENY); len(qs) != 0 || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
-			t.Fatalf("control: a write of %s: %v, %d questions", p, res.GetStatus(), len(qs))
-		}
-	}
-	for _, p := range []string{".git/lazygit.yml", "lib/.git/lazygit.yml", ".lazygit.yml", "lib/.LAZYGIT.yml"} {
-		res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(p, "x")), execv1.Choice_CHOICE_DENY)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(qs) != 1 || res.GetStatus() != execv1.Status_STATUS_DENIED || brokertest.Exists(filepath.Join(e.Root, p)) {
-			t.Errorf("%s: %d questions, %v", p, len(qs), res.GetStatus())
-			continue
-		}
-		for _, ch := range qs[0].Choices {
-			if ch == execv1.Choice_CHOICE_SESSION {
-				t.Errorf("%s offered %v", p, qs[0].Choices)
-			}
-		}
-	}
+	fileToolsAsk(t, c, sid, e.Root, []string{"src/a.go", ".git/description"},
+		".git/lazygit.yml", "lib/.git/lazygit.yml", ".lazygit.yml", "lib/.LAZYGIT.yml")
 }
 
 // TestRedTeamLazygitConfigIsNotLeftAsNobody reruns the command half as the user nobody.

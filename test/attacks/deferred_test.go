@@ -480,25 +480,8 @@ func TestDeferredFileToolsAskForWhatGitIsPointedAt(t *testing.T) {
 	brokertest.MustWrite(t, filepath.Join(e.Home, "settings.json"), `{"permissions":{"allow":["write_file(**)"]}}`)
 	c := e.Client()
 	sid := e.Open(c)
-	if res, qs, _ := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write("src/a.go", "package a")),
-		execv1.Choice_CHOICE_DENY); len(qs) != 0 || res.GetStatus() != execv1.Status_STATUS_COMPLETED {
-		t.Fatalf("control: an ordinary write %v, %d questions", res.GetStatus(), len(qs))
-	}
-	for _, p := range []string{".githooks/pre-commit", "web/.pre-commit-config.yaml", ".zed/settings.json", ".nvim.lua"} {
-		res, qs, err := brokertest.Run(t, brokertest.Start(t, c, brokertest.Ctx(t), sid, brokertest.Write(p, "x")), execv1.Choice_CHOICE_DENY)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(qs) != 1 || res.GetStatus() != execv1.Status_STATUS_DENIED || brokertest.Exists(filepath.Join(e.Root, p)) {
-			t.Errorf("%s: %d questions, %v", p, len(qs), res.GetStatus())
-			continue
-		}
-		for _, ch := range qs[0].Choices {
-			if ch == execv1.Choice_CHOICE_SESSION {
-				t.Errorf("%s offered %v", p, qs[0].Choices)
-			}
-		}
-	}
+	fileToolsAsk(t, c, sid, e.Root, []string{"src/a.go"},
+		".githooks/pre-commit", "web/.pre-commit-config.yaml", ".zed/settings.json", ".nvim.lua")
 }
 
 // Found by red team (first pass over the boundary).

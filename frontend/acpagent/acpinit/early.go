@@ -120,8 +120,9 @@ func (e *Early) Caught() bool {
 	}
 }
 
-// message is the SDK's JSON-RPC message (its anyMessage), so that a line decodes and an answer encodes as there.
-type message struct {
+// Message is the SDK's JSON-RPC message (its anyMessage, field for field), so that a line decodes and an answer
+// encodes as there; the inbox of package acpagent classifies lines with it too.
+type Message struct {
 	JSONRPC string            `json:"jsonrpc"`
 	ID      *json.RawMessage  `json:"id,omitempty"`
 	Method  string            `json:"method,omitempty"`
@@ -139,7 +140,7 @@ func ValidID(id json.RawMessage) bool {
 
 // IsInitialize reports whether a line is an initialize request, as the SDK decodes it.
 func IsInitialize(line []byte) bool {
-	var m message
+	var m Message
 	return json.Unmarshal(line, &m) == nil && m.Method == acp.AgentMethodInitialize && m.ID != nil
 }
 
@@ -147,7 +148,7 @@ func IsInitialize(line []byte) bool {
 // it (decoded as the SDK's message, then its params as its InitializeRequest); ok is false for any other line,
 // which is then the SDK's.
 func answer(line []byte, version string) ([]byte, bool) {
-	var m message
+	var m Message
 	if json.Unmarshal(line, &m) != nil || m.Method != acp.AgentMethodInitialize || m.ID == nil || !ValidID(*m.ID) {
 		return nil, false
 	}
@@ -159,7 +160,7 @@ func answer(line []byte, version string) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	b, err := json.Marshal(message{JSONRPC: "2.0", ID: m.ID, Result: res})
+	b, err := json.Marshal(Message{JSONRPC: "2.0", ID: m.ID, Result: res})
 	if err != nil {
 		return nil, false
 	}
