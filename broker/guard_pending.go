@@ -165,15 +165,7 @@ func (s *Service) recoverOne(sess *session, p string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	lines, err := s.guardAfter(sess.id, guardRecoverOp, "a run of a Garuda broker that ended during it", w)
-	if err != nil {
-		return nil, err
-	}
-	for i, l := range lines {
-		lines[i] = strings.Replace(l, "Undone after the command,", "Undone what a command left when an earlier Garuda ended "+
-			"during it (killed, or crashed),", 1)
-	}
-	return lines, nil
+	return s.guardAfter(sess.id, guardRecoverOp, "a run of a Garuda broker that ended during it", w)
 }
 
 // guardRecoverOp names a pending run's check in the audit log (the guard's record of what it undid).

@@ -79,12 +79,15 @@ func (s *Service) guardAfter(sessID, op, command string, w *guard.Watch) ([]stri
 		return nil, nil
 	}
 	var lines []string
-	what := "the command"
-	if op == policy.OpWriteFile || op == policy.OpEditFile {
-		what = "the write"
+	what, undone := "the command", "Undone after the command"
+	switch op {
+	case policy.OpWriteFile, policy.OpEditFile:
+		what, undone = "the write", "Undone after the write"
+	case guardRecoverOp:
+		undone = "Undone what a command left when an earlier Garuda ended during it (killed, or crashed)"
 	}
 	if len(rep.Undone) > 0 {
-		lines = append(lines, "Undone after "+what+", because git, a hook manager or an editor would run it later outside "+
+		lines = append(lines, undone+", because git, a hook manager or an editor would run it later outside "+
 			"the sandbox: "+strings.Join(rep.Undone, "; ")+". Ask the user to make such changes themselves if they are wanted.")
 	}
 	if len(rep.Changed) > 0 {

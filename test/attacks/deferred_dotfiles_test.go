@@ -139,12 +139,7 @@ func TestRedTeamWhatTheGlobalConfigNamesRelatively(t *testing.T) {
 				setup(t, e.Root, tc.before)
 				c := e.Client()
 				sid := e.Open(c)
-				var res *execv1.Result
-				if sandboxed {
-					res = brokertest.Sh(t, c, sid, tc.attack)
-				} else {
-					res = unsandboxedSh(t, c, sid, tc.attack)
-				}
+				res := shIn(t, c, sid, tc.attack, sandboxed)
 				cmd := exec.Command("git", tc.git...)
 				cmd.Dir, cmd.Env = filepath.Join(e.Root, tc.in), env
 				out, _ := cmd.CombinedOutput()

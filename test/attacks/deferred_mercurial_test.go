@@ -8,7 +8,6 @@ import (
 
 	"github.com/garuda-dev/garuda/broker/brokertest"
 	"github.com/garuda-dev/garuda/internal/testenv"
-	execv1 "github.com/garuda-dev/garuda/proto/garuda/exec/v1"
 )
 
 // TestDeferredMercurialRunsNothingACommandLeft: Mercurial runs the hooks (and loads the extensions) of a
@@ -29,12 +28,7 @@ func TestDeferredMercurialRunsNothingACommandLeft(t *testing.T) {
 				}
 				c := e.Client()
 				sid := e.Open(c)
-				var res *execv1.Result
-				if sandboxed {
-					res = brokertest.Sh(t, c, sid, tc.attack)
-				} else {
-					res = unsandboxedSh(t, c, sid, tc.attack)
-				}
+				res := shIn(t, c, sid, tc.attack, sandboxed)
 				cmd := exec.Command("hg", "status")
 				cmd.Dir = filepath.Join(e.Root, tc.in)
 				cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "HGRCPATH="}

@@ -72,6 +72,26 @@ func startBroker(t *testing.T, dir, name string) (*exec.Cmd, execv1.ExecServiceC
 	return cmd, c
 }
 
+// crashProject is a folder for brokers started by startBroker (their sockets, and GARUDA_HOME dir/home) and the
+// project root they share.
+func crashProject(t *testing.T) (dir, root string) {
+	dir = t.TempDir()
+	root = filepath.Join(dir, "project")
+	os.MkdirAll(root, 0o755)
+	os.MkdirAll(filepath.Join(dir, "home"), 0o700)
+	return dir, root
+}
+
+// openBuild opens a build-mode session in root.
+func openBuild(t *testing.T, c execv1.ExecServiceClient, root string) *execv1.OpenSessionResponse {
+	t.Helper()
+	r, err := c.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: root, Mode: execv1.Mode_MODE_BUILD})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // A broker is SIGKILLed while a sandboxed command it runs has planted a nested repository with core.fsmonitor and
 // sleeps: the check after the command never happens. The next broker's session in the same root undoes the plant
 // before anything runs, from the scan before the run that the dead broker kept on disk, and says so; the user's git
@@ -85,17 +105,11 @@ func TestGuardUndoesWhatAKilledBrokersRunLeft(t *testing.T) {
 }
 
 func killedBrokerRun(t *testing.T, kept bool) {
-	dir := t.TempDir()
-	root := filepath.Join(dir, "project")
-	os.MkdirAll(root, 0o755)
-	os.MkdirAll(filepath.Join(dir, "home"), 0o700)
+	dir, root := crashProject(t)
 	setup(t, root, "git init -q && echo x > f && git add f && git commit -qm init")
 
 	b1, c1 := startBroker(t, dir, "first")
-	r, err := c1.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: root, Mode: execv1.Mode_MODE_BUILD})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openBuild(t, c1, root)
 	sleep := fmt.Sprintf("sleep 63.%d", os.Getpid()%1000)
 	cx, cancel := context.WithCancel(brokertest.Ctx(t))
 	defer cancel()
@@ -120,10 +134,7 @@ func killedBrokerRun(t *testing.T, kept bool) {
 	}
 
 	_, c2 := startBroker(t, dir, "second")
-	r2, err := c2.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: root, Mode: execv1.Mode_MODE_BUILD})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r2 := openBuild(t, c2, root)
 	notices := strings.Join(r2.GetNotices(), "\n")
 	asUser(t, filepath.Join(root, "nested"), "status")
 	ran := brokertest.Exists(filepath.Join(root, "nested", "PWNED"))
@@ -155,26 +166,17 @@ func killedBrokerRun(t *testing.T, kept bool) {
 // check after the command then undoes the plant.
 func TestGuardLeavesALiveBrokersPendingRun(t *testing.T) {
 	testenv.NeedCommand(t, "git", "git")
-	dir := t.TempDir()
-	root := filepath.Join(dir, "project")
-	os.MkdirAll(root, 0o755)
-	os.MkdirAll(filepath.Join(dir, "home"), 0o700)
+	dir, root := crashProject(t)
 	setup(t, root, "git init -q")
 	_, c1 := startBroker(t, dir, "first")
-	r, err := c1.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: root, Mode: execv1.Mode_MODE_BUILD})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openBuild(t, c1, root)
 	st := brokertest.Start(t, c1, brokertest.Ctx(t), r.GetSessionId(), brokertest.Bash(ident+planter("fsm")+
 		`git init -q nested && git -C nested config core.fsmonitor "$PWD/fsm" && touch planted && sleep 2`))
 	for i := 0; i < 1000 && !brokertest.Exists(filepath.Join(root, "planted")); i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 	_, c2 := startBroker(t, dir, "second")
-	r2, err := c2.OpenSession(brokertest.Ctx(t), &execv1.OpenSessionRequest{Root: root, Mode: execv1.Mode_MODE_BUILD})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r2 := openBuild(t, c2, root)
 	if n := strings.Join(r2.GetNotices(), "\n"); strings.Contains(n, "earlier Garuda") {
 		t.Errorf("a live broker's run was checked by another: %s", n)
 	}
